@@ -1,0 +1,285 @@
+"""Populations: read and validate accuracy files, write tidy CSV, pair by instance id.
+
+Two formats are read, told apart by their header:
+
+- **DeepCrime's** (the paper's data): ``;``-separated, a header
+  ``true_label;pred_label_model_0;...`` (or ``true_labels``), and a last row holding an
+  empty first cell then one accuracy per instance, in instance order.
+- **tidy CSV**: one row per instance with columns ``instance`` and ``accuracy``
+  (comma-separated; other columns are allowed and ignored).
+
+Every value must be an accuracy in [0, 1]. A missing accuracy (empty cell, NaN) is
+dropped with a :class:`MissingAccuracyWarning` naming the file and the instance, or is
+an error with ``strict=True``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+
+_DEEPCRIME_HEADERS = ("true_label", "true_labels")
+
+
+class MissingAccuracyWarning(UserWarning):
+    """An instance without an accuracy was dropped from a population."""
+
+
+@dataclass(frozen=True, eq=False)
+class Population:
+    """Accuracies of independently trained instances, one per instance id.
+
+    Examples
+    --------
+    >>> pop = Population.from_values([0.91, 0.93, 0.92], name="healthy")
+    >>> pop
+    Population('healthy', 3 instances, mean 0.92)
+    >>> pop.ids.tolist()
+    [0, 1, 2]
+    """
+
+    values: np.ndarray
+    ids: np.ndarray
+    name: str = "population"
+    source: str | None = None
+
+    @classmethod
+    def from_values(cls, values, ids=None, name: str = "population",
+                    source: str | None = None) -> Population:
+        values = np.asarray(values, dtype=np.float64)
+        ids = np.arange(values.size) if ids is None else np.asarray(ids, dtype=np.int64)
+        where = source or name
+        _validate(values, ids, where)
+        return cls(values=values, ids=ids, name=name, source=source)
+
+    def __len__(self) -> int:
+        return self.values.size
+
+    def __repr__(self) -> str:
+        return f"Population({self.name!r}, {len(self)} instances, mean {self.values.mean():.4g})"
+
+    def subset(self, ids) -> Population:
+        """The instances with the given ids, in that order."""
+        position = {int(i): k for k, i in enumerate(self.ids)}
+        try:
+            rows = [position[int(i)] for i in ids]
+        except KeyError as missing:
+            raise ProbmutError(f"{self.where}: no instance with id {missing}") from None
+        return Population(self.values[rows], self.ids[rows], self.name, self.source)
+
+    @property
+    def where(self) -> str:
+        return self.source or self.name
+
+
+def _validate(values: np.ndarray, ids: np.ndarray, where: str) -> None:
+    if values.ndim != 1 or ids.shape != values.shape:
+        raise ProbmutError(f"{where}: accuracies and instance ids must be 1-D and of equal length")
+    if values.size == 0:
+        raise ProbmutError(f"{where}: no accuracies found")
+    if not np.all(np.isfinite(values)):
+        bad = ids[~np.isfinite(values)]
+        raise ProbmutError(f"{where}: NaN or infinite accuracy for instance(s) {bad.tolist()[:10]}")
+    outside = (values < 0) | (values > 1)
+    if outside.any():
+        raise ProbmutError(
+            f"{where}: {int(outside.sum())} value(s) outside [0, 1] (e.g. instance "
+            f"{int(ids[outside][0])}: {values[outside][0]:g}, largest {values.max():g}); "
+            "probmut needs accuracies (shares of correct test inputs), not losses or errors")
+    unique, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise ProbmutError(f"{where}: duplicate instance id(s) {unique[counts > 1].tolist()[:10]}")
+
+
+def _parse_float(cell: str, where: str, instance) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        raise ProbmutError(
+            f"{where}: instance {instance}: {cell.strip()!r} is not a number") from None
+
+
+def _drop_missing(values: list[float], ids: list[int], where: str, strict: bool):
+    missing = [i for i, v in zip(ids, values, strict=True) if math.isnan(v)]
+    if not missing:
+        return values, ids
+    if strict:
+        raise ProbmutError(f"{where}: no accuracy for instance(s) {missing} (--strict)")
+    warnings.warn(f"{where}: no accuracy for instance(s) {missing}; dropped "
+                  "(use --strict to make this an error)", MissingAccuracyWarning, stacklevel=3)
+    kept = [k for k, v in enumerate(values) if not math.isnan(v)]
+    return [values[k] for k in kept], [ids[k] for k in kept]
+
+
+def _read_deepcrime(lines: list[str], where: str, strict: bool):
+    header = lines[0].split(";")
+    rows = [line for line in lines[1:] if line.strip()]
+    if not rows:
+        raise ProbmutError(f"{where}: DeepCrime header found but no accuracy row")
+    cells = rows[-1].split(";")[1:]
+    names = header[1:]
+    if len(cells) != len(names):
+        raise ProbmutError(
+            f"{where}: the header names {len(names)} instances but the last row holds "
+            f"{len(cells)} values")
+    ids = []
+    for k, name in enumerate(names):
+        match = re.search(r"(\d+)\s*$", name)
+        ids.append(int(match.group(1)) if match else k)
+    values = [math.nan if not c.strip() else _parse_float(c, where, i)
+              for c, i in zip(cells, ids, strict=True)]
+    return _drop_missing(values, ids, where, strict)
+
+
+def _read_tidy(lines: list[str], where: str, strict: bool):
+    reader = csv.DictReader(lines)
+    fields = [f.strip() for f in (reader.fieldnames or [])]
+    if "accuracy" not in fields or "instance" not in fields:
+        raise ProbmutError(
+            f"{where}: unknown format; expected DeepCrime's (header 'true_label;...') or a "
+            f"tidy CSV with columns 'instance,accuracy' (found columns {fields})")
+    reader.fieldnames = fields
+    values, ids = [], []
+    for line_number, row in enumerate(reader, start=2):
+        instance = (row.get("instance") or "").strip()
+        try:
+            ids.append(int(instance))
+        except ValueError:
+            raise ProbmutError(
+                f"{where}: line {line_number}: instance id {instance!r} is not an integer") from None
+        cell = (row.get("accuracy") or "").strip()
+        values.append(math.nan if cell == "" else _parse_float(cell, where, ids[-1]))
+    return _drop_missing(values, ids, where, strict)
+
+
+def read_population(path, name: str | None = None, strict: bool = False) -> Population:
+    """Read one population file (DeepCrime's format or tidy CSV) and validate it.
+
+    Parameters
+    ----------
+    path : the file.
+    name : a display name; default the file's stem.
+    strict : a missing accuracy is an error instead of a warning.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "healthy.csv")
+    >>> _ = open(path, "w").write("instance,accuracy\\n0,0.91\\n1,0.93\\n")
+    >>> read_population(path).values.tolist()
+    [0.91, 0.93]
+    """
+    path = Path(path)
+    where = str(path)
+    if not path.exists():
+        raise ProbmutError(f"{where}: no such file")
+    if path.is_dir():
+        raise ProbmutError(f"{where}: is a directory, expected a population CSV file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ProbmutError(f"{where}: cannot read it as text ({error})") from None
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ProbmutError(f"{where}: the file is empty")
+    first = lines[0].split(";")[0].strip().lower()
+    if first in _DEEPCRIME_HEADERS:
+        values, ids = _read_deepcrime(lines, where, strict)
+    else:
+        values, ids = _read_tidy(lines, where, strict)
+    values = np.asarray(values, dtype=np.float64)
+    ids = np.asarray(ids, dtype=np.int64)
+    _validate(values, ids, where)
+    return Population(values=values, ids=ids, name=name or path.stem, source=where)
+
+
+def write_tidy(population: Population, path) -> None:
+    """Write a population as tidy CSV (``instance,accuracy``), atomically.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "pop.csv")
+    >>> write_tidy(Population.from_values([0.5, 0.75]), path)
+    >>> open(path).read()
+    'instance,accuracy\\n0,0.5\\n1,0.75\\n'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = ["instance,accuracy"] + [f"{int(i)},{float(v)!r}"
+                                    for i, v in zip(population.ids, population.values, strict=True)]
+    atomic_write_text(path, "\n".join(rows) + "\n")
+
+
+def atomic_write_text(path, text: str) -> None:
+    """Write a text file so that readers see the old or the new content, never half."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def pair(healthy: Population, mutant: Population) -> tuple[Population, Population]:
+    """Align two populations of a model-level mutation by instance id.
+
+    Mutant instance i is derived from healthy instance i, so both must hold the same
+    ids; an id on one side only is an error naming it.
+
+    >>> h = Population.from_values([0.9, 0.8], ids=[3, 5], name="h")
+    >>> m = Population.from_values([0.7, 0.6], ids=[5, 3], name="m")
+    >>> pair(h, m)[1].values.tolist()
+    [0.6, 0.7]
+    """
+    only_healthy = sorted(set(healthy.ids.tolist()) - set(mutant.ids.tolist()))
+    only_mutant = sorted(set(mutant.ids.tolist()) - set(healthy.ids.tolist()))
+    if only_healthy or only_mutant:
+        details = []
+        if only_healthy:
+            details.append(f"ids only in {healthy.where}: {only_healthy[:10]}")
+        if only_mutant:
+            details.append(f"ids only in {mutant.where}: {only_mutant[:10]}")
+        raise ProbmutError(
+            "paired mode needs the same instance ids on both sides (mutant i is derived from "
+            "healthy i); " + "; ".join(details))
+    order = np.sort(healthy.ids)
+    return healthy.subset(order), mutant.subset(order)
+
+
+def load_kill_rates(path, trials: int) -> np.ndarray:
+    """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
+
+    Accepts ``.npy`` arrays of float rates in [0, 1] or of integer counts in [0, N];
+    returns an int array of counts, same shape. Rates that are not multiples of 1/N are
+    an error.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ProbmutError(f"{path}: no such file")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ProbmutError(f"{path}: not a NumPy .npy array ({error})") from None
+    is_counts = np.issubdtype(array.dtype, np.integer)
+    array = np.asarray(array, dtype=np.float64)
+    if array.size == 0 or not np.all(np.isfinite(array)):
+        raise ProbmutError(f"{path}: empty, or holds NaN/infinite values")
+    counts = array if is_counts else array * trials
+    rounded = np.rint(counts)
+    if np.abs(counts - rounded).max() > 1e-6 or rounded.min() < 0 or rounded.max() > trials:
+        raise ProbmutError(
+            f"{path}: values are not kill rates of {trials} trials (multiples of 1/{trials} in "
+            "[0, 1]); check --trials")
+    return rounded.astype(np.int64)

@@ -1,0 +1,235 @@
+"""The Monte-Carlo engine: kill counts of B x N DeepCrime tests, compiled.
+
+This is the only hot code of probmut. One kernel serves every study:
+
+- the bagged posterior (METHOD.md section 3): 1 population pair, 1 repetition, B x N;
+- the Monte-Carlo error (section 5): R repetitions of B x N;
+- the sample-size study (section 6): S sub-populations x R x B x N.
+
+Each bootstrap resample is one *task* with its own random stream, derived from the
+seed and the task's index alone (a SeedSequence key hashed with the index through
+SplitMix64 into a xoshiro256** state). Tasks run in parallel threads (numba ``prange``),
+so the numbers depend on the seed only, never on the number of workers.
+
+Why numba: the kernel is a tight loop of small random draws and sums (about 40 random
+integers and 80 flops per test); numba compiles it to native code with threads and an
+on-disk cache, without a C toolchain on the user's machine.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import prange
+
+from probmut.errors import ProbmutError
+from probmut.killtest import KillCriterion, is_killed, pooled_z_test
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+@numba.njit(cache=True, inline="always")
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@numba.njit(cache=True, inline="always")
+def _splitmix64(x):
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True)
+def _seed_state(key0, key1, task, state):
+    """xoshiro256** state of one task: SplitMix64 of (key, task index)."""
+    x = key0 ^ _splitmix64(key1 + np.uint64(task))
+    for i in range(4):
+        x = _splitmix64(x)
+        state[i] = x
+        x = x + np.uint64(i + 1)
+
+
+@numba.njit(cache=True, inline="always")
+def _next(state):
+    result = _rotl(state[1] * np.uint64(5), 7) * np.uint64(9)
+    t = state[1] << np.uint64(17)
+    state[2] ^= state[0]
+    state[3] ^= state[1]
+    state[1] ^= state[2]
+    state[0] ^= state[3]
+    state[2] ^= t
+    state[3] = _rotl(state[3], 45)
+    return result
+
+
+@numba.njit(cache=True, inline="always")
+def _below(state, n):
+    """Uniform integer in [0, n) without bias (Lemire's multiply-and-reject, 32-bit)."""
+    bound = np.uint64(n)
+    m = (_next(state) >> np.uint64(32)) * bound
+    low = m & _MASK32
+    if low < bound:
+        threshold = (np.uint64(0x100000000) - bound) % bound
+        while low < threshold:
+            m = (_next(state) >> np.uint64(32)) * bound
+            low = m & _MASK32
+    return np.int64(m >> np.uint64(32))
+
+
+@numba.njit(cache=True, parallel=True)
+def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials, sample,
+                       p_max, effect, direction, key0, key1, out):
+    n_sets = healthy.shape[0]
+    n_h = healthy.shape[1]
+    n_m = mutant.shape[1]
+    per_set = repetitions * bootstraps
+    for task in prange(n_sets * per_set):
+        s = task // per_set
+        state = np.empty(4, dtype=np.uint64)
+        _seed_state(key0, key1, task, state)
+        x = np.empty(sample)
+        y = np.empty(sample)
+        if paired:
+            # One resample of instance ids, used on both sides.
+            h_boot = np.empty(n_h)
+            m_boot = np.empty(n_h)
+            for i in range(n_h):
+                j = _below(state, n_h)
+                h_boot[i] = healthy[s, j]
+                m_boot[i] = mutant[s, j]
+            positions = np.arange(n_h)
+            kills = 0
+            for _ in range(trials):
+                for i in range(sample):
+                    j = i + _below(state, n_h - i)
+                    positions[i], positions[j] = positions[j], positions[i]
+                    x[i] = h_boot[positions[i]]
+                    y[i] = m_boot[positions[i]]
+                p, d = pooled_z_test(x, y)
+                kills += is_killed(p, d, p_max, effect, direction)
+        else:
+            h_boot = np.empty(n_h)
+            m_boot = np.empty(n_m)
+            for i in range(n_h):
+                h_boot[i] = healthy[s, _below(state, n_h)]
+            for i in range(n_m):
+                m_boot[i] = mutant[s, _below(state, n_m)]
+            h_positions = np.arange(n_h)
+            m_positions = np.arange(n_m)
+            kills = 0
+            for _ in range(trials):
+                for i in range(sample):
+                    j = i + _below(state, n_h - i)
+                    h_positions[i], h_positions[j] = h_positions[j], h_positions[i]
+                    x[i] = h_boot[h_positions[i]]
+                for i in range(sample):
+                    j = i + _below(state, n_m - i)
+                    m_positions[i], m_positions[j] = m_positions[j], m_positions[i]
+                    y[i] = m_boot[m_positions[i]]
+                p, d = pooled_z_test(x, y)
+                kills += is_killed(p, d, p_max, effect, direction)
+        out[task] = kills
+
+
+def seed_key(seed) -> tuple[np.uint64, np.uint64]:
+    """Two 64-bit words of a SeedSequence: the root of every task's stream.
+
+    ``seed`` is an int, a :class:`numpy.random.SeedSequence`, a Generator (a key is
+    drawn from it) or None (fresh entropy).
+
+    >>> seed_key(42) == seed_key(42)
+    True
+    """
+    if isinstance(seed, np.random.Generator):
+        words = seed.integers(0, 2**63, size=2, dtype=np.uint64)
+    else:
+        sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        words = sequence.generate_state(2, dtype=np.uint64)
+    return np.uint64(words[0]), np.uint64(words[1])
+
+
+def set_jobs(jobs: int | None) -> int:
+    """Use ``jobs`` threads in the kernels (None or 0: all cores). Returns the count."""
+    available = numba.config.NUMBA_NUM_THREADS
+    count = available if not jobs else int(jobs)
+    if count < 1:
+        raise ProbmutError(f"--jobs must be at least 1, got {jobs}")
+    numba.set_num_threads(min(count, available))
+    return count
+
+
+def _as_sets(values, name: str) -> np.ndarray:
+    array = np.asarray(getattr(values, "values", values), dtype=np.float64)
+    if array.ndim == 1:
+        array = array[None, :]
+    if array.ndim != 2:
+        raise ProbmutError(f"{name} must be 1-D (one population) or 2-D (one per row)")
+    if not np.all(np.isfinite(array)):
+        raise ProbmutError(f"{name} holds NaN or infinite values")
+    return np.ascontiguousarray(array)
+
+
+def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sample: int = 20,
+                repetitions: int = 1, paired: bool = False,
+                criterion: KillCriterion | None = None, seed=None,
+                jobs: int | None = None) -> np.ndarray:
+    """Number of kills in ``trials`` k-vs-k DeepCrime tests, per bootstrap resample.
+
+    Parameters
+    ----------
+    healthy, mutant : accuracies, 1-D (one population) or 2-D (S populations, one per
+        row, e.g. the sub-populations of a sample-size study). Paired data must be
+        aligned by instance id (see :func:`probmut.data.pair`).
+    bootstraps, trials, sample : B, N and k of METHOD.md section 3.
+    repetitions : R independent repetitions of the whole bagging (section 5).
+    paired : model-level mutation: resample ids once and draw the same ids on both sides.
+    criterion : the kill rule (default :class:`~probmut.killtest.KillCriterion`).
+    seed : int, SeedSequence, Generator or None. Same seed, same counts, for any ``jobs``.
+    jobs : threads to use (None: all cores).
+
+    Returns
+    -------
+    int array of shape ``(S, R, B)``, squeezed of the axes that were not asked for:
+    ``(B,)`` for one population pair and one repetition, ``(R, B)`` with repetitions.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> h, m = rng.normal(0.99, 0.001, 200), rng.normal(0.985, 0.001, 200)
+    >>> counts = kill_counts(h, m, bootstraps=10, trials=100, seed=7)
+    >>> counts.shape, int(counts.min())
+    ((10,), 100)
+    """
+    criterion = criterion or KillCriterion()
+    h = _as_sets(healthy, "healthy")
+    m = _as_sets(mutant, "mutant")
+    if h.shape[0] != m.shape[0]:
+        raise ProbmutError(f"{h.shape[0]} healthy sets but {m.shape[0]} mutant sets")
+    if paired and h.shape != m.shape:
+        raise ProbmutError(
+            f"paired populations must have the same instances; sizes {h.shape[1]} and {m.shape[1]}")
+    for name, value in (("bootstraps", bootstraps), ("trials", trials),
+                        ("repetitions", repetitions), ("sample", sample)):
+        if int(value) < 1:
+            raise ProbmutError(f"{name} must be at least 1, got {value}")
+    if sample < 2:
+        raise ProbmutError(f"the sample size k must be at least 2, got {sample}")
+    smallest = min(h.shape[1], m.shape[1])
+    if sample > smallest:
+        raise ProbmutError(
+            f"cannot draw {sample} instances without replacement from a population of "
+            f"{smallest}; use a sample size k <= {smallest} (--sample)")
+    single = np.ndim(getattr(healthy, "values", healthy)) == 1
+    key0, key1 = seed_key(seed)
+    set_jobs(jobs)
+    out = np.empty(h.shape[0] * repetitions * bootstraps, dtype=np.int64)
+    _kill_count_kernel(h, m, bool(paired), int(repetitions), int(bootstraps), int(trials),
+                       int(sample), *criterion.kernel_args(), key0, key1, out)
+    out = out.reshape(h.shape[0], repetitions, bootstraps)
+    if single:
+        out = out[0]
+        if repetitions == 1:
+            out = out[0]
+    return out

@@ -1,0 +1,125 @@
+"""Experiment manifests (TOML): which population file is which model, mutation, magnitude.
+
+A manifest describes models; each has a healthy population and mutations, each mutation
+its magnitudes, a file ``pattern`` with ``{magnitude}``, and ``paired`` (model-level).
+Paths are relative to the manifest. The bundled one is ``raw_data/manifest.toml``::
+
+    [models.mnist]
+    healthy = "mnist/results_mnist_original.csv"
+
+    [models.mnist.mutations.delete_training_data]
+    paired = false
+    pattern = "mnist/results_mnist_delete_training_data_mutated0_MP_{magnitude}.csv"
+    magnitudes = ["3.1", "9.29", "12.38", "18.57", "30.93"]
+
+The trainer (``probmut train``) writes one of these for each run.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from probmut.errors import ProbmutError
+
+#: The repository's bundled data (the paper's populations).
+BUNDLED_DATA = Path(__file__).resolve().parent.parent / "raw_data"
+
+
+def default_manifest() -> Path:
+    """``$PROBMUT_MANIFEST`` if set, else the bundled ``raw_data/manifest.toml``."""
+    return Path(os.environ.get("PROBMUT_MANIFEST", BUNDLED_DATA / "manifest.toml"))
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One mutation of one model, resolved to files."""
+
+    model: str
+    name: str
+    healthy: Path
+    magnitudes: tuple[str, ...]
+    files: tuple[Path, ...]
+    paired: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} {self.name}"
+
+    def file_for(self, magnitude: str) -> Path:
+        try:
+            return self.files[self.magnitudes.index(str(magnitude))]
+        except ValueError:
+            raise ProbmutError(
+                f"{self.label}: no magnitude {magnitude!r}; the manifest lists "
+                f"{', '.join(self.magnitudes)}") from None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    models: dict
+
+    @classmethod
+    def load(cls, path=None) -> Manifest:
+        """Read a manifest (default: :func:`default_manifest`)."""
+        path = Path(path) if path else default_manifest()
+        if not path.exists():
+            raise ProbmutError(f"{path}: manifest not found (give --manifest FILE)")
+        try:
+            content = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise ProbmutError(f"{path}: not a valid TOML manifest ({error})") from None
+        models = content.get("models")
+        if not isinstance(models, dict) or not models:
+            raise ProbmutError(f"{path}: no [models.NAME] tables")
+        return cls(path=path, models=models)
+
+    def model_names(self) -> list[str]:
+        return list(self.models)
+
+    def _model(self, model: str) -> dict:
+        if model not in self.models:
+            raise ProbmutError(f"{self.path}: no model {model!r}; it has "
+                               f"{', '.join(self.models)}")
+        entry = self.models[model]
+        if "healthy" not in entry:
+            raise ProbmutError(f"{self.path}: model {model!r} has no 'healthy' file")
+        return entry
+
+    def healthy(self, model: str) -> Path:
+        return self.path.parent / self._model(model)["healthy"]
+
+    def mutation_names(self, model: str) -> list[str]:
+        return list(self._model(model).get("mutations", {}))
+
+    def mutation(self, model: str, name: str) -> Mutation:
+        """Resolve one mutation of one model to its files.
+
+        >>> m = Manifest.load().mutation("mnist", "delete_training_data")
+        >>> m.magnitudes[0], m.files[0].name, m.paired
+        ('3.1', 'results_mnist_delete_training_data_mutated0_MP_3.1.csv', False)
+        """
+        entry = self._model(model)
+        mutations = entry.get("mutations", {})
+        if name not in mutations:
+            raise ProbmutError(f"{self.path}: model {model!r} has no mutation {name!r}; it has "
+                               f"{', '.join(mutations) or 'none'}")
+        spec = mutations[name]
+        try:
+            magnitudes = tuple(str(m) for m in spec["magnitudes"])
+            pattern = spec["pattern"]
+        except KeyError as missing:
+            raise ProbmutError(
+                f"{self.path}: mutation {model}.{name} lacks the key {missing}") from None
+        files = tuple(self.path.parent / pattern.format(magnitude=m) for m in magnitudes)
+        return Mutation(model=model, name=name, healthy=self.healthy(model),
+                        magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)))
+
+    def mutations(self, model: str | None = None):
+        """Every mutation of one model (or of all models), in manifest order."""
+        for m in [model] if model else self.model_names():
+            for name in self.mutation_names(m):
+                yield self.mutation(m, name)
