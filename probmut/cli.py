@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from probmut.errors import EXIT_BAD_INPUT, ProbmutError
 
@@ -30,7 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"probmut: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -80,7 +80,10 @@ def _below(state, n):
 
 @numba.njit(cache=True, parallel=True)
 def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials, sample,
-                       p_max, effect, direction, key0, key1, out):
+                       p_max, effect, direction, key0, key1, first_set, out):
+    # Task = one bootstrap resample of one repetition of one population pair. Its stream
+    # depends on its global index only, so any split of the sets into calls (first_set)
+    # and any number of threads give the same counts.
     n_sets = healthy.shape[0]
     n_h = healthy.shape[1]
     n_m = mutant.shape[1]
@@ -88,7 +91,7 @@ def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials,
     for task in prange(n_sets * per_set):
         s = task // per_set
         state = np.empty(4, dtype=np.uint64)
-        _seed_state(key0, key1, task, state)
+        _seed_state(key0, key1, first_set * per_set + task, state)
         x = np.empty(sample)
         y = np.empty(sample)
         if paired:
@@ -174,7 +177,7 @@ def _as_sets(values, name: str) -> np.ndarray:
 def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sample: int = 20,
                 repetitions: int = 1, paired: bool = False,
                 criterion: KillCriterion | None = None, seed=None,
-                jobs: int | None = None) -> np.ndarray:
+                jobs: int | None = None, first_set: int = 0) -> np.ndarray:
     """Number of kills in ``trials`` k-vs-k DeepCrime tests, per bootstrap resample.
 
     Parameters
@@ -188,6 +191,9 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     criterion : the kill rule (default :class:`~probmut.killtest.KillCriterion`).
     seed : int, SeedSequence, Generator or None. Same seed, same counts, for any ``jobs``.
     jobs : threads to use (None: all cores).
+    first_set : index of the first row of ``healthy`` within a larger study split into
+        several calls (e.g. for progress or resumable chunks): the counts of row ``i`` are
+        those that row ``first_set + i`` would get in one call with the same seed.
 
     Returns
     -------
@@ -226,7 +232,7 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     set_jobs(jobs)
     out = np.empty(h.shape[0] * repetitions * bootstraps, dtype=np.int64)
     _kill_count_kernel(h, m, bool(paired), int(repetitions), int(bootstraps), int(trials),
-                       int(sample), *criterion.kernel_args(), key0, key1, out)
+                       int(sample), *criterion.kernel_args(), key0, key1, int(first_set), out)
     out = out.reshape(h.shape[0], repetitions, bootstraps)
     if single:
         out = out[0]

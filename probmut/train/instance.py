@@ -1,0 +1,138 @@
+"""Train (or derive) and score one instance: the unit of work every backend runs.
+
+Each instance gets its own seed, ``instance_seed(base_seed, instance_id, population)``,
+so its result does not depend on which worker runs it, in what order, or how many
+workers there are. TensorFlow runs with deterministic ops, so the same seed gives the
+same accuracy.
+
+Examples
+--------
+>>> instance_seed(0, 3, "healthy") == instance_seed(0, 3, "healthy")
+True
+>>> instance_seed(0, 3, "healthy") != instance_seed(0, 4, "healthy")
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from probmut.train import models
+from probmut.train.operators import OPERATORS
+
+HEALTHY = "healthy"
+
+
+def instance_seed(base_seed: int, instance: int, population: str) -> int:
+    """A 32-bit seed from the base seed, the instance id and the population's name."""
+    state = np.random.SeedSequence([base_seed, instance, zlib.crc32(population.encode())])
+    return int(state.generate_state(1)[0])
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What every population of a run shares: data, model, base training settings, seed."""
+
+    dataset: str
+    model: str
+    config: models.TrainConfig
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Task:
+    """One instance of one population. ``operator`` None is the healthy population;
+    ``params`` are the mutation's parsed, layer-bound parameters (plain data)."""
+
+    settings: RunSettings
+    population: str
+    instance: int
+    operator: str | None = None
+    params: dict | None = None
+    keep_weights: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class InstanceResult:
+    population: str
+    instance: int
+    seed: int
+    accuracy: float
+    correct: np.ndarray  # bool, one entry per test input
+    seconds: float
+    weights: list | None = None  # trained healthy weights, when the task asked for them
+
+
+def configure_tensorflow(threads: int) -> None:
+    """Size TensorFlow's thread pools and turn on deterministic ops (once per process).
+
+    Call before any TensorFlow work in the process; a process whose runtime is already
+    initialised (a reused Ray worker) keeps its pools.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:
+        pass
+    tf.config.experimental.enable_op_determinism()
+
+
+@functools.lru_cache(maxsize=4)
+def _spec(model: str, input_shape: tuple, n_classes: int) -> models.ModelSpec:
+    return models.resolve_model(model, input_shape, n_classes)
+
+
+def _trained(settings: RunSettings, data, seed: int, operator=None, params=None):
+    import keras
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(seed)
+    x, y, config = data.x_train, data.y_train, settings.config
+    if operator is not None and operator.level == "data":
+        x, y = operator.apply(x, y, data.n_classes, params, np.random.default_rng(seed))
+    elif operator is not None:
+        config = operator.apply(config, params)
+    spec = _spec(settings.model, data.input_shape, data.n_classes)
+    model = models.build_model(spec, data.input_shape, data.n_classes, config)
+    models.fit(model, x, y, data.n_classes, config)
+    return model
+
+
+def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResult:
+    """Train instance ``task.instance`` of its population on ``dataset`` and score it.
+
+    Model-level mutants start from healthy instance ``task.instance``: its saved
+    ``healthy_weights``, or (if they were not kept) a retraining with the healthy seed,
+    which deterministic ops make identical.
+    """
+    start = time.perf_counter()
+    settings = task.settings
+    seed = instance_seed(settings.seed, task.instance, task.population)
+    operator = OPERATORS[task.operator] if task.operator else None
+    if operator is not None and operator.level == "model":
+        healthy_seed = instance_seed(settings.seed, task.instance, HEALTHY)
+        if healthy_weights is None:
+            model = _trained(settings, dataset, healthy_seed)
+        else:
+            spec = _spec(settings.model, dataset.input_shape, dataset.n_classes)
+            model = models.build_model(spec, dataset.input_shape, dataset.n_classes,
+                                       settings.config)
+            model.set_weights(healthy_weights)
+        model = operator.apply(model, task.params, np.random.default_rng(seed))
+    else:
+        model = _trained(settings, dataset, seed, operator, task.params)
+    correct = models.evaluate(model, dataset.x_test, dataset.y_test)
+    return InstanceResult(
+        population=task.population, instance=task.instance, seed=seed,
+        accuracy=float(correct.mean()), correct=correct,
+        seconds=time.perf_counter() - start,
+        weights=model.get_weights() if task.keep_weights else None)
