@@ -75,8 +75,10 @@ def configure_tensorflow(threads: int) -> None:
     Call before any TensorFlow work in the process; a process whose runtime is already
     initialised (a reused Ray worker) keeps its pools.
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")  # one predict function per instance is expected
 
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)

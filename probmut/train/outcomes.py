@@ -45,7 +45,10 @@ def atomic_write(path: str | os.PathLike, write) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()

@@ -1,0 +1,131 @@
+"""``probmut train``: train healthy and mutant populations (see docs/training.md).
+
+Registering the subcommand imports nothing heavy; TensorFlow is imported by the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from probmut.errors import ProbmutError
+
+EXAMPLE = """example:
+  probmut train --dataset digits --model digits_cnn --instances 20 \\
+                --mutation delete_training_data:3.1,9.29,30.93 --out runs/digits
+  probmut train ... --mutation weights_fuzzing:0.05_1@3 --mutation change_activation_function:elu
+
+magnitudes are VALUE[@TARGET]: a percent (3.1), a Keras name (elu), RATIO_SCALE (0.05_1),
+@LAYER for a layer index (default: first fitting hidden layer), @all for change_label.
+"""
+
+
+def register(subparsers) -> None:
+    from probmut.train.datasets import DATASETS
+    from probmut.train.models import MODELS
+    from probmut.train.operators import OPERATORS
+
+    p = subparsers.add_parser(
+        "train", help="train healthy and mutant populations (needs the train extra)",
+        description="Train N instances of a model, healthy and under each mutation "
+                    "magnitude; resumable: re-run the same command to continue.",
+        epilog=EXAMPLE + "operators: " + ", ".join(OPERATORS),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = p.add_mutually_exclusive_group()
+    data.add_argument("--dataset", default="digits", choices=DATASETS,
+                      help="bundled or Keras-cached dataset (default: digits, offline)")
+    data.add_argument("--data", metavar="FILE.npz",
+                      help="your own data: x_train, y_train, x_test, y_test")
+    p.add_argument("--model", default="digits_cnn",
+                   help=f"{', '.join(MODELS)}, or module:function returning a Keras model "
+                        "(default: digits_cnn)")
+    p.add_argument("--instances", type=int, default=20, help="instances per population (20)")
+    p.add_argument("--mutation", action="append", default=[], metavar="OP:MAG1,MAG2",
+                   help="a mutation and its magnitudes; repeatable")
+    p.add_argument("--out", required=True, type=Path, help="output directory")
+    p.add_argument("--name", help="model name in the manifest (default: --out's name)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--epochs", type=int, help="override the model's epochs")
+    p.add_argument("--batch-size", type=int, help="override the model's batch size")
+    p.add_argument("--learning-rate", type=float, help="override the model's learning rate")
+    p.add_argument("--format", choices=["tidy", "deepcrime"], default="tidy",
+                   help="deepcrime: also write DeepCrime's ;-separated files")
+    p.add_argument("--jobs", type=int, default=1, help="instances trained at once (local)")
+    p.add_argument("--threads", type=int,
+                   help="TensorFlow threads per instance (default: CPUs / jobs, 1 for ray)")
+    p.add_argument("--backend", choices=["local", "ray"], default="local")
+    p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--cpus-per-task", type=float, default=1, help="Ray CPUs per task (1)")
+    p.add_argument("--gpus-per-task", type=float, default=0, help="Ray GPUs per task (0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=handle)
+
+
+def _positive(value, flag):
+    if value is not None and value < 1:
+        raise ProbmutError(f"{flag} must be at least 1, got {value}")
+
+
+def handle(args) -> int:
+    """Validate everything (data, model, mutations) before the first instance trains."""
+    for flag in ("instances", "jobs", "threads", "epochs", "batch_size"):
+        _positive(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if args.learning_rate is not None and not args.learning_rate > 0:
+        raise ProbmutError(f"--learning-rate must be positive, got {args.learning_rate}")
+    if args.backend == "local" and args.address:
+        raise ProbmutError("--address is for --backend ray")
+    from probmut.train import backends
+    from probmut.train.operators import parse_mutations
+
+    mutations = [m for text in args.mutation for m in parse_mutations(text)]
+    stems = [m.stem for m in mutations]
+    if len(set(stems)) != len(stems):
+        raise ProbmutError(f"a mutation magnitude is given twice: {stems}")
+    threads = args.threads or (1 if args.backend == "ray"
+                               else max(1, backends.cpu_count() // args.jobs))
+    backends.configure_tensorflow(threads)  # before TensorFlow does anything here
+
+    from probmut.train.datasets import load_dataset
+    from probmut.train.instance import RunSettings
+    from probmut.train.models import build_model, resolve_model
+    from probmut.train.operators import bind
+    from probmut.train.run import run_populations
+
+    dataset = load_dataset(args.data or args.dataset)
+    spec = resolve_model(args.model, dataset.input_shape, dataset.n_classes)
+    overrides = {"epochs": args.epochs, "batch_size": args.batch_size,
+                 "learning_rate": args.learning_rate}
+    config = spec.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    probe = build_model(spec, dataset.input_shape, dataset.n_classes, config)
+    mutations = [bind(m, probe) for m in mutations]
+    for m in mutations:  # building each mutated model checks the names against Keras
+        if m.operator.level == "training":
+            build_model(spec, dataset.input_shape, dataset.n_classes,
+                        m.operator.apply(config, m.params))
+    settings = RunSettings(dataset=str(args.data or args.dataset), model=args.model,
+                           config=config, seed=args.seed)
+    name = args.name or args.out.resolve().name
+    shared = {"dataset": dataset}
+    if args.backend == "ray":
+        backend = backends.RayBackend(args.address, args.cpus_per_task, args.gpus_per_task,
+                                      threads, shared)
+    elif args.jobs > 1:
+        backend = backends.LocalPool(args.jobs, threads, shared)
+    else:
+        backend = backends.Serial(threads, shared)
+    with backend:
+        report = run_populations(settings, mutations, args.instances, args.out, backend,
+                                 dataset, name=name, deepcrime=args.format == "deepcrime",
+                                 progress=not args.no_progress)
+    rate = report.trained / report.seconds * 60 if report.seconds else 0.0
+    print(f"trained {report.trained} instances in {report.seconds:.1f} s "
+          f"({rate:.1f}/min); {report.resumed} were already done")
+    for stem, n in report.counts.items():
+        print(f"  {args.out / (stem + '.csv')}: {n} instances")
+    print(f"  manifest: {args.out / 'manifest.toml'} (model {name!r})")
+    if report.failures:
+        print(f"{len(report.failures)} instances failed (re-run to retry them):",
+              *report.failures[:5], sep="\n  ", file=sys.stderr)
+        return 1
+    return 0

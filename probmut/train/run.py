@@ -1,0 +1,206 @@
+"""Resumable population runs: plan the missing instances, run them, assemble the files.
+
+Layout of an output directory ``OUT``::
+
+    OUT/manifest.toml                      run manifest read by the analysis commands
+    OUT/healthy.csv                        instance,accuracy,seed (one row per instance)
+    OUT/healthy.outcomes.npz               per-input outcomes (probmut.train.outcomes)
+    OUT/{operator}_{magnitude}.csv         one file per mutant population (+ .outcomes.npz)
+    OUT/.work/settings.json                the shared settings; a resume must match them
+    OUT/.work/{population}/{id}.npz        one record per finished instance
+    OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
+
+Every file is written to a temporary name and renamed, so a run killed at any moment
+leaves only whole files; running the same command again trains only what is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.train.instance import HEALTHY, InstanceResult, RunSettings, Task, train_instance
+from probmut.train.operators import Mutation
+from probmut.train.outcomes import atomic_write, save_outcomes
+
+
+def _record_path(out: Path, population: str, instance: int) -> Path:
+    return out / ".work" / population / f"{instance:05d}.npz"
+
+
+def _weights_path(out: Path, instance: int) -> Path:
+    return out / ".work" / "weights" / HEALTHY / f"{instance:05d}.npz"
+
+
+def _save_record(out: Path, result: InstanceResult) -> None:
+    arrays = dict(accuracy=result.accuracy, seed=np.int64(result.seed), seconds=result.seconds,
+                  correct=np.packbits(result.correct), n_inputs=result.correct.size)
+    atomic_write(_record_path(out, result.population, result.instance),
+                 lambda handle: np.savez(handle, **arrays))
+    if result.weights is not None:
+        atomic_write(_weights_path(out, result.instance),
+                     lambda handle: np.savez(handle, *result.weights))
+
+
+def _load_weights(out: Path, instance: int):
+    path = _weights_path(out, instance)
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        return [data[f"arr_{k}"] for k in range(len(data.files))]
+
+
+def _check_settings(out: Path, settings: RunSettings) -> None:
+    """Refuse to resume into ``out`` with settings other than those it was started with."""
+    path = out / ".work" / "settings.json"
+    current = json.loads(json.dumps(dataclasses.asdict(settings)))
+    if path.exists():
+        previous = json.loads(path.read_text())
+        if previous != current:
+            changed = sorted(k for k in current if previous.get(k) != current[k])
+            raise ProbmutError(f"{out} holds a run with other settings ({', '.join(changed)} "
+                               f"differ: {[previous.get(k) for k in changed]} before); use the "
+                               "same settings to resume, or a new --out")
+    else:
+        atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
+
+
+def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool = False) -> int:
+    """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
+    ids below ``instances``; returns how many there are. ``deepcrime`` also writes
+    ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format."""
+    ids, accuracies, seeds, rows = [], [], [], []
+    for instance in range(instances):
+        path = _record_path(out, population, instance)
+        if path.exists():
+            with np.load(path) as record:
+                ids.append(instance)
+                accuracies.append(float(record["accuracy"]))
+                seeds.append(int(record["seed"]))
+                rows.append(np.unpackbits(record["correct"], count=int(record["n_inputs"])))
+    lines = ["instance,accuracy,seed"]
+    lines += [f"{i},{a!r},{s}" for i, a, s in zip(ids, accuracies, seeds, strict=True)]
+    atomic_write(out / f"{population}.csv", lambda h: h.write(("\n".join(lines) + "\n").encode()))
+    matrix = np.array(rows, dtype=bool).reshape(len(ids), len(labels))
+    save_outcomes(out / f"{population}.outcomes.npz", ids, matrix, labels)
+    if deepcrime:
+        header = ";".join(["true_label", *(f"pred_label_model_{i}" for i in ids)])
+        values = ";".join(["", *(repr(a) for a in accuracies)])
+        atomic_write(out / f"{population}.deepcrime.csv",
+                     lambda h: h.write(f"{header}\n{values}\n".encode()))
+    return len(ids)
+
+
+def _toml_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid TOML basic string
+
+
+def write_manifest(out: Path, name: str, description: str, mutations: list[Mutation]) -> None:
+    """Add this run's populations to ``out/manifest.toml``, keeping what is there
+    (other runs' models, magnitudes of earlier invocations)."""
+    path = out / "manifest.toml"
+    manifest = tomllib.loads(path.read_text()) if path.exists() else {}
+    entry = manifest.setdefault("models", {}).setdefault(name, {})
+    entry.update(healthy=f"{HEALTHY}.csv", description=description)
+    known = entry.setdefault("mutations", {})
+    for mutation in mutations:
+        op = mutation.operator
+        spec = known.setdefault(op.name, {"paired": op.paired,
+                                          "pattern": f"{op.name}_{{magnitude}}.csv",
+                                          "magnitudes": []})
+        if mutation.magnitude not in spec["magnitudes"]:
+            spec["magnitudes"].append(mutation.magnitude)
+    lines = ["# probmut run manifest, written by `probmut train`; paths are relative to it."]
+    for model, entry in manifest["models"].items():
+        lines += ["", f"[models.{model}]", f"healthy = {_toml_string(entry['healthy'])}",
+                  f"description = {_toml_string(entry.get('description', ''))}"]
+        for op_name, spec in entry.get("mutations", {}).items():
+            magnitudes = ", ".join(_toml_string(m) for m in spec["magnitudes"])
+            lines += ["", f"[models.{model}.mutations.{op_name}]",
+                      f"paired = {'true' if spec['paired'] else 'false'}",
+                      f"pattern = {_toml_string(spec['pattern'])}",
+                      f"magnitudes = [{magnitudes}]"]
+    atomic_write(path, lambda h: h.write(("\n".join(lines) + "\n").encode()))
+
+
+@dataclass
+class RunReport:
+    """What a run did: instances trained now, found already done, and failures."""
+
+    trained: int = 0
+    resumed: int = 0
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)  # population -> instances on disk
+
+
+def run_populations(settings: RunSettings, mutations: list[Mutation], instances: int,
+                    out: Path, backend, dataset, *, name: str, deepcrime: bool = False,
+                    progress: bool = True) -> RunReport:
+    """Train the healthy population and every mutant population up to ``instances``
+    instances each, skipping finished ones; write populations and manifest into ``out``.
+
+    ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
+    ``mutations`` must be bound (:func:`probmut.train.operators.bind`).
+    """
+    from tqdm import tqdm
+
+    out = Path(out)
+    _check_settings(out, settings)
+    model_level = [m for m in mutations if m.operator.level == "model"]
+    populations = {HEALTHY: None} | {m.stem: m for m in mutations}
+    trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,
+                          keep_weights=stem == HEALTHY and bool(model_level))
+                     for stem, m in populations.items() if m is None or m.operator.level != "model"
+                     for i in range(instances)]
+    derived = [Task(settings, m.stem, i, m.operator.name, m.params)
+               for m in model_level for i in range(instances)]
+    is_done = lambda task: _record_path(out, task.population, task.instance).exists()  # noqa: E731
+    report = RunReport(resumed=sum(map(is_done, trained_first + derived)))
+    left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
+            for stem in populations}
+    bar = tqdm(total=len(trained_first) + len(derived) - report.resumed, unit="inst",
+               desc=f"train {name}", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    if report.resumed:
+        bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
+    start = time.perf_counter()
+    labels = dataset.y_test
+    try:
+        for phase in (trained_first, derived):
+            todo = [t for t in phase if not is_done(t)]
+            calls = [(t, _load_weights(out, t.instance) if phase is derived else None)
+                     for t in todo]
+            for index, outcome in backend.map_unordered(train_instance, calls):
+                task = todo[index]
+                if isinstance(outcome, BaseException):
+                    report.failures.append(f"{task.population} instance {task.instance}: "
+                                           f"{type(outcome).__name__}: {outcome}")
+                else:
+                    _save_record(out, outcome)
+                    report.trained += 1
+                left[task.population] -= 1
+                if left[task.population] == 0:
+                    report.counts[task.population] = assemble(out, task.population, instances,
+                                                              labels, deepcrime)
+                bar.set_postfix(done=report.trained, failed=len(report.failures),
+                                left=bar.total - bar.n - 1, refresh=False)
+                bar.update()
+    finally:
+        bar.close()
+        report.seconds = time.perf_counter() - start
+        for stem in populations:
+            if stem not in report.counts:
+                report.counts[stem] = assemble(out, stem, instances, labels, deepcrime)
+        cfg = settings.config
+        write_manifest(out, name, f"{settings.model} on {settings.dataset}, {instances} "
+                       f"instances, {cfg.epochs} epochs, batch {cfg.batch_size}, seed "
+                       f"{settings.seed} (probmut train)", mutations)
+    return report
