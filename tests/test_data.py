@@ -1,0 +1,92 @@
+"""Reading and validating populations: both formats, the paper's real traps."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from probmut.data import (MissingAccuracyWarning, Population, load_kill_rates, pair,
+                          read_population, write_tidy)
+from probmut.errors import ProbmutError
+
+from .conftest import RAW
+
+
+def test_reads_deepcrime_format_with_instance_ids():
+    pop = read_population(RAW / "mnist" / "results_mnist_original.csv")
+    assert len(pop) == 200 and pop.ids.tolist() == list(range(200))
+    assert 0.98 < pop.values.mean() < 1
+    assert pop.values[0] == 0.991699993610382  # all 16 digits kept
+
+
+def test_tidy_round_trip_keeps_ids(tmp_path):
+    pop = Population.from_values([0.5, 0.25, 0.125], ids=[7, 3, 11], name="p")
+    write_tidy(pop, tmp_path / "p.csv")
+    back = read_population(tmp_path / "p.csv")
+    assert back.ids.tolist() == [7, 3, 11] and back.values.tolist() == [0.5, 0.25, 0.125]
+
+
+def test_tidy_allows_extra_columns(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("seed,instance,accuracy,seconds\n1,0,0.9,3.2\n2,1,0.8,3.1\n")
+    assert read_population(path).values.tolist() == [0.9, 0.8]
+
+
+def test_missing_instance_is_dropped_with_a_warning_naming_it():
+    path = RAW / "deepcrime_comp" / "results_lenet_change_label_mutated0_MP_3.12_dc.csv"
+    with pytest.warns(MissingAccuracyWarning, match=r"results_lenet_change_label.*\[15\]"):
+        pop = read_population(path)
+    assert len(pop) == 19 and 15 not in pop.ids
+
+
+def test_missing_instance_with_strict_is_an_error():
+    path = RAW / "deepcrime_comp" / "results_lenet_change_label_mutated0_MP_6.25_dc.csv"
+    with pytest.raises(ProbmutError, match=r"no accuracy for instance\(s\) \[6\]"):
+        read_population(path, strict=True)
+
+
+def test_values_outside_unit_interval_are_refused():
+    path = RAW / "lenet" / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv"
+    with pytest.raises(ProbmutError, match=r"outside \[0, 1\].*largest 7\.7"):
+        read_population(path)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "empty"),
+    ("instance,accuracy\n", "no accuracies"),
+    ("instance,accuracy\n0,abc\n", "'abc' is not a number"),
+    ("instance,accuracy\nx,0.9\n", "not an integer"),
+    ("instance,accuracy\n0,0.9\n1,0.8\n0,0.7\n", "duplicate instance"),
+    ("a;b;c\n1;2;3\n", "unknown format"),
+    ("true_label;pred_label_model_0;pred_label_model_1\n;0.9\n", "header names 2 instances"),
+])
+def test_bad_files_give_specific_errors(tmp_path, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ProbmutError, match=message) as error:
+            read_population(path)
+    assert str(path) in str(error.value)
+
+
+def test_missing_file_names_it(tmp_path):
+    with pytest.raises(ProbmutError, match="nothere.csv: no such file"):
+        read_population(tmp_path / "nothere.csv")
+
+
+def test_pair_aligns_and_reports_unpaired_ids():
+    h = Population.from_values([0.9, 0.8, 0.7], ids=[0, 1, 2], name="h")
+    m = Population.from_values([0.6, 0.5, 0.4], ids=[2, 1, 0], name="m")
+    _, aligned = pair(h, m)
+    assert aligned.values.tolist() == [0.4, 0.5, 0.6]
+    with pytest.raises(ProbmutError, match=r"ids only in h: \[2\]; ids only in m: \[5\]"):
+        pair(h, Population.from_values([0.6, 0.5, 0.4], ids=[0, 1, 5], name="m"))
+
+
+def test_kill_rates_become_counts(tmp_path, reference):
+    counts = load_kill_rates(reference / "kill_rates" / "mnist_orig.npy", 100)
+    assert counts.dtype == np.int64 and counts.shape == (100,) and counts[0] == 7
+    np.save(tmp_path / "odd.npy", np.array([0.123, 0.5]))
+    with pytest.raises(ProbmutError, match="not kill rates of 100 trials"):
+        load_kill_rates(tmp_path / "odd.npy", 100)
