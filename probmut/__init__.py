@@ -1,1 +1,44 @@
-"""probmut"""
+"""probmut: probabilistic mutation testing for deep neural networks.
+
+The public API, loaded on first use so that ``import probmut`` stays light:
+
+>>> import probmut
+>>> study = probmut.bagged_posteriors([0.91, 0.92, 0.93, 0.92] * 10,
+...                                   [[0.85, 0.86, 0.87, 0.86] * 10],
+...                                   probmut.PosteriorSettings(bootstraps=5, sample=10),
+...                                   seed=1)
+>>> [p.killed for p in study.populations]
+[False, True]
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_API = {
+    "Population": "probmut.data",
+    "read_population": "probmut.data",
+    "write_tidy": "probmut.data",
+    "pair": "probmut.data",
+    "load_kill_rates": "probmut.data",
+    "Manifest": "probmut.experiments",
+    "KillCriterion": "probmut.killtest",
+    "deepcrime_test": "probmut.killtest",
+    "deepcrime_test_batch": "probmut.killtest",
+    "kill_counts": "probmut.engine",
+    "PosteriorSettings": "probmut.posterior",
+    "bagged_posteriors": "probmut.posterior",
+    "study_from_kill_counts": "probmut.posterior",
+    "hellinger": "probmut.posterior",
+    "prob_greater": "probmut.posterior",
+    "repeated_tests": "probmut.repeat",
+    "ProbmutError": "probmut.errors",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name):
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'probmut' has no attribute {name!r}")
