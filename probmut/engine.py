@@ -1,4 +1,4 @@
-"""The Monte-Carlo engine: kill counts of B x N DeepCrime tests, compiled.
+"""The Monte-Carlo engine: kill counts of B x N kill tests (DeepCrime's by default), compiled.
 
 This is the only hot code of probmut. One kernel serves every study:
 
@@ -23,7 +23,7 @@ import numpy as np
 from numba import prange
 
 from probmut.errors import ProbmutError
-from probmut.killtest import KillCriterion, is_killed, pooled_z_test
+from probmut.killtest import KillCriterion, decide
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 
@@ -80,7 +80,7 @@ def _below(state, n):
 
 @numba.njit(cache=True, parallel=True)
 def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials, sample,
-                       p_max, effect, direction, key0, key1, first_set, out):
+                       kind, p_max, effect, direction, key0, key1, first_set, out):
     # Task = one bootstrap resample of one repetition of one population pair. Its stream
     # depends on its global index only, so any split of the sets into calls (first_set)
     # and any number of threads give the same counts.
@@ -110,8 +110,7 @@ def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials,
                     positions[i], positions[j] = positions[j], positions[i]
                     x[i] = h_boot[positions[i]]
                     y[i] = m_boot[positions[i]]
-                p, d = pooled_z_test(x, y)
-                kills += is_killed(p, d, p_max, effect, direction)
+                kills += decide(kind, x, y, p_max, effect, direction)[2]
         else:
             h_boot = np.empty(n_h)
             m_boot = np.empty(n_m)
@@ -131,8 +130,7 @@ def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials,
                     j = i + _below(state, n_m - i)
                     m_positions[i], m_positions[j] = m_positions[j], m_positions[i]
                     y[i] = m_boot[m_positions[i]]
-                p, d = pooled_z_test(x, y)
-                kills += is_killed(p, d, p_max, effect, direction)
+                kills += decide(kind, x, y, p_max, effect, direction)[2]
         out[task] = kills
 
 
@@ -178,7 +176,7 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
                 repetitions: int = 1, paired: bool = False,
                 criterion: KillCriterion | None = None, seed=None,
                 jobs: int | None = None, first_set: int = 0) -> np.ndarray:
-    """Number of kills in ``trials`` k-vs-k DeepCrime tests, per bootstrap resample.
+    """Number of kills in ``trials`` k-vs-k kill tests, per bootstrap resample.
 
     Parameters
     ----------
@@ -188,7 +186,8 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     bootstraps, trials, sample : B, N and k of METHOD.md section 3.
     repetitions : R independent repetitions of the whole bagging (section 5).
     paired : model-level mutation: resample ids once and draw the same ids on both sides.
-    criterion : the kill rule (default :class:`~probmut.killtest.KillCriterion`).
+    criterion : the kill rule (default :class:`~probmut.killtest.KillCriterion`, the
+        DeepCrime test); its ``kind`` selects the test, dispatched inside the kernel.
     seed : int, SeedSequence, Generator or None. Same seed, same counts, for any ``jobs``.
     jobs : threads to use (None: all cores).
     first_set : index of the first row of ``healthy`` within a larger study split into
