@@ -367,3 +367,105 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     mutant_counts = [counts(healthy, m, s) for m, s in zip(mutants, streams[1:], strict=True)]
     return study_from_kill_counts(baseline, mutant_counts, names, settings, paired, seed,
                                   source="populations")
+
+
+# --- many Beta summaries at once (Monte-Carlo error and sample-size studies) -------------
+
+def _mixture_on_grid(counts: np.ndarray, trials: int, x: np.ndarray) -> np.ndarray:
+    # Mixture densities of many rows of kill counts: the counts take only N + 1 values, so
+    # each row's mixture is its histogram times the N + 1 possible resample posteriors.
+    histogram = np.zeros((counts.shape[0], trials + 1))
+    np.add.at(histogram, (np.repeat(np.arange(counts.shape[0]), counts.shape[1]),
+                          counts.ravel()), 1.0 / counts.shape[1])
+    k = np.arange(trials + 1, dtype=np.float64)
+    return histogram @ stats.beta.pdf(x[None, :], k[:, None] + 1, trials - k[:, None] + 1)
+
+
+def _least_squares_batch(counts: np.ndarray, trials: int, grid_step: float,
+                         max_iterations: int = 200):
+    """Levenberg-Marquardt on all rows at once, in (log a, log b); NaN where not converged."""
+    x = np.arange(1e-8, 1, grid_step)
+    log_x, log_1mx = np.log(x), np.log1p(-x)
+    target = _mixture_on_grid(counts, trials, x)
+    a0, b0 = resample_posteriors(counts, trials)
+    params = np.log(np.column_stack([a0.mean(axis=1), b0.mean(axis=1)]))
+    damping = np.full(len(counts), 1e-3)
+    done = np.zeros(len(counts), dtype=bool)
+
+    def residuals(p, rows):
+        a, b = np.exp(p[:, 0])[:, None], np.exp(p[:, 1])[:, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            f = np.exp((a - 1) * log_x + (b - 1) * log_1mx - special.betaln(a, b))
+        return f, a, b, f - target[rows]
+
+    for _ in range(max_iterations):
+        rows = np.flatnonzero(~done)
+        if rows.size == 0:
+            break
+        p = params[rows]
+        f, a, b, r = residuals(p, rows)
+        cost = np.einsum("ij,ij->i", r, r)
+        both = special.digamma(a + b)
+        ju = f * a * (log_x - special.digamma(a) + both)
+        jv = f * b * (log_1mx - special.digamma(b) + both)
+        huu, hvv = np.einsum("ij,ij->i", ju, ju), np.einsum("ij,ij->i", jv, jv)
+        huv = np.einsum("ij,ij->i", ju, jv)
+        gu, gv = np.einsum("ij,ij->i", ju, r), np.einsum("ij,ij->i", jv, r)
+        lam = damping[rows]
+        duu, dvv = huu * (1 + lam), hvv * (1 + lam)
+        det = duu * dvv - huv**2
+        step = np.column_stack([(-dvv * gu + huv * gv) / det, (huv * gu - duu * gv) / det])
+        trial = p + step
+        _, _, _, r_new = residuals(trial, rows)
+        cost_new = np.einsum("ij,ij->i", r_new, r_new)
+        better = np.isfinite(cost_new) & (cost_new <= cost) & np.all(np.isfinite(step), axis=1)
+        params[rows[better]] = trial[better]
+        damping[rows] = np.where(better, lam * 0.3, lam * 10)
+        small = np.max(np.abs(step), axis=1) < 1e-10
+        done[rows] = (better & small) | (damping[rows] > 1e12)
+    a, b = np.exp(params[:, 0]), np.exp(params[:, 1])
+    a[~done] = np.nan
+    return a, b
+
+
+def fit_beta_batch(kill_counts, trials: int, fit: str = "moments", grid_step: float = 0.001,
+                   solver: str = "lm") -> tuple[np.ndarray, np.ndarray]:
+    """Beta summaries of many bagged posteriors at once, one per row of kill counts.
+
+    The same fits as :func:`fit_moments` and :func:`fit_least_squares`, vectorised over
+    rows. The least-squares fit with ``solver="lm"`` runs Levenberg-Marquardt on every
+    row at once (in ``log a, log b``, from the paper's starting point) to the minimum of
+    the same objective; a row that does not converge falls back to ``curve_fit``.
+    ``curve_fit`` stops earlier (relative cost change 1e-8), so the two agree to about
+    1e-5 relative in (a, b), with the LM cost never higher. ``solver="curve_fit"`` runs
+    the paper's ``curve_fit`` on each row (exact reproduction, about 4 ms per fit on the
+    0.01 grid; LM does thousands of rows in well under a second).
+
+    Examples
+    --------
+    >>> counts = np.array([[10, 12, 8, 11], [50, 55, 45, 52]])
+    >>> a, b = fit_beta_batch(counts, 100, "lsq", 0.01)
+    >>> bool(np.allclose([a[1], b[1]], fit_least_squares(counts[1], 100, 0.01), rtol=1e-7))
+    True
+    """
+    counts = np.asarray(kill_counts, dtype=np.int64)
+    if counts.ndim != 2:
+        raise ProbmutError("kill counts for a batch of fits must be 2-D (fits x resamples)")
+    if fit == "moments":
+        a, b = resample_posteriors(counts, trials)
+        means = a / (a + b)
+        mean = means.mean(axis=1)
+        second = (means**2 + a * b / ((a + b) ** 2 * (a + b + 1))).mean(axis=1)
+        common = mean * (1 - mean) / (second - mean**2) - 1
+        return mean * common, (1 - mean) * common
+    if fit != "lsq":
+        raise ProbmutError(f"unknown Beta fit {fit!r}; choose one of {', '.join(FITS)}")
+    if solver not in ("lm", "curve_fit"):
+        raise ProbmutError(f"unknown least-squares solver {solver!r}; choose lm or curve_fit")
+    if solver == "lm":
+        a, b = _least_squares_batch(counts, trials, grid_step)
+    else:
+        a, b = np.full(len(counts), np.nan), np.full(len(counts), np.nan)
+    for row in np.flatnonzero(~np.isfinite(a)):
+        a[row], b[row] = fit_least_squares(counts[row], trials, grid_step)
+    return a, b
