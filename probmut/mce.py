@@ -1,0 +1,261 @@
+"""Monte-Carlo error (MCE) of the bagged posterior (METHOD.md section 5).
+
+The bagged posterior is itself a Monte-Carlo estimate. Repeat the whole bagging R times
+with fresh randomness, take from each repetition the mean and the variance of its Beta
+summary, and report their averages with jackknife standard errors: with ``theta_i`` the
+leave-one-out average of the R values, ``se = sqrt((R-1)/R * sum_i (theta_i -
+mean(theta))^2)``; the 95% interval is ``average +- 1.96 se``.
+
+The paper's code divides the leave-one-out *sums* by R instead of R - 1, which shrinks
+the standard error by the factor (R - 1) / R; ``jackknife="paper"`` reproduces its
+published figures, ``"standard"`` (the default) is the textbook jackknife (for an
+average it equals ``sd / sqrt(R)``).
+
+Beta summaries: moment matching by default (exact and instant); ``fit="lsq"`` is the
+least-squares fit, run for all R repetitions at once by
+:func:`probmut.posterior.fit_beta_batch`. With ``paper=True`` (``--paper``) every choice
+is the paper's MCE code: least squares on its coarser grid (step 0.01), one
+``curve_fit`` per repetition, the paper's jackknife, p rounded to 3 decimals.
+
+References
+----------
+Koehler, Brown, Haneuse. On the assessment of Monte Carlo error in simulation-based
+statistical analyses. The American Statistician 63(2), 2009.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.posterior import PosteriorSettings, beta_mean_var, fit_beta_batch, hellinger
+
+JACKKNIFE = ("standard", "paper")
+#: Grid step of the least-squares fit in the paper's MCE code (coarser than its 0.001).
+PAPER_MCE_GRID = 0.01
+#: The paper (and METHOD.md) use 1.96 for the 95% interval.
+Z95 = 1.96
+
+
+def paper_settings(**overrides) -> PosteriorSettings:
+    """The paper's MCE settings: its posterior settings with the 0.01 fit grid.
+
+    >>> paper_settings().grid_step, paper_settings().fit
+    (0.01, 'lsq')
+    """
+    return PosteriorSettings.paper(**({"grid_step": PAPER_MCE_GRID} | overrides))
+
+
+def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
+    """Jackknife standard error of the average of ``values`` along the last axis.
+
+    Parameters
+    ----------
+    values : array (..., R) of R >= 2 repetitions.
+    jackknife : ``"standard"`` (leave-one-out averages) or ``"paper"`` (leave-one-out
+        sums divided by R, as the paper's code does: the standard value times (R-1)/R).
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 2.0, 4.0, 7.0])
+    >>> bool(np.isclose(jackknife_se(x), x.std(ddof=1) / 2))
+    True
+    >>> bool(np.isclose(jackknife_se(x, "paper"), jackknife_se(x) * 3 / 4))
+    True
+    """
+    if jackknife not in JACKKNIFE:
+        raise ProbmutError(f"unknown jackknife {jackknife!r}; choose one of {', '.join(JACKKNIFE)}")
+    values = np.asarray(values, dtype=np.float64)
+    count = values.shape[-1]
+    if count < 2:
+        raise ProbmutError(f"the jackknife needs at least 2 repetitions, got {count}")
+    total = values.sum(axis=-1, keepdims=True)
+    leave_one_out = (total - values) / (count if jackknife == "paper" else count - 1)
+    deviation = leave_one_out - leave_one_out.mean(axis=-1, keepdims=True)
+    return np.sqrt((count - 1) / count * (deviation**2).sum(axis=-1))
+
+
+def repetition_moments(kill_counts, settings: PosteriorSettings,
+                       solver: str = "lm") -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of the Beta summary of every repetition.
+
+    ``kill_counts`` has shape (..., R, B); returns two arrays of shape (..., R).
+    ``solver`` is passed to :func:`probmut.posterior.fit_beta_batch`.
+    """
+    counts = np.asarray(kill_counts)
+    a, b = fit_beta_batch(counts.reshape(-1, counts.shape[-1]), settings.trials,
+                          settings.fit, settings.grid_step, solver=solver)
+    mean, var = beta_mean_var(a, b)
+    return mean.reshape(counts.shape[:-1]), var.reshape(counts.shape[:-1])
+
+
+def ratio_of(mean: float, var: float, trials: int) -> float:
+    """Similarity ratio H(sound) / H(mutant) of the Beta with this mean and variance.
+
+    >>> ratio_of(0.99, 0.0001, 100) > 1 > ratio_of(0.01, 0.0001, 100)
+    True
+    """
+    common = mean * (1 - mean) / var - 1
+    a, b = mean * common, (1 - mean) * common
+    h_mutant = hellinger(a, b, trials + 1, 1)
+    return hellinger(a, b, 1, trials + 1) / h_mutant if h_mutant > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class MCEResult:
+    """Averages of the posterior mean and variance over R repetitions, with their MCE.
+
+    ``means`` and ``variances`` hold the R per-repetition values.
+    """
+
+    name: str
+    means: np.ndarray
+    variances: np.ndarray
+    mean_se: float
+    var_se: float
+    settings: PosteriorSettings
+    jackknife: str = "standard"
+    paired: bool = False
+    seed: int | None = None
+    source: str = "populations"
+
+    @property
+    def repetitions(self) -> int:
+        return int(self.means.size)
+
+    @property
+    def mean(self) -> float:
+        return float(self.means.mean())
+
+    @property
+    def var(self) -> float:
+        return float(self.variances.mean())
+
+    @property
+    def mean_interval(self) -> tuple[float, float]:
+        return self.mean - Z95 * self.mean_se, self.mean + Z95 * self.mean_se
+
+    @property
+    def var_interval(self) -> tuple[float, float]:
+        return self.var - Z95 * self.var_se, self.var + Z95 * self.var_se
+
+    @property
+    def ratio(self) -> float:
+        """Ratio of the Beta with the average mean and variance (see :func:`ratio_of`)."""
+        return ratio_of(self.mean, self.var, self.settings.trials)
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.ratio > self.settings.threshold)
+
+    def to_dict(self) -> dict:
+        ratio = self.ratio
+        return {"name": self.name, "mean": self.mean, "mean_se": float(self.mean_se),
+                "mean_low": self.mean_interval[0], "mean_high": self.mean_interval[1],
+                "var": self.var, "var_se": float(self.var_se),
+                "var_low": self.var_interval[0], "var_high": self.var_interval[1],
+                "repetitions": self.repetitions, "ratio": ratio if math.isfinite(ratio) else None,
+                "killed": self.killed, "jackknife": self.jackknife, "paired": self.paired,
+                "seed": self.seed, "source": self.source, "fit": self.settings.fit,
+                "grid_step": self.settings.grid_step, "settings": self.settings.describe()}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_frame(self):
+        """One row per repetition: its posterior mean and variance."""
+        import pandas as pd
+
+        return pd.DataFrame({"mean": self.means, "var": self.variances},
+                            index=pd.RangeIndex(self.repetitions, name="repetition"))
+
+    def __str__(self) -> str:
+        (m_low, m_high), (v_low, v_high) = self.mean_interval, self.var_interval
+        fit = (f"least squares (grid {self.settings.grid_step:g})" if self.settings.fit == "lsq"
+               else "moment matching")
+        return "\n".join([
+            f"Monte-Carlo error of the bagged posterior: {self.name} ({self.repetitions} "
+            f"repetitions, {self.source})",
+            f"{'':<10}{'average':>12}{'MCE (se)':>12}   95% interval",
+            f"{'mean':<10}{self.mean:>12.6f}{self.mean_se:>12.6f}   ({m_low:.6f}, {m_high:.6f})",
+            f"{'variance':<10}{self.var:>12.7f}{self.var_se:>12.7f}   ({v_low:.7f}, {v_high:.7f})",
+            f"decision: {'KILLED' if self.killed else 'not killed'} (ratio {self.ratio:.6g})",
+            f"Beta fit: {fit}; jackknife: {self.jackknife}"
+            + (", paired by instance id" if self.paired else "")
+            + (f", seed {self.seed}" if self.seed is not None else ""),
+        ])
+
+
+def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None, *,
+                         paper: bool = False, name: str = "mutant", paired: bool = False,
+                         seed=None, source: str = "saved kill counts") -> MCEResult:
+    """MCE from R x B kill counts (one row per repetition).
+
+    Parameters
+    ----------
+    kill_counts : int array (R, B), e.g. ``load_kill_rates("reps.npy", 100)``.
+    settings : fit, grid and trials (default :class:`PosteriorSettings`, or
+        :func:`paper_settings` with ``paper=True``).
+    paper : the paper's MCE exactly: ``curve_fit`` per repetition and its jackknife.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> res = mce_from_kill_counts(rng.binomial(100, 0.3, size=(50, 100)))
+    >>> round(res.mean, 2), res.mean_se < 0.001
+    (0.3, True)
+    """
+    counts = np.asarray(kill_counts)
+    if counts.ndim != 2:
+        raise ProbmutError(f"kill counts for the MCE must be R x B (2-D), got shape {counts.shape}")
+    settings = settings or (paper_settings() if paper else PosteriorSettings())
+    means, variances = repetition_moments(counts, settings, "curve_fit" if paper else "lm")
+    jackknife = "paper" if paper else "standard"
+    return MCEResult(name, means, variances, float(jackknife_se(means, jackknife)),
+                     float(jackknife_se(variances, jackknife)), settings, jackknife, paired,
+                     seed, source)
+
+
+def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None, *,
+                      repetitions: int = 100, paired: bool = False, paper: bool = False,
+                      seed=None, jobs: int | None = None, name: str | None = None) -> MCEResult:
+    """MCE of the bagged posterior of ``mutant`` against ``healthy``, from populations.
+
+    All R x B x N DeepCrime tests run in one call of the compiled engine.
+
+    Parameters
+    ----------
+    healthy, mutant : :class:`~probmut.data.Population` or arrays of accuracies (paired
+        populations are aligned by instance id).
+    settings : B, N, k, criterion and Beta fit (default :class:`PosteriorSettings`, or
+        :func:`paper_settings` with ``paper=True``).
+    repetitions : R (the paper: 100).
+    paper : the paper's fit (curve_fit per repetition on the 0.01 grid) and jackknife.
+    seed, jobs : see :func:`probmut.engine.kill_counts`; same seed, same numbers.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> h, m = rng.normal(0.99, 0.002, 100), rng.normal(0.988, 0.002, 100)
+    >>> res = monte_carlo_error(h, m, repetitions=10, seed=1)
+    >>> res.repetitions, 0 < res.mean < 1, res.mean_se > 0
+    (10, True, True)
+    """
+    from probmut.data import Population, pair
+    from probmut.engine import kill_counts
+
+    settings = settings or (paper_settings() if paper else PosteriorSettings())
+    if paired:
+        if isinstance(healthy, Population) and isinstance(mutant, Population):
+            healthy, mutant = pair(healthy, mutant)
+    name = name or getattr(mutant, "name", "mutant")
+    counts = kill_counts(getattr(healthy, "values", healthy), getattr(mutant, "values", mutant),
+                         bootstraps=settings.bootstraps, trials=settings.trials,
+                         sample=settings.sample, repetitions=repetitions, paired=paired,
+                         criterion=settings.criterion, seed=seed, jobs=jobs)
+    return mce_from_kill_counts(counts, settings, paper=paper, name=name, paired=paired,
+                                seed=seed, source="populations")
