@@ -20,7 +20,12 @@ from probmut.posterior import PosteriorStudy, mixture_pdf, resample_posteriors  
 
 #: One place for the look of every figure.
 STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
-         "fit_color": "tab:blue", "mixture_color": "black", "font_size": 8}
+         "fit_color": "tab:blue", "mixture_color": "black", "font_size": 8,
+         # Figures 4/5: the estimate and its lower/upper MCE bounds, side by side.
+         "estimate_color": "tab:blue", "lower_color": "tab:green", "upper_color": "tab:orange",
+         "bound_offset": 0.25,
+         # Motivating figure: one color per population (matplotlib's cycle).
+         "scatter_alpha": 0.25}
 
 
 def _save(fig, path) -> Path:
@@ -71,5 +76,75 @@ def plot_posteriors(study: PosteriorStudy, path, title: str | None = None) -> Pa
     axes.flat[0].legend(loc="upper right", fontsize=6, frameon=False)
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_sample_size(studies, path, title: str | None = None) -> Path:
+    """Figures 4/5 of the paper: the population-size study of one or more mutants.
+
+    One row per study, two panels: the posterior mean and the posterior variance against
+    the population size n. Each shows the estimate (average over R repetitions) and its
+    lower and upper MCE bounds, side by side: markers at the median over sub-populations,
+    bars from the 2.5th to the 97.5th percentile.
+    """
+    plt.rcParams.update({"font.size": STYLE["font_size"]})
+    studies = list(studies)
+    width, height = STYLE["panel_size"]
+    fig, axes = plt.subplots(len(studies), 2, figsize=(2 * width, height * len(studies)),
+                             squeeze=False)
+    for row, study in zip(axes, studies, strict=True):
+        n = np.array([s.n for s in study.sizes], dtype=np.float64)
+        step = np.min(np.diff(n)) if n.size > 1 else 10.0
+        for ax, what, label in ((row[0], "mean", "posterior mean"),
+                                (row[1], "var", "posterior variance")):
+            series = ((what, "estimate", STYLE["estimate_color"], 0.0),
+                      (f"{what}_lower", "MCE lower bound", STYLE["lower_color"], -1.0),
+                      (f"{what}_upper", "MCE upper bound", STYLE["upper_color"], 1.0))
+            for quantity, name, color, side in series:
+                summary = [s.summary(quantity) for s in study.sizes]
+                median = np.array([v["median"] for v in summary])
+                errors = [median - [v["low"] for v in summary],
+                          [v["high"] for v in summary] - median]
+                ax.errorbar(n + side * STYLE["bound_offset"] * step, median, errors, fmt="o",
+                            ms=3, capsize=2, color=color, label=name)
+            ax.set_xticks(n)
+            ax.set_xlabel("population size n")
+            ax.set_ylabel(label)
+            ax.set_title(f"{study.name}: {label}")
+            ax.grid(alpha=0.3)
+            if what == "mean":
+                ax.set_ylim(-0.02, 1.02)
+        row[0].legend(loc="best", fontsize=6, frameon=False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_motivating(series, path, title: str | None = None) -> Path:
+    """The motivating figure: probability that the "unknown" sample is judged mutated
+    against the number of instances compared (k vs k).
+
+    ``series`` maps a population name to its :class:`~probmut.repeat.RepeatResult`
+    objects, one per k; each repetition's pass rate is a faint dot, the mean a line.
+    """
+    plt.rcParams.update({"font.size": STYLE["font_size"]})
+    width, height = STYLE["panel_size"]
+    fig, ax = plt.subplots(figsize=(1.5 * width, 1.5 * height))
+    for index, (name, results) in enumerate(series.items()):
+        color = f"C{index}"
+        ks = np.array([r.sample for r in results])
+        for k, result in zip(ks, results, strict=True):
+            ax.scatter(np.full(result.pass_rates.size, k) + (index - len(series) / 2) * 0.4,
+                       result.pass_rates, s=4, color=color, alpha=STYLE["scatter_alpha"])
+        ax.plot(ks, [r.mean for r in results], color=color, lw=1.2, label=name)
+    ax.set_xlabel("number of sound / unknown instances compared (k vs k)")
+    ax.set_ylabel('probability that "unknown" is judged mutated')
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=6, frameon=False)
+    if title:
+        ax.set_title(title)
     fig.tight_layout()
     return _save(fig, path)

@@ -1,0 +1,382 @@
+"""How many instances to train: the population-size study (METHOD.md section 6).
+
+For each population size n, draw sub-populations of n healthy and n mutant instances
+(paired data: the same instance ids on both sides), run the Monte-Carlo error analysis
+(:mod:`probmut.mce`: R repetitions of the B x N bagging) on each, and summarise, over
+the sub-populations, the estimates (average posterior mean and variance) and their MCE
+bounds (``estimate +- 1.96 se``) by their median and 2.5 / 97.5 percentiles. These are
+the paper's Figures 4/5.
+
+The recommendation reads the study: the smallest n from which on (for every larger
+size studied) the decision, killed or not, is the same in at least 95% of the
+sub-populations, and the 95% band of the posterior mean over sub-populations is
+narrower than a tolerance. Run it on a *pilot* population (say 50 to 100 instances)
+before training hundreds.
+
+All R x B x N tests of a chunk of sub-populations run in one call of the compiled engine;
+chunks are cached on disk (:mod:`probmut.cache`) so reruns are instant and an
+interrupted study resumes. Sub-population draws and engine streams depend on the seed
+and the chunk's place only: the numbers do not depend on chunking or ``jobs``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from probmut.cache import Cache, cache_key
+from probmut.errors import ProbmutError
+from probmut.mce import JACKKNIFE, Z95, jackknife_se, paper_settings, ratio_of, repetition_moments
+from probmut.posterior import PosteriorSettings
+
+#: The paper's population sizes (of 200 instances).
+PAPER_SIZES = (25, 50, 75, 100, 125, 150, 175, 190)
+#: What is summarised over sub-populations, in the order of the JSON output.
+QUANTITIES = ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper")
+
+
+def default_sizes(available: int, sample: int = 20) -> list[int]:
+    """The paper's sizes for 200 or more instances; else 8 sizes from k to 95% of them.
+
+    >>> default_sizes(200)
+    [25, 50, 75, 100, 125, 150, 175, 190]
+    >>> default_sizes(60)
+    [20, 25, 31, 36, 41, 46, 52, 57]
+    """
+    if available >= 200:
+        return list(PAPER_SIZES)
+    top = max(sample, int(0.95 * available))
+    return sorted({int(round(v)) for v in np.linspace(sample, top, 8)})
+
+
+@dataclass(frozen=True)
+class SizeResult:
+    """MCE results of every sub-population of one population size n."""
+
+    n: int
+    means: np.ndarray
+    mean_se: np.ndarray
+    variances: np.ndarray
+    var_se: np.ndarray
+    killed: np.ndarray
+
+    def values(self, quantity: str) -> np.ndarray:
+        """One value per sub-population: an estimate or one of its MCE bounds."""
+        estimate, se = ((self.means, self.mean_se) if quantity.startswith("mean")
+                        else (self.variances, self.var_se))
+        if quantity.endswith("_lower"):
+            return estimate - Z95 * se
+        if quantity.endswith("_upper"):
+            return estimate + Z95 * se
+        return estimate
+
+    def summary(self, quantity: str) -> dict:
+        """Median and 2.5 / 97.5 percentiles over the sub-populations."""
+        values = self.values(quantity)
+        return {"median": float(np.median(values)), "low": float(np.quantile(values, 0.025)),
+                "high": float(np.quantile(values, 0.975))}
+
+    @property
+    def killed_share(self) -> float:
+        return float(self.killed.mean())
+
+    @property
+    def agreement(self) -> float:
+        """Share of sub-populations that reach the majority decision."""
+        return max(self.killed_share, 1.0 - self.killed_share)
+
+    @property
+    def mean_band(self) -> float:
+        """Width of the 95% band of the posterior mean over sub-populations."""
+        summary = self.summary("mean")
+        return summary["high"] - summary["low"]
+
+    def to_dict(self) -> dict:
+        return ({"n": self.n} | {q: self.summary(q) for q in QUANTITIES}
+                | {"killed_share": self.killed_share, "agreement": self.agreement,
+                   "mean_band": self.mean_band, "subpopulations": int(self.means.size)})
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The smallest population size that settles the decision and the estimate."""
+
+    size: int | None
+    tolerance: float
+    required_agreement: float
+    population: int
+    suggested_size: int | None
+    message: str
+    per_size: tuple = field(default=())
+
+    @property
+    def reached(self) -> bool:
+        return self.size is not None
+
+    def to_dict(self) -> dict:
+        return {"size": self.size, "reached": self.reached, "tolerance": self.tolerance,
+                "required_agreement": self.required_agreement, "population": self.population,
+                "suggested_size": self.suggested_size, "message": self.message,
+                "per_size": list(self.per_size)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        lines = [f"{'n':>5}{'agreement':>11}{'killed':>8}{'mean band':>11}  meets both"]
+        lines += [f"{row['n']:>5}{row['agreement']:>11.0%}{row['killed_share']:>8.0%}"
+                  f"{row['mean_band']:>11.4f}  {'yes' if row['meets'] else 'no'}"
+                  for row in self.per_size]
+        return "\n".join(lines + ["recommendation: " + self.message])
+
+
+def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
+              population: int | None = None) -> Recommendation:
+    """Smallest n from which on both criteria hold; else what the trend suggests.
+
+    Parameters
+    ----------
+    sizes : :class:`SizeResult` objects (any order).
+    tolerance : largest acceptable width of the 95% band of the posterior mean.
+    agreement : smallest acceptable share of sub-populations with the majority decision.
+    population : instances available (default the largest n); sub-populations of sizes
+        close to it overlap, so their spread understates that of fresh instances.
+
+    Notes
+    -----
+    When the band is too wide at every size, it is extrapolated assuming it narrows as
+    ``c * sqrt(1/n - 1/P)`` (sub-populations of n drawn from P instances: the finite
+    population correction), fitted in log space; fresh instances narrow it as
+    ``c / sqrt(n)``, which gives the suggested size ``(c / tolerance)^2``. A rough guide.
+    """
+    if not 0 < tolerance:
+        raise ProbmutError(f"the tolerance must be positive, got {tolerance}")
+    if not 0.5 <= agreement <= 1:
+        raise ProbmutError(f"the required agreement must be in [0.5, 1], got {agreement}")
+    sizes = sorted(sizes, key=lambda s: s.n)
+    population = population or sizes[-1].n
+    rows = [{"n": s.n, "agreement": s.agreement, "killed_share": s.killed_share,
+             "mean_band": s.mean_band,
+             "meets": bool(s.agreement >= agreement and s.mean_band <= tolerance)}
+            for s in sizes]
+    chosen = None
+    for row in reversed(rows):
+        if not row["meets"]:
+            break
+        chosen = row
+    suggested = None
+    last = rows[-1]
+    if chosen is not None:
+        verdict = "killed" if sizes[rows.index(chosen)].killed_share >= 0.5 else "not killed"
+        message = (f"{chosen['n']} instances per population are enough: from n = {chosen['n']} "
+                   f"on, at least {agreement:.0%} of the sub-populations reach the same decision "
+                   f"({verdict}; {chosen['agreement']:.0%} at n = {chosen['n']}) and the 95% band "
+                   f"of the posterior mean is at most {tolerance:g} wide "
+                   f"({chosen['mean_band']:.3f}).")
+        if chosen["n"] > population / 2:
+            message += (f" n is more than half of the {population} instances available: "
+                        "sub-populations overlap and understate the spread of fresh instances; "
+                        "confirm on a larger pilot.")
+        return Recommendation(chosen["n"], tolerance, agreement, population, chosen["n"],
+                              message, tuple(rows))
+    message = (f"Not reached with the {population} instances available: at n = {last['n']} "
+               f"{last['agreement']:.0%} of the sub-populations agree (needs {agreement:.0%}) "
+               f"and the 95% band of the posterior mean is {last['mean_band']:.3f} wide "
+               f"(tolerance {tolerance:g}).")
+    usable = [(s.n, s.mean_band) for s in sizes if s.mean_band > 0 and s.n < population]
+    if last["mean_band"] > tolerance and usable:
+        ns, bands = np.array(usable, dtype=np.float64).T
+        scale = math.exp(np.mean(np.log(bands) - 0.5 * np.log(1 / ns - 1 / population)))
+        suggested = math.ceil((scale / tolerance) ** 2)
+        message += (f" The band narrows roughly as {scale:.2f}/sqrt(n): about {suggested} "
+                    f"instances per population would bring it under {tolerance:g} (rough "
+                    "extrapolation).")
+    if last["agreement"] < agreement:
+        trend = ", ".join(f"{row['agreement']:.0%}" for row in rows)
+        median = float(np.median(sizes[-1].means))
+        message += (f" Decisions stay split (agreement by size: {trend}; median posterior mean "
+                    f"{median:.2f}): the kill probability sits near the decision boundary, "
+                    "so more instances sharpen the estimate but may never settle a yes/no "
+                    "decision; report the posterior mean and its interval instead.")
+    return Recommendation(None, tolerance, agreement, population, suggested, message,
+                          tuple(rows))
+
+
+@dataclass(frozen=True)
+class SampleSizeStudy:
+    """The population-size study of one mutant against its healthy population."""
+
+    name: str
+    sizes: tuple[SizeResult, ...]
+    settings: PosteriorSettings
+    repetitions: int
+    subpopulations: int
+    population: tuple[int, int]
+    recommendation: Recommendation
+    paired: bool = False
+    seed: int | None = None
+    jackknife: str = "standard"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "sizes": [s.to_dict() for s in self.sizes],
+                "recommendation": self.recommendation.to_dict(),
+                "subpopulations": self.subpopulations, "repetitions": self.repetitions,
+                "bootstraps": self.settings.bootstraps, "trials": self.settings.trials,
+                "sample": self.settings.sample, "population": list(self.population),
+                "paired": self.paired, "seed": self.seed, "jackknife": self.jackknife,
+                "fit": self.settings.fit, "settings": self.settings.describe()}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_frame(self):
+        """One row per population size; columns ``{quantity}_{median,low,high}``."""
+        import pandas as pd
+
+        rows = []
+        for size in self.sizes:
+            row = {"n": size.n}
+            for quantity in QUANTITIES:
+                row |= {f"{quantity}_{k}": v for k, v in size.summary(quantity).items()}
+            rows.append(row | {"killed_share": size.killed_share, "agreement": size.agreement,
+                               "mean_band": size.mean_band})
+        return pd.DataFrame(rows).set_index("n")
+
+    def __str__(self) -> str:
+        s = self.settings
+        lines = [f"Population-size study: {self.name} ({self.subpopulations} sub-populations x "
+                 f"R={self.repetitions} x B={s.bootstraps} x N={s.trials} per size; population "
+                 f"{self.population[0]} healthy, {self.population[1]} mutant"
+                 + (", paired" if self.paired else "") + ")",
+                 "median [2.5%, 97.5%] over sub-populations",
+                 f"{'n':>5}  {'posterior mean':<26}{'MCE lower':>10}{'MCE upper':>10}  "
+                 f"{'variance':<29}{'killed':>7}"]
+        for size in self.sizes:
+            mean, var = size.summary("mean"), size.summary("var")
+            lines.append(
+                f"{size.n:>5}  {mean['median']:.4f} [{mean['low']:.4f}, {mean['high']:.4f}]"
+                f"{size.summary('mean_lower')['median']:>10.4f}"
+                f"{size.summary('mean_upper')['median']:>10.4f}  "
+                f"{var['median']:.5f} [{var['low']:.5f}, {var['high']:.5f}]"
+                f"{size.killed_share:>7.0%}")
+        lines.append(f"settings: {s.describe()}; jackknife: {self.jackknife}"
+                     + (f", seed {self.seed}" if self.seed is not None else ""))
+        return "\n".join(lines + ["", str(self.recommendation)])
+
+
+def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, paired: bool):
+    healthy = np.empty((count, n), dtype=np.int64)
+    mutant = np.empty((count, n), dtype=np.int64)
+    for j in range(count):
+        healthy[j] = rng.choice(n_h, n, replace=False)
+        mutant[j] = healthy[j] if paired else rng.choice(n_m, n, replace=False)
+    return healthy, mutant
+
+
+def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None, *,
+                      sizes=PAPER_SIZES, subpopulations: int = 30, repetitions: int = 100,
+                      paired: bool = False, paper: bool = False, seed=None,
+                      jobs: int | None = None, tolerance: float = 0.1,
+                      agreement: float = 0.95, cache: Cache | None = None, chunk: int = 10,
+                      progress: bool | None = False, name: str | None = None) -> SampleSizeStudy:
+    """The population-size study of ``mutant`` against ``healthy`` (METHOD.md section 6).
+
+    Parameters
+    ----------
+    healthy, mutant : :class:`~probmut.data.Population` or arrays of accuracies.
+    settings : B, N, k, criterion and Beta fit (default :class:`PosteriorSettings`, or
+        :func:`probmut.mce.paper_settings` with ``paper=True``).
+    sizes : population sizes n (each at most the smaller population).
+    subpopulations, repetitions : sub-populations per size (30) and R (100).
+    paired : model-level mutation: sub-populations take the same ids on both sides.
+    paper : the paper's jackknife (see :mod:`probmut.mce`); the least-squares fits use the
+        vectorised solver (same minimum as ``curve_fit`` to about 1e-5 relative).
+    seed : int or None; sub-populations and tests are derived from it.
+    jobs : engine threads; the numbers do not depend on it.
+    tolerance, agreement : the recommendation's criteria (see :func:`recommend`).
+    cache : a :class:`~probmut.cache.Cache` to reuse and resume chunks.
+    chunk : sub-populations per engine call (a unit of caching and of progress).
+    progress : tqdm progress bar on stderr (None: only on a terminal).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> h, m = rng.normal(0.99, 0.002, 60), rng.normal(0.985, 0.002, 60)
+    >>> study = sample_size_study(h, m, sizes=(20, 50), subpopulations=5, repetitions=5,
+    ...                           seed=1)
+    >>> [s.n for s in study.sizes], study.recommendation.size
+    ([20, 50], 20)
+    """
+    from tqdm import tqdm
+
+    from probmut.data import Population, pair
+    from probmut.engine import kill_counts
+
+    settings = settings or (paper_settings() if paper else PosteriorSettings())
+    jackknife = JACKKNIFE[1] if paper else JACKKNIFE[0]
+    name = name or getattr(mutant, "name", "mutant")
+    if paired and isinstance(healthy, Population) and isinstance(mutant, Population):
+        healthy, mutant = pair(healthy, mutant)
+    h = np.asarray(getattr(healthy, "values", healthy), dtype=np.float64)
+    m = np.asarray(getattr(mutant, "values", mutant), dtype=np.float64)
+    if paired and h.size != m.size:
+        raise ProbmutError(f"paired populations must have the same instances; sizes {h.size} "
+                           f"and {m.size}")
+    sizes = sorted({int(n) for n in sizes})
+    available = min(h.size, m.size)
+    if not sizes:
+        raise ProbmutError("give at least one population size")
+    if sizes[0] < settings.sample or sizes[-1] > available:
+        raise ProbmutError(
+            f"population sizes must lie between the sample size k = {settings.sample} and the "
+            f"smallest population ({available} instances); got {sizes[0]}..{sizes[-1]}")
+    for label, value in (("sub-populations", subpopulations), ("repetitions", repetitions),
+                         ("chunk", chunk)):
+        if int(value) < (2 if label == "repetitions" else 1):
+            raise ProbmutError(f"{label} must be at least {2 if label == 'repetitions' else 1}, "
+                               f"got {value}")
+    root = np.random.SeedSequence(seed)
+    draws_root, engine_root = root.spawn(2)
+    draw_streams = draws_root.spawn(len(sizes))
+    cache = cache or Cache(None)
+    base_key = ("sample-size", h, m, paired, settings, repetitions, subpopulations,
+                root.entropy, jackknife)
+    tests = settings.bootstraps * settings.trials * repetitions
+    bar = tqdm(total=len(sizes) * subpopulations * tests, unit="test", unit_scale=True,
+               desc=f"sample size {name}", disable=None if progress is None else not progress,
+               leave=False)
+    results = []
+    with bar:
+        for index, (n, stream) in enumerate(zip(sizes, draw_streams, strict=True)):
+            ids_h, ids_m = _draw(np.random.default_rng(stream), subpopulations, n, h.size,
+                                 m.size, paired)
+            means = np.empty((subpopulations, repetitions))
+            variances = np.empty((subpopulations, repetitions))
+            for start in range(0, subpopulations, chunk):
+                stop = min(start + chunk, subpopulations)
+                key = cache_key(*base_key, n, index, start, stop)
+                stored = cache.get(key)
+                if stored is None:
+                    counts = kill_counts(h[ids_h[start:stop]], m[ids_m[start:stop]],
+                                         bootstraps=settings.bootstraps, trials=settings.trials,
+                                         sample=settings.sample, repetitions=repetitions,
+                                         paired=paired, criterion=settings.criterion,
+                                         seed=engine_root, jobs=jobs,
+                                         first_set=index * subpopulations + start)
+                    stored = dict(zip(("means", "variances"),
+                                      repetition_moments(counts, settings), strict=True))
+                    cache.put(key, **stored)
+                means[start:stop] = stored["means"]
+                variances[start:stop] = stored["variances"]
+                bar.update((stop - start) * tests)
+            average_mean, average_var = means.mean(axis=1), variances.mean(axis=1)
+            killed = np.array([ratio_of(a, v, settings.trials) > settings.threshold
+                               for a, v in zip(average_mean, average_var, strict=True)])
+            results.append(SizeResult(n, average_mean, jackknife_se(means, jackknife),
+                                      average_var, jackknife_se(variances, jackknife), killed))
+    advice = recommend(results, tolerance, agreement, available)
+    return SampleSizeStudy(name, tuple(results), settings, repetitions, subpopulations,
+                           (h.size, m.size), advice, paired, seed, jackknife)
