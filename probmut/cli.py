@@ -17,6 +17,7 @@ from probmut.errors import EXIT_BAD_INPUT, ProbmutError
 _COMMAND_MODULES = [
     "probmut.commands",
     "probmut.train.cli",
+    "probmut.study_commands",
 ]
 
 

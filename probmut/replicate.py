@@ -1,0 +1,289 @@
+"""The whole paper in one call: every figure and table from the bundled populations.
+
+``replicate(out)`` writes, with the paper's settings (``quick=True``: reduced ones):
+
+- ``{model}/{model}_{mutation}.png``: Figure 3 for every mutation of the manifest, and
+  ``ratio_table.csv``: posterior mean, interval, H_sound, H_mutant, ratio, decision;
+- ``deepcrime_table.csv``: DeepCrime's single test on its own 20 vs 20 instances;
+- ``motivating_table.csv`` and ``motivating.png``: the motivating experiment (MNIST
+  delete_training_data; METHOD.md section 2) and its figure against k = 20..90;
+- ``sample_size/{model}_{mutation}_{magnitude}.csv`` and
+  ``{model}/{model}_{mutation}_sample_size.png``: Figures 4/5 for the paper's
+  configurations.
+
+Every Monte-Carlo result is cached under ``out/.probmut_cache`` (keyed by the
+accuracies, settings and seed): a second run only redraws, an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from probmut.cache import Cache, cache_key
+from probmut.data import atomic_write_text, read_population
+from probmut.errors import ProbmutError
+from probmut.experiments import Manifest
+from probmut.mce import paper_settings
+from probmut.posterior import PosteriorSettings
+
+PARTS = ("figure3", "deepcrime", "motivating", "sample-size")
+#: The paper's Figures 4/5 configurations: (model, mutation, magnitudes).
+SAMPLE_SIZE_CONFIGS = (("mnist", "delete_training_data", ("3.1", "9.29", "30.93")),
+                       ("mnist", "change_label", ("3.12",)),
+                       ("movie_recomm", "change_label", ("3.12",)),
+                       ("lenet", "change_label", ("3.12",)))
+#: The motivating experiment's mutation (METHOD.md section 2).
+MOTIVATING = ("mnist", "delete_training_data")
+MOTIVATING_TESTS = 100
+DEEPCRIME_SUFFIX = "_dc"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Settings of one replication: the paper's, or reduced ones for a quick check."""
+
+    posterior: PosteriorSettings
+    study: PosteriorSettings
+    sizes: tuple[int, ...]
+    subpopulations: int
+    repetitions: int
+    motivating_repetitions: int
+    motivating_ks: tuple[int, ...]
+
+    @classmethod
+    def paper(cls) -> Plan:
+        return cls(PosteriorSettings.paper(), paper_settings(),
+                   (25, 50, 75, 100, 125, 150, 175, 190), 30, 100, 50, tuple(range(20, 95, 5)))
+
+    @classmethod
+    def quick(cls) -> Plan:
+        return cls(PosteriorSettings.paper(bootstraps=20, trials=50),
+                   paper_settings(bootstraps=20, trials=50), (25, 100, 190), 10, 10, 10,
+                   (20, 55, 90))
+
+
+@dataclass
+class ReplicateReport:
+    """What a replication wrote, how long each part took, and the cache's use."""
+
+    out: Path
+    quick: bool
+    files: list = field(default_factory=list)
+    seconds: dict = field(default_factory=dict)
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    def to_dict(self) -> dict:
+        return {"out": str(self.out), "quick": self.quick,
+                "files": [str(f) for f in self.files],
+                "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
+                "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        mode = "quick (reduced settings)" if self.quick else "the paper's settings"
+        lines = [f"replicate: {len(self.files)} files under {self.out} ({mode})"]
+        lines += [f"  {part:<12}{seconds:8.1f} s" for part, seconds in self.seconds.items()]
+        lines.append(f"  cache: {self.cache_hits} results reused, {self.cache_misses} computed")
+        lines += [f"  {f}" for f in self.files]
+        return "\n".join(lines)
+
+
+def _write_frame(frame, path: Path, report: ReplicateReport) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, frame.to_csv(float_format="%.6g"))
+    report.files.append(path)
+
+
+def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
+    import pandas as pd
+
+    from probmut.plots import plot_posteriors
+    from probmut.posterior import bagged_posteriors, study_from_kill_counts
+
+    rows = []
+    for model in manifest.model_names():
+        if model.endswith(DEEPCRIME_SUFFIX):
+            continue
+        for mutation in manifest.mutations(model):
+            healthy = read_population(mutation.healthy, name="healthy")
+            mutants = [read_population(f, name=m)
+                       for m, f in zip(mutation.magnitudes, mutation.files, strict=True)]
+            names = ["healthy"] + list(mutation.magnitudes)
+            key = cache_key("posterior", healthy.values, healthy.ids,
+                            [(m.values, m.ids) for m in mutants], mutation.paired,
+                            plan.posterior, seed)
+            stored = cache.get(key)
+            if stored is None:
+                study = bagged_posteriors(healthy, mutants, plan.posterior,
+                                          paired=mutation.paired, seed=seed, jobs=jobs,
+                                          names=names)
+                cache.put(key, baseline=study.baseline.kill_counts,
+                          mutants=np.array([p.kill_counts for p in study.populations[1:]]))
+            else:
+                study = study_from_kill_counts(stored["baseline"], list(stored["mutants"]),
+                                               names, plan.posterior, mutation.paired, seed,
+                                               source="populations")
+            label = f"{model}_{mutation.name}"
+            report.files.append(plot_posteriors(study, out / model / f"{label}.png",
+                                                title=label.replace("_", " ")))
+            for post in study.populations:
+                rows.append({"model": model, "mutation": mutation.name} | post.to_dict())
+            bar.update()
+    _write_frame(pd.DataFrame(rows).set_index(["model", "mutation", "name"]),
+                 out / "ratio_table.csv", report)
+
+
+def _deepcrime(manifest, out, report, bar):
+    import pandas as pd
+
+    from probmut.killtest import KillCriterion, deepcrime_test
+
+    rows = []
+    for model in manifest.model_names():
+        if not model.endswith(DEEPCRIME_SUFFIX):
+            continue
+        for mutation in manifest.mutations(model):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                healthy = read_population(mutation.healthy, name="healthy")
+                for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
+                    result = deepcrime_test(healthy, read_population(path, name=magnitude),
+                                            KillCriterion.paper())
+                    rows.append({"model": model.removesuffix(DEEPCRIME_SUFFIX),
+                                 "mutation": mutation.name, "magnitude": magnitude,
+                                 "p_value": result.p_value, "effect_size": result.effect_size,
+                                 "killed": result.killed, "n_healthy": result.n_healthy,
+                                 "n_mutant": result.n_mutant,
+                                 "note": "; ".join(str(w.message) for w in caught)})
+                    caught.clear()
+            bar.update()
+    _write_frame(pd.DataFrame(rows).set_index(["model", "mutation", "magnitude"]),
+                 out / "deepcrime_table.csv", report)
+
+
+def _motivating(manifest, plan, out, cache, seed, report, bar):
+    import pandas as pd
+
+    from probmut.plots import plot_motivating
+    from probmut.repeat import RepeatResult, repeated_tests
+
+    model, name = MOTIVATING
+    mutation = manifest.mutation(model, name)
+    healthy = read_population(mutation.healthy, name="healthy")
+    populations = [healthy] + [read_population(f, name=m)
+                               for m, f in zip(mutation.magnitudes, mutation.files, strict=True)]
+    criterion = plan.posterior.criterion
+    series = {}
+    for index, population in enumerate(populations):
+        results = []
+        for k in sorted(set(plan.motivating_ks) | {20}):
+            key = cache_key("repeat", healthy.values, population.values, k,
+                            plan.motivating_repetitions, criterion, seed, index)
+            stored = cache.get(key)
+            if stored is None:
+                result = repeated_tests(healthy, population,
+                                        repetitions=plan.motivating_repetitions,
+                                        tests=MOTIVATING_TESTS, sample=k,
+                                        pool=len(healthy) // 2, paired=mutation.paired,
+                                        criterion=criterion, seed=[seed, index, k])
+                cache.put(key, pass_rates=result.pass_rates)
+            else:
+                result = RepeatResult(population.name, stored["pass_rates"], MOTIVATING_TESTS, k)
+            results.append(result)
+        series["healthy" if index == 0 else population.name] = results
+        bar.update()
+    rows = [{"population": label, "pass_rate_mean": r.mean, "pass_rate_sd": r.sd,
+             "repetitions": r.pass_rates.size, "tests": r.tests}
+            for label, results in series.items() for r in results if r.sample == 20]
+    _write_frame(pd.DataFrame(rows).set_index("population"), out / "motivating_table.csv",
+                 report)
+    report.files.append(plot_motivating(
+        {label: [r for r in results if r.sample in plan.motivating_ks]
+         for label, results in series.items()},
+        out / "motivating.png", title=f"{model} {name}: one DeepCrime test, k vs k"))
+
+
+def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
+    from probmut.plots import plot_sample_size
+    from probmut.sample_size import sample_size_study
+
+    for model, name, magnitudes in SAMPLE_SIZE_CONFIGS:
+        mutation = manifest.mutation(model, name)
+        healthy = read_population(mutation.healthy, name="healthy")
+        studies = []
+        for magnitude in magnitudes:
+            mutant = read_population(mutation.file_for(magnitude), name=magnitude)
+            study = sample_size_study(healthy, mutant, plan.study, sizes=plan.sizes,
+                                      subpopulations=plan.subpopulations,
+                                      repetitions=plan.repetitions, paired=mutation.paired,
+                                      paper=True, seed=seed, jobs=jobs, cache=cache,
+                                      progress=None, name=f"{name} {magnitude}")
+            _write_frame(study.to_frame(),
+                         out / "sample_size" / f"{model}_{name}_{magnitude}.csv", report)
+            studies.append(study)
+            bar.update()
+        report.files.append(plot_sample_size(
+            studies, out / model / f"{model}_{name}_sample_size.png",
+            title=f"{model} {name.replace('_', ' ')}: population size"))
+
+
+def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 42,
+              cache_dir=None, manifest=None, parts=PARTS,
+              progress: bool | None = False) -> ReplicateReport:
+    """Regenerate the paper's figures and tables under ``out`` (see the module doc).
+
+    Parameters
+    ----------
+    out : output directory (``plot_results``).
+    quick : reduced settings (B = 20, N = 50, R = 10, 3 sizes, 10 sub-populations).
+    jobs, seed : engine threads and the seed (the paper's: 42).
+    cache_dir : cache directory (default ``out/.probmut_cache``); ``False``: no cache.
+    manifest : the manifest (default: the bundled ``raw_data/manifest.toml``).
+    parts : a subset of :data:`PARTS`.
+    progress : a progress bar on stderr (None: only on a terminal).
+    """
+    from tqdm import tqdm
+
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise ProbmutError(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    out = Path(out)
+    manifest = Manifest.load(manifest)
+    plan = Plan.quick() if quick else Plan.paper()
+    cache = Cache(None if cache_dir is False else (cache_dir or out / ".probmut_cache"))
+    report = ReplicateReport(out, quick)
+    models = manifest.model_names()
+    steps = {"figure3": sum(len(manifest.mutation_names(m)) for m in models
+                            if not m.endswith(DEEPCRIME_SUFFIX)),
+             "deepcrime": sum(len(manifest.mutation_names(m)) for m in models
+                              if m.endswith(DEEPCRIME_SUFFIX)),
+             "motivating": len(manifest.mutation(*MOTIVATING).magnitudes) + 1,
+             "sample-size": sum(len(c[2]) for c in SAMPLE_SIZE_CONFIGS)}
+    runners = {"figure3": lambda bar: _figure3(manifest, plan, out, cache, seed, jobs, report,
+                                               bar),
+               "deepcrime": lambda bar: _deepcrime(manifest, out, report, bar),
+               "motivating": lambda bar: _motivating(manifest, plan, out, cache, seed, report,
+                                                     bar),
+               "sample-size": lambda bar: _sample_size(manifest, plan, out, cache, seed, jobs,
+                                                       report, bar)}
+    disable = None if progress is None else not progress
+    for part in PARTS:
+        if part not in parts:
+            continue
+        start = time.perf_counter()
+        with tqdm(total=steps[part], desc=f"replicate {part}", unit="step", disable=disable,
+                  leave=False) as bar:
+            runners[part](bar)
+        report.seconds[part] = time.perf_counter() - start
+    report.cache_hits, report.cache_misses = cache.hits, cache.misses
+    return report
+

@@ -1,0 +1,233 @@
+"""Study subcommands: ``mce``, ``sample-size``, ``recommend`` and ``replicate``.
+
+They reuse the shared argument helpers of :mod:`probmut.commands` (populations by file
+or manifest, kill criterion, bagged-posterior settings, seed/jobs/json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from probmut.commands import (
+    PLOT_DIR,
+    add_criterion_arguments,
+    add_population_arguments,
+    add_posterior_arguments,
+    add_run_arguments,
+    emit,
+    posterior_settings_from,
+    resolve_inputs,
+)
+from probmut.errors import ProbmutError
+
+DEFAULT_CACHE = Path(".probmut_cache")
+
+
+def _mce_settings(args):
+    from probmut.mce import PAPER_MCE_GRID
+
+    settings = posterior_settings_from(args)
+    return replace(settings, grid_step=PAPER_MCE_GRID) if args.paper else settings
+
+
+def _emit_many(args, results, key: str) -> None:
+    """One result as its own document; several as ``{key: [...]}`` (or tables)."""
+    if len(results) == 1:
+        emit(args, results[0])
+    elif args.json:
+        print(json.dumps({key: [r.to_dict() for r in results]}, indent=2))
+    else:
+        print("\n\n".join(str(r) for r in results))
+
+
+# --- mce ------------------------------------------------------------------------------------
+
+def _run_mce(args) -> int:
+    from probmut.data import load_kill_rates
+    from probmut.mce import mce_from_kill_counts, monte_carlo_error
+
+    settings = _mce_settings(args)
+    if args.kill_rates:
+        if args.files or args.model:
+            raise ProbmutError("give either --kill-rates or populations, not both")
+        counts = load_kill_rates(args.kill_rates, settings.trials)
+        if counts.ndim != 2:
+            raise ProbmutError(f"{args.kill_rates}: --kill-rates needs an R x B array (one row "
+                               f"per repetition), got shape {counts.shape}")
+        emit(args, mce_from_kill_counts(counts, settings, paper=args.paper,
+                                        name=Path(args.kill_rates).stem, paired=args.paired,
+                                        source="saved kill rates"))
+        return 0
+    inputs = resolve_inputs(args)
+    results = [monte_carlo_error(inputs.healthy, mutant, settings, repetitions=args.repetitions,
+                                 paired=inputs.paired, paper=args.paper, seed=args.seed,
+                                 jobs=args.jobs, name=mutant.name)
+               for mutant in inputs.mutants]
+    _emit_many(args, results, "results")
+    return 0
+
+
+# --- sample-size and recommend ---------------------------------------------------------------
+
+def _sizes(text: str | None, available: int, sample: int) -> list[int]:
+    from probmut.sample_size import default_sizes
+
+    if not text:
+        return default_sizes(available, sample)
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ProbmutError(f"--sizes takes comma-separated integers, got {text!r}") from None
+
+
+def _studies(args):
+    from probmut.cache import Cache
+    from probmut.data import pair
+    from probmut.sample_size import sample_size_study
+
+    inputs = resolve_inputs(args)
+    settings = _mce_settings(args)
+    cache = Cache(None if args.no_cache else args.cache)
+    studies = []
+    for mutant in inputs.mutants:
+        healthy = inputs.healthy
+        if inputs.paired:
+            healthy, mutant = pair(healthy, mutant)
+        sizes = _sizes(args.sizes, min(len(healthy), len(mutant)), settings.sample)
+        studies.append(sample_size_study(
+            healthy, mutant, settings, sizes=sizes, subpopulations=args.subpopulations,
+            repetitions=args.repetitions, paired=inputs.paired, paper=args.paper,
+            seed=args.seed, jobs=args.jobs, tolerance=args.tolerance,
+            agreement=args.agreement, cache=cache, progress=None, name=mutant.name))
+    return inputs, studies
+
+
+def _run_sample_size(args) -> int:
+    inputs, studies = _studies(args)
+    figure = None
+    if not args.no_plot:
+        from probmut.plots import plot_sample_size
+
+        figure = Path(args.plot) if args.plot else (
+            PLOT_DIR / (inputs.model or "sample_size") / f"{inputs.label}_sample_size.png")
+        plot_sample_size(studies, figure, title=inputs.label.replace("_", " "))
+    if args.json:
+        documents = [s.to_dict() | {"figure": str(figure) if figure else None} for s in studies]
+        print(json.dumps(documents[0] if len(documents) == 1 else {"studies": documents},
+                         indent=2))
+    else:
+        print("\n\n".join(str(s) for s in studies))
+        if figure:
+            print(f"figure: {figure}")
+    return 0
+
+
+def _run_recommend(args) -> int:
+    _, studies = _studies(args)
+    if args.json:
+        documents = [{"name": s.name} | s.recommendation.to_dict() for s in studies]
+        print(json.dumps(documents[0] if len(documents) == 1 else {"recommendations": documents},
+                         indent=2))
+    else:
+        print("\n\n".join(f"{s.name}:\n{s.recommendation}" for s in studies))
+    return 0
+
+
+# --- replicate --------------------------------------------------------------------------------
+
+def _run_replicate(args) -> int:
+    from probmut.replicate import PARTS, replicate
+
+    parts = args.only.split(",") if args.only else list(PARTS)
+    report = replicate(Path(args.out), quick=args.quick, jobs=args.jobs, seed=args.seed,
+                       cache_dir=None if args.no_cache else args.cache, manifest=args.manifest,
+                       parts=parts, progress=None)
+    print(report.to_json() if args.json else report)
+    return 0
+
+
+# --- registration -----------------------------------------------------------------------------
+
+def _add_study_arguments(parser: argparse.ArgumentParser):
+    add_population_arguments(parser)
+    add_criterion_arguments(parser)
+    add_posterior_arguments(parser)
+    group = parser.add_argument_group("population-size study")
+    group.add_argument("--sizes", help="comma-separated population sizes (default the paper's "
+                                       "25,50,...,175,190 for 200 instances; else 8 sizes up "
+                                       "to 95%% of the population)")
+    group.add_argument("--subpopulations", type=int, default=30,
+                       help="random sub-populations per size (30)")
+    group.add_argument("--repetitions", type=int, default=100,
+                       help="R repetitions of the bagging per sub-population (100)")
+    group.add_argument("--tolerance", type=float, default=0.1,
+                       help="largest acceptable width of the 95%% band of the posterior mean "
+                            "(0.1)")
+    group.add_argument("--agreement", type=float, default=0.95,
+                       help="share of sub-populations that must reach the same decision (0.95)")
+    group.add_argument("--cache", default=str(DEFAULT_CACHE),
+                       help=f"directory of cached chunks: reruns are instant and an interrupted "
+                            f"run resumes ({DEFAULT_CACHE})")
+    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    add_run_arguments(parser)
+
+
+def register(subparsers) -> None:
+    mce = subparsers.add_parser(
+        "mce", help="Monte-Carlo error of the bagged posterior (R repetitions, jackknife)",
+        description="Repeat the bagged posterior R times with fresh randomness and report the "
+                    "average posterior mean and variance with their jackknife standard errors "
+                    "(METHOD.md section 5). --paper: the paper's least-squares fit on its 0.01 "
+                    "grid (curve_fit per repetition) and its jackknife.")
+    add_population_arguments(mce)
+    mce.add_argument("--kill-rates", metavar="REPS.npy",
+                     help="analyse saved kill rates instead: an R x B array, one row per "
+                          "repetition")
+    add_criterion_arguments(mce)
+    add_posterior_arguments(mce)
+    mce.add_argument("--repetitions", type=int, default=100, help="R repetitions (100)")
+    add_run_arguments(mce)
+    mce.set_defaults(func=_run_mce)
+
+    sample_size = subparsers.add_parser(
+        "sample-size", help="how the posterior settles with the number of instances",
+        description="The population-size study (METHOD.md section 6): for each size n, the MCE "
+                    "analysis on random sub-populations of n instances; median and 95% band "
+                    "of the estimates and their MCE bounds, the Figure 4/5 plot, and the "
+                    "recommended number of instances. Run it on a pilot population before "
+                    "training hundreds of instances.")
+    _add_study_arguments(sample_size)
+    sample_size.add_argument("--plot", help="figure file (default "
+                                            "plot_results/MODEL/NAME_sample_size.png)")
+    sample_size.add_argument("--no-plot", action="store_true", help="do not draw the figure")
+    sample_size.set_defaults(func=_run_sample_size)
+
+    recommend = subparsers.add_parser(
+        "recommend", help="how many instances to train (run it on a pilot population)",
+        description="The recommendation of the population-size study alone: the smallest n at "
+                    "which the decision is the same in at least 95% of sub-populations and "
+                    "the 95% band of the posterior mean is narrower than --tolerance; if not "
+                    "reached, what the trend suggests.")
+    _add_study_arguments(recommend)
+    recommend.set_defaults(func=_run_recommend)
+
+    rep = subparsers.add_parser(
+        "replicate", help="regenerate the paper's figures and tables from raw_data/",
+        description="Figure 3 for every mutation of the manifest, Figures 4/5, the motivating "
+                    "experiment (table and figure), DeepCrime's single-test table and the ratio "
+                    "table, with the paper's settings. Results are cached (OUT/.probmut_cache): "
+                    "re-plotting is instant and an interrupted run resumes.")
+    rep.add_argument("--quick", action="store_true",
+                     help="reduced settings (about a minute; for CI), not the paper's numbers")
+    rep.add_argument("--out", default=str(PLOT_DIR), help="output directory (plot_results)")
+    rep.add_argument("--only", help="comma-separated parts: figure3 (with the ratio table), "
+                                    "deepcrime, motivating, sample-size (default all)")
+    rep.add_argument("--cache", default=None,
+                     help="cache directory (default OUT/.probmut_cache)")
+    rep.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    rep.add_argument("--manifest", help="manifest TOML (default: the bundled raw_data)")
+    add_run_arguments(rep, json_help="print the list of files written as JSON")
+    rep.set_defaults(func=_run_replicate)
