@@ -15,7 +15,7 @@ from pathlib import Path
 from probmut.data import Population, pair, read_population
 from probmut.errors import ProbmutError
 from probmut.experiments import Manifest
-from probmut.killtest import DIRECTIONS, KillCriterion
+from probmut.killtest import DIRECTIONS, KINDS, KillCriterion
 
 DEFAULT_SEED = 42
 PLOT_DIR = Path("plot_results")
@@ -61,9 +61,15 @@ def add_population_arguments(parser: argparse.ArgumentParser, many_mutants: bool
 
 def add_criterion_arguments(parser: argparse.ArgumentParser):
     group = parser.add_argument_group("kill criterion")
+    group.add_argument("--criterion", choices=KINDS, default="deepcrime",
+                       help="the test: deepcrime (GLM z-test + Cohen's d, the default), welch "
+                            "(Welch's t-test + Cohen's d) or mannwhitney (Mann-Whitney U + "
+                            "Vargha-Delaney A12)")
     group.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
-    group.add_argument("--effect", type=float, default=0.5,
-                       help="Cohen's d threshold (0.5)")
+    group.add_argument("--effect", default=None, metavar="SIZE",
+                       help="effect-size threshold: a number or small/medium/large (default "
+                            "medium). Cohen's d for deepcrime/welch (0.2/0.5/0.8); A12 in "
+                            "[0.5, 1] for mannwhitney (0.56/0.64/0.71)")
     group.add_argument("--direction", choices=DIRECTIONS, default="two-sided",
                        help="two-sided |d| (the paper), mutant-worse (DeepCrime, classifiers) "
                             "or mutant-better (DeepCrime, regression)")
@@ -85,9 +91,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print o
 
 def criterion_from(args) -> KillCriterion:
     if args.paper:
-        return KillCriterion.paper()
+        return KillCriterion.paper(args.criterion)
     return KillCriterion(alpha=args.alpha, effect=args.effect, direction=args.direction,
-                         round_p=args.round_p)
+                         round_p=args.round_p, kind=args.criterion)
 
 
 def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
@@ -187,8 +193,8 @@ def _run_repeat(args) -> int:
 def posterior_settings_from(args):
     from probmut.posterior import PosteriorSettings
 
-    base = PosteriorSettings.paper() if args.paper else PosteriorSettings(
-        criterion=criterion_from(args))
+    base = (PosteriorSettings.paper(criterion=criterion_from(args)) if args.paper
+            else PosteriorSettings(criterion=criterion_from(args)))
     overrides = {"bootstraps": args.bootstraps, "trials": args.trials, "sample": args.sample,
                  "threshold": args.threshold}
     if args.fit:
