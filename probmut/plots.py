@@ -14,9 +14,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from scipy import stats  # noqa: E402
 
-from probmut.posterior import PosteriorStudy, mixture_pdf, resample_posteriors  # noqa: E402
+from probmut.posterior import (  # noqa: E402
+    PosteriorStudy,
+    beta_pdf,
+    mixture_pdf,
+    resample_posteriors,
+)
 
 #: One place for the look of every figure.
 STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
@@ -53,10 +57,10 @@ def plot_posteriors(study: PosteriorStudy, path, title: str | None = None) -> Pa
     for ax, post in zip(axes.flat, study.populations, strict=False):
         a_b, b_b = resample_posteriors(post.kill_counts, post.trials)
         for a, b in set(zip(a_b.tolist(), b_b.tolist(), strict=True)):
-            ax.plot(x, stats.beta.pdf(x, a, b), color=STYLE["resample_color"], lw=0.5, alpha=0.25)
+            ax.plot(x, beta_pdf(x, a, b), color=STYLE["resample_color"], lw=0.5, alpha=0.25)
         ax.plot(x, mixture_pdf(post.kill_counts, post.trials, x), ls="--",
                 color=STYLE["mixture_color"], lw=1, label="bagged (mixture)")
-        fitted = stats.beta.pdf(x, post.alpha, post.beta)
+        fitted = beta_pdf(x, post.alpha, post.beta)
         ax.plot(x, fitted, color=STYLE["fit_color"], lw=1.5,
                 label=f"Beta({post.alpha:.3g}, {post.beta:.3g})")
         inside = (x >= post.ci_low) & (x <= post.ci_high)
