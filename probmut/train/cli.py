@@ -52,11 +52,13 @@ def register(subparsers) -> None:
     p.add_argument("--format", choices=["tidy", "deepcrime"], default="tidy",
                    help="deepcrime: also write DeepCrime's ;-separated files")
     p.add_argument("--jobs", type=int, default=1, help="instances trained at once (local)")
-    p.add_argument("--threads", type=int,
-                   help="TensorFlow threads per instance (default: CPUs / jobs, 1 for ray)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="TensorFlow threads per instance (default 1; the same --threads gives "
+                        "the same files whatever --jobs or --backend)")
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
-    p.add_argument("--cpus-per-task", type=float, default=1, help="Ray CPUs per task (1)")
+    p.add_argument("--cpus-per-task", type=float,
+                   help="Ray CPUs per task (default: --threads)")
     p.add_argument("--gpus-per-task", type=float, default=0, help="Ray GPUs per task (0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=handle)
@@ -82,9 +84,11 @@ def handle(args) -> int:
     stems = [m.stem for m in mutations]
     if len(set(stems)) != len(stems):
         raise ProbmutError(f"a mutation magnitude is given twice: {stems}")
-    threads = args.threads or (1 if args.backend == "ray"
-                               else max(1, backends.cpu_count() // args.jobs))
-    backends.configure_tensorflow(threads)  # before TensorFlow does anything here
+    if args.backend == "local" and args.jobs * args.threads > backends.cpu_count():
+        print(f"probmut train: warning: --jobs {args.jobs} x --threads {args.threads} exceeds "
+              f"the {backends.cpu_count()} CPUs here; instances will compete for cores",
+              file=sys.stderr)
+    backends.configure_tensorflow(args.threads)  # before TensorFlow does anything here
 
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import RunSettings
@@ -108,12 +112,12 @@ def handle(args) -> int:
     name = args.name or args.out.resolve().name
     shared = {"dataset": dataset}
     if args.backend == "ray":
-        backend = backends.RayBackend(args.address, args.cpus_per_task, args.gpus_per_task,
-                                      threads, shared)
+        backend = backends.RayBackend(args.address, args.cpus_per_task or args.threads,
+                                      args.gpus_per_task, args.threads, shared)
     elif args.jobs > 1:
-        backend = backends.LocalPool(args.jobs, threads, shared)
+        backend = backends.LocalPool(args.jobs, args.threads, shared)
     else:
-        backend = backends.Serial(threads, shared)
+        backend = backends.Serial(args.threads, shared)
     with backend:
         report = run_populations(settings, mutations, args.instances, args.out, backend,
                                  dataset, name=name, deepcrime=args.format == "deepcrime",

@@ -155,6 +155,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
 
     out = Path(out)
     _check_settings(out, settings)
+    for orphan in out.rglob(".*.tmp"):  # left by a killed run (one run per --out at a time)
+        orphan.unlink()
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
     trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,

@@ -1,0 +1,186 @@
+"""End-to-end population runs on digits: files, kill decision, resume, determinism, Ray.
+
+Runs go through the real command (``python -m probmut.cli train``) in a subprocess,
+with 2 epochs and a handful of instances to stay CPU-cheap.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probmut.train.outcomes import load_outcomes
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.train
+FAST = ["--dataset", "digits", "--model", "digits_cnn", "--epochs", "2", "--no-progress"]
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def probmut(*args, check=True):
+    result = subprocess.run([sys.executable, "-m", "probmut.cli", *map(str, args)], cwd=REPO,
+                            env=_env(), capture_output=True, text=True, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"probmut {args} exited {result.returncode}:\n{result.stderr}")
+    return result
+
+
+def read_population(path):
+    lines = Path(path).read_text().splitlines()
+    header, rows = lines[0], [line.split(",") for line in lines[1:]]
+    return header, [int(r[0]) for r in rows], np.array([float(r[1]) for r in rows])
+
+
+@pytest.fixture(scope="module")
+def digits_run(tmp_path_factory):
+    pytest.importorskip("tensorflow")
+    out = tmp_path_factory.mktemp("runs") / "digits"
+    result = probmut("train", *FAST, "--instances", 4, "--jobs", 2,
+                     "--mutation", "delete_training_data:90",
+                     "--mutation", "neurons_freezing:0.5", "--format", "deepcrime",
+                     "--out", out)
+    return out, result
+
+
+def test_run_writes_valid_populations_and_manifest(digits_run):
+    out, result = digits_run
+    assert "trained 12 instances" in result.stdout
+    for stem in ["healthy", "delete_training_data_90", "neurons_freezing_0.5"]:
+        header, ids, acc = read_population(out / f"{stem}.csv")
+        assert header == "instance,accuracy,seed"
+        assert ids == [0, 1, 2, 3]
+        assert np.all((acc >= 0) & (acc <= 1))
+        ids2, correct, labels = load_outcomes(out / f"{stem}.outcomes.npz")
+        assert ids2.tolist() == ids and correct.shape == (4, 450) and labels.shape == (450,)
+        assert np.allclose(correct.mean(axis=1), acc)  # outcomes agree with accuracies
+        dc_header, dc_values = (out / f"{stem}.deepcrime.csv").read_text().splitlines()
+        assert dc_header.split(";") == ["true_label"] + [f"pred_label_model_{i}" for i in ids]
+        assert np.array_equal(np.array(dc_values.split(";")[1:], float), acc)
+    manifest = tomllib.loads((out / "manifest.toml").read_text())["models"]["digits"]
+    assert manifest["healthy"] == "healthy.csv"
+    assert manifest["mutations"]["delete_training_data"] == {
+        "paired": False, "pattern": "delete_training_data_{magnitude}.csv", "magnitudes": ["90"]}
+    assert manifest["mutations"]["neurons_freezing"]["paired"] is True
+
+
+def test_strong_mutation_is_killed_by_probmut_kill(digits_run):
+    out, _ = digits_run
+    verdict = json.loads(probmut("kill", out / "healthy.csv", out / "delete_training_data_90.csv",
+                                 "--json").stdout)
+    assert verdict["killed"] is True and verdict["p_value"] < 0.05
+    assert verdict["effect_size"] >= 0.5
+    # the analysis finds the populations through the manifest too
+    by_name = probmut("kill", "--manifest", out / "manifest.toml", "--model", "digits",
+                      "--mutation", "delete_training_data")
+    assert "KILLED" in by_name.stdout
+
+
+def test_same_seed_same_accuracy_in_process(digits_run):
+    """An instance retrained here (one process, no pool) equals the run's (worker pool)."""
+    from probmut.train.datasets import load_dataset
+    from probmut.train.instance import RunSettings, Task, configure_tensorflow, train_instance
+    from probmut.train.models import MODELS
+
+    out, _ = digits_run
+    configure_tensorflow(1)
+    settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=2))
+    first = train_instance(Task(settings, "healthy", 1), dataset=load_dataset("digits"))
+    again = train_instance(Task(settings, "healthy", 1), dataset=load_dataset("digits"))
+    assert np.array_equal(first.correct, again.correct)
+    assert first.accuracy == read_population(out / "healthy.csv")[2][1]
+
+
+def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
+    pytest.importorskip("tensorflow")
+    out = tmp_path / "resume"
+    args = [sys.executable, "-m", "probmut.cli", "train", *FAST, "--instances", 6, "--out", out]
+    process = subprocess.Popen(list(map(str, args)), cwd=REPO, env=_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    records = out / ".work" / "healthy"
+    deadline = time.monotonic() + 300
+    while len(list(records.glob("*.npz"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)  # no clean-up: as if the machine were lost
+    process.wait()
+    before = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")}
+    assert 2 <= len(before) < 6
+
+    result = probmut("train", *FAST, "--instances", 6, "--out", out)
+    assert f"trained {6 - len(before)} instances" in result.stdout
+    assert f"{len(before)} were already done" in result.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")
+            if p.name in before} == before  # finished instances were not retrained
+    _, ids, _ = read_population(out / "healthy.csv")
+    assert ids == list(range(6))
+    assert not list(out.rglob("*.tmp"))
+    again = probmut("train", *FAST, "--instances", 6, "--out", out)
+    assert "trained 0 instances" in again.stdout and "6 were already done" in again.stdout
+
+
+def test_resume_refuses_other_settings(digits_run):
+    out, _ = digits_run
+    result = probmut("train", "--dataset", "digits", "--epochs", "3", "--instances", 4,
+                     "--out", out, check=False)
+    assert result.returncode == 2
+    assert "other settings" in result.stderr and "epochs" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mutation", "no_such_op:1"], "unknown mutation operator"),
+    (["--mutation", "delete_training_data:120"], "between 0 and 100"),
+    (["--mutation", "change_activation_function:nosuch"], "unknown Keras activation"),
+    (["--mutation", "neurons_freezing:0.1@42"], "layer 42 is out of range"),
+    (["--data", "missing.npz"], "no such file"),
+    (["--dataset", "cifar10"], "not in the Keras cache"),
+    (["--model", "no_module_here:build"], "cannot import"),
+    (["--instances", "0"], "--instances must be at least 1"),
+])
+def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsys, args, message):
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "empty_keras_home"))
+    assert main(["train", "--out", str(tmp_path / "out"), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # nothing trained, nothing written
+
+
+@pytest.mark.slow
+def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path):
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("tensorflow")
+    from probmut.train.backends import RayBackend, Serial
+    from probmut.train.datasets import load_dataset
+    from probmut.train.instance import RunSettings
+    from probmut.train.models import MODELS
+    from probmut.train.operators import parse_mutations
+    from probmut.train.run import run_populations
+
+    data = load_dataset("digits")
+    settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=1))
+    mutations = [m for text in ["change_label:60", "weights_fuzzing:0.5_2@4"]
+                 for m in parse_mutations(text)]
+    ray.init(num_cpus=2, include_dashboard=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    try:
+        for name, backend in [("ray", RayBackend(None, 1, 0, 1, {"dataset": data})),
+                              ("local", Serial(1, {"dataset": data}))]:
+            with backend:
+                run_populations(settings, mutations, 3, tmp_path / name, backend, data,
+                                name="digits", progress=False)
+    finally:
+        ray.shutdown()
+    files = sorted(p.name for p in (tmp_path / "local").iterdir() if p.is_file())
+    assert len(files) == 7  # 3 populations x (csv, outcomes) + manifest
+    for name in files:
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
