@@ -1,0 +1,153 @@
+"""Population-size study (METHOD.md section 6), its recommendation, caching and resuming."""
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import probmut.engine
+from probmut.cache import Cache
+from probmut.cli import main
+from probmut.data import read_population
+from probmut.posterior import PosteriorSettings
+from probmut.sample_size import SizeResult, recommend, sample_size_study
+
+RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
+SMALL = PosteriorSettings(bootstraps=20, trials=30)
+
+
+def _population(name):
+    return read_population(RAW / f"results_mnist_{name}.csv", name=name)
+
+
+@pytest.fixture(scope="module")
+def healthy():
+    return _population("original")
+
+
+def test_n25_medians_in_the_papers_range(healthy):
+    mutant = _population("change_label_mutated0_MP_3.12")
+    study = sample_size_study(healthy, mutant, sizes=(25,), subpopulations=30, repetitions=20,
+                              paper=True, seed=42)
+    (size,) = study.sizes
+    mean, var = size.summary("mean"), size.summary("var")
+    # Paper, n = 25: mean 0.27597 (0.02365, 0.98993), variance 0.0052768 (0.00015253, 0.084438).
+    assert 0.02365 < mean["median"] < 0.98993
+    assert 0.00015253 < var["median"] < 0.084438
+    # The spread over sub-populations is as wide as the paper's: both decisions occur.
+    assert mean["low"] < 0.1 and mean["high"] > 0.9
+    assert size.summary("mean_lower")["median"] < mean["median"] < size.summary(
+        "mean_upper")["median"]
+
+
+def test_recommendation_orders_clear_before_ambiguous(healthy):
+    def advice(magnitude):
+        mutant = _population(f"delete_training_data_mutated0_MP_{magnitude}")
+        return sample_size_study(healthy, mutant, PosteriorSettings(bootstraps=50, trials=50),
+                                 sizes=(25, 50, 100, 150, 190), subpopulations=20,
+                                 repetitions=10, seed=3).recommendation
+
+    clear = advice("30.93")
+    assert clear.reached and clear.size <= 50
+    for magnitude in ("9.29", "12.38"):
+        ambiguous = advice(magnitude)
+        # Needs many instances, or cannot be settled with the 190 available.
+        assert not ambiguous.reached or ambiguous.size >= 4 * clear.size
+        if not ambiguous.reached:
+            assert "Not reached" in ambiguous.message
+            assert ambiguous.suggested_size is None or ambiguous.suggested_size > 190
+
+
+def _synthetic(n, means, killed):
+    means = np.asarray(means, dtype=float)
+    zeros = np.zeros_like(means)
+    return SizeResult(n, means, zeros, zeros + 0.01, zeros, np.asarray(killed))
+
+
+def test_recommend_needs_both_criteria_from_n_on():
+    sizes = [_synthetic(25, np.linspace(0.2, 0.9, 20), [True] * 20),          # band too wide
+             _synthetic(50, np.linspace(0.85, 0.9, 20), [True] * 20),          # meets
+             _synthetic(100, np.linspace(0.86, 0.9, 20), [True] * 19 + [False]),  # meets (95%)
+             _synthetic(150, np.linspace(0.87, 0.9, 20), [True] * 20)]
+    advice = recommend(sizes, tolerance=0.1, population=200)
+    assert advice.size == 50 and advice.reached
+    strict = recommend(sizes, tolerance=0.1, agreement=0.99, population=200)
+    assert strict.size == 150
+    none = recommend(sizes[:1], tolerance=0.1, population=200)
+    assert not none.reached and none.suggested_size > 25
+    assert "Not reached" in none.message
+
+
+def test_same_numbers_for_any_jobs_and_chunking(healthy):
+    mutant = _population("delete_training_data_mutated0_MP_9.29")
+    kwargs = dict(sizes=(25, 60), subpopulations=5, repetitions=4, seed=9)
+    one = sample_size_study(healthy, mutant, SMALL, jobs=1, chunk=5, **kwargs)
+    two = sample_size_study(healthy, mutant, SMALL, jobs=2, chunk=2, **kwargs)
+    for a, b in zip(one.sizes, two.sizes, strict=True):
+        assert np.array_equal(a.means, b.means) and np.array_equal(a.var_se, b.var_se)
+
+
+def test_interrupt_and_resume_reuses_work(healthy, tmp_path, monkeypatch):
+    mutant = _population("delete_training_data_mutated0_MP_12.38")
+    kwargs = dict(sizes=(25, 50, 75), subpopulations=6, repetitions=4, seed=5, chunk=2)
+    reference = sample_size_study(healthy, mutant, SMALL, **kwargs)  # no cache
+    real = probmut.engine.kill_counts
+    calls = []
+
+    def interrupted(*args, **kw):
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        calls.append(kw["first_set"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(probmut.engine, "kill_counts", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sample_size_study(healthy, mutant, SMALL, cache=Cache(tmp_path), **kwargs)
+    assert len(calls) == 4
+    calls.clear()
+    monkeypatch.setattr(probmut.engine, "kill_counts",
+                        lambda *a, **kw: calls.append(kw["first_set"]) or real(*a, **kw))
+    cache = Cache(tmp_path)
+    resumed = sample_size_study(healthy, mutant, SMALL, cache=cache, **kwargs)
+    assert len(calls) == 9 - 4 and cache.hits == 4    # 3 sizes x 3 chunks, 4 were done
+    for a, b in zip(reference.sizes, resumed.sizes, strict=True):
+        assert np.array_equal(a.means, b.means) and np.array_equal(a.variances, b.variances)
+    calls.clear()
+    again = sample_size_study(healthy, mutant, SMALL, cache=Cache(tmp_path), **kwargs)
+    assert calls == [] and again.to_dict() == resumed.to_dict()
+
+
+def test_paired_study_and_bad_sizes(healthy):
+    mutant = read_population(RAW / "results_mnist_neurons_freezing_mutated0_MP_0.1.csv")
+    study = sample_size_study(healthy, mutant, SMALL, sizes=(30,), subpopulations=3,
+                              repetitions=3, paired=True, seed=1)
+    assert study.paired and study.sizes[0].means.shape == (3,)
+    with pytest.raises(Exception, match="population sizes must lie between"):
+        sample_size_study(healthy, mutant, SMALL, sizes=(10, 250), subpopulations=3,
+                          repetitions=3, seed=1)
+
+
+def test_cli_json_shape_and_plot(tmp_path):
+    figure = tmp_path / "fig.png"
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["sample-size", "--model", "mnist", "--mutation", "delete_training_data",
+                     "--magnitudes", "30.93", "--sizes", "25,50", "--subpopulations", "4",
+                     "--repetitions", "3", "--bootstraps", "10", "--trials", "20",
+                     "--seed", "1", "--no-cache", "--plot", str(figure), "--json"])
+    assert code == 0
+    document = json.loads(buffer.getvalue())
+    assert [s["n"] for s in document["sizes"]] == [25, 50]
+    for quantity in ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper"):
+        assert set(document["sizes"][0][quantity]) == {"median", "low", "high"}
+    assert {"size", "reached", "tolerance", "message"} <= document["recommendation"].keys()
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_bad_sizes_exit_2(capsys):
+    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                 "--magnitudes", "30.93", "--sizes", "25,x", "--no-cache"])
+    assert code == 2 and "--sizes" in capsys.readouterr().err
