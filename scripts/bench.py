@@ -1,0 +1,190 @@
+"""Benchmark: probmut's engine and studies against the paper's way, measured side by side.
+
+The paper runs one statsmodels GLM fit per DeepCrime test, through pandas and patsy
+(``smf.glm("Acc ~ Mod", df).fit()`` and the p-value read from the printed summary).
+This script times that on a few hundred tests, then probmut on the same populations,
+and reports tests per second, the speed-up, and for each study the time the paper's
+way would need (its tests/s times the study's number of tests).
+
+Parts (``--only``, comma-separated; default all):
+
+- ``engine``: reference tests/s vs the compiled engine (B = N = 100, R = 100).
+- ``cli``: wall time of ``probmut posterior --model mnist --mutation
+  delete_training_data --no-plot`` (a whole mutation, start-up included).
+- ``mce``: the MCE of one mutation (R = 100), default and ``--paper`` fits.
+- ``sample-size``: the population-size study of one magnitude at the paper's settings
+  (8 sizes x 30 sub-populations x R = B = N = 100 = 240 million tests).
+- ``replicate``: the full ``replicate`` (not quick), without cache, into a temporary
+  directory.
+
+Usage::
+
+    python scripts/bench.py                   # everything (about 20 minutes)
+    python scripts/bench.py --only engine,mce,cli --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from probmut.data import read_population
+from probmut.engine import kill_counts
+from probmut.experiments import Manifest
+
+PARTS = ("engine", "cli", "mce", "sample-size", "replicate")
+RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
+HEALTHY = RAW / "results_mnist_original.csv"
+MUTANT = RAW / "results_mnist_change_label_mutated0_MP_3.12.csv"
+
+
+def reference_tests_per_s(healthy, mutant, tests: int, seed: int = 0) -> float:
+    """The paper's DeepCrime test: one GLM fit per test via pandas/patsy, p from the summary."""
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(tests):
+            x = rng.choice(healthy, 20, replace=False)
+            y = rng.choice(mutant, 20, replace=False)
+            df = pd.DataFrame({"Acc": np.concatenate([x, y]), "Mod": [0] * 20 + [1] * 20})
+            result = smf.glm("Acc ~ Mod", df).fit()
+            float(str(result.summary().tables[1][2][4]))
+    return tests / (time.perf_counter() - start)
+
+
+def _timed(function):
+    start = time.perf_counter()
+    value = function()
+    return time.perf_counter() - start, value
+
+
+def bench_engine(healthy, mutant, jobs):
+    kill_counts(healthy, mutant, bootstraps=2, trials=2, seed=0, jobs=jobs)  # load the kernel
+    tests = 100 * 100 * 100
+    seconds, _ = _timed(lambda: kill_counts(healthy, mutant, bootstraps=100, trials=100,
+                                            repetitions=100, seed=1, jobs=jobs))
+    return {"engine_tests_per_s": tests / seconds, "engine_tests": tests,
+            "engine_seconds": seconds}
+
+
+def bench_cli():
+    command = [sys.executable, "-m", "probmut.cli", "posterior", "--model", "mnist",
+               "--mutation", "delete_training_data", "--no-plot"]
+    subprocess.run(command, check=True, capture_output=True)  # warm the kernel cache
+    seconds, _ = _timed(lambda: subprocess.run(command, check=True, capture_output=True))
+    return {"cli_posterior_seconds": seconds, "cli_posterior_tests": 6 * 100 * 100}
+
+
+def bench_mce(healthy, mutant, jobs):
+    from probmut.mce import monte_carlo_error
+
+    default, _ = _timed(lambda: monte_carlo_error(healthy, mutant, repetitions=100, seed=1,
+                                                  jobs=jobs))
+    paper, _ = _timed(lambda: monte_carlo_error(healthy, mutant, repetitions=100, seed=1,
+                                                jobs=jobs, paper=True))
+    return {"mce_seconds": default, "mce_paper_seconds": paper, "mce_tests": 100 * 100 * 100}
+
+
+def bench_sample_size(healthy, mutant, jobs):
+    from probmut.sample_size import PAPER_SIZES, sample_size_study
+
+    seconds, _ = _timed(lambda: sample_size_study(healthy, mutant, paper=True, seed=42,
+                                                  jobs=jobs, progress=True))
+    return {"sample_size_seconds": seconds,
+            "sample_size_tests": len(PAPER_SIZES) * 30 * 100 * 100 * 100}
+
+
+def replicate_tests() -> int:
+    """Number of DeepCrime tests of a full (not quick) replicate."""
+    from probmut.replicate import DEEPCRIME_SUFFIX, MOTIVATING, SAMPLE_SIZE_CONFIGS, Plan
+
+    plan, manifest = Plan.paper(), Manifest.load()
+    per_posterior = plan.posterior.bootstraps * plan.posterior.trials
+    figure3 = sum((1 + len(manifest.mutation(m, name).magnitudes)) * per_posterior
+                  for m in manifest.model_names() if not m.endswith(DEEPCRIME_SUFFIX)
+                  for name in manifest.mutation_names(m))
+    motivating = ((1 + len(manifest.mutation(*MOTIVATING).magnitudes))
+                  * len(plan.motivating_ks) * plan.motivating_repetitions * 100)
+    study = plan.study.bootstraps * plan.study.trials
+    sample_size = (sum(len(c[2]) for c in SAMPLE_SIZE_CONFIGS) * len(plan.sizes)
+                   * plan.subpopulations * plan.repetitions * study)
+    return figure3 + motivating + sample_size
+
+
+def bench_replicate(jobs):
+    from probmut.replicate import replicate
+
+    with tempfile.TemporaryDirectory() as out:
+        seconds, report = _timed(lambda: replicate(out, jobs=jobs, cache_dir=False,
+                                                   progress=True))
+    return {"replicate_seconds": seconds, "replicate_tests": replicate_tests(),
+            "replicate_part_seconds": report.seconds}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help=f"comma-separated parts: {', '.join(PARTS)} (default all)")
+    parser.add_argument("--reference-tests", type=int, default=300,
+                        help="tests timed the paper's way (300)")
+    parser.add_argument("--jobs", type=int, default=None, help="engine threads (all cores)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args(argv)
+    parts = args.only.split(",") if args.only else list(PARTS)
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(sorted(unknown))}; choose from {PARTS}")
+    healthy, mutant = read_population(HEALTHY).values, read_population(MUTANT).values
+    reference = reference_tests_per_s(healthy, mutant, args.reference_tests)
+    results = {"reference_tests_per_s": reference, "reference_tests": args.reference_tests,
+               "jobs": args.jobs}
+    runners = {"engine": lambda: bench_engine(healthy, mutant, args.jobs), "cli": bench_cli,
+               "mce": lambda: bench_mce(healthy, mutant, args.jobs),
+               "sample-size": lambda: bench_sample_size(healthy, mutant, args.jobs),
+               "replicate": lambda: bench_replicate(args.jobs)}
+    for part in PARTS:
+        if part in parts:
+            results |= runners[part]()
+    if "engine_tests_per_s" in results:
+        results["speedup"] = results["engine_tests_per_s"] / reference
+    for study in ("cli_posterior", "mce", "sample_size", "replicate"):
+        if f"{study}_tests" in results:
+            paper = results[f"{study}_tests"] / reference
+            results[f"{study}_paper_equivalent_seconds"] = paper
+            results[f"{study}_speedup"] = paper / results[f"{study}_seconds"]
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"paper's way (statsmodels GLM per test): {reference:,.0f} tests/s "
+          f"({args.reference_tests} tests)")
+    if "speedup" in results:
+        print(f"probmut engine: {results['engine_tests_per_s']:,.0f} tests/s "
+              f"(jobs {args.jobs or 'all'}); speed-up {results['speedup']:,.0f}x")
+    labels = {"cli_posterior": "CLI posterior, whole mutation (start-up included)",
+              "mce": "MCE of one mutation, R = 100 (moments)",
+              "sample_size": "sample-size study, paper settings (240 M tests)",
+              "replicate": "full replicate (not quick)"}
+    for study, label in labels.items():
+        if f"{study}_seconds" in results:
+            print(f"{label}: {results[f'{study}_seconds']:.2f} s; the paper's way "
+                  f"{results[f'{study}_paper_equivalent_seconds'] / 3600:,.2f} h "
+                  f"({results[f'{study}_speedup']:,.0f}x)")
+    if "mce_paper_seconds" in results:
+        print(f"MCE of one mutation, R = 100, --paper (curve_fit per repetition): "
+              f"{results['mce_paper_seconds']:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
