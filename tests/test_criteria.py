@@ -1,0 +1,223 @@
+"""The pluggable kill criteria (Welch, Mann-Whitney/A12) against SciPy on real draws."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from probmut.data import read_population
+from probmut.engine import kill_counts
+from probmut.errors import ProbmutError
+from probmut.killtest import (
+    DIRECTIONS,
+    KillCriterion,
+    betainc,
+    deepcrime_test,
+    deepcrime_test_batch,
+)
+
+# SciPy warns about nearly identical samples (accuracies equal to 4 decimals); the
+# comparisons below hold regardless.
+pytestmark = pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")
+
+
+@pytest.fixture(scope="module")
+def draws(manifest):
+    """6,000 random 20-vs-20 draws of the bundled populations: healthy vs each mutant, and
+    healthy vs healthy (where p spreads over [0, 1])."""
+    rng = np.random.default_rng(7)
+    pairs = []
+    for mutation in manifest.mutations():
+        if mutation.model.endswith("_dc"):
+            continue
+        healthy = read_population(mutation.healthy).values
+        pairs.append((healthy, healthy))
+        pairs += [(healthy, read_population(path).values) for path in mutation.files]
+    xs, ys = [], []
+    for t in range(6000):
+        h, m = pairs[t % len(pairs)]
+        xs.append(rng.choice(h, 20, replace=False))
+        ys.append(rng.choice(m, 20, replace=False))
+    return np.array(xs), np.array(ys)
+
+
+def _pooled_d(x, y):
+    sp = np.sqrt((19 * x.var(axis=1, ddof=1) + 19 * y.var(axis=1, ddof=1)) / 38)
+    return (x.mean(axis=1) - y.mean(axis=1)) / sp
+
+
+def _a12(x, y):
+    """Vargha-Delaney A12 by its definition: P(X > Y) + P(X = Y) / 2 over all pairs."""
+    greater = (x[:, :, None] > y[:, None, :]).mean(axis=(1, 2))
+    equal = (x[:, :, None] == y[:, None, :]).mean(axis=(1, 2))
+    return greater + 0.5 * equal
+
+
+def _expected_kills(p, up, down, criterion):
+    # The kill rule written out independently of the compiled one.
+    shown = np.array([float(f"{v:.{criterion.round_p}f}") for v in p]) \
+        if criterion.round_p is not None else p
+    size = {"two-sided": np.maximum(up, down), "mutant-worse": up,
+            "mutant-better": down}[criterion.direction]
+    return (shown < criterion.alpha) & (size >= criterion.effect)
+
+
+def test_betainc_matches_scipy():
+    rng = np.random.default_rng(0)
+    a = 10 ** rng.uniform(-1, 3, 4000)
+    b = 10 ** rng.uniform(-1, 3, 4000)
+    x = rng.uniform(0, 1, 4000)
+    ours = np.array([betainc(*args) for args in zip(a, b, x, strict=True)])
+    # Below 1e-250 (far below any p-value that matters) both lose digits to underflow.
+    np.testing.assert_allclose(ours, special.betainc(a, b, x), rtol=1e-11, atol=1e-250)
+    assert betainc(2.0, 3.0, 0.0) == 0.0 and betainc(2.0, 3.0, 1.0) == 1.0
+
+
+def test_betainc_on_the_student_t_range_is_near_machine_precision():
+    # What Welch's test needs: a = df/2 in [0.5, 200], b = 1/2.
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0.5, 200, 4000)
+    x = rng.uniform(0, 1, 4000)
+    ours = np.array([betainc(ai, 0.5, xi) for ai, xi in zip(a, x, strict=True)])
+    np.testing.assert_allclose(ours, special.betainc(a, 0.5, x), rtol=1e-12, atol=1e-300)
+
+
+def test_welch_p_and_d_match_scipy_on_real_draws(draws):
+    x, y = draws
+    p, d, _ = deepcrime_test_batch(x, y, KillCriterion(kind="welch"))
+    reference = stats.ttest_ind(x, y, axis=1, equal_var=False)
+    # The sample means differ in the last bits between summation orders; p inherits that.
+    np.testing.assert_allclose(p, reference.pvalue, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(d, _pooled_d(x, y), rtol=1e-9, atol=1e-9)
+    assert p.min() < 1e-6 and p.max() > 0.9  # the draws cover the whole range of p
+
+
+def test_mann_whitney_p_and_a12_match_scipy_on_real_draws(draws):
+    x, y = draws
+    p, a12, _ = deepcrime_test_batch(x, y, KillCriterion(kind="mannwhitney"))
+    reference = stats.mannwhitneyu(x, y, axis=1)  # SciPy's default method at 20 vs 20 ...
+    asymptotic = stats.mannwhitneyu(x, y, axis=1, method="asymptotic")
+    np.testing.assert_array_equal(reference.pvalue, asymptotic.pvalue)  # ... is asymptotic
+    np.testing.assert_allclose(p, reference.pvalue, rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(a12, reference.statistic / 400)
+    np.testing.assert_allclose(a12, _a12(x, y), rtol=0, atol=1e-15)
+    ties = np.array([np.unique(np.r_[a, b]).size < 40 for a, b in zip(x, y, strict=True)])
+    assert ties.mean() > 0.5  # accuracies tie often: the tie correction is exercised
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+@pytest.mark.parametrize("round_p", [None, 3])
+def test_decisions_equal_the_rule_on_scipy_values(draws, direction, round_p):
+    x, y = draws
+    welch = KillCriterion(kind="welch", direction=direction, round_p=round_p)
+    p = stats.ttest_ind(x, y, axis=1, equal_var=False).pvalue
+    d = _pooled_d(x, y)
+    killed = deepcrime_test_batch(x, y, welch)[2]
+    np.testing.assert_array_equal(killed, _expected_kills(p, d, -d, welch))
+    assert 100 < killed.sum() < 5900
+
+    for effect in ("small", "medium", "large"):
+        mw = KillCriterion(kind="mannwhitney", direction=direction, round_p=round_p,
+                           effect=effect)
+        p = stats.mannwhitneyu(x, y, axis=1).pvalue
+        a12 = _a12(x, y)
+        killed = deepcrime_test_batch(x, y, mw)[2]
+        np.testing.assert_array_equal(killed, _expected_kills(p, a12, 1 - a12, mw))
+        assert 100 < killed.sum() < 5900
+
+
+def test_a12_thresholds_are_inclusive():
+    # x = 0..19 against y = 8.5 (16 times) and 7.5 (4 times): 16 * 11 + 4 * 12 = 224 of
+    # the 400 pairs have x > y, so A12 = 0.56 exactly, Vargha and Delaney's "small".
+    x = np.arange(20, dtype=float)
+    y = np.r_[np.full(16, 8.5), np.full(4, 7.5)]
+    worse = KillCriterion(kind="mannwhitney", effect="small", alpha=0.999,
+                          direction="mutant-worse")
+    result = deepcrime_test(x, y, worse)
+    assert result.effect_size == 0.56 and result.killed
+    assert not deepcrime_test(y, x, worse).killed
+    better = KillCriterion(kind="mannwhitney", effect="small", alpha=0.999,
+                           direction="mutant-better")
+    assert deepcrime_test(y, x, better).killed  # 1 - A12 = 0.56 exactly, too
+    assert not deepcrime_test(x, y, KillCriterion(kind="mannwhitney", effect=0.5601,
+                                                  alpha=0.999)).killed
+
+
+def test_degenerate_samples_follow_deepcrime_conventions():
+    welch = KillCriterion(kind="welch")
+    same = deepcrime_test([0.9] * 5, [0.9] * 5, welch)
+    assert (same.p_value, same.effect_size, same.killed) == (1.0, 0.0, False)
+    apart = deepcrime_test([0.9] * 5, [0.8] * 5, welch)
+    assert (apart.p_value, apart.effect_size, apart.killed) == (0.0, math.inf, True)
+    # One constant sample only: Welch is well defined (df = k - 1 of the other).
+    one = deepcrime_test([0.9] * 5, [0.8, 0.81, 0.79, 0.8, 0.8], welch)
+    assert np.isclose(one.p_value, stats.ttest_ind([0.9] * 5, [0.8, 0.81, 0.79, 0.8, 0.8],
+                                                   equal_var=False).pvalue)
+    mw = deepcrime_test([0.9] * 5, [0.9] * 5, KillCriterion(kind="mannwhitney"))
+    assert (mw.p_value, mw.effect_size, mw.killed) == (1.0, 0.5, False)
+
+
+def test_criterion_settings_and_errors():
+    assert KillCriterion().effect == 0.5 and KillCriterion(kind="mannwhitney").effect == 0.64
+    assert KillCriterion(effect="large").effect == 0.8
+    assert KillCriterion(kind="mannwhitney", effect="0.7").effect == 0.7
+    assert KillCriterion.paper("welch").round_p == 3
+    assert KillCriterion(kind="welch").describe() == "Welch p < 0.05 and |d| >= 0.5"
+    assert KillCriterion().describe() == "p < 0.05 and |d| >= 0.5"
+    assert (KillCriterion(kind="mannwhitney", direction="mutant-better").describe()
+            == "Mann-Whitney p < 0.05 and 1-A12 >= 0.64")
+    with pytest.raises(ProbmutError, match="unknown kill criterion"):
+        KillCriterion(kind="ttest")
+    with pytest.raises(ProbmutError, match=r"A12 and must be in \[0.5, 1\]"):
+        KillCriterion(kind="mannwhitney", effect=0.2)
+    with pytest.raises(ProbmutError, match="unknown effect size"):
+        KillCriterion(effect="huge")
+    with pytest.raises(ProbmutError, match="number >= 0"):
+        KillCriterion(effect=float("nan"))
+
+
+@pytest.mark.parametrize("kind", ["welch", "mannwhitney"])
+def test_engine_is_reproducible_by_seed_for_each_criterion(mnist_delete, kind):
+    healthy, mutants = mnist_delete
+    criterion = KillCriterion(kind=kind)
+    one = kill_counts(healthy, mutants[1], repetitions=2, seed=11, jobs=1, criterion=criterion)
+    two = kill_counts(healthy, mutants[1], repetitions=2, seed=11, jobs=2, criterion=criterion)
+    np.testing.assert_array_equal(one, two)
+    assert not np.array_equal(one, kill_counts(healthy, mutants[1], repetitions=2, seed=12,
+                                               criterion=criterion))
+    # Same random draws, another test: the counts differ but stay close.
+    deepcrime = kill_counts(healthy, mutants[1], repetitions=2, seed=11)
+    assert not np.array_equal(one, deepcrime)
+    assert abs(one.mean() - deepcrime.mean()) < 15
+
+
+def _scipy_kill_rate(healthy, mutant, rng, kind, bootstraps=20, trials=50):
+    """METHOD.md section 3 with SciPy's tests (an independent oracle for the engine)."""
+    kills = 0
+    for _ in range(bootstraps):
+        h_boot = healthy[rng.integers(0, healthy.size, healthy.size)]
+        m_boot = mutant[rng.integers(0, mutant.size, mutant.size)]
+        for _ in range(trials):
+            x = h_boot[rng.choice(healthy.size, 20, replace=False)]
+            y = m_boot[rng.choice(mutant.size, 20, replace=False)]
+            if kind == "welch":
+                p = stats.ttest_ind(x, y, equal_var=False).pvalue
+                sp = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
+                kills += p < 0.05 and abs(x.mean() - y.mean()) / sp >= 0.5
+            else:
+                res = stats.mannwhitneyu(x, y)
+                a12 = res.statistic / 400
+                kills += res.pvalue < 0.05 and max(a12, 1 - a12) >= 0.64
+    return kills / (bootstraps * trials)
+
+
+@pytest.mark.parametrize("kind", ["welch", "mannwhitney"])
+def test_engine_kill_rate_matches_scipy_implementation(mnist_delete, kind):
+    healthy, mutants = mnist_delete
+    h, m = healthy.values, mutants[1].values
+    reference = _scipy_kill_rate(h, m, np.random.default_rng(5), kind)
+    engine = kill_counts(h, m, repetitions=10, seed=5,
+                         criterion=KillCriterion(kind=kind)).mean() / 100
+    se = np.sqrt(reference * (1 - reference) / 1000) + 0.02
+    assert abs(engine - reference) < 3 * se, (engine, reference)
