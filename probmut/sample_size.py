@@ -133,6 +133,15 @@ class Recommendation:
         return "\n".join(lines + ["recommendation: " + self.message])
 
 
+def _band_scale(sizes, population: int) -> float | None:
+    # c in band(n) = c * sqrt(1/n - 1/P), fitted in log space over sizes with a spread.
+    usable = [(s.n, s.mean_band) for s in sizes if s.mean_band > 0 and s.n < population]
+    if not usable:
+        return None
+    ns, bands = np.array(usable, dtype=np.float64).T
+    return math.exp(np.mean(np.log(bands) - 0.5 * np.log(1 / ns - 1 / population)))
+
+
 def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
               population: int | None = None) -> Recommendation:
     """Smallest n from which on both criteria hold; else what the trend suggests.
@@ -167,7 +176,12 @@ def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
         if not row["meets"]:
             break
         chosen = row
-    suggested = None
+    scale = _band_scale(sizes, population)
+    extrapolated = None if scale is None else math.ceil((scale / tolerance) ** 2)
+    trend = ("" if scale is None else
+             f" The band narrows roughly as {scale:.2f}/sqrt(n) for fresh instances: about "
+             f"{extrapolated} per population would bring it under {tolerance:g} (rough "
+             "extrapolation).")
     last = rows[-1]
     if chosen is not None:
         verdict = "killed" if sizes[rows.index(chosen)].killed_share >= 0.5 else "not killed"
@@ -176,28 +190,26 @@ def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
                    f"({verdict}; {chosen['agreement']:.0%} at n = {chosen['n']}) and the 95% band "
                    f"of the posterior mean is at most {tolerance:g} wide "
                    f"({chosen['mean_band']:.3f}).")
+        suggested = chosen["n"]
         if chosen["n"] > population / 2:
             message += (f" n is more than half of the {population} instances available: "
-                        "sub-populations overlap and understate the spread of fresh instances; "
-                        "confirm on a larger pilot.")
-        return Recommendation(chosen["n"], tolerance, agreement, population, chosen["n"],
+                        "sub-populations overlap and understate the spread of fresh "
+                        "instances; confirm on a larger pilot." + trend)
+            suggested = max(chosen["n"], extrapolated or 0)
+        return Recommendation(chosen["n"], tolerance, agreement, population, suggested,
                               message, tuple(rows))
     message = (f"Not reached with the {population} instances available: at n = {last['n']} "
                f"{last['agreement']:.0%} of the sub-populations agree (needs {agreement:.0%}) "
                f"and the 95% band of the posterior mean is {last['mean_band']:.3f} wide "
                f"(tolerance {tolerance:g}).")
-    usable = [(s.n, s.mean_band) for s in sizes if s.mean_band > 0 and s.n < population]
-    if last["mean_band"] > tolerance and usable:
-        ns, bands = np.array(usable, dtype=np.float64).T
-        scale = math.exp(np.mean(np.log(bands) - 0.5 * np.log(1 / ns - 1 / population)))
-        suggested = math.ceil((scale / tolerance) ** 2)
-        message += (f" The band narrows roughly as {scale:.2f}/sqrt(n): about {suggested} "
-                    f"instances per population would bring it under {tolerance:g} (rough "
-                    "extrapolation).")
+    suggested = None
+    if last["mean_band"] > tolerance and scale is not None:
+        suggested = extrapolated
+        message += trend
     if last["agreement"] < agreement:
-        trend = ", ".join(f"{row['agreement']:.0%}" for row in rows)
+        split = ", ".join(f"{row['agreement']:.0%}" for row in rows)
         median = float(np.median(sizes[-1].means))
-        message += (f" Decisions stay split (agreement by size: {trend}; median posterior mean "
+        message += (f" Decisions stay split (agreement by size: {split}; median posterior mean "
                     f"{median:.2f}): the kill probability sits near the decision boundary, "
                     "so more instances sharpen the estimate but may never settle a yes/no "
                     "decision; report the posterior mean and its interval instead.")
