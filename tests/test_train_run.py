@@ -1,7 +1,8 @@
 """End-to-end population runs on digits: files, kill decision, resume, determinism, Ray.
 
 Runs go through the real command (``python -m probmut.cli train``) in a subprocess,
-with 2 epochs and a handful of instances to stay CPU-cheap.
+with 2 epochs and a handful of instances to stay CPU-cheap; the runs that take more
+than ~20 s (process start-up and TensorFlow import dominate) are marked slow.
 """
 
 import json
@@ -52,6 +53,7 @@ def digits_run(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.slow
 def test_run_writes_valid_populations_and_manifest(digits_run):
     out, result = digits_run
     assert "trained 12 instances" in result.stdout
@@ -73,6 +75,7 @@ def test_run_writes_valid_populations_and_manifest(digits_run):
     assert manifest["mutations"]["neurons_freezing"]["paired"] is True
 
 
+@pytest.mark.slow
 def test_strong_mutation_is_killed_by_probmut_kill(digits_run):
     out, _ = digits_run
     verdict = json.loads(probmut("kill", out / "healthy.csv", out / "delete_training_data_90.csv",
@@ -85,6 +88,7 @@ def test_strong_mutation_is_killed_by_probmut_kill(digits_run):
     assert "KILLED" in by_name.stdout
 
 
+@pytest.mark.slow
 def test_same_seed_same_accuracy_in_process(digits_run):
     """An instance retrained here (one process, no pool) equals the run's (worker pool)."""
     from probmut.train.datasets import load_dataset
@@ -100,6 +104,7 @@ def test_same_seed_same_accuracy_in_process(digits_run):
     assert first.accuracy == read_population(out / "healthy.csv")[2][1]
 
 
+@pytest.mark.slow
 def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     pytest.importorskip("tensorflow")
     out = tmp_path / "resume"
@@ -127,6 +132,7 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     assert "trained 0 instances" in again.stdout and "6 were already done" in again.stdout
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_settings(digits_run):
     out, _ = digits_run
     result = probmut("train", "--dataset", "digits", "--epochs", "3", "--instances", 4,
