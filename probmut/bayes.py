@@ -1,0 +1,507 @@
+"""Model-based posterior of the kill probability (PyMC), with ArviZ diagnostics.
+
+The bagged posterior (:mod:`probmut.posterior`) resamples the instances that were
+trained, so with 20-30 instances it can only replay those few. Here each population's
+accuracies get a parametric model; the kill probability ``pi`` (the chance that one
+k-vs-k kill test on fresh instances kills) is a function of the model's parameters,
+and its posterior follows from theirs.
+
+Model (Kruschke's BEST, on data scaled to the pair)
+---------------------------------------------------
+Independent populations (source-level mutations), group g in {healthy, mutant}::
+
+    z = (accuracy - c) / s            c, s: mean and sd of both groups pooled
+    z_gi ~ StudentT(nu, mu_g, sigma_g)
+    mu_g ~ Normal(0, 2)   sigma_g ~ HalfNormal(2)   nu - 1 ~ Exponential(1/29)
+
+Paired populations (model-level mutations: mutant i derived from healthy i) are
+modelled through the per-instance differences ``d_i = mutant_i - healthy_i``::
+
+    healthy_i ~ StudentT(nu_h, mu_h, sigma_h)  (scaled as above)
+    d_i / r   ~ StudentT(nu_d, mu_d, sigma_d)  r = sqrt(mean(d^2)), priors as above
+
+so a simulated mutant instance is a simulated healthy one plus a simulated difference
+(on the bundled MNIST data healthy accuracy and difference are uncorrelated, |r| < 0.13).
+
+Why this likelihood: accuracies of trained instances are unimodal but have outliers
+(an instance that trained badly; the bundled delete_training_data 3.1 population has
+excess kurtosis 6). A normal likelihood lets one outlier inflate sigma; the Student-t
+with a shared normality parameter ``nu`` (estimated, prior mean 30, so near-normal
+unless the data say otherwise) absorbs it. A Beta likelihood was rejected: accuracies
+sit within 0.001 of each other near 0.99, where a Beta is indistinguishable from a
+normal and has no heavy tails. ``likelihood="normal"`` is offered for comparison.
+Priors are weakly informative on the scaled data (a group mean within +-4 pooled sds,
+a group sd up to a few pooled sds), so they do not depend on the accuracy's units.
+
+Kill probability
+----------------
+For every posterior draw, ``tests`` k-vs-k kill tests are simulated from the model
+(``(tests, k)`` samples per side) and decided at once by the compiled
+:func:`probmut.killtest.deepcrime_test_batch` with the user's
+:class:`~probmut.killtest.KillCriterion`; the share killed is ``pi`` for that draw.
+The posterior mean of ``pi`` is exact up to Monte-Carlo error; its interval also holds
+the binomial noise of ``tests`` simulated tests per draw.
+
+Effect sizes: the mean accuracy difference is ``mu_mutant - mu_healthy`` (the GLM
+coefficient's sign); Cohen's d is ``(mu_healthy - mu_mutant) / sqrt((sigma_h^2 +
+sigma_m^2) / 2)`` as in BEST (scale parameters; for the paired model
+``sigma_m^2 = sigma_h^2 + sigma_d^2``), healthy minus mutant as in DeepCrime.
+
+References
+----------
+Kruschke. Bayesian estimation supersedes the t test. J. Exp. Psychol. General, 2013.
+Vehtari, Gelman, Simpson, Carpenter, Buerkner. Rank-normalization, folding, and
+localization: an improved R-hat. Bayesian Analysis, 2021.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import warnings
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from probmut.data import Population, pair
+from probmut.errors import ProbmutError
+from probmut.killtest import KillCriterion, deepcrime_test_batch
+
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz as az
+        import pymc as pm
+except ImportError as missing:  # pragma: no cover - exercised with pymc absent
+    raise ProbmutError(
+        f"the model-based posterior needs PyMC and ArviZ ({missing.name} is not installed): "
+        "install probmut[bayes], e.g. pip install 'probmut[bayes]'") from None
+
+LIKELIHOODS = ("student-t", "normal")
+#: Convergence thresholds (Vehtari et al. 2021): rank-normalised split R-hat and the
+#: bulk/tail effective sample size per chain.
+RHAT_MAX = 1.01
+ESS_PER_CHAIN_MIN = 100
+_DRAW_CHUNK = 250
+
+
+class ConvergenceWarning(UserWarning):
+    """The sampler did not converge: R-hat, effective sample size or divergences."""
+
+
+@dataclass(frozen=True)
+class BayesSettings:
+    """Every choice of a model-based analysis.
+
+    Parameters
+    ----------
+    draws, tune, chains : NUTS draws and tuning steps per chain, number of chains (>= 2,
+        R-hat needs several).
+    cores : processes for the chains (results do not depend on it).
+    likelihood : ``"student-t"`` (robust, default) or ``"normal"``.
+    tests : simulated k-vs-k tests per posterior draw.
+    sample : k, instances per side of one simulated test.
+    mass : probability mass of the highest-density intervals.
+    target_accept : NUTS step-size adaptation target.
+    criterion : the kill rule of the simulated tests.
+
+    >>> BayesSettings(draws=500).describe()[:40]
+    'Student-t model, 2 chains x 500 draws (1'
+    """
+
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 2
+    cores: int = 1
+    likelihood: str = "student-t"
+    tests: int = 100
+    sample: int = 20
+    mass: float = 0.95
+    target_accept: float = 0.9
+    criterion: KillCriterion = field(default_factory=KillCriterion)
+
+    def __post_init__(self):
+        if self.likelihood not in LIKELIHOODS:
+            raise ProbmutError(f"unknown likelihood {self.likelihood!r}; choose one of "
+                               f"{', '.join(LIKELIHOODS)}")
+        for name in ("draws", "tune", "tests", "cores"):
+            if int(getattr(self, name)) < 1:
+                raise ProbmutError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.chains < 2:
+            raise ProbmutError(f"use at least 2 chains (R-hat compares chains), got {self.chains}")
+        if self.sample < 2:
+            raise ProbmutError(f"the sample size k must be at least 2, got {self.sample}")
+        if not 0 < self.mass < 1:
+            raise ProbmutError(f"the interval's mass must be in (0, 1), got {self.mass}")
+        if not 0 < self.target_accept < 1:
+            raise ProbmutError(f"target_accept must be in (0, 1), got {self.target_accept}")
+
+    def describe(self) -> str:
+        model = "Student-t" if self.likelihood == "student-t" else "Normal"
+        return (f"{model} model, {self.chains} chains x {self.draws} draws ({self.tune} tuning); "
+                f"{self.tests} simulated {self.sample} vs {self.sample} tests per draw, kill iff "
+                f"{self.criterion.describe()}; {self.mass:.0%} HDI")
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """ArviZ convergence diagnostics of the model's parameters."""
+
+    r_hat_max: float
+    ess_bulk_min: float
+    ess_tail_min: float
+    divergences: int
+    chains: int
+    draws: int
+
+    @property
+    def converged(self) -> bool:
+        need = ESS_PER_CHAIN_MIN * self.chains
+        return bool(self.r_hat_max <= RHAT_MAX and self.ess_bulk_min >= need
+                    and self.ess_tail_min >= need and self.divergences == 0)
+
+    def problems(self) -> list[str]:
+        need = ESS_PER_CHAIN_MIN * self.chains
+        found = []
+        if not self.r_hat_max <= RHAT_MAX:
+            found.append(f"R-hat {self.r_hat_max:.3f} > {RHAT_MAX}")
+        if not self.ess_bulk_min >= need:
+            found.append(f"bulk ESS {self.ess_bulk_min:.0f} < {need}")
+        if not self.ess_tail_min >= need:
+            found.append(f"tail ESS {self.ess_tail_min:.0f} < {need}")
+        if self.divergences:
+            found.append(f"{self.divergences} divergent transitions")
+        return found
+
+    def __str__(self) -> str:
+        state = "converged" if self.converged else "NOT CONVERGED: " + "; ".join(self.problems())
+        return (f"R-hat max {self.r_hat_max:.3f}, ESS bulk min {self.ess_bulk_min:.0f}, "
+                f"tail min {self.ess_tail_min:.0f}, divergences {self.divergences} ({state})")
+
+
+def _hdi(values, mass: float) -> tuple[float, float]:
+    low, high = az.hdi(np.asarray(values, dtype=np.float64).ravel(), hdi_prob=mass)
+    return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class BayesComparison:
+    """Model-based posterior of one mutant against the healthy population.
+
+    The ``*_draws`` arrays have shape ``(chains, draws)``; ``kill_draws`` holds the
+    simulated kill probability of each posterior draw.
+    """
+
+    name: str
+    n_healthy: int
+    n_mutant: int
+    paired: bool
+    kill_draws: np.ndarray = field(repr=False)
+    diff_draws: np.ndarray = field(repr=False)
+    d_draws: np.ndarray = field(repr=False)
+    nu_mean: float
+    diagnostics: Diagnostics
+    settings: BayesSettings
+    seed: int | None = None
+
+    def interval(self, draws) -> tuple[float, float]:
+        return _hdi(draws, self.settings.mass)
+
+    @property
+    def kill_mean(self) -> float:
+        return float(self.kill_draws.mean())
+
+    @property
+    def p_mutant_worse(self) -> float:
+        """Posterior probability that the mutant's mean accuracy is below the healthy one."""
+        return float((self.diff_draws < 0).mean())
+
+    def to_dict(self) -> dict:
+        row = {"name": self.name, "n_healthy": self.n_healthy, "n_mutant": self.n_mutant,
+               "paired": self.paired}
+        for key, draws in (("kill_probability", self.kill_draws),
+                           ("mean_difference", self.diff_draws), ("cohens_d", self.d_draws)):
+            low, high = self.interval(draws)
+            row[key] = {"mean": float(draws.mean()), "sd": float(draws.std()),
+                        "hdi_low": low, "hdi_high": high}
+        row["p_mutant_worse"] = self.p_mutant_worse
+        row["nu_mean"] = self.nu_mean
+        row["diagnostics"] = asdict(self.diagnostics) | {"converged": self.diagnostics.converged}
+        return row
+
+    def summary_line(self) -> str:
+        low, high = self.interval(self.kill_draws)
+        d_low, d_high = self.interval(self.d_draws)
+        diff_low, diff_high = self.interval(self.diff_draws)
+        flag = "" if self.diagnostics.converged else "  NOT CONVERGED"
+        return (f"{self.name:<16}{self.kill_mean:>7.3f} [{low:.3f}, {high:.3f}]"
+                f"{self.diff_draws.mean():>+11.5f} [{diff_low:+.5f}, {diff_high:+.5f}]"
+                f"{self.d_draws.mean():>7.2f} [{d_low:+.2f}, {d_high:+.2f}]"
+                f"{self.p_mutant_worse:>7.3f}{self.diagnostics.r_hat_max:>7.3f}"
+                f"{self.diagnostics.ess_bulk_min:>7.0f}{self.diagnostics.divergences:>5d}{flag}")
+
+
+@dataclass(frozen=True)
+class BayesStudy:
+    """Model-based posteriors of one or more mutants against one healthy population."""
+
+    comparisons: tuple[BayesComparison, ...]
+    settings: BayesSettings
+    paired: bool = False
+    seed: int | None = None
+
+    @property
+    def converged(self) -> bool:
+        return all(c.diagnostics.converged for c in self.comparisons)
+
+    def to_dict(self) -> dict:
+        return {"comparisons": [c.to_dict() for c in self.comparisons], "paired": self.paired,
+                "seed": self.seed, "converged": self.converged,
+                "settings": self.settings.describe(),
+                "settings_detail": {k: v for k, v in asdict(self.settings).items()
+                                    if k != "criterion"}
+                | {"criterion": asdict(self.settings.criterion)}}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for c in self.comparisons:
+            flat = {"name": c.name}
+            for key, value in c.to_dict().items():
+                if isinstance(value, dict):
+                    flat |= {f"{key}_{k}": v for k, v in value.items()}
+                elif key != "name":
+                    flat[key] = value
+            rows.append(flat)
+        return pd.DataFrame(rows).set_index("name")
+
+    def __str__(self) -> str:
+        mass = f"{self.settings.mass:.0%}"
+        header = (f"{'mutant':<16}{'P(kill) [' + mass + ' HDI]':<23}"
+                  f"{'mean diff (mutant-healthy)':<30}{'Cohen d':<17}"
+                  f"{'P(worse)':>8}{'R-hat':>7}{'ESS':>7}{'div':>5}")
+        lines = [header, "-" * len(header)] + [c.summary_line() for c in self.comparisons]
+        lines.append(f"settings: {self.settings.describe()}"
+                     + (", paired (per-instance differences)" if self.paired else "")
+                     + (f", seed {self.seed}" if self.seed is not None else ""))
+        bad = [c for c in self.comparisons if not c.diagnostics.converged]
+        for c in bad:
+            lines.append(f"WARNING: {c.name}: sampling did not converge ("
+                         + "; ".join(c.diagnostics.problems())
+                         + "); do not trust these numbers; raise --tune/--draws")
+        return "\n".join(lines)
+
+
+# --- model ------------------------------------------------------------------------------
+
+@contextmanager
+def _quiet_pymc():
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _observe(name, likelihood, nu, mu, sigma, observed):
+    if likelihood == "normal":
+        return pm.Normal(name, mu=mu, sigma=sigma, observed=observed)
+    return pm.StudentT(name, nu=nu, mu=mu, sigma=sigma, observed=observed)
+
+
+def _nu(name, likelihood):
+    if likelihood == "normal":
+        return None
+    return pm.Exponential(name + "_minus_one", 1 / 29) + 1
+
+
+def _scale(values, center) -> float:
+    scale = float(np.sqrt(np.mean((values - center) ** 2)))
+    if not scale > 0:
+        raise ProbmutError("every accuracy is identical; the model needs some spread")
+    return scale
+
+
+def _build_model(h, m, paired: bool, likelihood: str):
+    """The PyMC model on scaled data and the affine maps back to accuracies."""
+    with pm.Model() as model:
+        if paired:
+            diff = m - h
+            c = float(h.mean())
+            s = _scale(h, c)
+            r = _scale(diff, 0.0)
+            mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, difference
+            sigma = pm.HalfNormal("sigma", 2.0, shape=2)
+            nu_h = _nu("nu_healthy", likelihood)
+            nu_d = _nu("nu_difference", likelihood)
+            _observe("healthy", likelihood, nu_h, mu[0], sigma[0], (h - c) / s)
+            _observe("difference", likelihood, nu_d, mu[1], sigma[1], diff / r)
+            scales = (c, s, r)
+        else:
+            both = np.concatenate([h, m])
+            c = float(both.mean())
+            s = _scale(both, c)
+            mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, mutant
+            sigma = pm.HalfNormal("sigma", 2.0, shape=2)
+            nu = _nu("nu", likelihood)
+            _observe("healthy", likelihood, nu, mu[0], sigma[0], (h - c) / s)
+            _observe("mutant", likelihood, nu, mu[1], sigma[1], (m - c) / s)
+            scales = (c, s, s)
+    return model, scales
+
+
+def _nu_draws(posterior, name, likelihood, shape):
+    if likelihood == "normal":
+        return np.full(shape, np.inf)
+    return posterior[name + "_minus_one"].values + 1.0
+
+
+def _diagnostics(idata, settings: BayesSettings) -> Diagnostics:
+    names = [v for v in idata.posterior.data_vars]
+    summary = az.summary(idata, var_names=names, kind="diagnostics")
+    divergences = int(idata.sample_stats["diverging"].values.sum())
+    return Diagnostics(r_hat_max=float(summary["r_hat"].max()),
+                       ess_bulk_min=float(summary["ess_bulk"].min()),
+                       ess_tail_min=float(summary["ess_tail"].min()),
+                       divergences=divergences, chains=settings.chains, draws=settings.draws)
+
+
+def _student_t(rng, nu, size):
+    # nu is per draw, shape (D,); infinite nu is the normal limit.
+    nu = np.asarray(nu, dtype=np.float64)
+    finite = np.isfinite(nu)
+    out = rng.standard_normal(size)
+    if finite.any():
+        out[finite] = rng.standard_t(nu[finite][:, None, None], size=(int(finite.sum()),) + size[1:])
+    return out
+
+
+def _simulated_kill_rates(params, paired: bool, settings: BayesSettings, rng) -> np.ndarray:
+    """Share of ``tests`` simulated k-vs-k tests killed, for each posterior draw."""
+    mu_h, sigma_h, nu_h, mu_2, sigma_2, nu_2 = params
+    k, tests = settings.sample, settings.tests
+    rates = np.empty(mu_h.size)
+    for start in range(0, mu_h.size, _DRAW_CHUNK):
+        part = slice(start, start + _DRAW_CHUNK)
+        count = mu_h[part].size
+        size = (count, tests, k)
+        x = mu_h[part, None, None] + sigma_h[part, None, None] * _student_t(rng, nu_h[part], size)
+        second = mu_2[part, None, None] + sigma_2[part, None, None] * _student_t(
+            rng, nu_2[part], size)
+        y = x + second if paired else second
+        _, _, killed = deepcrime_test_batch(x.reshape(-1, k), y.reshape(-1, k),
+                                            settings.criterion)
+        rates[part] = killed.reshape(count, tests).mean(axis=1)
+    return rates
+
+
+def _as_values(population, name: str) -> Population:
+    if isinstance(population, Population):
+        return population
+    return Population.from_values(population, name=name)
+
+
+def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
+                    paired: bool = False, seed=None, name: str | None = None) -> BayesComparison:
+    """Fit the model to one healthy and one mutant population; posterior of the kill
+    probability, the mean accuracy difference and Cohen's d, with diagnostics.
+
+    Parameters
+    ----------
+    healthy, mutant : :class:`~probmut.data.Population` or arrays of accuracies.
+    settings : :class:`BayesSettings` (default: 2 chains x 1000 draws, Student-t).
+    paired : model-level mutation: populations aligned by instance id, modelled
+        through per-instance differences.
+    seed : int, SeedSequence or None; seeds NUTS and the simulated tests.
+    name : display name (default the mutant population's name).
+
+    Warns :class:`ConvergenceWarning` when R-hat, ESS or divergences fail the checks.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> res = model_posterior(rng.normal(0.99, 0.001, 30), rng.normal(0.988, 0.001, 30),
+    ...                       BayesSettings(draws=300, tune=300), seed=1)
+    >>> res.kill_mean > 0.5, res.p_mutant_worse > 0.99, res.diagnostics.converged
+    (True, True, True)
+    """
+    settings = settings or BayesSettings()
+    healthy = _as_values(healthy, "healthy")
+    mutant = _as_values(mutant, name or "mutant")
+    if paired:
+        healthy, mutant = pair(healthy, mutant)
+    smallest = min(len(healthy), len(mutant))
+    if smallest < 3:
+        raise ProbmutError(f"the model needs at least 3 instances per population, got {smallest}")
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    sampler_stream, simulation_stream = sequence.spawn(2)
+    sampler_seed = int(sampler_stream.generate_state(1)[0])
+    h, m = healthy.values, mutant.values
+    model, (c, s, r) = _build_model(h, m, paired, settings.likelihood)
+    with model, _quiet_pymc(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        idata = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
+                          cores=settings.cores, target_accept=settings.target_accept,
+                          random_seed=sampler_seed, progressbar=False,
+                          compute_convergence_checks=False)
+    post = idata.posterior
+    shape = post["mu"].values.shape[:2]
+    mu = post["mu"].values
+    sigma = post["sigma"].values
+    if paired:
+        nu_1 = _nu_draws(post, "nu_healthy", settings.likelihood, shape)
+        nu_2 = _nu_draws(post, "nu_difference", settings.likelihood, shape)
+    else:
+        nu_1 = nu_2 = _nu_draws(post, "nu", settings.likelihood, shape)
+    mu_h, sigma_h = c + s * mu[..., 0], s * sigma[..., 0]
+    if paired:      # second group: the per-instance difference
+        mu_2, sigma_2 = r * mu[..., 1], r * sigma[..., 1]
+        diff, sigma_m = mu_2, np.sqrt(sigma_h**2 + sigma_2**2)
+    else:           # second group: the mutant
+        mu_2, sigma_2 = c + s * mu[..., 1], s * sigma[..., 1]
+        diff, sigma_m = mu_2 - mu_h, sigma_2
+    cohens_d = -diff / np.sqrt((sigma_h**2 + sigma_m**2) / 2)
+    params = [a.ravel() for a in (mu_h, sigma_h, nu_1, mu_2, sigma_2, nu_2)]
+    rates = _simulated_kill_rates(params, paired, settings,
+                                  np.random.default_rng(simulation_stream)).reshape(shape)
+    diagnostics = _diagnostics(idata, settings)
+    label = name or mutant.name
+    if not diagnostics.converged:
+        warnings.warn(f"{label}: sampling did not converge (" + "; ".join(diagnostics.problems())
+                      + "); raise tune/draws before trusting the result",
+                      ConvergenceWarning, stacklevel=2)
+    nu_all = np.concatenate([nu_1.ravel(), nu_2.ravel()])
+    return BayesComparison(
+        name=label, n_healthy=len(healthy), n_mutant=len(mutant), paired=paired,
+        kill_draws=rates, diff_draws=diff, d_draws=cohens_d,
+        nu_mean=float(nu_all.mean()) if np.isfinite(nu_all).all() else math.inf,
+        diagnostics=diagnostics, settings=settings,
+        seed=seed if isinstance(seed, int) else None)
+
+
+def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
+                     paired: bool = False, seed=None, names=None) -> BayesStudy:
+    """:func:`model_posterior` of each mutant against ``healthy``, one fit per mutant.
+
+    Each mutant gets its own child of ``SeedSequence(seed)``: its numbers depend on the
+    seed and its position in ``mutants``, not on the other mutants' data.
+    """
+    settings = settings or BayesSettings()
+    mutants = [_as_values(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
+    if not mutants:
+        raise ProbmutError("give at least one mutant population")
+    names = list(names) if names else [m.name for m in mutants]
+    streams = np.random.SeedSequence(seed).spawn(len(mutants))
+    comparisons = tuple(
+        model_posterior(healthy, m, settings, paired=paired, seed=stream, name=label)
+        for m, stream, label in zip(mutants, streams, names, strict=True))
+    return BayesStudy(comparisons, settings, paired, seed if isinstance(seed, int) else None)
