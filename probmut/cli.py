@@ -18,6 +18,7 @@ _COMMAND_MODULES = [
     "probmut.commands",
     "probmut.train.cli",
     "probmut.study_commands",
+    "probmut.bayes_commands",
 ]
 
 
