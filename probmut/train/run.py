@@ -201,6 +201,7 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
         for stem in populations:
             if stem not in report.counts:
                 report.counts[stem] = assemble(out, stem, instances, labels, deepcrime)
+        report.counts = {stem: report.counts[stem] for stem in populations}
         cfg = settings.config
         write_manifest(out, name, f"{settings.model} on {settings.dataset}, {instances} "
                        f"instances, {cfg.epochs} epochs, batch {cfg.batch_size}, seed "
