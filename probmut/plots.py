@@ -152,3 +152,40 @@ def plot_motivating(series, path, title: str | None = None) -> Path:
         ax.set_title(title)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_bayes(study, path, title: str | None = None) -> Path:
+    """Model-based posteriors (:class:`probmut.bayes.BayesStudy`), ArviZ's
+    ``plot_posterior`` style: one row per mutant with the kill probability (histogram:
+    it is a share of simulated tests), the mean accuracy difference (reference line at
+    0) and Cohen's d (the kill threshold's ``|d| < effect`` band shaded as a ROPE), each
+    with its HDI and mean.
+    """
+    import logging
+
+    import arviz as az
+    from matplotlib.ticker import MaxNLocator
+
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    plt.rcParams.update({"font.size": STYLE["font_size"]})
+    width, height = STYLE["panel_size"]
+    count = len(study.comparisons)
+    fig, axes = plt.subplots(count, 3, figsize=(3 * width, height * count), squeeze=False)
+    criterion = study.settings.criterion
+    rope = None if criterion.kind == "mannwhitney" else (-criterion.effect, criterion.effect)
+    for row, comparison in zip(axes, study.comparisons, strict=True):
+        panels = (("kill probability", comparison.kill_draws, {"kind": "hist", "bins": 40}),
+                  ("mean difference (mutant - healthy)", comparison.diff_draws, {"ref_val": 0.0}),
+                  ("Cohen's d", comparison.d_draws, {"rope": rope}))
+        for ax, (label, draws, options) in zip(row, panels, strict=True):
+            az.plot_posterior({label: draws}, hdi_prob=study.settings.mass, ax=ax,
+                              textsize=STYLE["font_size"], **options)
+            ax.xaxis.set_major_locator(MaxNLocator(4))
+            if label == "kill probability":
+                ax.set_xlim(-0.02, 1.02)
+            ax.set_title(f"{comparison.name}: {label}"
+                         + ("" if comparison.diagnostics.converged else " (NOT CONVERGED)"))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
