@@ -19,6 +19,7 @@ _COMMAND_MODULES = [
     "probmut.train.cli",
     "probmut.study_commands",
     "probmut.bayes_commands",
+    "probmut.inputs_commands",
 ]
 
 

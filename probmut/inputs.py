@@ -8,8 +8,9 @@ read by :func:`probmut.train.outcomes.load_outcomes`). Two analyses:
 kills a mutant population when more than ``threshold`` (default one half: a majority)
 of the healthy instances classify it correctly and more than ``threshold`` of the
 mutant instances classify it wrongly. A mutant's *killed classes* are the true labels of
-its killing inputs; the score of a set of mutants M on a test set with classes C is
-``sum over m of |killed classes(m)| / (|M| |C|)``.
+its killing inputs; the score of a set of mutants M on a test set is
+``sum over m of |killed classes(m)| / (|M| |C|)`` with C the classes of the task (the
+labels of all inputs in the files, so that the score too can only grow with the set).
 
 **Statistical killing** in the manner of Kim et al. (2025): for each input, Fisher's
 exact test on the 2x2 table (healthy, mutant) x (correct, incorrect) instance counts.
@@ -199,6 +200,13 @@ class InputsStudy:
     threshold: float
     show: int = 10
 
+    def smallest_attainable_p(self) -> float:
+        """The smallest Fisher p any input can reach with these instance counts (all
+        healthy instances right, all mutant ones wrong); above the level, the statistical
+        criterion cannot kill whatever the test set."""
+        return min(float(fisher_exact_inputs([m.n_healthy], m.n_healthy, [0], m.n_mutant,
+                                             self.alternative)[0]) for m in self.mutants)
+
     @property
     def mutation_score(self) -> float:
         """DeepMutation's score: killed classes over (mutants x classes)."""
@@ -215,6 +223,7 @@ class InputsStudy:
                 "classes": list(self.classes), "alpha": self.alpha,
                 "correction": self.correction, "alternative": self.alternative,
                 "majority_threshold": self.threshold,
+                "smallest_attainable_p": self.smallest_attainable_p(),
                 "deepmutation_score": self.mutation_score,
                 "statistical_score": self.statistical_score,
                 "mutants": [m.to_dict() for m in self.mutants]}
@@ -225,14 +234,21 @@ class InputsStudy:
     def __str__(self) -> str:
         level = self.mutants[0].level
         lines = [
-            f"Per-input killing on {self.inputs.size} test inputs "
-            f"({len(self.classes)} classes) of a pool of {self.pool}",
+            f"Per-input killing on {self.inputs.size} test inputs of a pool of {self.pool} "
+            f"({len(self.classes)} classes)",
             f"DeepMutation: an input kills when > {self.threshold:g} of the healthy instances "
             f"get it right and > {self.threshold:g} of the mutant instances get it wrong",
             f"statistical: Fisher's exact test ({self.alternative}) per input, killed iff some "
             f"p <= {level:.3g} (alpha {self.alpha:g}, "
             + ("Bonferroni over the pool)" if self.correction == "bonferroni" else
                "no correction)"),
+        ]
+        attainable = self.smallest_attainable_p()
+        if attainable > level:
+            lines.append(f"warning: with these instance counts no input can reach p <= "
+                         f"{level:.3g} (smallest possible p {attainable:.3g}); train more "
+                         "instances for the statistical criterion to kill anything")
+        lines += [
             "",
             f"{'mutant':<28}{'n_h':>5}{'n_m':>5}{'DM inputs':>10}{'classes':>9}"
             f"{'Fisher inputs':>15}{'min p':>11}  statistical",
@@ -319,7 +335,7 @@ def analyse_inputs(healthy: Outcomes, mutants, *, inputs=None, alpha: float = 0.
     pool = healthy.n_inputs
     selected = _select(inputs, pool)
     level = alpha / pool if correction == "bonferroni" else alpha
-    classes = tuple(int(c) for c in np.unique(healthy.labels[selected]))
+    classes = tuple(int(c) for c in np.unique(healthy.labels))
     healthy_fraction = healthy.correct_fraction()
     healthy_right = healthy_fraction > threshold
     results = []
