@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
 
 from probmut.posterior import (  # noqa: E402
     PosteriorStudy,
@@ -35,7 +36,7 @@ STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
 def _save(fig, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=STYLE["dpi"], bbox_inches="tight")
+    fig.savefig(path, dpi=STYLE["dpi"])
     plt.close(fig)
     return path
 
@@ -53,11 +54,15 @@ def plot_posteriors(study: PosteriorStudy, path, title: str | None = None) -> Pa
     width, height = STYLE["panel_size"]
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows),
                              squeeze=False, sharex=True)
-    x = np.linspace(0.0005, 0.9995, 1000)
+    # Denser near 0 and 1, where the posteriors of clear cases are narrow spikes.
+    x = 0.5 - 0.5 * np.cos(np.linspace(0.002, np.pi - 0.002, 800))
     for ax, post in zip(axes.flat, study.populations, strict=False):
         a_b, b_b = resample_posteriors(post.kill_counts, post.trials)
-        for a, b in set(zip(a_b.tolist(), b_b.tolist(), strict=True)):
-            ax.plot(x, beta_pdf(x, a, b), color=STYLE["resample_color"], lw=0.5, alpha=0.25)
+        pairs = np.unique(np.column_stack([a_b, b_b]), axis=0)
+        curves = beta_pdf(x[None, :], pairs[:, :1], pairs[:, 1:])
+        ax.add_collection(LineCollection(
+            np.stack([np.broadcast_to(x, curves.shape), curves], axis=-1),
+            colors=STYLE["resample_color"], linewidths=0.5, alpha=0.25))
         ax.plot(x, mixture_pdf(post.kill_counts, post.trials, x), ls="--",
                 color=STYLE["mixture_color"], lw=1, label="bagged (mixture)")
         fitted = beta_pdf(x, post.alpha, post.beta)
