@@ -238,8 +238,8 @@ class BayesComparison:
         flag = "" if self.diagnostics.converged else "  NOT CONVERGED"
         return (f"{self.name:<16}{self.kill_mean:>7.3f} [{low:.3f}, {high:.3f}]"
                 f"{self.diff_draws.mean():>+11.5f} [{diff_low:+.5f}, {diff_high:+.5f}]"
-                f"{self.d_draws.mean():>7.2f} [{d_low:+.2f}, {d_high:+.2f}]"
-                f"{self.p_mutant_worse:>7.3f}{self.diagnostics.r_hat_max:>7.3f}"
+                f"{self.d_draws.mean():>+7.2f} [{d_low:+.2f}, {d_high:+.2f}]"
+                f"{self.p_mutant_worse:>9.3f}{self.diagnostics.r_hat_max:>7.3f}"
                 f"{self.diagnostics.ess_bulk_min:>7.0f}{self.diagnostics.divergences:>5d}{flag}")
 
 
@@ -283,9 +283,9 @@ class BayesStudy:
 
     def __str__(self) -> str:
         mass = f"{self.settings.mass:.0%}"
-        header = (f"{'mutant':<16}{'P(kill) [' + mass + ' HDI]':<23}"
-                  f"{'mean diff (mutant-healthy)':<30}{'Cohen d':<17}"
-                  f"{'P(worse)':>8}{'R-hat':>7}{'ESS':>7}{'div':>5}")
+        header = (f"{'mutant':<16}{'P(kill) [' + mass + ' HDI]':>22}"
+                  f"{'mean diff mutant-healthy [HDI]':>32}{'Cohen d [HDI]':>22}"
+                  f"{'P(worse)':>9}{'R-hat':>7}{'ESS':>7}{'div':>5}")
         lines = [header, "-" * len(header)] + [c.summary_line() for c in self.comparisons]
         lines.append(f"settings: {self.settings.describe()}"
                      + (", paired (per-instance differences)" if self.paired else "")

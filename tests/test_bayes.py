@@ -1,0 +1,185 @@
+"""The model-based posterior (probmut.bayes) and the ``probmut bayes`` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymc")
+pytest.importorskip("arviz")
+
+from probmut.bayes import (  # noqa: E402
+    BayesSettings,
+    ConvergenceWarning,
+    _simulated_kill_rates,
+    model_posterior,
+    model_posteriors,
+)
+from probmut.cli import main  # noqa: E402
+from probmut.data import read_population  # noqa: E402
+from probmut.errors import ProbmutError  # noqa: E402
+from probmut.experiments import Manifest  # noqa: E402
+from probmut.killtest import KillCriterion  # noqa: E402
+from probmut.posterior import bagged_posteriors  # noqa: E402
+
+pytestmark = pytest.mark.bayes
+
+SHORT = BayesSettings(draws=500, tune=500, chains=2, cores=1)
+
+
+def synthetic(seed=0, n=30, shift=0.002):
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.99, 0.001, n), rng.normal(0.99 - shift, 0.001, n)
+
+
+def mnist_delete_training_data():
+    manifest = Manifest.load(None)
+    healthy = read_population(manifest.healthy("mnist"), name="healthy")
+    mutation = manifest.mutation("mnist", "delete_training_data")
+    return healthy, {m: read_population(mutation.file_for(m), name=m)
+                     for m in mutation.magnitudes}
+
+
+def test_core_and_parser_import_without_pymc():
+    code = ("import sys; sys.modules['pymc'] = None; sys.modules['arviz'] = None\n"
+            "import probmut.cli, probmut.posterior\n"
+            "probmut.cli.build_parser()\n"
+            "print(probmut.cli.main(['bayes', 'a.csv', 'b.csv']))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.stdout.strip() == "2", run.stderr
+    assert "install probmut[bayes]" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_simulated_kill_rate_matches_the_test_s_level_and_power():
+    # One posterior "draw" with equal groups: the share killed is the criterion's
+    # false-positive rate (about 5% at alpha 0.05, fewer with the |d| >= 0.5 rule);
+    # with a shift of 2 sd every test kills.
+    settings = BayesSettings(tests=20000, criterion=KillCriterion())
+    one = np.ones(1)
+    same = [0.99 * one, 0.001 * one, np.inf * one, 0.99 * one, 0.001 * one, np.inf * one]
+    rate = _simulated_kill_rates(same, False, settings, np.random.default_rng(0))[0]
+    assert 0.03 < rate < 0.065
+    shifted = same[:3] + [0.988 * one, 0.001 * one, 5.0 * one]
+    assert _simulated_kill_rates(shifted, False, settings, np.random.default_rng(0))[0] > 0.99
+
+
+def test_same_seed_same_numbers_and_recovers_a_clear_effect():
+    h, m = synthetic()
+    first = model_posterior(h, m, SHORT, seed=3)
+    second = model_posterior(h, m, SHORT, seed=3)
+    np.testing.assert_array_equal(first.kill_draws, second.kill_draws)
+    np.testing.assert_array_equal(first.d_draws, second.d_draws)
+    assert first.diagnostics.converged
+    assert first.kill_draws.shape == (2, 500)
+    assert first.kill_mean > 0.9 and first.p_mutant_worse > 0.999
+    low, high = first.interval(first.diff_draws)
+    assert low < m.mean() - h.mean() < high
+    other = model_posterior(h, m, SHORT, seed=4)
+    assert not np.array_equal(first.kill_draws, other.kill_draws)
+
+
+def test_paired_model_uses_per_instance_differences():
+    rng = np.random.default_rng(1)
+    h = rng.normal(0.99, 0.001, 30)
+    m = h - 0.0005 + rng.normal(0, 0.0001, 30)     # small, consistent per-instance drop
+    res = model_posterior(h, m, SHORT, paired=True, seed=1)
+    assert res.paired and res.diagnostics.converged
+    assert res.diff_draws.mean() == pytest.approx(-0.0005, abs=0.0001)
+    assert res.p_mutant_worse > 0.999
+    # the DeepCrime test compares the two sides unpaired: d is about 0.5, so ~half kill
+    assert 0.05 < res.kill_mean < 0.8
+
+
+def test_normal_likelihood_and_result_documents():
+    h, m = synthetic(2)
+    study = model_posteriors(h, [m, h + 0.0], BayesSettings(draws=300, tune=300,
+                                                             likelihood="normal"), seed=5)
+    text = str(study)
+    assert "Normal model" in text and "mutant 1" in text
+    row = json.loads(study.to_json())["comparisons"][0]
+    assert set(row["kill_probability"]) == {"mean", "sd", "hdi_low", "hdi_high"}
+    assert {"r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences",
+            "converged"} <= set(row["diagnostics"])
+    assert study.to_frame().shape[0] == 2
+    # the healthy population against itself: rarely killed
+    assert study.comparisons[1].kill_mean < 0.15
+
+
+def test_non_convergence_is_flagged_and_warned():
+    h, m = synthetic(3, n=10)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = model_posterior(h, m, BayesSettings(draws=30, tune=10), seed=0)
+    assert not res.diagnostics.converged
+    assert "NOT CONVERGED" in res.summary_line()
+
+
+@pytest.mark.parametrize("kwargs, values, message", [
+    ({"chains": 1}, None, "at least 2 chains"),
+    ({"likelihood": "beta"}, None, "unknown likelihood"),
+    ({}, ([0.9, 0.9, 0.9], [0.9, 0.9, 0.9]), "identical"),
+    ({}, ([0.9, 0.8], [0.9, 0.7]), "at least 3 instances"),
+])
+def test_bad_input_is_a_probmut_error(kwargs, values, message):
+    with pytest.raises(ProbmutError, match=message):
+        settings = BayesSettings(**kwargs)
+        model_posterior(*values, settings)
+
+
+def test_cli_prints_json_and_draws_the_figure(tmp_path, capsys):
+    h, m = synthetic(4)
+    for name, values in (("healthy", h), ("mutant", m)):
+        rows = "\n".join(f"{i},{float(v)!r}" for i, v in enumerate(values))
+        (tmp_path / f"{name}.csv").write_text("instance,accuracy\n" + rows + "\n")
+    figure = tmp_path / "bayes.png"
+    code = main(["bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
+                 "--draws", "300", "--tune", "300", "--jobs", "1", "--seed", "7", "--json",
+                 "--plot", str(figure)])
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["seed"] == 7 and document["figure"] == str(figure)
+    assert figure.stat().st_size > 10_000
+    assert main(["bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
+                 "--chains", "1", "--no-plot"]) == 2
+    assert "at least 2 chains" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_full_data_agrees_with_the_bagged_posterior():
+    """200 instances: the bagged mean lies in the model's 95% HDI and within 0.12 of the
+    model's mean (the Student-t sits 0.06-0.10 low on the left-skewed 9.29 population;
+    the bagged mean itself moves by about 0.04 with the seed)."""
+    healthy, mutants = mnist_delete_training_data()
+    bagged = bagged_posteriors(healthy, list(mutants.values()), seed=42)
+    study = model_posteriors(healthy, list(mutants.values()), SHORT, seed=42)
+    for model, bag in zip(study.comparisons, bagged.populations[1:], strict=True):
+        low, high = model.interval(model.kill_draws)
+        assert low <= bag.mean <= high, model.name
+        assert abs(model.kill_mean - bag.mean) < 0.12, model.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("magnitude", ["9.29", "12.38"])
+def test_small_subpopulations_closer_to_full_data_answer(magnitude):
+    """20 instances per side, intermediate mutants: the model's kill probability is on
+    average closer to the full-data (200 instances) bagged answer than the bagged
+    posterior of the same sub-population. Not true for 18.57 and 30.93 (docs/bayes.md)."""
+    healthy, mutants = mnist_delete_training_data()
+    mutant = mutants[magnitude]
+    full = bagged_posteriors(healthy, [mutant], seed=42).populations[1].mean
+    rng = np.random.default_rng(11)
+    model_errors, bagged_errors = [], []
+    for s in range(6):
+        h = healthy.subset(rng.choice(healthy.ids, 20, replace=False))
+        m = mutant.subset(rng.choice(mutant.ids, 20, replace=False))
+        bagged_errors.append(abs(bagged_posteriors(h, [m], seed=s).populations[1].mean - full))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model_errors.append(abs(model_posterior(h, m, SHORT, seed=s).kill_mean - full))
+    assert np.mean(model_errors) < np.mean(bagged_errors)
