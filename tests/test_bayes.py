@@ -160,7 +160,9 @@ def test_full_data_agrees_with_the_bagged_posterior():
     study = model_posteriors(healthy, list(mutants.values()), SHORT, seed=42)
     for model, bag in zip(study.comparisons, bagged.populations[1:], strict=True):
         low, high = model.interval(model.kill_draws)
-        assert low <= bag.mean <= high, model.name
+        # 0.01: one test in N = 100, the resolution of both (the bagged mean of a mutant
+        # killed in every test is 101/102 under its uniform prior)
+        assert low - 0.01 <= bag.mean <= high + 0.01, model.name
         assert abs(model.kill_mean - bag.mean) < 0.12, model.name
 
 
