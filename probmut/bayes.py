@@ -85,6 +85,8 @@ LIKELIHOODS = ("student-t", "normal")
 RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
 _DRAW_CHUNK = 250
+#: Sample skewness beyond which the symmetric likelihood is flagged as a poor fit.
+SKEW_WARN = 1.0
 
 
 class ConvergenceWarning(UserWarning):
@@ -205,6 +207,17 @@ class BayesComparison:
     diagnostics: Diagnostics
     settings: BayesSettings
     seed: int | None = None
+    skewness: tuple[float, float] = (0.0, 0.0)
+
+    def skew_problem(self) -> str | None:
+        """A note when the modelled data are too skewed for a symmetric likelihood."""
+        groups = ("healthy", "difference" if self.paired else "mutant")
+        bad = [f"{g} skewness {v:+.2f}" for g, v in zip(groups, self.skewness, strict=True)
+               if abs(v) > SKEW_WARN]
+        if not bad:
+            return None
+        return (", ".join(bad) + ": the symmetric model misses the long tail and can "
+                "misjudge the kill probability; compare with probmut posterior")
 
     def interval(self, draws) -> tuple[float, float]:
         return _hdi(draws, self.settings.mass)
@@ -228,6 +241,8 @@ class BayesComparison:
                         "hdi_low": low, "hdi_high": high}
         row["p_mutant_worse"] = self.p_mutant_worse
         row["nu_mean"] = self.nu_mean
+        row["skewness"] = list(self.skewness)
+        row["skew_warning"] = self.skew_problem()
         row["diagnostics"] = asdict(self.diagnostics) | {"converged": self.diagnostics.converged}
         return row
 
@@ -295,6 +310,9 @@ class BayesStudy:
             lines.append(f"WARNING: {c.name}: sampling did not converge ("
                          + "; ".join(c.diagnostics.problems())
                          + "); do not trust these numbers; raise --tune/--draws")
+        for c in self.comparisons:
+            if c.skew_problem():
+                lines.append(f"NOTE: {c.name}: {c.skew_problem()}")
         return "\n".join(lines)
 
 
@@ -403,6 +421,12 @@ def _simulated_kill_rates(params, paired: bool, settings: BayesSettings, rng) ->
     return rates
 
 
+def _skewness(values) -> float:
+    centered = values - values.mean()
+    spread = np.sqrt(np.mean(centered**2))
+    return float(np.mean(centered**3) / spread**3) if spread > 0 else 0.0
+
+
 def _as_values(population, name: str) -> Population:
     if isinstance(population, Population):
         return population
@@ -485,7 +509,8 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         kill_draws=rates, diff_draws=diff, d_draws=cohens_d,
         nu_mean=float(nu_all.mean()) if np.isfinite(nu_all).all() else math.inf,
         diagnostics=diagnostics, settings=settings,
-        seed=seed if isinstance(seed, int) else None)
+        seed=seed if isinstance(seed, int) else None,
+        skewness=(_skewness(h), _skewness(m - h if paired else m)))
 
 
 def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,

@@ -185,3 +185,14 @@ def test_small_subpopulations_closer_to_full_data_answer(magnitude):
             warnings.simplefilter("ignore", ConvergenceWarning)
             model_errors.append(abs(model_posterior(h, m, SHORT, seed=s).kill_mean - full))
     assert np.mean(model_errors) < np.mean(bagged_errors)
+
+
+def test_strongly_skewed_data_get_a_note():
+    rng = np.random.default_rng(6)
+    h = rng.normal(0.99, 0.0005, 30)
+    m = h - rng.exponential(0.001, 30)               # a few instances lose a lot
+    res = model_posterior(h, m, BayesSettings(draws=300, tune=300), paired=True, seed=2)
+    assert res.skewness[1] < -1
+    assert "difference skewness" in res.skew_problem()
+    symmetric = model_posterior(*synthetic(7), BayesSettings(draws=300, tune=300), seed=2)
+    assert symmetric.skew_problem() is None
