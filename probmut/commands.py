@@ -15,7 +15,7 @@ from pathlib import Path
 from probmut.data import Population, pair, read_population
 from probmut.errors import ProbmutError
 from probmut.experiments import Manifest
-from probmut.killtest import _TEST_NAMES, DIRECTIONS, KINDS, KillCriterion
+from probmut.killtest import DIRECTIONS, KINDS, TEST_NAMES, KillCriterion
 
 DEFAULT_SEED = 42
 PLOT_DIR = Path("plot_results")
@@ -148,7 +148,7 @@ class KillTable:
             return f"{self.names[0]}: {self.results[0]}"
         first = self.results[0]
         effect = "A12" if first.kind == "mannwhitney" else "d"
-        lines = [f"{_TEST_NAMES[first.kind]} on whole populations (kill iff {first.criterion})",
+        lines = [f"{TEST_NAMES[first.kind]} on whole populations (kill iff {first.criterion})",
                  f"{'population':<24}{'n_h':>5}{'n_m':>5}{'p-value':>10}{effect:>9}  decision"]
         lines += [f"{n:<24}{r.n_healthy:>5}{r.n_mutant:>5}{r.p_value:>10.4g}"
                   f"{r.effect_size:>9.4f}  {'KILLED' if r.killed else 'not killed'}"

@@ -75,7 +75,7 @@ EFFECT_SIZES = {
     "mannwhitney": {"small": 0.56, "medium": 0.64, "large": 0.71},
 }
 
-_TEST_NAMES = {"deepcrime": "DeepCrime test", "welch": "Welch's t-test",
+TEST_NAMES = {"deepcrime": "DeepCrime test", "welch": "Welch's t-test",
                "mannwhitney": "Mann-Whitney U test"}
 
 
@@ -446,7 +446,7 @@ class KillTestResult:
     def __str__(self) -> str:
         verdict = "KILLED" if self.killed else "not killed"
         size = "A12" if self.kind == "mannwhitney" else "Cohen's d"
-        return (f"{_TEST_NAMES[self.kind]}, {self.n_healthy} healthy vs {self.n_mutant} mutant "
+        return (f"{TEST_NAMES[self.kind]}, {self.n_healthy} healthy vs {self.n_mutant} mutant "
                 f"instances\n"
                 f"  mean accuracy  healthy {self.mean_healthy:.6g}  mutant {self.mean_mutant:.6g}\n"
                 f"  p-value {self.p_value:.6g}  {size} {self.effect_size:.4f}  -> {verdict}\n"

@@ -17,7 +17,7 @@ import numpy as np
 
 from probmut.data import Population
 from probmut.errors import ProbmutError
-from probmut.killtest import KillCriterion, deepcrime_test_batch
+from probmut.killtest import TEST_NAMES, KillCriterion, deepcrime_test_batch
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class RepeatStudy:
 
     def __str__(self) -> str:
         first = self.results[0]
-        lines = [f"DeepCrime test repeated: {first.pass_rates.size} x {first.tests} tests of "
+        lines = [f"{TEST_NAMES[self.criterion.kind]} repeated: {first.pass_rates.size} x {first.tests} tests of "
                  f"{first.sample} vs {first.sample} instances (kill iff "
                  f"{self.criterion.describe()})",
                  f"{'population':<24}{'pass rate':>10}  {'(sd)':<8}"]
