@@ -179,7 +179,7 @@ def plot_bayes(study, path, title: str | None = None) -> Path:
     criterion = study.settings.criterion
     rope = None if criterion.kind == "mannwhitney" else (-criterion.effect, criterion.effect)
     for row, comparison in zip(axes, study.comparisons, strict=True):
-        panels = (("kill probability", comparison.kill_draws, {"kind": "hist", "bins": 40}),
+        panels = (("kill probability", comparison.kill_draws, {"kind": "hist", "bins": np.linspace(0, 1, 51)}),
                   ("mean difference (mutant - healthy)", comparison.diff_draws, {"ref_val": 0.0}),
                   ("Cohen's d", comparison.d_draws, {"rope": rope}))
         for ax, (label, draws, options) in zip(row, panels, strict=True):
@@ -192,5 +192,5 @@ def plot_bayes(study, path, title: str | None = None) -> Path:
                          + ("" if comparison.diagnostics.converged else " (NOT CONVERGED)"))
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 / (height * count)) if title else None)
     return _save(fig, path)
