@@ -6,16 +6,16 @@ command runs, and their absence is a plain error (exit 2) saying what to install
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 from probmut.commands import (
-    PLOT_DIR,
     add_criterion_arguments,
+    add_plot_arguments,
     add_population_arguments,
     add_run_arguments,
     criterion_from,
+    emit_with_figure,
+    figure_path,
     resolve_inputs,
 )
 
@@ -31,19 +31,12 @@ def _run_bayes(args) -> int:
     inputs = resolve_inputs(args)
     study = model_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
                              seed=args.seed)
-    figure = None
-    if not args.no_plot:
+    figure = figure_path(args, args.model or "bayes", f"{inputs.label}_bayes.png")
+    if figure:
         from probmut.plots import plot_bayes
 
-        figure = Path(args.plot) if args.plot else (
-            PLOT_DIR / (args.model or "bayes") / f"{inputs.label}_bayes.png")
         plot_bayes(study, figure, title=inputs.label.replace("_", " ") + " (model-based)")
-    if args.json:
-        print(json.dumps(study.to_dict() | {"figure": str(figure) if figure else None}, indent=2))
-    else:
-        print(study)
-        if figure:
-            print(f"figure: {figure}")
+    emit_with_figure(args, study.to_dict(), str(study), figure)
     return 0
 
 
@@ -65,7 +58,6 @@ def register(subparsers) -> None:
     group.add_argument("--tests", type=int, default=100,
                        help="simulated k-vs-k tests per posterior draw (100)")
     group.add_argument("--sample", type=int, default=20, help="k instances per side (20)")
-    bayes.add_argument("--plot", help="figure file (default plot_results/MODEL/NAME_bayes.png)")
-    bayes.add_argument("--no-plot", action="store_true", help="do not draw the figure")
+    add_plot_arguments(bayes, "plot_results/MODEL/NAME_bayes.png")
     add_run_arguments(bayes)
     bayes.set_defaults(func=_run_bayes)

@@ -129,6 +129,28 @@ def emit(args, result) -> None:
     print(result.to_json() if args.json else result)
 
 
+def add_plot_arguments(parser: argparse.ArgumentParser, default: str):
+    parser.add_argument("--plot", metavar="FILE", help=f"figure file (default {default})")
+    parser.add_argument("--no-plot", action="store_true", help="do not draw the figure")
+
+
+def figure_path(args, folder: str, name: str) -> Path | None:
+    """Where to draw: ``--plot FILE``, else ``plot_results/FOLDER/NAME``; None with --no-plot."""
+    if args.no_plot:
+        return None
+    return Path(args.plot) if args.plot else PLOT_DIR / folder / name
+
+
+def emit_with_figure(args, document: dict, text: str, figure: Path | None) -> None:
+    """Print a result that drew a figure: JSON with a "figure" key, or text and its path."""
+    if args.json:
+        print(json.dumps(document | {"figure": str(figure) if figure else None}, indent=2))
+    else:
+        print(text)
+        if figure:
+            print(f"figure: {figure}")
+
+
 # --- kill ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -232,19 +254,12 @@ def _run_posterior(args) -> int:
         study = bagged_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
                                   seed=args.seed, jobs=args.jobs)
         label = inputs.label
-    figure = None
-    if not args.no_plot:
+    figure = figure_path(args, args.model or "posterior", f"{label}.png")
+    if figure:
         from probmut.plots import plot_posteriors
 
-        figure = Path(args.plot) if args.plot else (
-            PLOT_DIR / (args.model or "posterior") / f"{label}.png")
         plot_posteriors(study, figure, title=label.replace("_", " "))
-    if args.json:
-        print(json.dumps(study.to_dict() | {"figure": str(figure) if figure else None}, indent=2))
-    else:
-        print(study)
-        if figure:
-            print(f"figure: {figure}")
+    emit_with_figure(args, study.to_dict(), str(study), figure)
     return 0
 
 
@@ -305,8 +320,7 @@ def register(subparsers) -> None:
     posterior.add_argument("--names", help="comma-separated mutant names for --kill-rates")
     add_criterion_arguments(posterior)
     add_posterior_arguments(posterior)
-    posterior.add_argument("--plot", help="figure file (default plot_results/MODEL/NAME.png)")
-    posterior.add_argument("--no-plot", action="store_true", help="do not draw the figure")
+    add_plot_arguments(posterior, "plot_results/MODEL/NAME.png")
     add_run_arguments(posterior)
     posterior.set_defaults(func=_run_posterior)
 

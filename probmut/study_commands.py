@@ -14,10 +14,13 @@ from pathlib import Path
 from probmut.commands import (
     PLOT_DIR,
     add_criterion_arguments,
+    add_plot_arguments,
     add_population_arguments,
     add_posterior_arguments,
     add_run_arguments,
     emit,
+    emit_with_figure,
+    figure_path,
     posterior_settings_from,
     resolve_inputs,
 )
@@ -107,21 +110,14 @@ def _studies(args):
 
 def _run_sample_size(args) -> int:
     inputs, studies = _studies(args)
-    figure = None
-    if not args.no_plot:
+    figure = figure_path(args, inputs.model or "sample_size", f"{inputs.label}_sample_size.png")
+    if figure:
         from probmut.plots import plot_sample_size
 
-        figure = Path(args.plot) if args.plot else (
-            PLOT_DIR / (inputs.model or "sample_size") / f"{inputs.label}_sample_size.png")
         plot_sample_size(studies, figure, title=inputs.label.replace("_", " "))
-    if args.json:
-        documents = [s.to_dict() | {"figure": str(figure) if figure else None} for s in studies]
-        print(json.dumps(documents[0] if len(documents) == 1 else {"studies": documents},
-                         indent=2))
-    else:
-        print("\n\n".join(str(s) for s in studies))
-        if figure:
-            print(f"figure: {figure}")
+    documents = [s.to_dict() for s in studies]
+    emit_with_figure(args, documents[0] if len(documents) == 1 else {"studies": documents},
+                     "\n\n".join(str(s) for s in studies), figure)
     return 0
 
 
@@ -200,9 +196,7 @@ def register(subparsers) -> None:
                     "recommended number of instances. Run it on a pilot population before "
                     "training hundreds of instances.")
     _add_study_arguments(sample_size)
-    sample_size.add_argument("--plot", help="figure file (default "
-                                            "plot_results/MODEL/NAME_sample_size.png)")
-    sample_size.add_argument("--no-plot", action="store_true", help="do not draw the figure")
+    add_plot_arguments(sample_size, "plot_results/MODEL/NAME_sample_size.png")
     sample_size.set_defaults(func=_run_sample_size)
 
     recommend = subparsers.add_parser(
