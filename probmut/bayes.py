@@ -517,16 +517,16 @@ def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
                      paired: bool = False, seed=None, names=None) -> BayesStudy:
     """:func:`model_posterior` of each mutant against ``healthy``, one fit per mutant.
 
-    Each mutant gets its own child of ``SeedSequence(seed)``: its numbers depend on the
-    seed and its position in ``mutants``, not on the other mutants' data.
+    Every mutant is fitted with the same seed: its numbers do not depend on which other
+    mutants are analysed with it, nor on their order.
     """
     settings = settings or BayesSettings()
     mutants = [_as_values(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     if not mutants:
         raise ProbmutError("give at least one mutant population")
     names = list(names) if names else [m.name for m in mutants]
-    streams = np.random.SeedSequence(seed).spawn(len(mutants))
+    shared = np.random.SeedSequence(seed).entropy  # one seed for all, also when seed is None
     comparisons = tuple(
-        model_posterior(healthy, m, settings, paired=paired, seed=stream, name=label)
-        for m, stream, label in zip(mutants, streams, names, strict=True))
+        model_posterior(healthy, m, settings, paired=paired, seed=shared, name=label)
+        for m, label in zip(mutants, names, strict=True))
     return BayesStudy(comparisons, settings, paired, seed if isinstance(seed, int) else None)

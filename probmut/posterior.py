@@ -377,8 +377,9 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     mutants : a list of populations (or arrays).
     settings : :class:`PosteriorSettings` (default: probmut's defaults).
     paired : model-level mutations; populations are aligned by instance id.
-    seed, jobs : see :func:`probmut.engine.kill_counts`; each population gets its own
-        child of ``SeedSequence(seed)``.
+    seed, jobs : see :func:`probmut.engine.kill_counts`. Every population pair is run
+        with the same seed (common random numbers): a mutant's numbers do not depend on
+        which other mutants are analysed with it, nor on their order.
 
     Examples
     --------
@@ -397,17 +398,18 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     mutants = [m if isinstance(m, Population) else Population.from_values(m, name=f"mutant {i}")
                for i, m in enumerate(mutants, start=1)]
     names = list(names) if names else [healthy.name] + [m.name for m in mutants]
-    streams = np.random.SeedSequence(seed).spawn(len(mutants) + 1)
+    # One key for every pair, fixed here so that seed=None still shares it.
+    stream = np.random.SeedSequence(seed)
 
-    def counts(h, m, stream):
+    def counts(h, m):
         if paired:
             h, m = pair(h, m)
         return kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
                            trials=settings.trials, sample=settings.sample, paired=paired,
                            criterion=settings.criterion, seed=stream, jobs=jobs)
 
-    baseline = counts(healthy, healthy, streams[0])
-    mutant_counts = [counts(healthy, m, s) for m, s in zip(mutants, streams[1:], strict=True)]
+    baseline = counts(healthy, healthy)
+    mutant_counts = [counts(healthy, m) for m in mutants]
     return study_from_kill_counts(baseline, mutant_counts, names, settings, paired, seed,
                                   source="populations")
 
