@@ -99,3 +99,11 @@ def test_probability_greater_matches_monte_carlo(p, q):
     rng = np.random.default_rng(0)
     draws = rng.beta(*p, 400_000) > rng.beta(*q, 400_000)
     assert prob_greater(*p, *q) == pytest.approx(draws.mean(), abs=4e-3)
+
+
+def test_a_mutants_numbers_do_not_depend_on_the_other_mutants(mnist_delete):
+    healthy, mutants = mnist_delete
+    together = bagged_posteriors(healthy, mutants[:3], seed=5).populations[3]
+    alone = bagged_posteriors(healthy, [mutants[2]], seed=5).populations[1]
+    assert together.name == alone.name == "12.38"
+    np.testing.assert_array_equal(together.kill_counts, alone.kill_counts)
