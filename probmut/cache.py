@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 #: Bump when the meaning of cached arrays changes, so old entries are not reused.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def _canonical(value):
