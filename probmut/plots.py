@@ -36,7 +36,7 @@ STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
 def _save(fig, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=STYLE["dpi"])
+    fig.savefig(path, dpi=STYLE["dpi"], bbox_inches="tight")
     plt.close(fig)
     return path
 
