@@ -398,6 +398,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     mutants = [m if isinstance(m, Population) else Population.from_values(m, name=f"mutant {i}")
                for i, m in enumerate(mutants, start=1)]
     names = list(names) if names else [healthy.name] + [m.name for m in mutants]
+    _warn_if_sample_near_population(settings.sample, [healthy] + mutants)
     # One key for every pair, fixed here so that seed=None still shares it.
     stream = np.random.SeedSequence(seed)
 
@@ -412,6 +413,20 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     mutant_counts = [counts(healthy, m) for m in mutants]
     return study_from_kill_counts(baseline, mutant_counts, names, settings, paired, seed,
                                   source="populations")
+
+
+class SmallPopulationWarning(UserWarning):
+    """The sample size k is close to the population size: the bagged posterior degrades."""
+
+
+def _warn_if_sample_near_population(sample: int, populations) -> None:
+    smallest = min(populations, key=len)
+    if 2 * sample > len(smallest):
+        warnings.warn(
+            f"{smallest.where}: {len(smallest)} instances for samples of k = {sample}: the "
+            "trials of one resample share most instances, so kill counts pile up at 0 and N "
+            "and the bagged posterior is unreliable (the paper draws 20 of 200); train "
+            "more instances or lower --sample", SmallPopulationWarning, stacklevel=3)
 
 
 # --- many Beta summaries at once (Monte-Carlo error and sample-size studies) -------------

@@ -107,3 +107,17 @@ def test_a_mutants_numbers_do_not_depend_on_the_other_mutants(mnist_delete):
     alone = bagged_posteriors(healthy, [mutants[2]], seed=5).populations[1]
     assert together.name == alone.name == "12.38"
     np.testing.assert_array_equal(together.kill_counts, alone.kill_counts)
+
+
+def test_warns_when_the_sample_is_most_of_the_population():
+    from probmut.posterior import SmallPopulationWarning
+
+    rng = np.random.default_rng(0)
+    small = rng.normal(0.9, 0.01, 30).clip(0, 1)
+    with pytest.warns(SmallPopulationWarning, match="30 instances for samples of k = 20"):
+        bagged_posteriors(small, [small], PosteriorSettings(bootstraps=5), seed=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bagged_posteriors(small, [small], PosteriorSettings(bootstraps=5, sample=10), seed=1)
