@@ -22,7 +22,8 @@ def mnist_delete(manifest):
     """MNIST delete_training_data: (healthy, [mutants]) with magnitudes as names."""
     mutation = manifest.mutation("mnist", "delete_training_data")
     healthy = read_population(mutation.healthy, name="healthy")
-    mutants = [read_population(f, name=m) for m, f in zip(mutation.magnitudes, mutation.files)]
+    mutants = [read_population(f, name=m) for m, f in zip(mutation.magnitudes, mutation.files,
+                                                                  strict=True)]
     return healthy, mutants
 
 

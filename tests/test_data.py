@@ -5,8 +5,14 @@ import warnings
 import numpy as np
 import pytest
 
-from probmut.data import (MissingAccuracyWarning, Population, load_kill_rates, pair,
-                          read_population, write_tidy)
+from probmut.data import (
+    MissingAccuracyWarning,
+    Population,
+    load_kill_rates,
+    pair,
+    read_population,
+    write_tidy,
+)
 from probmut.errors import ProbmutError
 
 from .conftest import RAW

@@ -45,14 +45,14 @@ def random_draws(manifest):
 
 @pytest.fixture(scope="module")
 def oracle_p(random_draws):
-    return np.array([_glm_p(a, b) for a, b in zip(*random_draws)])
+    return np.array([_glm_p(a, b) for a, b in zip(*random_draws, strict=True)])
 
 
 def test_batched_p_equals_statsmodels_glm_on_10000_real_draws(random_draws, oracle_p):
     x, y = random_draws
     p, d, _ = deepcrime_test_batch(x, y)
     np.testing.assert_allclose(p, oracle_p, rtol=1e-9, atol=1e-14)
-    np.testing.assert_allclose(d, [_paper_cohen_d(a, b) for a, b in zip(x, y)], rtol=1e-9,
+    np.testing.assert_allclose(d, [_paper_cohen_d(a, b) for a, b in zip(x, y, strict=True)], rtol=1e-9,
                                atol=1e-10)
 
 
@@ -60,7 +60,7 @@ def test_paper_decisions_agree_with_deepcrime_rounding_on_10000_draws(random_dra
     x, y = random_draws
     _, _, killed = deepcrime_test_batch(x, y, KillCriterion.paper())
     expected = [float(f"{p:.3f}") < 0.05 and abs(_paper_cohen_d(a, b)) >= 0.5
-                for p, a, b in zip(oracle_p, x, y)]
+                for p, a, b in zip(oracle_p, x, y, strict=True)]
     assert killed.tolist() == expected
     assert 1000 < killed.sum() < 9000  # both outcomes well represented
 
@@ -68,7 +68,7 @@ def test_paper_decisions_agree_with_deepcrime_rounding_on_10000_draws(random_dra
 def test_rounding_reads_p_as_the_printed_summary_table(random_draws):
     # DeepCrime parses the p out of glm.summary(); our rounding must give the same number.
     x, y = random_draws
-    for a, b in zip(x[:150], y[:150]):
+    for a, b in zip(x[:150], y[:150], strict=True):
         design = sm.add_constant(np.r_[np.zeros(20), np.ones(20)])
         fit = sm.GLM(np.r_[a, b], design).fit()
         printed = float(str(fit.summary().tables[1][2][4]))

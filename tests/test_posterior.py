@@ -5,9 +5,16 @@ import pytest
 from scipy import integrate, stats
 
 from probmut.data import load_kill_rates
-from probmut.posterior import (PosteriorSettings, bagged_posteriors, credible_interval,
-                               fit_moments, hellinger, mixture_pdf, prob_greater,
-                               study_from_kill_counts)
+from probmut.posterior import (
+    PosteriorSettings,
+    bagged_posteriors,
+    credible_interval,
+    fit_moments,
+    hellinger,
+    mixture_pdf,
+    prob_greater,
+    study_from_kill_counts,
+)
 
 # METHOD.md, "Reference values": (H_s, H_m, ratio) for healthy and each magnitude.
 REFERENCE_TABLE = {
