@@ -37,7 +37,6 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from probmut.errors import ProbmutError
 
@@ -129,12 +128,19 @@ def fisher_exact_inputs(healthy_correct, n_healthy: int, mutant_correct, n_mutan
     correct = a + c
     if alternative == "greater":
         # SciPy's form: P(healthy incorrect <= observed) given the margins.
-        p = stats.hypergeom.cdf(n_healthy - a, total, n_healthy, total - correct)
+        p = _hypergeom().cdf(n_healthy - a, total, n_healthy, total - correct)
     else:
         p = _two_sided(a, correct, n_healthy, total)
     # A margin of zero (all correct or all wrong on both sides): no evidence, p = 1.
     p = np.where((correct == 0) | (correct == total), 1.0, np.minimum(p, 1.0))
     return p[inverse.ravel()]
+
+
+def _hypergeom():
+    # Imported on use: scipy.stats would add half a second to every command's start-up.
+    from scipy.stats import hypergeom
+
+    return hypergeom
 
 
 def _two_sided(a, correct, n_healthy, total):
@@ -143,7 +149,7 @@ def _two_sided(a, correct, n_healthy, total):
     support = np.arange(n_healthy + 1)[None, :]
     low = np.maximum(0, correct - (total - n_healthy))[:, None]
     high = np.minimum(correct, n_healthy)[:, None]
-    pmf = stats.hypergeom.pmf(support, total, n_healthy, correct[:, None])
+    pmf = _hypergeom().pmf(support, total, n_healthy, correct[:, None])
     pmf = np.where((support >= low) & (support <= high), pmf, 0.0)
     observed = pmf[np.arange(a.size), a][:, None]
     return np.where(pmf <= observed * (1 + 1e-14), pmf, 0.0).sum(axis=1)

@@ -145,3 +145,13 @@ def test_entry_point_runs_as_a_program():
                              "alsonot.csv"], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip() == "probmut kill: error: nothere.csv: no such file"
+
+
+def test_building_the_command_line_imports_no_heavy_module():
+    # Start-up time: every command pays for what registration imports.
+    code = ("import sys, probmut.cli; probmut.cli.build_parser(); "
+            "print([m for m in ('scipy.stats', 'matplotlib', 'tensorflow', 'pymc', 'ray') "
+            "if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
