@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from probmut.data import read_population
@@ -25,6 +26,27 @@ def mnist_delete(manifest):
     mutants = [read_population(f, name=m) for m, f in zip(mutation.magnitudes, mutation.files,
                                                                   strict=True)]
     return healthy, mutants
+
+
+def real_draws(manifest, count: int, seed: int, healthy_pairs: bool = False):
+    """``count`` random 20-vs-20 draws of the bundled populations (rows of two arrays):
+    healthy against each mnist/movie/lenet mutant in turn, and against itself too with
+    ``healthy_pairs`` (where p spreads over [0, 1])."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for mutation in manifest.mutations():
+        if mutation.model.endswith("_dc"):
+            continue
+        healthy = read_population(mutation.healthy).values
+        if healthy_pairs:
+            pairs.append((healthy, healthy))
+        pairs += [(healthy, read_population(path).values) for path in mutation.files]
+    xs, ys = [], []
+    for t in range(count):
+        h, m = pairs[t % len(pairs)]
+        xs.append(rng.choice(h, 20, replace=False))
+        ys.append(rng.choice(m, 20, replace=False))
+    return np.array(xs), np.array(ys)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from probmut.data import read_population
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
 from probmut.killtest import (
@@ -17,6 +16,8 @@ from probmut.killtest import (
     deepcrime_test_batch,
 )
 
+from .conftest import real_draws
+
 # SciPy warns about nearly identical samples (accuracies equal to 4 decimals); the
 # comparisons below hold regardless.
 pytestmark = pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")
@@ -26,20 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")
 def draws(manifest):
     """6,000 random 20-vs-20 draws of the bundled populations: healthy vs each mutant, and
     healthy vs healthy (where p spreads over [0, 1])."""
-    rng = np.random.default_rng(7)
-    pairs = []
-    for mutation in manifest.mutations():
-        if mutation.model.endswith("_dc"):
-            continue
-        healthy = read_population(mutation.healthy).values
-        pairs.append((healthy, healthy))
-        pairs += [(healthy, read_population(path).values) for path in mutation.files]
-    xs, ys = [], []
-    for t in range(6000):
-        h, m = pairs[t % len(pairs)]
-        xs.append(rng.choice(h, 20, replace=False))
-        ys.append(rng.choice(m, 20, replace=False))
-    return np.array(xs), np.array(ys)
+    return real_draws(manifest, 6000, seed=7, healthy_pairs=True)
 
 
 def _pooled_d(x, y):

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from probmut.data import read_population
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion, deepcrime_test, deepcrime_test_batch, round_p_value
+
+from .conftest import real_draws
 
 
 def _glm_p(x, y):
@@ -27,20 +28,7 @@ def _paper_cohen_d(x, y):
 @pytest.fixture(scope="module")
 def random_draws(manifest):
     """10,000 random 20-vs-20 draws: healthy against every mnist/movie/lenet mutant."""
-    rng = np.random.default_rng(2024)
-    pairs = []
-    for mutation in manifest.mutations():
-        if mutation.model.endswith("_dc"):
-            continue
-        healthy = read_population(mutation.healthy).values
-        for path in mutation.files:
-            pairs.append((healthy, read_population(path).values))
-    xs, ys = [], []
-    for t in range(10_000):
-        h, m = pairs[t % len(pairs)]
-        xs.append(rng.choice(h, 20, replace=False))
-        ys.append(rng.choice(m, 20, replace=False))
-    return np.array(xs), np.array(ys)
+    return real_draws(manifest, 10000, seed=2024)
 
 
 @pytest.fixture(scope="module")
