@@ -155,3 +155,13 @@ def test_building_the_command_line_imports_no_heavy_module():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_train_without_its_extra_is_a_clear_error(capsys, monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tensorflow" else real(name, *a))
+    err = _bad(capsys, "train", "--out", tmp_path / "run", "--instances", "2")
+    assert "needs tensorflow" in err and "probmut[train]" in err

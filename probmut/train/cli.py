@@ -6,6 +6,7 @@ Registering the subcommand imports nothing heavy; TensorFlow is imported by the 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -69,6 +70,12 @@ def _positive(value, flag):
         raise ProbmutError(f"{flag} must be at least 1, got {value}")
 
 
+def _require(module: str, extra: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise ProbmutError(f"probmut train needs {module}, which is not installed: "
+                           f"pip install 'probmut[{extra}]'")
+
+
 def handle(args) -> int:
     """Validate everything (data, model, mutations) before the first instance trains."""
     for flag in ("instances", "jobs", "threads", "epochs", "batch_size"):
@@ -77,6 +84,10 @@ def handle(args) -> int:
         raise ProbmutError(f"--learning-rate must be positive, got {args.learning_rate}")
     if args.backend == "local" and args.address:
         raise ProbmutError("--address is for --backend ray")
+    _require("tensorflow", "train")
+    _require("sklearn", "train")
+    if args.backend == "ray":
+        _require("ray", "ray")
     from probmut.train import backends
     from probmut.train.operators import parse_mutations
 
