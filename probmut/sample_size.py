@@ -142,6 +142,10 @@ def _band_scale(sizes, population: int) -> float | None:
     return math.exp(np.mean(np.log(bands) - 0.5 * np.log(1 / ns - 1 / population)))
 
 
+#: Sizes above this share of the population cannot settle a recommendation on their own.
+_INFORMATIVE_SHARE = 0.9
+
+
 def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
               population: int | None = None) -> Recommendation:
     """Smallest n from which on both criteria hold; else what the trend suggests.
@@ -152,7 +156,8 @@ def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
     tolerance : largest acceptable width of the 95% band of the posterior mean.
     agreement : smallest acceptable share of sub-populations with the majority decision.
     population : instances available (default the largest n); sub-populations of sizes
-        close to it overlap, so their spread understates that of fresh instances.
+        close to it overlap, so their spread understates that of fresh instances, and a
+        size above 90% of it cannot be the recommendation.
 
     Notes
     -----
@@ -183,6 +188,17 @@ def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
              f"{extrapolated} per population would bring it under {tolerance:g} (rough "
              "extrapolation).")
     last = rows[-1]
+    if chosen is not None and chosen["n"] > _INFORMATIVE_SHARE * population:
+        # Sub-populations of nearly all the instances are nearly identical: their agreement
+        # says nothing about fresh instances.
+        message = (f"Not reached with the {population} instances available: the criteria hold "
+                   f"only from "
+                   f"n = {chosen['n']} on, where every sub-population holds nearly the same "
+                   "instances, so their agreement says nothing about fresh instances; train "
+                   "a larger pilot." + trend)
+        beyond = extrapolated if extrapolated and extrapolated > population else None
+        return Recommendation(None, tolerance, agreement, population, beyond, message,
+                              tuple(rows))
     if chosen is not None:
         verdict = "killed" if sizes[rows.index(chosen)].killed_share >= 0.5 else "not killed"
         message = (f"{chosen['n']} instances per population are enough: from n = {chosen['n']} "

@@ -67,6 +67,16 @@ def _synthetic(n, means, killed):
     return SizeResult(n, means, zeros, zeros + 0.01, zeros, np.asarray(killed))
 
 
+def test_sizes_near_the_whole_population_cannot_be_the_recommendation():
+    # At n = 190 of 200 every sub-population holds nearly the same instances.
+    sizes = [_synthetic(100, np.linspace(0.2, 0.9, 20), [True] * 10 + [False] * 10),
+             _synthetic(190, np.linspace(0.85, 0.86, 20), [True] * 20)]
+    advice = recommend(sizes, tolerance=0.1, population=200)
+    assert not advice.reached and "Not reached" in advice.message
+    assert "nearly the same instances" in advice.message
+    assert recommend(sizes, tolerance=0.1, population=400).size == 190
+
+
 def test_recommend_needs_both_criteria_from_n_on():
     sizes = [_synthetic(25, np.linspace(0.2, 0.9, 20), [True] * 20),          # band too wide
              _synthetic(50, np.linspace(0.85, 0.9, 20), [True] * 20),          # meets
