@@ -244,36 +244,30 @@ def pooled_z_test(x, y):
     return math.erfc(abs(z) / math.sqrt(2.0)), diff / sp
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lentz_step(aa, c, d):
+    # One term of the modified Lentz method: returns the new c, d and the factor c * d.
+    tiny = 1e-300
+    d = 1.0 + aa * d
+    if abs(d) < tiny:
+        d = tiny
+    c = 1.0 + aa / c
+    if abs(c) < tiny:
+        c = tiny
+    d = 1.0 / d
+    return c, d, c * d
+
+
 @numba.njit(cache=True, nogil=True)
 def _beta_continued_fraction(a, b, x):
     # Continued fraction of I_x(a, b) by the modified Lentz method (Numerical Recipes 6.4).
-    tiny = 1e-300
-    c = 1.0
-    d = 1.0 - (a + b) * x / (a + 1.0)
-    if abs(d) < tiny:
-        d = tiny
-    d = 1.0 / d
-    h = d
+    _, d, _ = _lentz_step(-(a + b) * x / (a + 1.0), 1.0, 1.0)
+    c, h = 1.0, d
     for m in range(1, 10000):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((a - 1.0 + m2) * (a + m2))
-        d = 1.0 + aa * d
-        if abs(d) < tiny:
-            d = tiny
-        c = 1.0 + aa / c
-        if abs(c) < tiny:
-            c = tiny
-        d = 1.0 / d
-        h *= d * c
-        aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2))
-        d = 1.0 + aa * d
-        if abs(d) < tiny:
-            d = tiny
-        c = 1.0 + aa / c
-        if abs(c) < tiny:
-            c = tiny
-        d = 1.0 / d
-        step = d * c
+        c, d, step = _lentz_step(m * (b - m) * x / ((a - 1.0 + m2) * (a + m2)), c, d)
+        h *= step
+        c, d, step = _lentz_step(-(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2)), c, d)
         h *= step
         if abs(step - 1.0) < 1e-16:
             break
