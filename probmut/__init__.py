@@ -16,12 +16,12 @@ import importlib
 __version__ = "0.1.0"
 
 _API = {
-    "Population": "probmut.data",
-    "read_population": "probmut.data",
-    "write_tidy": "probmut.data",
-    "pair": "probmut.data",
-    "load_kill_rates": "probmut.data",
-    "Manifest": "probmut.experiments",
+    "Population": "probmut.io.populations",
+    "read_population": "probmut.io.populations",
+    "write_tidy": "probmut.io.populations",
+    "pair": "probmut.io.populations",
+    "load_kill_rates": "probmut.io.populations",
+    "Manifest": "probmut.io.manifest",
     "KillCriterion": "probmut.killtest",
     "deepcrime_test": "probmut.killtest",
     "deepcrime_test_batch": "probmut.killtest",

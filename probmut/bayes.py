@@ -65,8 +65,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from probmut.data import Population, pair
 from probmut.errors import ProbmutError
+from probmut.io.populations import Population, pair
 from probmut.killtest import KillCriterion, deepcrime_test_batch
 
 try:
@@ -440,7 +440,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.data.Population` or arrays of accuracies.
+    healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies.
     settings : :class:`BayesSettings` (default: 2 chains x 1000 draws, Student-t).
     paired : model-level mutation: populations aligned by instance id, modelled
         through per-instance differences.

@@ -2,7 +2,7 @@
 
 Works on per-input outcome matrices (instances x test inputs, True where the instance
 classified the input correctly), as the trainer writes them (``{stem}.outcomes.npz``,
-read by :func:`probmut.train.outcomes.load_outcomes`). Two analyses:
+read by :func:`probmut.io.outcomes.load_outcomes`). Two analyses:
 
 **DeepMutation's mutation score** (Ma et al. 2018), lifted to populations: input ``j``
 kills a mutant population when more than ``threshold`` (default one half: a majority)
@@ -75,7 +75,7 @@ class Outcomes:
         """Read a trainer's ``{stem}.outcomes.npz``; the name defaults to the stem."""
         from pathlib import Path
 
-        from probmut.train.outcomes import load_outcomes
+        from probmut.io.outcomes import load_outcomes
 
         ids, correct, labels = load_outcomes(path)
         stem = Path(path).name.removesuffix(".npz").removesuffix(".outcomes")

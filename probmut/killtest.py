@@ -464,7 +464,7 @@ def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> K
 
     Parameters
     ----------
-    healthy, mutant : array-like of accuracies, or :class:`probmut.data.Population`.
+    healthy, mutant : array-like of accuracies, or :class:`probmut.io.populations.Population`.
     criterion : the kill rule; default ``KillCriterion()`` (DeepCrime, exact p, |d| >= 0.5).
 
     Examples

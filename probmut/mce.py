@@ -229,7 +229,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.data.Population` or arrays of accuracies (paired
+    healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies (paired
         populations are aligned by instance id).
     settings : B, N, k, criterion and Beta fit (default :class:`PosteriorSettings`, or
         :func:`paper_settings` with ``paper=True``).
@@ -245,8 +245,8 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     >>> res.repetitions, 0 < res.mean < 1, res.mean_se > 0
     (10, True, True)
     """
-    from probmut.data import Population, pair
     from probmut.engine import kill_counts
+    from probmut.io.populations import Population, pair
 
     settings = settings or (paper_settings() if paper else PosteriorSettings())
     if paired:

@@ -373,7 +373,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
 
     Parameters
     ----------
-    healthy : :class:`~probmut.data.Population` or array of accuracies.
+    healthy : :class:`~probmut.io.populations.Population` or array of accuracies.
     mutants : a list of populations (or arrays).
     settings : :class:`PosteriorSettings` (default: probmut's defaults).
     paired : model-level mutations; populations are aligned by instance id.
@@ -389,8 +389,8 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     >>> [p.killed for p in study.populations]
     [False, True]
     """
-    from probmut.data import Population, pair
     from probmut.engine import kill_counts
+    from probmut.io.populations import Population, pair
 
     settings = settings or PosteriorSettings()
     healthy = healthy if isinstance(healthy, Population) else Population.from_values(

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from probmut.data import Population
 from probmut.errors import ProbmutError
+from probmut.io.populations import Population
 from probmut.killtest import TEST_NAMES, KillCriterion, deepcrime_test_batch
 
 

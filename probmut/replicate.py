@@ -25,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from probmut.cache import Cache, cache_key
-from probmut.data import atomic_write_text, read_population
 from probmut.errors import ProbmutError
-from probmut.experiments import Manifest
+from probmut.io.atomic import atomic_write_text
+from probmut.io.cache import Cache, cache_key
+from probmut.io.manifest import Manifest
+from probmut.io.populations import read_population
 from probmut.mce import paper_settings
 from probmut.posterior import PosteriorSettings
 

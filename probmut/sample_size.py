@@ -14,7 +14,7 @@ narrower than a tolerance. Run it on a *pilot* population (say 50 to 100 instanc
 before training hundreds.
 
 All R x B x N tests of a chunk of sub-populations run in one call of the compiled engine;
-chunks are cached on disk (:mod:`probmut.cache`) so reruns are instant and an
+chunks are cached on disk (:mod:`probmut.io.cache`) so reruns are instant and an
 interrupted study resumes. Sub-population draws and engine streams depend on the seed
 and the chunk's place only: the numbers do not depend on chunking or ``jobs``.
 """
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from probmut.cache import Cache, cache_key
 from probmut.errors import ProbmutError
+from probmut.io.cache import Cache, cache_key
 from probmut.mce import JACKKNIFE, Z95, jackknife_se, paper_settings, ratio_of, repetition_moments
 from probmut.posterior import PosteriorSettings
 
@@ -314,7 +314,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.data.Population` or arrays of accuracies.
+    healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies.
     settings : B, N, k, criterion and Beta fit (default :class:`PosteriorSettings`, or
         :func:`probmut.mce.paper_settings` with ``paper=True``).
     sizes : population sizes n (each at most the smaller population).
@@ -325,7 +325,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     seed : int or None; sub-populations and tests are derived from it.
     jobs : engine threads; the numbers do not depend on it.
     tolerance, agreement : the recommendation's criteria (see :func:`recommend`).
-    cache : a :class:`~probmut.cache.Cache` to reuse and resume chunks.
+    cache : a :class:`~probmut.io.cache.Cache` to reuse and resume chunks.
     chunk : sub-populations per engine call (a unit of caching and of progress).
     progress : tqdm progress bar on stderr (None: only on a terminal).
 
@@ -340,8 +340,8 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     """
     from tqdm import tqdm
 
-    from probmut.data import Population, pair
     from probmut.engine import kill_counts
+    from probmut.io.populations import Population, pair
 
     settings = settings or (paper_settings() if paper else PosteriorSettings())
     jackknife = JACKKNIFE[1] if paper else JACKKNIFE[0]

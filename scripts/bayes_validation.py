@@ -23,8 +23,8 @@ import warnings
 import numpy as np
 
 from probmut.bayes import BayesSettings, ConvergenceWarning, model_posterior
-from probmut.data import read_population
-from probmut.experiments import Manifest
+from probmut.io.manifest import Manifest
+from probmut.io.populations import read_population
 from probmut.posterior import bagged_posteriors
 
 

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from probmut.data import read_population
 from probmut.engine import kill_counts
-from probmut.experiments import Manifest
+from probmut.io.manifest import Manifest
+from probmut.io.populations import read_population
 
 PARTS = ("engine", "cli", "mce", "sample-size", "replicate")
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
@@ -80,7 +80,7 @@ def bench_engine(healthy, mutant, jobs):
 
 
 def bench_cli():
-    command = [sys.executable, "-m", "probmut.cli", "posterior", "--model", "mnist",
+    command = [sys.executable, "-m", "probmut", "posterior", "--model", "mnist",
                "--mutation", "delete_training_data", "--no-plot"]
     subprocess.run(command, check=True, capture_output=True)  # warm the kernel cache
     seconds, _ = _timed(lambda: subprocess.run(command, check=True, capture_output=True))

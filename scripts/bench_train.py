@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _train(out: Path, instances: int, jobs: int, epochs: int | None) -> None:
-    command = [sys.executable, "-m", "probmut.cli", "train", "--dataset", "digits",
+    command = [sys.executable, "-m", "probmut", "train", "--dataset", "digits",
                "--model", "digits_cnn", "--instances", str(instances), "--jobs", str(jobs),
                "--out", str(out), "--no-progress"]
     if epochs is not None:

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probmut.data import read_population
-from probmut.experiments import Manifest
+from probmut.io.manifest import Manifest
+from probmut.io.populations import read_population
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "raw_data"

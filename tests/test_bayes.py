@@ -21,9 +21,9 @@ from probmut.bayes import (  # noqa: E402
     model_posteriors,
 )
 from probmut.cli import main  # noqa: E402
-from probmut.data import read_population  # noqa: E402
 from probmut.errors import ProbmutError  # noqa: E402
-from probmut.experiments import Manifest  # noqa: E402
+from probmut.io.manifest import Manifest  # noqa: E402
+from probmut.io.populations import read_population  # noqa: E402
 from probmut.killtest import KillCriterion  # noqa: E402
 from probmut.posterior import bagged_posteriors  # noqa: E402
 

@@ -141,7 +141,7 @@ def test_missing_accuracy_warns_on_stderr_or_fails_with_strict(capsys):
 
 def test_entry_point_runs_as_a_program():
     # One real process: the installed console script, exit code and clean stderr.
-    result = subprocess.run([sys.executable, "-m", "probmut.cli", "kill", "nothere.csv",
+    result = subprocess.run([sys.executable, "-m", "probmut", "kill", "nothere.csv",
                              "alsonot.csv"], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip() == "probmut kill: error: nothere.csv: no such file"

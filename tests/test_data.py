@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 import pytest
 
-from probmut.data import (
+from probmut.errors import ProbmutError
+from probmut.io.populations import (
     MissingAccuracyWarning,
     Population,
     load_kill_rates,
@@ -13,7 +14,6 @@ from probmut.data import (
     read_population,
     write_tidy,
 )
-from probmut.errors import ProbmutError
 
 from .conftest import RAW
 

@@ -47,7 +47,7 @@ def _reference_kill_rate(healthy, mutant, rng, bootstraps, trials, paired):
 
 @pytest.mark.parametrize("paired", [False, True])
 def test_kill_rate_matches_a_plain_implementation(mnist_delete, manifest, paired):
-    from probmut.data import pair, read_population
+    from probmut.io.populations import pair, read_population
 
     if paired:
         mutation = manifest.mutation("mnist", "weights_fuzzing")

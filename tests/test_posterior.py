@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from probmut.data import load_kill_rates
+from probmut.io.populations import load_kill_rates
 from probmut.posterior import (
     PosteriorSettings,
     bagged_posteriors,

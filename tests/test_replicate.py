@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from probmut.cli import main
-from probmut.experiments import Manifest
+from probmut.io.manifest import Manifest
 from probmut.replicate import SAMPLE_SIZE_CONFIGS, replicate
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import probmut.engine
-from probmut.cache import Cache
 from probmut.cli import main
-from probmut.data import read_population
+from probmut.io.cache import Cache
+from probmut.io.populations import read_population
 from probmut.posterior import PosteriorSettings
 from probmut.sample_size import SizeResult, recommend, sample_size_study
 

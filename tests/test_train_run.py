@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probmut.train.outcomes import load_outcomes
+from probmut.io.outcomes import load_outcomes
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.train
@@ -29,7 +29,7 @@ def _env():
 
 
 def probmut(*args, check=True):
-    result = subprocess.run([sys.executable, "-m", "probmut.cli", *map(str, args)], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "probmut", *map(str, args)], cwd=REPO,
                             env=_env(), capture_output=True, text=True, timeout=600)
     if check and result.returncode != 0:
         raise AssertionError(f"probmut {args} exited {result.returncode}:\n{result.stderr}")
@@ -108,7 +108,7 @@ def test_same_seed_same_accuracy_in_process(digits_run):
 def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     pytest.importorskip("tensorflow")
     out = tmp_path / "resume"
-    args = [sys.executable, "-m", "probmut.cli", "train", *FAST, "--instances", 6, "--out", out]
+    args = [sys.executable, "-m", "probmut", "train", *FAST, "--instances", 6, "--out", out]
     process = subprocess.Popen(list(map(str, args)), cwd=REPO, env=_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     records = out / ".work" / "healthy"

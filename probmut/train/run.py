@@ -4,7 +4,7 @@ Layout of an output directory ``OUT``::
 
     OUT/manifest.toml                      run manifest read by the analysis commands
     OUT/healthy.csv                        instance,accuracy,seed (one row per instance)
-    OUT/healthy.outcomes.npz               per-input outcomes (probmut.train.outcomes)
+    OUT/healthy.outcomes.npz               per-input outcomes (probmut.io.outcomes)
     OUT/{operator}_{magnitude}.csv         one file per mutant population (+ .outcomes.npz)
     OUT/.work/settings.json                the shared settings; a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
@@ -20,16 +20,17 @@ import dataclasses
 import json
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.io.atomic import atomic_write, remove_orphans
+from probmut.io.manifest import add_to_manifest
+from probmut.io.outcomes import save_outcomes
 from probmut.train.instance import HEALTHY, InstanceResult, RunSettings, Task, train_instance
 from probmut.train.operators import Mutation
-from probmut.train.outcomes import atomic_write, save_outcomes
 
 
 def _record_path(out: Path, population: str, instance: int) -> Path:
@@ -99,38 +100,6 @@ def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool
     return len(ids)
 
 
-def _toml_string(text: str) -> str:
-    return json.dumps(text)  # a JSON string is a valid TOML basic string
-
-
-def write_manifest(out: Path, name: str, description: str, mutations: list[Mutation]) -> None:
-    """Add this run's populations to ``out/manifest.toml``, keeping what is there
-    (other runs' models, magnitudes of earlier invocations)."""
-    path = out / "manifest.toml"
-    manifest = tomllib.loads(path.read_text()) if path.exists() else {}
-    entry = manifest.setdefault("models", {}).setdefault(name, {})
-    entry.update(healthy=f"{HEALTHY}.csv", description=description)
-    known = entry.setdefault("mutations", {})
-    for mutation in mutations:
-        op = mutation.operator
-        spec = known.setdefault(op.name, {"paired": op.paired,
-                                          "pattern": f"{op.name}_{{magnitude}}.csv",
-                                          "magnitudes": []})
-        if mutation.magnitude not in spec["magnitudes"]:
-            spec["magnitudes"].append(mutation.magnitude)
-    lines = ["# probmut run manifest, written by `probmut train`; paths are relative to it."]
-    for model, entry in manifest["models"].items():
-        lines += ["", f"[models.{model}]", f"healthy = {_toml_string(entry['healthy'])}",
-                  f"description = {_toml_string(entry.get('description', ''))}"]
-        for op_name, spec in entry.get("mutations", {}).items():
-            magnitudes = ", ".join(_toml_string(m) for m in spec["magnitudes"])
-            lines += ["", f"[models.{model}.mutations.{op_name}]",
-                      f"paired = {'true' if spec['paired'] else 'false'}",
-                      f"pattern = {_toml_string(spec['pattern'])}",
-                      f"magnitudes = [{magnitudes}]"]
-    atomic_write(path, lambda h: h.write(("\n".join(lines) + "\n").encode()))
-
-
 @dataclass
 class RunReport:
     """What a run did: instances trained now, found already done, and failures."""
@@ -155,8 +124,7 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
 
     out = Path(out)
     _check_settings(out, settings)
-    for orphan in out.rglob(".*.tmp"):  # left by a killed run (one run per --out at a time)
-        orphan.unlink()
+    remove_orphans(out)  # left by a killed run (one run per --out at a time)
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
     trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,
@@ -203,7 +171,9 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
                 report.counts[stem] = assemble(out, stem, instances, labels, deepcrime)
         report.counts = {stem: report.counts[stem] for stem in populations}
         cfg = settings.config
-        write_manifest(out, name, f"{settings.model} on {settings.dataset}, {instances} "
-                       f"instances, {cfg.epochs} epochs, batch {cfg.batch_size}, seed "
-                       f"{settings.seed} (probmut train)", mutations)
+        add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
+                        f"{settings.model} on {settings.dataset}, {instances} instances, "
+                        f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
+                        "(probmut train)",
+                        [(m.operator.name, m.magnitude, m.operator.paired) for m in mutations])
     return report

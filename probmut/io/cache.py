@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import numpy as np
+
+from probmut.io.atomic import atomic_write_bytes
 
 #: Bump when the meaning of cached arrays changes, so old entries are not reused.
 CACHE_VERSION = 2
@@ -96,14 +96,6 @@ class Cache:
         if self.directory is None:
             return
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(buffer.getvalue())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(path, buffer.getvalue())

@@ -1,6 +1,6 @@
 """Study subcommands: ``mce``, ``sample-size``, ``recommend`` and ``replicate``.
 
-They reuse the shared argument helpers of :mod:`probmut.commands` (populations by file
+They reuse the shared argument helpers of :mod:`probmut.cli.analysis` (populations by file
 or manifest, kill criterion, bagged-posterior settings, seed/jobs/json).
 """
 
@@ -11,19 +11,18 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from probmut.commands import (
+from probmut.cli.args import (
     PLOT_DIR,
     add_criterion_arguments,
     add_plot_arguments,
     add_population_arguments,
     add_posterior_arguments,
     add_run_arguments,
-    emit,
-    emit_with_figure,
     figure_path,
     posterior_settings_from,
     resolve_inputs,
 )
+from probmut.cli.emit import emit, emit_with_figure
 from probmut.errors import ProbmutError
 
 DEFAULT_CACHE = Path(".probmut_cache")
@@ -49,7 +48,7 @@ def _emit_many(args, results, key: str) -> None:
 # --- mce ------------------------------------------------------------------------------------
 
 def _run_mce(args) -> int:
-    from probmut.data import load_kill_rates
+    from probmut.io.populations import load_kill_rates
     from probmut.mce import mce_from_kill_counts, monte_carlo_error
 
     settings = _mce_settings(args)
@@ -87,8 +86,8 @@ def _sizes(text: str | None, available: int, sample: int) -> list[int]:
 
 
 def _studies(args):
-    from probmut.cache import Cache
-    from probmut.data import pair
+    from probmut.io.cache import Cache
+    from probmut.io.populations import pair
     from probmut.sample_size import sample_size_study
 
     inputs = resolve_inputs(args)

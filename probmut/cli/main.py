@@ -15,11 +15,11 @@ import warnings
 from probmut.errors import EXIT_BAD_INPUT, ProbmutError
 
 _COMMAND_MODULES = [
-    "probmut.commands",
-    "probmut.train.cli",
-    "probmut.study_commands",
-    "probmut.bayes_commands",
-    "probmut.inputs_commands",
+    "probmut.cli.analysis",
+    "probmut.cli.train",
+    "probmut.cli.studies",
+    "probmut.cli.bayes",
+    "probmut.cli.inputs",
 ]
 
 
@@ -51,6 +51,3 @@ def main(argv: list[str] | None = None) -> int:
               "command again to resume", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import re
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.io.atomic import atomic_write_text
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
 
@@ -217,19 +216,6 @@ def write_tidy(population: Population, path) -> None:
     rows = ["instance,accuracy"] + [f"{int(i)},{float(v)!r}"
                                     for i, v in zip(population.ids, population.values, strict=True)]
     atomic_write_text(path, "\n".join(rows) + "\n")
-
-
-def atomic_write_text(path, text: str) -> None:
-    """Write a text file so that readers see the old or the new content, never half."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def pair(healthy: Population, mutant: Population) -> tuple[Population, Population]:

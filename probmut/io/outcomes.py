@@ -19,44 +19,10 @@ Examples
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 import numpy as np
 
 from probmut.errors import ProbmutError
-
-
-def atomic_write(path: str | os.PathLike, write) -> None:
-    """Call ``write(file_object)`` on a temporary file, then rename it onto ``path``.
-
-    Readers see either the old file or the complete new one, never a partial file,
-    also if the process is killed half-way (the rename is atomic on POSIX and Windows).
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
-    >>> atomic_write(path, lambda f: f.write(b"done"))
-    >>> open(path, "rb").read()
-    b'done'
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from probmut.io.atomic import atomic_write
 
 
 def save_outcomes(path, instance_ids, correct, labels) -> None:

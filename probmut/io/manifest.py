@@ -12,20 +12,23 @@ Paths are relative to the manifest. The bundled one is ``raw_data/manifest.toml`
     pattern = "mnist/results_mnist_delete_training_data_mutated0_MP_{magnitude}.csv"
     magnitudes = ["3.1", "9.29", "12.38", "18.57", "30.93"]
 
-The trainer (``probmut train``) writes one of these for each run.
+The trainer (``probmut train``) writes one of these for each run
+(:func:`add_to_manifest`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from probmut.errors import ProbmutError
+from probmut.io.atomic import atomic_write_text
 
 #: The repository's bundled data (the paper's populations).
-BUNDLED_DATA = Path(__file__).resolve().parent.parent / "raw_data"
+BUNDLED_DATA = Path(__file__).resolve().parents[2] / "raw_data"
 
 
 def default_manifest() -> Path:
@@ -123,3 +126,63 @@ class Manifest:
         for m in [model] if model else self.model_names():
             for name in self.mutation_names(m):
                 yield self.mutation(m, name)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to a manifest")
+
+
+def _toml_lines(table: dict, prefix: str) -> list[str]:
+    scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
+    lines = [f"[{prefix}]"] if prefix and (scalars or not table) else []
+    lines += [f"{key} = {_toml_value(value)}" for key, value in scalars.items()]
+    for key, value in table.items():
+        if isinstance(value, dict):
+            sub = _toml_lines(value, f"{prefix}.{key}" if prefix else key)
+            lines += ([""] if lines else []) + sub
+    return lines
+
+
+def write_manifest(path, content: dict, comment: str | None = None) -> None:
+    """Write a manifest (nested tables of strings, numbers, booleans and lists) as TOML,
+    atomically.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "manifest.toml")
+    >>> write_manifest(path, {"models": {"m": {"healthy": "h.csv", "mutations": {
+    ...     "x": {"paired": False, "pattern": "x_{magnitude}.csv", "magnitudes": ["1"]}}}}})
+    >>> Manifest.load(path).mutation("m", "x").files[0].name
+    'x_1.csv'
+    """
+    lines = [f"# {comment}", ""] if comment else []
+    atomic_write_text(path, "\n".join(lines + _toml_lines(content, "")) + "\n")
+
+
+def add_to_manifest(path, model: str, healthy: str, description: str, populations) -> None:
+    """Add populations to the manifest at ``path`` (created if absent), keeping what is
+    there: other models, magnitudes written by earlier runs.
+
+    ``populations`` holds ``(mutation, magnitude, paired)`` triples; each mutation's
+    files are ``{mutation}_{magnitude}.csv`` beside the manifest.
+    """
+    path = Path(path)
+    content = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    entry = content.setdefault("models", {}).setdefault(model, {})
+    entry.update(healthy=healthy, description=description)
+    known = entry.setdefault("mutations", {})
+    for name, magnitude, paired in populations:
+        spec = known.setdefault(name, {"paired": bool(paired),
+                                       "pattern": f"{name}_{{magnitude}}.csv",
+                                       "magnitudes": []})
+        if magnitude not in spec["magnitudes"]:
+            spec["magnitudes"].append(magnitude)
+    write_manifest(path, content,
+                   "probmut run manifest, written by `probmut train`; paths are relative to it.")

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import os
 
-from probmut.commands import (
+from probmut.cli.args import (
     add_criterion_arguments,
     add_plot_arguments,
     add_population_arguments,
     add_run_arguments,
     criterion_from,
-    emit_with_figure,
     figure_path,
     resolve_inputs,
 )
+from probmut.cli.emit import emit_with_figure
 
 
 def _run_bayes(args) -> int:

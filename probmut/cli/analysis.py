@@ -1,0 +1,158 @@
+"""Analysis subcommands: ``kill``, ``repeat`` and ``posterior``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from probmut.cli.args import (
+    add_criterion_arguments,
+    add_plot_arguments,
+    add_population_arguments,
+    add_posterior_arguments,
+    add_run_arguments,
+    criterion_from,
+    figure_path,
+    manifest_magnitudes,
+    posterior_settings_from,
+    resolve_inputs,
+)
+from probmut.cli.emit import emit, emit_with_figure
+from probmut.errors import ProbmutError
+from probmut.io.populations import pair
+from probmut.killtest import TEST_NAMES
+
+
+@dataclass(frozen=True)
+class KillTable:
+    names: list
+    results: list
+
+    def to_json(self) -> str:
+        if len(self.results) == 1:
+            return json.dumps(self.results[0].to_dict() | {"name": self.names[0]}, indent=2)
+        return json.dumps({"tests": [r.to_dict() | {"name": n}
+                                     for n, r in zip(self.names, self.results, strict=True)]},
+                          indent=2, default=str)
+
+    def __str__(self) -> str:
+        if len(self.results) == 1:
+            return f"{self.names[0]}: {self.results[0]}"
+        first = self.results[0]
+        effect = "A12" if first.kind == "mannwhitney" else "d"
+        lines = [f"{TEST_NAMES[first.kind]} on whole populations (kill iff {first.criterion})",
+                 f"{'population':<24}{'n_h':>5}{'n_m':>5}{'p-value':>10}{effect:>9}  decision"]
+        lines += [f"{n:<24}{r.n_healthy:>5}{r.n_mutant:>5}{r.p_value:>10.4g}"
+                  f"{r.effect_size:>9.4f}  {'KILLED' if r.killed else 'not killed'}"
+                  for n, r in zip(self.names, self.results, strict=True)]
+        return "\n".join(lines)
+
+
+def _run_kill(args) -> int:
+    from probmut.killtest import deepcrime_test
+
+    inputs = resolve_inputs(args)
+    criterion = criterion_from(args)
+    results = []
+    for mutant in inputs.mutants:
+        healthy = inputs.healthy
+        if inputs.paired:
+            healthy, mutant = pair(healthy, mutant)
+        results.append(deepcrime_test(healthy, mutant, criterion))
+    emit(args, KillTable([m.name for m in inputs.mutants], results))
+    return 0
+
+
+def _run_repeat(args) -> int:
+    from probmut.repeat import RepeatStudy, repeated_tests
+
+    inputs = resolve_inputs(args)
+    criterion = criterion_from(args)
+    populations = [inputs.healthy] + inputs.mutants
+    names = ["healthy (false positives)"] + [m.name for m in inputs.mutants]
+    results = tuple(
+        repeated_tests(inputs.healthy, population, repetitions=args.repetitions,
+                       tests=args.tests, sample=args.sample, pool=args.pool,
+                       paired=inputs.paired, criterion=criterion, seed=args.seed, name=name)
+        for population, name in zip(populations, names, strict=True))
+    emit(args, RepeatStudy(results, criterion, inputs.paired, args.seed))
+    return 0
+
+
+def _run_posterior(args) -> int:
+    from probmut.io.populations import load_kill_rates
+    from probmut.posterior import bagged_posteriors, study_from_kill_counts
+
+    settings = posterior_settings_from(args)
+    if args.kill_rates:
+        if len(args.kill_rates) != 2 or args.files:
+            raise ProbmutError("--kill-rates takes two files: BASELINE.npy MUTANTS.npy")
+        baseline = load_kill_rates(args.kill_rates[0], settings.trials)
+        mutants = load_kill_rates(args.kill_rates[1], settings.trials)
+        mutants = mutants[None, :] if mutants.ndim == 1 else mutants
+        if baseline.ndim != 1 or mutants.ndim != 2:
+            raise ProbmutError("--kill-rates: BASELINE must be 1-D (B,), MUTANTS (B,) or "
+                               "(mutants, B)")
+        names = ["healthy"] + (args.names.split(",") if args.names else
+                               manifest_magnitudes(args) or
+                               [f"mutant {i}" for i in range(1, len(mutants) + 1)])
+        if len(names) != len(mutants) + 1:
+            raise ProbmutError(f"{len(names) - 1} names for {len(mutants)} mutant rows")
+        study = study_from_kill_counts(baseline, list(mutants), names, settings,
+                                       paired=args.paired, source="saved kill rates")
+        label = f"{args.model}_{args.mutation}" if args.model else Path(args.kill_rates[1]).stem
+    else:
+        inputs = resolve_inputs(args)
+        study = bagged_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
+                                  seed=args.seed, jobs=args.jobs)
+        label = inputs.label
+    figure = figure_path(args, args.model or "posterior", f"{label}.png")
+    if figure:
+        from probmut.plots import plot_posteriors
+
+        plot_posteriors(study, figure, title=label.replace("_", " "))
+    emit_with_figure(args, study.to_dict(), str(study), figure)
+    return 0
+
+
+def register(subparsers) -> None:
+    kill = subparsers.add_parser(
+        "kill", help="one DeepCrime decision from two whole populations",
+        description="DeepCrime's statistical test (GLM p-value + Cohen's d) on the whole "
+                    "populations, as DeepCrime does with its 20 vs 20 instances.")
+    add_population_arguments(kill)
+    add_criterion_arguments(kill)
+    kill.add_argument("--json", action="store_true", help="print one JSON document")
+    kill.set_defaults(func=_run_kill)
+
+    repeat = subparsers.add_parser(
+        "repeat", help="the DeepCrime test repeated over random instance subsets",
+        description="The motivating experiment: pass rate of repeated k-vs-k DeepCrime tests "
+                    "with fresh sound/unknown pools, mean (sd); the healthy population "
+                    "against itself gives the false-positive rate.")
+    add_population_arguments(repeat)
+    add_criterion_arguments(repeat)
+    repeat.add_argument("--repetitions", type=int, default=50, help="repetitions (50)")
+    repeat.add_argument("--tests", type=int, default=100, help="tests per repetition (100)")
+    repeat.add_argument("--sample", type=int, default=20, help="k instances per side (20)")
+    repeat.add_argument("--pool", type=int, default=None,
+                        help="sound pool size (default half the healthy instances)")
+    add_run_arguments(repeat)
+    repeat.set_defaults(func=_run_repeat)
+
+    posterior = subparsers.add_parser(
+        "posterior", help="bagged posteriors, ratios and decisions (the main analysis)",
+        description="Bagged posterior of the kill probability for the healthy baseline and "
+                    "each mutant, Hellinger distances to the ideal posteriors, ratio and "
+                    "decision, and the paper's Figure 3.")
+    add_population_arguments(posterior)
+    posterior.add_argument("--kill-rates", nargs="+", metavar="NPY",
+                           help="analyse saved kill rates instead: BASELINE.npy MUTANTS.npy")
+    posterior.add_argument("--names", help="comma-separated mutant names for --kill-rates")
+    add_criterion_arguments(posterior)
+    add_posterior_arguments(posterior)
+    add_plot_arguments(posterior, "plot_results/MODEL/NAME.png")
+    add_run_arguments(posterior)
+    posterior.set_defaults(func=_run_posterior)
+

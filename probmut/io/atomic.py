@@ -1,0 +1,64 @@
+"""The one way probmut writes a file: whole or not at all.
+
+Every file (populations, manifests, caches, outcome files, the trainer's records) is
+written to a temporary file in the same directory, flushed to disk, then renamed onto
+its name. Readers see the old file or the complete new one, never a partial file, also
+when the process is killed half-way (the rename is atomic on POSIX and Windows).
+Temporary files are named ``.{name}.*.tmp``; a killed writer can leave one behind,
+which :func:`remove_orphans` clears.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path, write) -> None:
+    """Call ``write(binary_file)`` on a temporary file, then rename it onto ``path``.
+
+    The parent directory is created if needed.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
+    >>> atomic_write(path, lambda f: f.write(b"done"))
+    >>> open(path, "rb").read()
+    b'done'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write`)."""
+    atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_write`)."""
+    atomic_write(path, lambda handle: handle.write(data))
+
+
+def remove_orphans(directory) -> int:
+    """Delete the temporary files a killed writer left under ``directory``; returns how
+    many. Only safe when no other process writes there (one run per directory)."""
+    orphans = list(Path(directory).rglob(".*.tmp"))
+    for orphan in orphans:
+        orphan.unlink(missing_ok=True)
+    return len(orphans)
