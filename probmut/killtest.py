@@ -101,7 +101,7 @@ class KillCriterion:
 
     Examples
     --------
-    >>> KillCriterion.paper()
+    >>> KillCriterion(round_p=3)
     KillCriterion(alpha=0.05, effect=0.5, direction='two-sided', round_p=3, kind='deepcrime')
     >>> KillCriterion(kind="mannwhitney", effect="large").describe()
     'Mann-Whitney p < 0.05 and max(A12, 1-A12) >= 0.71'
@@ -131,12 +131,6 @@ class KillCriterion:
                 f"unknown direction {self.direction!r}; choose one of {', '.join(DIRECTIONS)}")
         if self.round_p is not None and not 0 <= self.round_p <= 15:
             raise ProbmutError(f"round_p must be between 0 and 15 decimals, got {self.round_p}")
-
-    @classmethod
-    def paper(cls, kind: str = "deepcrime") -> KillCriterion:
-        """The PMT paper's choices: alpha 0.05, two-sided medium effect, p rounded to 3
-        decimals (with the DeepCrime test unless another ``kind`` is asked for)."""
-        return cls(alpha=0.05, effect=None, direction="two-sided", round_p=3, kind=kind)
 
     def p_max(self) -> float:
         """Largest p-value that still counts as significant (kill needs ``p <= p_max``).

@@ -13,9 +13,9 @@ average it equals ``sd / sqrt(R)``).
 
 Beta summaries: moment matching by default (exact and instant); ``fit="lsq"`` is the
 least-squares fit, run for all R repetitions at once by
-:func:`probmut.posterior.fit_beta_batch`. With ``paper=True`` (``--paper``) every choice
-is the paper's MCE code: least squares on its coarser grid (step 0.01), one
-``curve_fit`` per repetition, the paper's jackknife, p rounded to 3 decimals.
+:func:`probmut.posterior.fit_beta_batch`. :func:`probmut.paper.mce_settings`
+(``--paper``) is the paper's MCE code: least squares on its coarser grid (step 0.01),
+one ``curve_fit`` per repetition, the paper's jackknife, p rounded to 3 decimals.
 
 References
 ----------
@@ -32,22 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.posterior import PosteriorSettings, beta_mean_var, fit_beta_batch, hellinger
+from probmut.posterior import (
+    JACKKNIFES,
+    PosteriorSettings,
+    beta_mean_var,
+    fit_beta_batch,
+    hellinger,
+)
 
-JACKKNIFE = ("standard", "paper")
-#: Grid step of the least-squares fit in the paper's MCE code (coarser than its 0.001).
-PAPER_MCE_GRID = 0.01
 #: The paper (and METHOD.md) use 1.96 for the 95% interval.
 Z95 = 1.96
-
-
-def paper_settings(**overrides) -> PosteriorSettings:
-    """The paper's MCE settings: its posterior settings with the 0.01 fit grid.
-
-    >>> paper_settings().grid_step, paper_settings().fit
-    (0.01, 'lsq')
-    """
-    return PosteriorSettings.paper(**({"grid_step": PAPER_MCE_GRID} | overrides))
 
 
 def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
@@ -67,8 +61,8 @@ def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
     >>> bool(np.isclose(jackknife_se(x, "paper"), jackknife_se(x) * 3 / 4))
     True
     """
-    if jackknife not in JACKKNIFE:
-        raise ProbmutError(f"unknown jackknife {jackknife!r}; choose one of {', '.join(JACKKNIFE)}")
+    if jackknife not in JACKKNIFES:
+        raise ProbmutError(f"unknown jackknife {jackknife!r}; choose one of {', '.join(JACKKNIFES)}")
     values = np.asarray(values, dtype=np.float64)
     count = values.shape[-1]
     if count < 2:
@@ -79,16 +73,14 @@ def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
     return np.sqrt((count - 1) / count * (deviation**2).sum(axis=-1))
 
 
-def repetition_moments(kill_counts, settings: PosteriorSettings,
-                       solver: str = "lm") -> tuple[np.ndarray, np.ndarray]:
+def repetition_moments(kill_counts, settings: PosteriorSettings) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance of the Beta summary of every repetition.
 
     ``kill_counts`` has shape (..., R, B); returns two arrays of shape (..., R).
-    ``solver`` is passed to :func:`probmut.posterior.fit_beta_batch`.
     """
     counts = np.asarray(kill_counts)
     a, b = fit_beta_batch(counts.reshape(-1, counts.shape[-1]), settings.trials,
-                          settings.fit, settings.grid_step, solver=solver)
+                          settings.fit, settings.grid_step, solver=settings.solver)
     mean, var = beta_mean_var(a, b)
     return mean.reshape(counts.shape[:-1]), var.reshape(counts.shape[:-1])
 
@@ -118,7 +110,6 @@ class MCEResult:
     mean_se: float
     var_se: float
     settings: PosteriorSettings
-    jackknife: str = "standard"
     paired: bool = False
     seed: int | None = None
     source: str = "populations"
@@ -126,6 +117,10 @@ class MCEResult:
     @property
     def repetitions(self) -> int:
         return int(self.means.size)
+
+    @property
+    def jackknife(self) -> str:
+        return self.settings.jackknife
 
     @property
     def mean(self) -> float:
@@ -191,16 +186,16 @@ class MCEResult:
 
 
 def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None, *,
-                         paper: bool = False, name: str = "mutant", paired: bool = False,
-                         seed=None, source: str = "saved kill counts") -> MCEResult:
+                         name: str = "mutant", paired: bool = False, seed=None,
+                         source: str = "saved kill counts") -> MCEResult:
     """MCE from R x B kill counts (one row per repetition).
 
     Parameters
     ----------
     kill_counts : int array (R, B), e.g. ``load_kill_rates("reps.npy", 100)``.
-    settings : fit, grid and trials (default :class:`PosteriorSettings`, or
-        :func:`paper_settings` with ``paper=True``).
-    paper : the paper's MCE exactly: ``curve_fit`` per repetition and its jackknife.
+    settings : fit, grid, solver, jackknife and trials (default
+        :class:`PosteriorSettings`; the paper's MCE exactly:
+        :func:`probmut.paper.mce_settings`).
 
     Examples
     --------
@@ -212,17 +207,15 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
     counts = np.asarray(kill_counts)
     if counts.ndim != 2:
         raise ProbmutError(f"kill counts for the MCE must be R x B (2-D), got shape {counts.shape}")
-    settings = settings or (paper_settings() if paper else PosteriorSettings())
-    means, variances = repetition_moments(counts, settings, "curve_fit" if paper else "lm")
-    jackknife = "paper" if paper else "standard"
-    return MCEResult(name, means, variances, float(jackknife_se(means, jackknife)),
-                     float(jackknife_se(variances, jackknife)), settings, jackknife, paired,
+    settings = settings or PosteriorSettings()
+    means, variances = repetition_moments(counts, settings)
+    return MCEResult(name, means, variances, float(jackknife_se(means, settings.jackknife)),
+                     float(jackknife_se(variances, settings.jackknife)), settings, paired,
                      seed, source)
 
 
 def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None, *,
-                      repetitions: int = 100, paired: bool = False, paper: bool = False,
-                      seed=None, jobs: int | None = None, name: str | None = None) -> MCEResult:
+                      repetitions: int = 100, paired: bool = False, seed=None, jobs: int | None = None, name: str | None = None) -> MCEResult:
     """MCE of the bagged posterior of ``mutant`` against ``healthy``, from populations.
 
     All R x B x N DeepCrime tests run in one call of the compiled engine.
@@ -231,10 +224,9 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     ----------
     healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies (paired
         populations are aligned by instance id).
-    settings : B, N, k, criterion and Beta fit (default :class:`PosteriorSettings`, or
-        :func:`paper_settings` with ``paper=True``).
+    settings : B, N, k, criterion, Beta fit and jackknife (default
+        :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.mce_settings`).
     repetitions : R (the paper: 100).
-    paper : the paper's fit (curve_fit per repetition on the 0.01 grid) and jackknife.
     seed, jobs : see :func:`probmut.engine.kill_counts`; same seed, same numbers.
 
     Examples
@@ -248,7 +240,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     from probmut.engine import kill_counts
     from probmut.io.populations import Population, pair
 
-    settings = settings or (paper_settings() if paper else PosteriorSettings())
+    settings = settings or PosteriorSettings()
     if paired:
         if isinstance(healthy, Population) and isinstance(mutant, Population):
             healthy, mutant = pair(healthy, mutant)
@@ -257,5 +249,5 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
                          bootstraps=settings.bootstraps, trials=settings.trials,
                          sample=settings.sample, repetitions=repetitions, paired=paired,
                          criterion=settings.criterion, seed=seed, jobs=jobs)
-    return mce_from_kill_counts(counts, settings, paper=paper, name=name, paired=paired,
+    return mce_from_kill_counts(counts, settings, name=name, paired=paired,
                                 seed=seed, source="populations")

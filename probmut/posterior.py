@@ -20,7 +20,7 @@ import functools
 import json
 import math
 import warnings
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import special
@@ -30,16 +30,23 @@ from probmut.killtest import KillCriterion
 
 FITS = ("moments", "lsq")
 INTERVALS = ("hdi", "equal-tailed", "normal")
+#: Least-squares solvers: vectorised Levenberg-Marquardt, or scipy's curve_fit per fit.
+SOLVERS = ("lm", "curve_fit")
+#: Jackknife variants of the Monte-Carlo error (see :mod:`probmut.mce`).
+JACKKNIFES = ("standard", "paper")
 
 
 @dataclass(frozen=True)
 class PosteriorSettings:
-    """Every choice of a bagged-posterior analysis, in one place.
+    """Every choice of a bagged-posterior analysis (and of its repetitions), in one place.
 
-    ``PosteriorSettings.paper()`` selects exactly the paper's choices.
+    ``fit`` is the Beta summary (``"moments"`` or least squares ``"lsq"`` on the grid of
+    step ``grid_step``, computed by ``solver``); ``jackknife`` the standard error of
+    repeated analyses (:mod:`probmut.mce`). :func:`probmut.paper.posterior_settings`
+    gives exactly the paper's choices.
 
-    >>> PosteriorSettings.paper().fit, PosteriorSettings.paper().interval
-    ('lsq', 'normal')
+    >>> PosteriorSettings().fit, PosteriorSettings().interval, PosteriorSettings().jackknife
+    ('moments', 'hdi', 'standard')
     """
 
     bootstraps: int = 100
@@ -51,6 +58,8 @@ class PosteriorSettings:
     mass: float = 0.95
     threshold: float = 1.0
     criterion: KillCriterion = field(default_factory=KillCriterion)
+    jackknife: str = "standard"
+    solver: str = "lm"
 
     def __post_init__(self):
         if self.fit not in FITS:
@@ -64,12 +73,12 @@ class PosteriorSettings:
             raise ProbmutError(f"the fit grid step must be in (0, 0.5), got {self.grid_step}")
         if self.threshold <= 0:
             raise ProbmutError(f"the ratio threshold must be positive, got {self.threshold}")
-
-    @classmethod
-    def paper(cls, **overrides) -> PosteriorSettings:
-        """The paper: least-squares fit on the 0.001 grid, mean +- 1.96 sd, p rounded."""
-        base = cls(fit="lsq", grid_step=0.001, interval="normal", criterion=KillCriterion.paper())
-        return replace(base, **overrides)
+        if self.solver not in SOLVERS:
+            raise ProbmutError(f"unknown least-squares solver {self.solver!r}; choose one of "
+                               f"{', '.join(SOLVERS)}")
+        if self.jackknife not in JACKKNIFES:
+            raise ProbmutError(f"unknown jackknife {self.jackknife!r}; choose one of "
+                               f"{', '.join(JACKKNIFES)}")
 
     def describe(self) -> str:
         fit = ("least squares on a grid of step " + f"{self.grid_step:g}"
@@ -149,12 +158,11 @@ def fit_least_squares(kill_counts, trials: int, grid_step: float = 0.001) -> tup
     return float(params[0]), float(params[1])
 
 
-def fit_beta(kill_counts, trials: int, fit: str = "moments",
-             grid_step: float = 0.001) -> tuple[float, float]:
-    """Beta summary of the bagged posterior by the chosen fit."""
-    if fit == "moments":
-        return fit_moments(kill_counts, trials)
-    return fit_least_squares(kill_counts, trials, grid_step)
+def fit_beta(kill_counts, trials: int, fit: str = "moments", grid_step: float = 0.001,
+             solver: str = "lm") -> tuple[float, float]:
+    """Beta summary of the bagged posterior by the chosen fit (see :func:`fit_beta_batch`)."""
+    a, b = fit_beta_batch(np.asarray(kill_counts)[None, :], trials, fit, grid_step, solver)
+    return float(a[0]), float(b[0])
 
 
 def beta_mean_var(a: float, b: float) -> tuple[float, float]:
@@ -285,7 +293,7 @@ def summarize(name: str, kill_counts, settings: PosteriorSettings,
     """
     counts = np.asarray(kill_counts, dtype=np.int64)
     n = settings.trials
-    a, b = fit_beta(counts, n, settings.fit, settings.grid_step)
+    a, b = fit_beta(counts, n, settings.fit, settings.grid_step, settings.solver)
     mean, var = beta_mean_var(a, b)
     low, high = credible_interval(a, b, settings.interval, settings.mass)
     h_sound = hellinger(a, b, 1, n + 1)
@@ -520,8 +528,9 @@ def fit_beta_batch(kill_counts, trials: int, fit: str = "moments", grid_step: fl
         return mean * common, (1 - mean) * common
     if fit != "lsq":
         raise ProbmutError(f"unknown Beta fit {fit!r}; choose one of {', '.join(FITS)}")
-    if solver not in ("lm", "curve_fit"):
-        raise ProbmutError(f"unknown least-squares solver {solver!r}; choose lm or curve_fit")
+    if solver not in SOLVERS:
+        raise ProbmutError(f"unknown least-squares solver {solver!r}; choose one of "
+                           f"{', '.join(SOLVERS)}")
     if solver == "lm":
         a, b = _least_squares_batch(counts, trials, grid_step)
     else:

@@ -25,23 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
+from probmut import paper
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
 from probmut.io.cache import Cache, cache_key
 from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
-from probmut.mce import paper_settings
 from probmut.posterior import PosteriorSettings
 
 PARTS = ("figure3", "deepcrime", "motivating", "sample-size")
-#: The paper's Figures 4/5 configurations: (model, mutation, magnitudes).
-SAMPLE_SIZE_CONFIGS = (("mnist", "delete_training_data", ("3.1", "9.29", "30.93")),
-                       ("mnist", "change_label", ("3.12",)),
-                       ("movie_recomm", "change_label", ("3.12",)),
-                       ("lenet", "change_label", ("3.12",)))
-#: The motivating experiment's mutation (METHOD.md section 2).
-MOTIVATING = ("mnist", "delete_training_data")
-MOTIVATING_TESTS = 100
 DEEPCRIME_SUFFIX = "_dc"
 
 
@@ -58,14 +50,15 @@ class Plan:
     motivating_ks: tuple[int, ...]
 
     @classmethod
-    def paper(cls) -> Plan:
-        return cls(PosteriorSettings.paper(), paper_settings(),
-                   (25, 50, 75, 100, 125, 150, 175, 190), 30, 100, 50, tuple(range(20, 95, 5)))
+    def full(cls) -> Plan:
+        return cls(paper.posterior_settings(), paper.study_settings(), paper.SIZES,
+                   paper.SUBPOPULATIONS, paper.REPETITIONS, paper.MOTIVATING_REPETITIONS,
+                   paper.MOTIVATING_KS)
 
     @classmethod
     def quick(cls) -> Plan:
-        return cls(PosteriorSettings.paper(bootstraps=20, trials=50),
-                   paper_settings(bootstraps=20, trials=50), (25, 100, 190), 10, 10, 10,
+        return cls(paper.posterior_settings(bootstraps=20, trials=50),
+                   paper.study_settings(bootstraps=20, trials=50), (25, 100, 190), 10, 10, 10,
                    (20, 55, 90))
 
 
@@ -146,7 +139,7 @@ def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
 def _deepcrime(manifest, out, report, bar):
     import pandas as pd
 
-    from probmut.killtest import KillCriterion, deepcrime_test
+    from probmut.killtest import deepcrime_test
 
     rows = []
     for model in manifest.model_names():
@@ -158,7 +151,7 @@ def _deepcrime(manifest, out, report, bar):
                 healthy = read_population(mutation.healthy, name="healthy")
                 for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
                     result = deepcrime_test(healthy, read_population(path, name=magnitude),
-                                            KillCriterion.paper())
+                                            paper.criterion())
                     rows.append({"model": model.removesuffix(DEEPCRIME_SUFFIX),
                                  "mutation": mutation.name, "magnitude": magnitude,
                                  "p_value": result.p_value, "effect_size": result.effect_size,
@@ -177,7 +170,7 @@ def _motivating(manifest, plan, out, cache, seed, report, bar):
     from probmut.plots import plot_motivating
     from probmut.repeat import RepeatResult, repeated_tests
 
-    model, name = MOTIVATING
+    model, name = paper.MOTIVATING
     mutation = manifest.mutation(model, name)
     healthy = read_population(mutation.healthy, name="healthy")
     populations = [healthy] + [read_population(f, name=m)
@@ -193,12 +186,12 @@ def _motivating(manifest, plan, out, cache, seed, report, bar):
             if stored is None:
                 result = repeated_tests(healthy, population,
                                         repetitions=plan.motivating_repetitions,
-                                        tests=MOTIVATING_TESTS, sample=k,
+                                        tests=paper.MOTIVATING_TESTS, sample=k,
                                         pool=len(healthy) // 2, paired=mutation.paired,
                                         criterion=criterion, seed=[seed, index, k])
                 cache.put(key, pass_rates=result.pass_rates)
             else:
-                result = RepeatResult(population.name, stored["pass_rates"], MOTIVATING_TESTS, k)
+                result = RepeatResult(population.name, stored["pass_rates"], paper.MOTIVATING_TESTS, k)
             results.append(result)
         series["healthy" if index == 0 else population.name] = results
         bar.update()
@@ -217,7 +210,7 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
     from probmut.plots import plot_sample_size
     from probmut.sample_size import sample_size_study
 
-    for model, name, magnitudes in SAMPLE_SIZE_CONFIGS:
+    for model, name, magnitudes in paper.SAMPLE_SIZE_CONFIGS:
         mutation = manifest.mutation(model, name)
         healthy = read_population(mutation.healthy, name="healthy")
         studies = []
@@ -226,7 +219,7 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
             study = sample_size_study(healthy, mutant, plan.study, sizes=plan.sizes,
                                       subpopulations=plan.subpopulations,
                                       repetitions=plan.repetitions, paired=mutation.paired,
-                                      paper=True, seed=seed, jobs=jobs, cache=cache,
+                                      seed=seed, jobs=jobs, cache=cache,
                                       progress=None, name=f"{name} {magnitude}")
             _write_frame(study.to_frame(),
                          out / "sample_size" / f"{model}_{name}_{magnitude}.csv", report)
@@ -259,7 +252,7 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 
         raise ProbmutError(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
     out = Path(out)
     manifest = Manifest.load(manifest)
-    plan = Plan.quick() if quick else Plan.paper()
+    plan = Plan.quick() if quick else Plan.full()
     cache = Cache(None if cache_dir is False else (cache_dir or out / ".probmut_cache"))
     report = ReplicateReport(out, quick)
     models = manifest.model_names()
@@ -267,8 +260,8 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 
                             if not m.endswith(DEEPCRIME_SUFFIX)),
              "deepcrime": sum(len(manifest.mutation_names(m)) for m in models
                               if m.endswith(DEEPCRIME_SUFFIX)),
-             "motivating": len(manifest.mutation(*MOTIVATING).magnitudes) + 1,
-             "sample-size": sum(len(c[2]) for c in SAMPLE_SIZE_CONFIGS)}
+             "motivating": len(manifest.mutation(*paper.MOTIVATING).magnitudes) + 1,
+             "sample-size": sum(len(c[2]) for c in paper.SAMPLE_SIZE_CONFIGS)}
     runners = {"figure3": lambda bar: _figure3(manifest, plan, out, cache, seed, jobs, report,
                                                bar),
                "deepcrime": lambda bar: _deepcrime(manifest, out, report, bar),

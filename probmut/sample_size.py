@@ -27,13 +27,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from probmut import paper
 from probmut.errors import ProbmutError
 from probmut.io.cache import Cache, cache_key
-from probmut.mce import JACKKNIFE, Z95, jackknife_se, paper_settings, ratio_of, repetition_moments
+from probmut.mce import Z95, jackknife_se, ratio_of, repetition_moments
 from probmut.posterior import PosteriorSettings
 
-#: The paper's population sizes (of 200 instances).
-PAPER_SIZES = (25, 50, 75, 100, 125, 150, 175, 190)
 #: What is summarised over sub-populations, in the order of the JSON output.
 QUANTITIES = ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper")
 
@@ -47,7 +46,7 @@ def default_sizes(available: int, sample: int = 20) -> list[int]:
     [20, 25, 31, 36, 41, 46, 52, 57]
     """
     if available >= 200:
-        return list(PAPER_SIZES)
+        return list(paper.SIZES)
     top = max(sample, int(0.95 * available))
     return sorted({int(round(v)) for v in np.linspace(sample, top, 8)})
 
@@ -246,7 +245,10 @@ class SampleSizeStudy:
     recommendation: Recommendation
     paired: bool = False
     seed: int | None = None
-    jackknife: str = "standard"
+
+    @property
+    def jackknife(self) -> str:
+        return self.settings.jackknife
 
     def to_dict(self) -> dict:
         return {"name": self.name, "sizes": [s.to_dict() for s in self.sizes],
@@ -305,8 +307,8 @@ def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, pair
 
 
 def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None, *,
-                      sizes=PAPER_SIZES, subpopulations: int = 30, repetitions: int = 100,
-                      paired: bool = False, paper: bool = False, seed=None,
+                      sizes=paper.SIZES, subpopulations: int = 30, repetitions: int = 100,
+                      paired: bool = False, seed=None,
                       jobs: int | None = None, tolerance: float = 0.1,
                       agreement: float = 0.95, cache: Cache | None = None, chunk: int = 10,
                       progress: bool | None = False, name: str | None = None) -> SampleSizeStudy:
@@ -315,13 +317,11 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     Parameters
     ----------
     healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies.
-    settings : B, N, k, criterion and Beta fit (default :class:`PosteriorSettings`, or
-        :func:`probmut.mce.paper_settings` with ``paper=True``).
+    settings : B, N, k, criterion, Beta fit and jackknife (default
+        :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.study_settings`).
     sizes : population sizes n (each at most the smaller population).
     subpopulations, repetitions : sub-populations per size (30) and R (100).
     paired : model-level mutation: sub-populations take the same ids on both sides.
-    paper : the paper's jackknife (see :mod:`probmut.mce`); the least-squares fits use the
-        vectorised solver (same minimum as ``curve_fit`` to about 1e-5 relative).
     seed : int or None; sub-populations and tests are derived from it.
     jobs : engine threads; the numbers do not depend on it.
     tolerance, agreement : the recommendation's criteria (see :func:`recommend`).
@@ -343,8 +343,8 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     from probmut.engine import kill_counts
     from probmut.io.populations import Population, pair
 
-    settings = settings or (paper_settings() if paper else PosteriorSettings())
-    jackknife = JACKKNIFE[1] if paper else JACKKNIFE[0]
+    settings = settings or PosteriorSettings()
+    jackknife = settings.jackknife
     name = name or getattr(mutant, "name", "mutant")
     if paired and isinstance(healthy, Population) and isinstance(mutant, Population):
         healthy, mutant = pair(healthy, mutant)
@@ -407,4 +407,4 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
                                       average_var, jackknife_se(variances, jackknife), killed))
     advice = recommend(results, tolerance, agreement, available)
     return SampleSizeStudy(name, tuple(results), settings, repetitions, subpopulations,
-                           (h.size, m.size), advice, paired, seed, jackknife)
+                           (h.size, m.size), advice, paired, seed)

@@ -88,29 +88,32 @@ def bench_cli():
 
 
 def bench_mce(healthy, mutant, jobs):
+    from probmut import paper
     from probmut.mce import monte_carlo_error
 
     default, _ = _timed(lambda: monte_carlo_error(healthy, mutant, repetitions=100, seed=1,
                                                   jobs=jobs))
-    paper, _ = _timed(lambda: monte_carlo_error(healthy, mutant, repetitions=100, seed=1,
-                                                jobs=jobs, paper=True))
-    return {"mce_seconds": default, "mce_paper_seconds": paper, "mce_tests": 100 * 100 * 100}
+    as_paper, _ = _timed(lambda: monte_carlo_error(healthy, mutant, paper.mce_settings(),
+                                                   repetitions=100, seed=1, jobs=jobs))
+    return {"mce_seconds": default, "mce_paper_seconds": as_paper, "mce_tests": 100 * 100 * 100}
 
 
 def bench_sample_size(healthy, mutant, jobs):
-    from probmut.sample_size import PAPER_SIZES, sample_size_study
+    from probmut import paper
+    from probmut.sample_size import sample_size_study
 
-    seconds, _ = _timed(lambda: sample_size_study(healthy, mutant, paper=True, seed=42,
-                                                  jobs=jobs, progress=True))
+    seconds, _ = _timed(lambda: sample_size_study(healthy, mutant, paper.study_settings(),
+                                                  seed=42, jobs=jobs, progress=True))
     return {"sample_size_seconds": seconds,
-            "sample_size_tests": len(PAPER_SIZES) * 30 * 100 * 100 * 100}
+            "sample_size_tests": len(paper.SIZES) * 30 * 100 * 100 * 100}
 
 
 def replicate_tests() -> int:
     """Number of DeepCrime tests of a full (not quick) replicate."""
-    from probmut.replicate import DEEPCRIME_SUFFIX, MOTIVATING, SAMPLE_SIZE_CONFIGS, Plan
+    from probmut.paper import MOTIVATING, SAMPLE_SIZE_CONFIGS
+    from probmut.replicate import DEEPCRIME_SUFFIX, Plan
 
-    plan, manifest = Plan.paper(), Manifest.load()
+    plan, manifest = Plan.full(), Manifest.load()
     per_posterior = plan.posterior.bootstraps * plan.posterior.trials
     figure3 = sum((1 + len(manifest.mutation(m, name).magnitudes)) * per_posterior
                   for m in manifest.model_names() if not m.endswith(DEEPCRIME_SUFFIX)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from probmut import paper
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
 from probmut.killtest import (
@@ -150,7 +151,7 @@ def test_criterion_settings_and_errors():
     assert KillCriterion().effect == 0.5 and KillCriterion(kind="mannwhitney").effect == 0.64
     assert KillCriterion(effect="large").effect == 0.8
     assert KillCriterion(kind="mannwhitney", effect="0.7").effect == 0.7
-    assert KillCriterion.paper("welch").round_p == 3
+    assert paper.criterion("welch").round_p == 3
     assert KillCriterion(kind="welch").describe() == "Welch p < 0.05 and |d| >= 0.5"
     assert KillCriterion().describe() == "p < 0.05 and |d| >= 0.5"
     assert (KillCriterion(kind="mannwhitney", direction="mutant-better").describe()

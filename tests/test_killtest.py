@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
+from probmut import paper
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion, deepcrime_test, deepcrime_test_batch, round_p_value
 
@@ -46,7 +47,7 @@ def test_batched_p_equals_statsmodels_glm_on_10000_real_draws(random_draws, orac
 
 def test_paper_decisions_agree_with_deepcrime_rounding_on_10000_draws(random_draws, oracle_p):
     x, y = random_draws
-    _, _, killed = deepcrime_test_batch(x, y, KillCriterion.paper())
+    _, _, killed = deepcrime_test_batch(x, y, paper.criterion())
     expected = [float(f"{p:.3f}") < 0.05 and abs(_paper_cohen_d(a, b)) >= 0.5
                 for p, a, b in zip(oracle_p, x, y, strict=True)]
     assert killed.tolist() == expected

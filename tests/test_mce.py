@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
+from probmut import paper
 from probmut.cli import main
 from probmut.io.populations import load_kill_rates, read_population
 from probmut.mce import jackknife_se, mce_from_kill_counts, monte_carlo_error
@@ -50,7 +51,7 @@ def _paper_jack_estimate(rates, trials=100):
 
 @needs_reference
 def test_paper_mce_reproduced_to_1e6():
-    result = mce_from_kill_counts(load_kill_rates(LABEL_312, 100), paper=True)
+    result = mce_from_kill_counts(load_kill_rates(LABEL_312, 100), paper.mce_settings())
     (mean, mean_se), (var, var_se) = _paper_jack_estimate(np.load(LABEL_312))
     for ours, oracle in ((result.mean, mean), (result.mean_se, mean_se), (result.var, var),
                          (result.var_se, var_se),
@@ -84,7 +85,7 @@ def test_cli_kill_rates_paper_json():
 def test_fresh_randomness_within_standard_errors():
     healthy = read_population(RAW / "results_mnist_original.csv")
     mutant = read_population(RAW / "results_mnist_change_label_mutated0_MP_3.12.csv")
-    result = monte_carlo_error(healthy, mutant, paper=True, repetitions=100, seed=7)
+    result = monte_carlo_error(healthy, mutant, paper.mce_settings(), repetitions=100, seed=7)
     # Paper: mean 0.36883 with MCE se 0.00155 (from its 95% interval).
     combined = np.hypot(result.mean_se, (0.37187 - 0.36579) / (2 * 1.96))
     assert abs(result.mean - 0.36883) < 4 * combined

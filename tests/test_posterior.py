@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from probmut import paper
 from probmut.io.populations import load_kill_rates
 from probmut.posterior import (
     PosteriorSettings,
@@ -32,7 +33,7 @@ def test_paper_kill_rates_reproduce_the_reference_table(reference):
     mutants = load_kill_rates(
         reference / "kill_rates" / "mnist" / "mnist_delete_training_data_list_mut.npy", 100)
     study = study_from_kill_counts(baseline, list(mutants), list(REFERENCE_TABLE),
-                                   PosteriorSettings.paper())
+                                   paper.posterior_settings())
     for row in study.populations:
         h_s, h_m, ratio = REFERENCE_TABLE[row.name]
         # The table prints 5 decimals for H and 6 significant digits for the ratio.
@@ -44,11 +45,11 @@ def test_paper_kill_rates_reproduce_the_reference_table(reference):
 
 def test_fresh_monte_carlo_agrees_with_the_paper(mnist_delete):
     healthy, mutants = mnist_delete
-    study = bagged_posteriors(healthy, mutants, PosteriorSettings.paper(), seed=2023)
+    study = bagged_posteriors(healthy, mutants, paper.posterior_settings(), seed=2023)
     means = [p.mean for p in study.populations]
-    paper = [0.06, 0.14, 0.48, 0.47, 0.80, 0.99]
+    published = [0.06, 0.14, 0.48, 0.47, 0.80, 0.99]
     # Monte-Carlo error of a B = N = 100 bagged mean is about 0.01-0.02 (METHOD.md section 5).
-    np.testing.assert_allclose(means, paper, atol=0.05)
+    np.testing.assert_allclose(means, published, atol=0.05)
     decisions = {p.name: p.killed for p in study.populations}
     assert decisions["3.1"] is False and decisions["30.93"] is True
 

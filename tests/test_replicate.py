@@ -10,7 +10,8 @@ from PIL import Image
 
 from probmut.cli import main
 from probmut.io.manifest import Manifest
-from probmut.replicate import SAMPLE_SIZE_CONFIGS, replicate
+from probmut.paper import SAMPLE_SIZE_CONFIGS
+from probmut.replicate import replicate
 
 
 def _expected(out, parts):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import probmut.engine
+from probmut import paper
 from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import read_population
@@ -30,8 +31,8 @@ def healthy():
 
 def test_n25_medians_in_the_papers_range(healthy):
     mutant = _population("change_label_mutated0_MP_3.12")
-    study = sample_size_study(healthy, mutant, sizes=(25,), subpopulations=30, repetitions=20,
-                              paper=True, seed=42)
+    study = sample_size_study(healthy, mutant, paper.study_settings(), sizes=(25,),
+                              subpopulations=30, repetitions=20, seed=42)
     (size,) = study.sizes
     mean, var = size.summary("mean"), size.summary("var")
     # Paper, n = 25: mean 0.27597 (0.02365, 0.98993), variance 0.0052768 (0.00015253, 0.084438).

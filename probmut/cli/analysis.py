@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probmut.cli.args import (
+    PAPER_HELP_POSTERIOR,
     add_criterion_arguments,
     add_plot_arguments,
     add_population_arguments,
@@ -150,7 +151,7 @@ def register(subparsers) -> None:
     posterior.add_argument("--kill-rates", nargs="+", metavar="NPY",
                            help="analyse saved kill rates instead: BASELINE.npy MUTANTS.npy")
     posterior.add_argument("--names", help="comma-separated mutant names for --kill-rates")
-    add_criterion_arguments(posterior)
+    add_criterion_arguments(posterior, PAPER_HELP_POSTERIOR)
     add_posterior_arguments(posterior)
     add_plot_arguments(posterior, "plot_results/MODEL/NAME.png")
     add_run_arguments(posterior)

@@ -57,25 +57,47 @@ def add_population_arguments(parser: argparse.ArgumentParser, many_mutants: bool
                         help="a missing accuracy is an error instead of a dropped instance")
 
 
-def add_criterion_arguments(parser: argparse.ArgumentParser):
+def _decimals(text: str) -> int | str:
+    if text.strip().lower() == "none":
+        return "none"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of decimals or 'none', got {text!r}") from None
+
+
+#: What ``--paper`` sets, by command family; explicit flags always win over it.
+PAPER_HELP_CRITERION = ("the paper's kill rule: p rounded to 3 decimals, alpha 0.05, two-sided "
+                        "|d| >= 0.5; an option given explicitly wins over it")
+PAPER_HELP_POSTERIOR = ("the paper's choices: its kill rule (p rounded to 3 decimals, alpha 0.05, "
+                        "|d| >= 0.5), least-squares Beta fit (curve_fit, grid 0.001), interval "
+                        "mean +- 1.96 sd; options given explicitly win over it")
+PAPER_HELP_MCE = ("the paper's MCE code: its kill rule (p rounded to 3 decimals, |d| >= 0.5), "
+                  "least-squares Beta fit on the 0.01 grid, its jackknife; options given "
+                  "explicitly win over it")
+
+
+def add_criterion_arguments(parser: argparse.ArgumentParser,
+                            paper_help: str = PAPER_HELP_CRITERION):
     group = parser.add_argument_group("kill criterion")
     group.add_argument("--criterion", choices=KINDS, default="deepcrime",
                        help="the test: deepcrime (GLM z-test + Cohen's d, the default), welch "
                             "(Welch's t-test + Cohen's d) or mannwhitney (Mann-Whitney U + "
                             "Vargha-Delaney A12)")
-    group.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    group.add_argument("--alpha", type=float, default=None,
+                       help="significance level (default 0.05)")
     group.add_argument("--effect", default=None, metavar="SIZE",
                        help="effect-size threshold: a number or small/medium/large (default "
                             "medium). Cohen's d for deepcrime/welch (0.2/0.5/0.8); A12 in "
                             "[0.5, 1] for mannwhitney (0.56/0.64/0.71)")
-    group.add_argument("--direction", choices=DIRECTIONS, default="two-sided",
-                       help="two-sided |d| (the paper), mutant-worse (DeepCrime, classifiers) "
-                            "or mutant-better (DeepCrime, regression)")
-    group.add_argument("--round-p", type=int, default=None, metavar="DECIMALS",
-                       help="round p as DeepCrime reads it from statsmodels' summary (3)")
-    group.add_argument("--paper", action="store_true",
-                       help="exactly the paper's choices (p rounded to 3 decimals, |d|, "
-                            "least-squares Beta fit, normal-approximation interval)")
+    group.add_argument("--direction", choices=DIRECTIONS, default=None,
+                       help="two-sided |d| (the paper; the default), mutant-worse (DeepCrime, "
+                            "classifiers) or mutant-better (DeepCrime, regression)")
+    group.add_argument("--round-p", type=_decimals, default=None, metavar="DECIMALS",
+                       help="round p to DECIMALS before comparing, as DeepCrime reads it from "
+                            "statsmodels' summary (3); 'none' compares the exact p (the "
+                            "default)")
+    group.add_argument("--paper", action="store_true", help=paper_help)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print one JSON document"):
@@ -88,10 +110,15 @@ def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print o
 
 
 def criterion_from(args) -> KillCriterion:
-    if args.paper:
-        return KillCriterion.paper(args.criterion)
-    return KillCriterion(alpha=args.alpha, effect=args.effect, direction=args.direction,
-                         round_p=args.round_p, kind=args.criterion)
+    """The kill criterion: ``--paper``'s (or the default) with every explicit flag on top."""
+    from probmut import paper
+
+    base = paper.criterion(args.criterion) if args.paper else KillCriterion(kind=args.criterion)
+    given = {"alpha": args.alpha, "effect": args.effect, "direction": args.direction,
+             "round_p": None if args.round_p == "none" else args.round_p}
+    explicit = {key: value for key, value in given.items()
+                if value is not None or (key == "round_p" and args.round_p == "none")}
+    return replace(base, **explicit)
 
 
 def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
@@ -148,10 +175,13 @@ def add_posterior_arguments(parser: argparse.ArgumentParser):
                        help="killed iff ratio H_sound/H_mutant > threshold (1)")
 
 
-def posterior_settings_from(args):
+def posterior_settings_from(args, preset: str = "posterior_settings"):
+    """Bagged-posterior settings: the defaults, or ``--paper``'s preset (``preset`` names
+    the function of :mod:`probmut.paper`), with every explicit flag on top."""
+    from probmut import paper
     from probmut.posterior import PosteriorSettings
 
-    base = (PosteriorSettings.paper(criterion=criterion_from(args)) if args.paper
+    base = (getattr(paper, preset)(criterion=criterion_from(args)) if args.paper
             else PosteriorSettings(criterion=criterion_from(args)))
     overrides = {"bootstraps": args.bootstraps, "trials": args.trials, "sample": args.sample,
                  "threshold": args.threshold}

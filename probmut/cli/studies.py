@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from probmut.cli.args import (
+    PAPER_HELP_MCE,
     PLOT_DIR,
     add_criterion_arguments,
     add_plot_arguments,
@@ -26,13 +26,6 @@ from probmut.cli.emit import emit, emit_with_figure
 from probmut.errors import ProbmutError
 
 DEFAULT_CACHE = Path(".probmut_cache")
-
-
-def _mce_settings(args):
-    from probmut.mce import PAPER_MCE_GRID
-
-    settings = posterior_settings_from(args)
-    return replace(settings, grid_step=PAPER_MCE_GRID) if args.paper else settings
 
 
 def _emit_many(args, results, key: str) -> None:
@@ -51,7 +44,7 @@ def _run_mce(args) -> int:
     from probmut.io.populations import load_kill_rates
     from probmut.mce import mce_from_kill_counts, monte_carlo_error
 
-    settings = _mce_settings(args)
+    settings = posterior_settings_from(args, "mce_settings")
     if args.kill_rates:
         if args.files or args.model:
             raise ProbmutError("give either --kill-rates or populations, not both")
@@ -59,13 +52,13 @@ def _run_mce(args) -> int:
         if counts.ndim != 2:
             raise ProbmutError(f"{args.kill_rates}: --kill-rates needs an R x B array (one row "
                                f"per repetition), got shape {counts.shape}")
-        emit(args, mce_from_kill_counts(counts, settings, paper=args.paper,
+        emit(args, mce_from_kill_counts(counts, settings,
                                         name=Path(args.kill_rates).stem, paired=args.paired,
                                         source="saved kill rates"))
         return 0
     inputs = resolve_inputs(args)
     results = [monte_carlo_error(inputs.healthy, mutant, settings, repetitions=args.repetitions,
-                                 paired=inputs.paired, paper=args.paper, seed=args.seed,
+                                 paired=inputs.paired, seed=args.seed,
                                  jobs=args.jobs, name=mutant.name)
                for mutant in inputs.mutants]
     _emit_many(args, results, "results")
@@ -91,7 +84,7 @@ def _studies(args):
     from probmut.sample_size import sample_size_study
 
     inputs = resolve_inputs(args)
-    settings = _mce_settings(args)
+    settings = posterior_settings_from(args, "study_settings")
     cache = Cache(None if args.no_cache else args.cache)
     studies = []
     for mutant in inputs.mutants:
@@ -101,7 +94,7 @@ def _studies(args):
         sizes = _sizes(args.sizes, min(len(healthy), len(mutant)), settings.sample)
         studies.append(sample_size_study(
             healthy, mutant, settings, sizes=sizes, subpopulations=args.subpopulations,
-            repetitions=args.repetitions, paired=inputs.paired, paper=args.paper,
+            repetitions=args.repetitions, paired=inputs.paired,
             seed=args.seed, jobs=args.jobs, tolerance=args.tolerance,
             agreement=args.agreement, cache=cache, progress=None, name=mutant.name))
     return inputs, studies
@@ -148,7 +141,7 @@ def _run_replicate(args) -> int:
 
 def _add_study_arguments(parser: argparse.ArgumentParser):
     add_population_arguments(parser)
-    add_criterion_arguments(parser)
+    add_criterion_arguments(parser, PAPER_HELP_MCE)
     add_posterior_arguments(parser)
     group = parser.add_argument_group("population-size study")
     group.add_argument("--sizes", help="comma-separated population sizes (default the paper's "
@@ -181,7 +174,7 @@ def register(subparsers) -> None:
     mce.add_argument("--kill-rates", metavar="REPS.npy",
                      help="analyse saved kill rates instead: an R x B array, one row per "
                           "repetition")
-    add_criterion_arguments(mce)
+    add_criterion_arguments(mce, PAPER_HELP_MCE)
     add_posterior_arguments(mce)
     mce.add_argument("--repetitions", type=int, default=100, help="R repetitions (100)")
     add_run_arguments(mce)
