@@ -4,14 +4,15 @@ Every file (populations, manifests, caches, outcome files, the trainer's records
 written to a temporary file in the same directory, flushed to disk, then renamed onto
 its name. Readers see the old file or the complete new one, never a partial file, also
 when the process is killed half-way (the rename is atomic on POSIX and Windows).
-Temporary files are named ``.{name}.*.tmp``; a killed writer can leave one behind,
-which :func:`remove_orphans` clears.
+Temporary files are named ``.{name}.*.tmp`` (``.tmp{suffix}`` for writers that need the
+suffix); a killed writer can leave one behind, which :func:`remove_orphans` clears.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -55,10 +56,36 @@ def atomic_write_bytes(path, data: bytes) -> None:
     atomic_write(path, lambda handle: handle.write(data))
 
 
+@contextmanager
+def atomic_target(path):
+    """For writers that need a file *name* (netCDF, Keras models): yields a temporary
+    path beside ``path``, renamed onto ``path`` when the block succeeds, removed if not.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.bin")
+    >>> with atomic_target(path) as temporary:
+    ...     _ = open(temporary, "wb").write(b"weights")
+    >>> open(path, "rb").read()
+    b'weights'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                     suffix=f".tmp{path.suffix}")
+    os.close(fd)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def remove_orphans(directory) -> int:
     """Delete the temporary files a killed writer left under ``directory``; returns how
     many. Only safe when no other process writes there (one run per directory)."""
-    orphans = list(Path(directory).rglob(".*.tmp"))
+    orphans = [p for p in Path(directory).rglob(".*.tmp*")
+               if p.name.endswith(".tmp") or ".tmp." in p.name]
     for orphan in orphans:
         orphan.unlink(missing_ok=True)
     return len(orphans)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import warnings
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import numpy as np
 from probmut.io.atomic import atomic_write_bytes
 
 #: Bump when the meaning of cached arrays changes, so old entries are not reused.
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 def _canonical(value):
@@ -50,10 +51,28 @@ def cache_key(*parts) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+class DamagedCacheWarning(UserWarning):
+    """A cached result failed its checks; it was ignored and is computed afresh."""
+
+
+def _digest(arrays: dict) -> str:
+    """SHA-256 over every array's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 class Cache:
     """Arrays stored as ``.npz`` files under ``directory``, one per key.
 
-    ``Cache(None)`` stores nothing (every lookup misses).
+    ``Cache(None)`` stores nothing (every lookup misses). Each file carries its key and a
+    checksum of its arrays; a file that cannot be read, belongs to another key, fails its
+    checksum or does not have the arrays the caller expects is never used: it is reported
+    with a :class:`DamagedCacheWarning` and counts as a miss, so the result is computed
+    afresh and the file rewritten.
 
     Examples
     --------
@@ -63,7 +82,7 @@ class Cache:
     >>> cache.get(key) is None
     True
     >>> cache.put(key, counts=np.arange(3))
-    >>> cache.get(key)["counts"].tolist()
+    >>> cache.get(key, shapes={"counts": (3,)})["counts"].tolist()
     [0, 1, 2]
     """
 
@@ -75,21 +94,46 @@ class Cache:
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.npz"
 
-    def get(self, key: str) -> dict | None:
-        """The arrays stored under ``key``, or None."""
-        if self.directory is not None:
+    def get(self, key: str, shapes: dict | None = None) -> dict | None:
+        """The arrays stored under ``key``, or None.
+
+        ``shapes`` maps each expected array to its shape: an entry without them, or with
+        NaN or infinite values in them, is treated as damaged.
+        """
+        arrays = None
+        if self.directory is not None and self._path(key).exists():
             path = self._path(key)
-            if path.exists():
-                try:
-                    with np.load(path, allow_pickle=False) as stored:
-                        arrays = {name: stored[name] for name in stored.files}
-                except (OSError, ValueError):
-                    arrays = None  # unreadable entry: recompute and overwrite
-                if arrays is not None:
-                    self.hits += 1
-                    return arrays
-        self.misses += 1
-        return None
+            try:
+                arrays = self._read(path, key, shapes or {})
+            except _Damaged as problem:
+                warnings.warn(f"{path}: damaged cache entry ({problem}); ignored and computed "
+                              "afresh", DamagedCacheWarning, stacklevel=2)
+        if arrays is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return arrays
+
+    @staticmethod
+    def _read(path: Path, key: str, shapes: dict) -> dict:
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                arrays = {name: stored[name] for name in stored.files}
+        except Exception as error:  # noqa: BLE001 - any unreadable file is a damaged entry
+            raise _Damaged(f"{type(error).__name__}: {error}") from None
+        stored_key = str(arrays.pop("__key__", ""))
+        checksum = str(arrays.pop("__sha256__", ""))
+        if stored_key != key:
+            raise _Damaged("written for another key")
+        if checksum != _digest(arrays):
+            raise _Damaged("checksum mismatch")
+        for name, shape in shapes.items():
+            if name not in arrays or arrays[name].shape != tuple(shape):
+                raise _Damaged(f"expected array {name!r} of shape {tuple(shape)}")
+            values = arrays[name]
+            if np.issubdtype(values.dtype, np.floating) and not np.all(np.isfinite(values)):
+                raise _Damaged(f"array {name!r} holds NaN or infinite values")
+        return arrays
 
     def put(self, key: str, **arrays) -> None:
         """Store arrays under ``key`` atomically (no-op without a directory)."""
@@ -97,5 +141,9 @@ class Cache:
             return
         path = self._path(key)
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        np.savez(buffer, __key__=np.array(key), __sha256__=np.array(_digest(arrays)), **arrays)
         atomic_write_bytes(path, buffer.getvalue())
+
+
+class _Damaged(Exception):
+    pass

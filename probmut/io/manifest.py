@@ -57,7 +57,44 @@ class Mutation:
         except ValueError:
             raise ProbmutError(
                 f"{self.label}: no magnitude {magnitude!r}; the manifest lists "
-                f"{', '.join(self.magnitudes)}") from None
+                f"{', '.join(self.magnitudes)}", option="magnitudes") from None
+
+
+def _check_model(path: Path, model: str, entry) -> None:
+    """The structure a model's table must have; a clear error naming what is wrong."""
+    where = f"{path}: [models.{model}]"
+    if not isinstance(entry, dict):
+        raise ProbmutError(f"{where} must be a table, got {type(entry).__name__}")
+    if not isinstance(entry.get("healthy"), str) or not entry["healthy"].strip():
+        raise ProbmutError(f"{where}: 'healthy' must be the healthy population's file name")
+    mutations = entry.get("mutations", {})
+    if not isinstance(mutations, dict):
+        raise ProbmutError(f"{where}: 'mutations' must be a table of [models.{model}."
+                           "mutations.NAME] tables")
+    for name, spec in mutations.items():
+        here = f"{path}: [models.{model}.mutations.{name}]"
+        if not isinstance(spec, dict):
+            raise ProbmutError(f"{here} must be a table, got {type(spec).__name__}")
+        for key in ("pattern", "magnitudes"):
+            if key not in spec:
+                raise ProbmutError(f"{here} lacks the key {key!r}")
+        pattern, magnitudes = spec["pattern"], spec["magnitudes"]
+        if not isinstance(pattern, str) or "{magnitude}" not in pattern:
+            raise ProbmutError(f"{here}: 'pattern' must be a file name with {{magnitude}} in it, "
+                               f"got {pattern!r}")
+        try:
+            pattern.format(magnitude="1")
+        except (KeyError, IndexError, ValueError) as error:
+            raise ProbmutError(f"{here}: 'pattern' {pattern!r} is not a valid file pattern "
+                               f"({type(error).__name__}: {error}); {{magnitude}} must be its "
+                               "only placeholder (write a literal brace twice: {{ }})") from None
+        if (not isinstance(magnitudes, list) or not magnitudes
+                or not all(isinstance(m, str | int | float) and not isinstance(m, bool)
+                           for m in magnitudes)):
+            raise ProbmutError(f"{here}: 'magnitudes' must be a non-empty list of magnitudes "
+                               f"(strings or numbers), got {magnitudes!r}")
+        if not isinstance(spec.get("paired", False), bool):
+            raise ProbmutError(f"{here}: 'paired' must be true or false")
 
 
 @dataclass(frozen=True)
@@ -69,15 +106,19 @@ class Manifest:
     def load(cls, path=None) -> Manifest:
         """Read a manifest (default: :func:`default_manifest`)."""
         path = Path(path) if path else default_manifest()
-        if not path.exists():
-            raise ProbmutError(f"{path}: manifest not found (give --manifest FILE)")
+        if not path.is_file():
+            problem = "is a directory" if path.is_dir() else "manifest not found"
+            raise ProbmutError(f"{path}: {problem}; give the manifest's TOML file",
+                               option="manifest")
         try:
             content = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as error:
             raise ProbmutError(f"{path}: not a valid TOML manifest ({error})") from None
         models = content.get("models")
         if not isinstance(models, dict) or not models:
             raise ProbmutError(f"{path}: no [models.NAME] tables")
+        for model, entry in models.items():
+            _check_model(path, model, entry)
         return cls(path=path, models=models)
 
     def model_names(self) -> list[str]:
@@ -86,11 +127,8 @@ class Manifest:
     def _model(self, model: str) -> dict:
         if model not in self.models:
             raise ProbmutError(f"{self.path}: no model {model!r}; it has "
-                               f"{', '.join(self.models)}")
-        entry = self.models[model]
-        if "healthy" not in entry:
-            raise ProbmutError(f"{self.path}: model {model!r} has no 'healthy' file")
-        return entry
+                               f"{', '.join(self.models)}", option="model")
+        return self.models[model]
 
     def healthy(self, model: str) -> Path:
         return self.path.parent / self._model(model)["healthy"]
@@ -109,14 +147,10 @@ class Manifest:
         mutations = entry.get("mutations", {})
         if name not in mutations:
             raise ProbmutError(f"{self.path}: model {model!r} has no mutation {name!r}; it has "
-                               f"{', '.join(mutations) or 'none'}")
+                               f"{', '.join(mutations) or 'none'}", option="mutation")
         spec = mutations[name]
-        try:
-            magnitudes = tuple(str(m) for m in spec["magnitudes"])
-            pattern = spec["pattern"]
-        except KeyError as missing:
-            raise ProbmutError(
-                f"{self.path}: mutation {model}.{name} lacks the key {missing}") from None
+        magnitudes = tuple(str(m) for m in spec["magnitudes"])
+        pattern = spec["pattern"]
         files = tuple(self.path.parent / pattern.format(magnitude=m) for m in magnitudes)
         return Mutation(model=model, name=name, healthy=self.healthy(model),
                         magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)))

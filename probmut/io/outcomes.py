@@ -19,6 +19,8 @@ Examples
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from probmut.errors import ProbmutError
@@ -45,16 +47,44 @@ def load_outcomes(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     ``correct[i, j]`` is True when instance ``instance_ids[i]`` classified test input
     ``j`` (true label ``labels[j]``) correctly; its row mean is the instance's accuracy.
+    Anything else (another file, a damaged archive, arrays of the wrong kind or shape,
+    duplicate instance ids) is a :class:`~probmut.errors.ProbmutError` naming the file.
     """
-    try:
-        with np.load(path) as data:
-            ids = data["instance"].astype(np.int64)
-            n_inputs = int(data["n_inputs"])
-            correct = np.unpackbits(data["correct"], axis=1, count=n_inputs).astype(bool)
-            labels = data["labels"].astype(np.int64)
-    except FileNotFoundError:
+    import zipfile
+    import zlib
+
+    def bad(problem):
+        return ProbmutError(f"{path}: not a probmut outcomes file ({problem})")
+
+    if not Path(path).is_file():
         raise ProbmutError(f"{path}: no such outcomes file (the trainer writes it next to "
-                           "each population CSV)") from None
-    except (KeyError, ValueError, OSError) as error:
-        raise ProbmutError(f"{path}: not a probmut outcomes file ({error})") from None
-    return ids, correct, labels
+                           "each population CSV)")
+    try:
+        data = np.load(path, allow_pickle=False)
+        plain = isinstance(data, np.ndarray)
+        if not plain:
+            with data:
+                arrays = {key: data[key] for key in ("instance", "n_inputs", "correct", "labels")}
+    except KeyError as error:
+        raise bad(f"the array {error} is missing") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise bad(f"{type(error).__name__}: {error}") from None
+    if plain:
+        raise bad("a plain .npy array, not an .npz archive")
+    ids, n_inputs, packed, labels = (arrays[k] for k in ("instance", "n_inputs", "correct",
+                                                          "labels"))
+    integer = all(np.issubdtype(a.dtype, np.integer) for a in (ids, n_inputs, labels))
+    if not integer or packed.dtype != np.uint8:
+        raise bad("instance, n_inputs and labels must be integers, correct packed bits "
+                  "(uint8)")
+    if ids.ndim != 1 or n_inputs.ndim != 0 or labels.ndim != 1 or packed.ndim != 2:
+        raise bad("wrong array shapes")
+    count = int(n_inputs)
+    if count < 1 or labels.size != count or packed.shape != (ids.size, (count + 7) // 8):
+        raise bad(f"{ids.size} instance ids, {labels.size} labels and correct bits of shape "
+                  f"{packed.shape} do not fit {count} inputs")
+    unique, repeats = np.unique(ids, return_counts=True)
+    if (repeats > 1).any():
+        raise bad(f"duplicate instance id(s) {unique[repeats > 1].tolist()[:10]}")
+    correct = np.unpackbits(packed, axis=1, count=count).astype(bool)
+    return ids.astype(np.int64), correct, labels.astype(np.int64)

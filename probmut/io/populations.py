@@ -28,6 +28,8 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
+#: Instance ids are stored as 64-bit integers.
+_LARGEST_ID = 2**63 - 1
 
 
 class MissingAccuracyWarning(UserWarning):
@@ -113,9 +115,9 @@ def _drop_missing(values: list[float], ids: list[int], where: str, strict: bool)
     if not missing:
         return values, ids
     if strict:
-        raise ProbmutError(f"{where}: no accuracy for instance(s) {missing} (--strict)")
-    warnings.warn(f"{where}: no accuracy for instance(s) {missing}; dropped "
-                  "(use --strict to make this an error)", MissingAccuracyWarning, stacklevel=3)
+        raise ProbmutError(f"{where}: no accuracy for instance(s) {missing}", option="strict")
+    warnings.warn(f"{where}: no accuracy for instance(s) {missing}; dropped (a strict "
+                  "reading makes this an error)", MissingAccuracyWarning, stacklevel=3)
     kept = [k for k, v in enumerate(values) if not math.isnan(v)]
     return [values[k] for k in kept], [ids[k] for k in kept]
 
@@ -192,10 +194,16 @@ def read_population(path, name: str | None = None, strict: bool = False) -> Popu
     if not lines:
         raise ProbmutError(f"{where}: the file is empty")
     first = lines[0].split(";")[0].strip().lower()
-    if first in _DEEPCRIME_HEADERS:
-        values, ids = _read_deepcrime(lines, where, strict)
-    else:
-        values, ids = _read_tidy(lines, where, strict)
+    try:
+        if first in _DEEPCRIME_HEADERS:
+            values, ids = _read_deepcrime(lines, where, strict)
+        else:
+            values, ids = _read_tidy(lines, where, strict)
+    except csv.Error as error:
+        raise ProbmutError(f"{where}: not a readable CSV file ({error})") from None
+    too_large = [i for i in ids if not 0 <= i <= _LARGEST_ID]
+    if too_large:
+        raise ProbmutError(f"{where}: instance id {too_large[0]} is outside 0..{_LARGEST_ID}")
     values = np.asarray(values, dtype=np.float64)
     ids = np.asarray(ids, dtype=np.int64)
     _validate(values, ids, where)
@@ -252,12 +260,17 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
     an error.
     """
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ProbmutError(f"{path}: no such file")
     try:
         array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, EOFError) as error:
         raise ProbmutError(f"{path}: not a NumPy .npy array ({error})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive
+        array.close()
+        raise ProbmutError(f"{path}: an .npz archive; give the .npy array of kill rates")
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise ProbmutError(f"{path}: holds {array.dtype} values, not kill rates (numbers)")
     is_counts = np.issubdtype(array.dtype, np.integer)
     array = np.asarray(array, dtype=np.float64)
     if array.size == 0 or not np.all(np.isfinite(array)):
@@ -267,5 +280,5 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
     if np.abs(counts - rounded).max() > 1e-6 or rounded.min() < 0 or rounded.max() > trials:
         raise ProbmutError(
             f"{path}: values are not kill rates of {trials} trials (multiples of 1/{trials} in "
-            "[0, 1]); check --trials")
+            "[0, 1]); check the number of trials", option="trials")
     return rounded.astype(np.int64)
