@@ -26,6 +26,11 @@ from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion, decide
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+#: Largest bootstraps, trials, repetitions or sample size (32-bit draws, int64 counts).
+MAX_COUNT = 2**31 - 1
+#: Largest number of bootstrap resamples in one call: its kill counts take 8 bytes each
+#: (1 GiB at the limit).
+MAX_RESAMPLES = 2**27
 
 
 @numba.njit(cache=True, inline="always")
@@ -134,20 +139,40 @@ def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials,
         out[task] = kills
 
 
-def seed_key(seed) -> tuple[np.uint64, np.uint64]:
-    """Two 64-bit words of a SeedSequence: the root of every task's stream.
+def seed_sequence(seed) -> np.random.SeedSequence:
+    """The root of every random stream of probmut, from any seed a user may give.
 
-    ``seed`` is an int, a :class:`numpy.random.SeedSequence`, a Generator (a key is
-    drawn from it) or None (fresh entropy).
+    ``seed`` is a non-negative int (or a sequence of them), a
+    :class:`numpy.random.SeedSequence`, a :class:`numpy.random.Generator` (a fresh key is
+    drawn from it, as scikit-learn uses a ``random_state``) or None (fresh entropy).
+
+    >>> seed_sequence(42).entropy
+    42
+    >>> seed_sequence(np.random.default_rng(1)).entropy == seed_sequence(np.random.default_rng(1)).entropy
+    True
+    >>> seed_sequence(-5)
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: a seed must be a non-negative integer, a SeedSequence, a Generator or None; got -5
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.Generator):
+        return np.random.SeedSequence(seed.integers(0, 2**63, size=4).tolist())
+    try:
+        return np.random.SeedSequence(seed)
+    except (TypeError, ValueError, OverflowError):
+        raise ProbmutError("a seed must be a non-negative integer, a SeedSequence, a Generator "
+                           f"or None; got {seed!r}", option="seed") from None
+
+
+def seed_key(seed) -> tuple[np.uint64, np.uint64]:
+    """Two 64-bit words of :func:`seed_sequence`: the root of every task's stream.
 
     >>> seed_key(42) == seed_key(42)
     True
     """
-    if isinstance(seed, np.random.Generator):
-        words = seed.integers(0, 2**63, size=2, dtype=np.uint64)
-    else:
-        sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-        words = sequence.generate_state(2, dtype=np.uint64)
+    words = seed_sequence(seed).generate_state(2, dtype=np.uint64)
     return np.uint64(words[0]), np.uint64(words[1])
 
 
@@ -156,7 +181,7 @@ def set_jobs(jobs: int | None) -> int:
     available = numba.config.NUMBA_NUM_THREADS
     count = available if not jobs else int(jobs)
     if count < 1:
-        raise ProbmutError(f"--jobs must be at least 1, got {jobs}")
+        raise ProbmutError(f"jobs must be at least 1, got {jobs}", option="jobs")
     numba.set_num_threads(min(count, available))
     return count
 
@@ -217,15 +242,22 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
             f"paired populations must have the same instances; sizes {h.shape[1]} and {m.shape[1]}")
     for name, value in (("bootstraps", bootstraps), ("trials", trials),
                         ("repetitions", repetitions), ("sample", sample)):
-        if int(value) < 1:
-            raise ProbmutError(f"{name} must be at least 1, got {value}")
+        if not 1 <= int(value) <= MAX_COUNT:
+            raise ProbmutError(f"{name} must be between 1 and {MAX_COUNT:,}, got {value}",
+                               option=name)
     if sample < 2:
-        raise ProbmutError(f"the sample size k must be at least 2, got {sample}")
+        raise ProbmutError(f"the sample size k must be at least 2, got {sample}", option="sample")
     smallest = min(h.shape[1], m.shape[1])
     if sample > smallest:
         raise ProbmutError(
             f"cannot draw {sample} instances without replacement from a population of "
-            f"{smallest}; use a sample size k <= {smallest} (--sample)")
+            f"{smallest}; use a sample size k <= {smallest}", option="sample")
+    resamples = h.shape[0] * int(repetitions) * int(bootstraps)
+    if resamples > MAX_RESAMPLES:
+        raise ProbmutError(
+            f"{resamples:,} bootstrap resamples in one call (populations x repetitions x "
+            f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the bootstraps or the "
+            "repetitions", option="bootstraps")
     single = np.ndim(getattr(healthy, "values", healthy)) == 1
     key0, key1 = seed_key(seed)
     set_jobs(jobs)

@@ -33,12 +33,12 @@ killing for ensuring monotonicity: a technical report. arXiv:2507.11199, 2025.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.results import Result
 
 CORRECTIONS = ("bonferroni", "none")
 ALTERNATIVES = ("greater", "two-sided")
@@ -193,7 +193,7 @@ class MutantInputs:
 
 
 @dataclass(frozen=True)
-class InputsStudy:
+class InputsStudy(Result):
     """Both per-input analyses for a set of mutants on one test set (see module doc)."""
 
     mutants: tuple[MutantInputs, ...]
@@ -234,8 +234,6 @@ class InputsStudy:
                 "statistical_score": self.statistical_score,
                 "mutants": [m.to_dict() for m in self.mutants]}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def __str__(self) -> str:
         level = self.mutants[0].level
@@ -286,7 +284,7 @@ def _killer_table(m: MutantInputs, show: int) -> str:
         rows.append(f"  {j:>5}  {m.labels[j]:>5}  {m.healthy_correct[j]:>15.3f}"
                     f"  {m.mutant_correct[j]:>14.3f}  {m.p_values[j]:>9.3g}  {how}")
     if order.size > show:
-        rows.append(f"  ... {order.size - show} more (all in --json)")
+        rows.append(f"  ... {order.size - show} more (all in the JSON document)")
     return "\n".join(rows)
 
 

@@ -60,6 +60,7 @@ import numba
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.results import Result
 
 #: Kill directions: which sign of the effect (healthy minus mutant) counts as an effect.
 DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
@@ -409,7 +410,7 @@ def _batch(x, y, kind, p_max, effect, direction, p_out, effect_out, killed_out):
 
 
 @dataclass(frozen=True)
-class KillTestResult:
+class KillTestResult(Result):
     """The whole answer of one kill test, as one tidy row.
 
     ``p_value`` is the p the decision used (rounded when the criterion rounds);

@@ -25,7 +25,6 @@ statistical analyses. The American Statistician 63(2), 2009.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -39,6 +38,7 @@ from probmut.posterior import (
     fit_beta_batch,
     hellinger,
 )
+from probmut.results import Result
 
 #: The paper (and METHOD.md) use 1.96 for the 95% interval.
 Z95 = 1.96
@@ -98,7 +98,7 @@ def ratio_of(mean: float, var: float, trials: int) -> float:
 
 
 @dataclass(frozen=True)
-class MCEResult:
+class MCEResult(Result):
     """Averages of the posterior mean and variance over R repetitions, with their MCE.
 
     ``means`` and ``variances`` hold the R per-repetition values.
@@ -158,8 +158,6 @@ class MCEResult:
                 "seed": self.seed, "source": self.source, "fit": self.settings.fit,
                 "grid_step": self.settings.grid_step, "settings": self.settings.describe()}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def to_frame(self):
         """One row per repetition: its posterior mean and variance."""

@@ -17,7 +17,6 @@ networks. Information and Software Technology, 2023.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from scipy import special
 
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion
+from probmut.results import Result
 
 FITS = ("moments", "lsq")
 INTERVALS = ("hdi", "equal-tailed", "normal")
@@ -306,14 +306,8 @@ def summarize(name: str, kill_counts, settings: PosteriorSettings,
         killed=bool(ratio > settings.threshold), p_above_baseline=above)
 
 
-def _json_number(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 @dataclass(frozen=True)
-class PosteriorStudy:
+class PosteriorStudy(Result):
     """Bagged posteriors of a healthy baseline (first row) and mutant populations."""
 
     populations: tuple[PopulationPosterior, ...]
@@ -327,15 +321,13 @@ class PosteriorStudy:
         return self.populations[0]
 
     def to_dict(self) -> dict:
-        rows = [{k: _json_number(v) for k, v in p.to_dict().items()} for p in self.populations]
+        rows = [p.to_dict() for p in self.populations]
         return {"populations": rows, "paired": self.paired, "seed": self.seed,
                 "source": self.source, "settings": self.settings.describe(),
                 "settings_detail": {k: v for k, v in asdict(self.settings).items()
                                     if k != "criterion"} | {
                     "criterion": asdict(self.settings.criterion)}}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def to_frame(self):
         import pandas as pd
@@ -397,7 +389,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     >>> [p.killed for p in study.populations]
     [False, True]
     """
-    from probmut.engine import kill_counts
+    from probmut.engine import kill_counts, seed_sequence
     from probmut.io.populations import Population, pair
 
     settings = settings or PosteriorSettings()
@@ -408,7 +400,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     names = list(names) if names else [healthy.name] + [m.name for m in mutants]
     _warn_if_sample_near_population(settings.sample, [healthy] + mutants)
     # One key for every pair, fixed here so that seed=None still shares it.
-    stream = np.random.SeedSequence(seed)
+    stream = seed_sequence(seed)
 
     def counts(h, m):
         if paired:
@@ -434,7 +426,7 @@ def _warn_if_sample_near_population(sample: int, populations) -> None:
             f"{smallest.where}: {len(smallest)} instances for samples of k = {sample}: the "
             "trials of one resample share most instances, so kill counts pile up at 0 and N "
             "and the bagged posterior is unreliable (the paper draws 20 of 200); train "
-            "more instances or lower --sample", SmallPopulationWarning, stacklevel=3)
+            "more instances or lower the sample size k", SmallPopulationWarning, stacklevel=3)
 
 
 # --- many Beta summaries at once (Monte-Carlo error and sample-size studies) -------------

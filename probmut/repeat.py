@@ -1,16 +1,15 @@
 """The motivating experiment (METHOD.md section 2): how often one k-vs-k test kills.
 
 Split the healthy instance ids at random into a *sound* pool and a disjoint *unknown*
-pool. Run ``tests`` DeepCrime tests, each on ``sample`` random sound-pool healthy
+pool. Run ``trials`` DeepCrime tests, each on ``sample`` random sound-pool healthy
 accuracies against ``sample`` random unknown-pool accuracies of the population under
 study (for paired data, the healthy sample is the same unknown ids' healthy values).
-The pass rate is kills / tests; repeat with fresh pools and report mean (sd). Healthy
+The pass rate is kills / trials; repeat with fresh pools and report mean (sd). Healthy
 against healthy gives the false-positive rate.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,15 +17,19 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.io.populations import Population
 from probmut.killtest import TEST_NAMES, KillCriterion, deepcrime_test_batch
+from probmut.results import Result
+
+#: Kill tests decided per batch: bounds the memory of one repetition, whatever ``trials``.
+_BATCH = 20_000
 
 
 @dataclass(frozen=True)
-class RepeatResult:
+class RepeatResult(Result):
     """Pass rates of repeated DeepCrime tests for one population."""
 
     name: str
     pass_rates: np.ndarray
-    tests: int
+    trials: int
     sample: int
 
     @property
@@ -39,12 +42,14 @@ class RepeatResult:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "pass_rate_mean": self.mean, "pass_rate_sd": self.sd,
-                "repetitions": int(self.pass_rates.size), "tests": self.tests,
+                "repetitions": int(self.pass_rates.size), "trials": self.trials,
                 "sample": self.sample, "pass_rates": self.pass_rates.tolist()}
 
 
 @dataclass(frozen=True)
-class RepeatStudy:
+class RepeatStudy(Result):
+    """The motivating experiment for a healthy population and its mutants (one row each)."""
+
     results: tuple[RepeatResult, ...]
     criterion: KillCriterion
     paired: bool
@@ -54,12 +59,13 @@ class RepeatStudy:
         return {"populations": [r.to_dict() for r in self.results], "paired": self.paired,
                 "seed": self.seed, "criterion": self.criterion.describe()}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+    def rows(self) -> list[dict]:
+        return [{k: v for k, v in r.to_dict().items() if k != "pass_rates"}
+                for r in self.results]
 
     def __str__(self) -> str:
         first = self.results[0]
-        lines = [f"{TEST_NAMES[self.criterion.kind]} repeated: {first.pass_rates.size} x {first.tests} tests of "
+        lines = [f"{TEST_NAMES[self.criterion.kind]} repeated: {first.pass_rates.size} x {first.trials} tests of "
                  f"{first.sample} vs {first.sample} instances (kill iff "
                  f"{self.criterion.describe()})",
                  f"{'population':<24}{'pass rate':>10}  {'(sd)':<8}"]
@@ -68,12 +74,13 @@ class RepeatStudy:
 
 
 def repeated_tests(healthy: Population, studied: Population, *, repetitions: int = 50,
-                   tests: int = 100, sample: int = 20, pool: int | None = None,
+                   trials: int = 100, sample: int = 20, pool: int | None = None,
                    paired: bool = False, criterion: KillCriterion | None = None,
                    seed=None, name: str | None = None) -> RepeatResult:
-    """Pass rate of ``tests`` DeepCrime tests with fresh sound/unknown pools, repeated.
+    """Pass rate of ``trials`` kill tests with fresh sound/unknown pools, repeated.
 
-    ``pool`` is the size of the sound pool (default: half the healthy instances).
+    ``pool`` is the size of the sound pool (default: half the healthy instances). Paired
+    populations must hold the same instance ids (see :func:`probmut.io.populations.pair`).
 
     Examples
     --------
@@ -83,34 +90,50 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     >>> 0 <= res.mean < 0.2
     True
     """
+    from probmut.engine import seed_sequence
+
     criterion = criterion or KillCriterion()
+    for option, value, least in (("repetitions", repetitions, 1), ("trials", trials, 1),
+                                 ("sample", sample, 2)):
+        if int(value) < least:
+            raise ProbmutError(f"{option} must be at least {least}, got {value}", option=option)
     ids = np.sort(healthy.ids)
+    if paired and not np.array_equal(ids, np.sort(studied.ids)):
+        raise ProbmutError(f"{studied.where}: paired populations must hold the same instance "
+                           f"ids as {healthy.where}")
+    if ids.size < 2 * sample:
+        raise ProbmutError(
+            f"{healthy.where}: {ids.size} instance(s); the sound and unknown pools need "
+            f"{sample} each for k = {sample} (at least {2 * sample} instances)", option="sample")
     pool = pool or ids.size // 2
-    if not 0 < pool < ids.size:
-        raise ProbmutError(f"the sound pool must hold between 1 and {ids.size - 1} instances")
+    if not sample <= pool <= ids.size - sample:
+        raise ProbmutError(f"the sound pool must hold between k = {sample} and "
+                           f"{ids.size - sample} of the {ids.size} healthy instances, got {pool}",
+                           option="pool")
     healthy_by_id = dict(zip(healthy.ids.tolist(), healthy.values.tolist(), strict=True))
     studied_by_id = dict(zip(studied.ids.tolist(), studied.values.tolist(), strict=True))
-    streams = np.random.SeedSequence(seed).spawn(repetitions)
+    streams = seed_sequence(seed).spawn(repetitions)
     rates = np.empty(repetitions)
     for r, stream in enumerate(streams):
         rng = np.random.default_rng(stream)
         order = rng.permutation(ids)
         sound = np.array([healthy_by_id[i] for i in order[:pool]])
         unknown_ids = [i for i in order[pool:] if i in studied_by_id]
-        if paired:
-            unknown_ids = [i for i in unknown_ids if i in healthy_by_id]
-        if min(sound.size, len(unknown_ids)) < sample:
+        if len(unknown_ids) < sample:
             raise ProbmutError(
-                f"{studied.where}: a pool of {min(sound.size, len(unknown_ids))} instances is too "
-                f"small to draw {sample}; use --sample <= {min(sound.size, len(unknown_ids))}")
+                f"{studied.where}: only {len(unknown_ids)} of its instances fall in the unknown "
+                f"pool of {ids.size - pool} healthy ids, fewer than k = {sample}; its ids "
+                "should be those of the healthy population", option="sample")
         unknown = np.array([studied_by_id[i] for i in unknown_ids])
-        pick_u = np.argsort(rng.random((tests, unknown.size)), axis=1)[:, :sample]
-        if paired:
-            unknown_healthy = np.array([healthy_by_id[i] for i in unknown_ids])
-            x = unknown_healthy[pick_u]
-        else:
-            pick_s = np.argsort(rng.random((tests, sound.size)), axis=1)[:, :sample]
-            x = sound[pick_s]
-        _, _, killed = deepcrime_test_batch(x, unknown[pick_u], criterion)
-        rates[r] = killed.mean()
-    return RepeatResult(name or studied.name, rates, tests, sample)
+        unknown_healthy = np.array([healthy_by_id[i] for i in unknown_ids]) if paired else None
+        kills = 0
+        for start in range(0, trials, _BATCH):
+            count = min(_BATCH, trials - start)
+            pick_u = np.argsort(rng.random((count, unknown.size)), axis=1)[:, :sample]
+            if paired:
+                x = unknown_healthy[pick_u]
+            else:
+                x = sound[np.argsort(rng.random((count, sound.size)), axis=1)[:, :sample]]
+            kills += int(deepcrime_test_batch(x, unknown[pick_u], criterion)[2].sum())
+        rates[r] = kills / trials
+    return RepeatResult(name or studied.name, rates, trials, sample)

@@ -17,7 +17,6 @@ accuracies, settings and seed): a second run only redraws, an interrupted run re
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -32,6 +31,8 @@ from probmut.io.cache import Cache, cache_key
 from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
 from probmut.posterior import PosteriorSettings
+from probmut.progress import progress as progress_display
+from probmut.results import Result
 
 PARTS = ("figure3", "deepcrime", "motivating", "sample-size")
 DEEPCRIME_SUFFIX = "_dc"
@@ -63,7 +64,7 @@ class Plan:
 
 
 @dataclass
-class ReplicateReport:
+class ReplicateReport(Result):
     """What a replication wrote, how long each part took, and the cache's use."""
 
     out: Path
@@ -79,8 +80,6 @@ class ReplicateReport:
                 "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
                 "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def __str__(self) -> str:
         mode = "quick (reduced settings)" if self.quick else "the paper's settings"
@@ -115,7 +114,9 @@ def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
             key = cache_key("posterior", healthy.values, healthy.ids,
                             [(m.values, m.ids) for m in mutants], mutation.paired,
                             plan.posterior, seed)
-            stored = cache.get(key)
+            bootstraps = plan.posterior.bootstraps
+            stored = cache.get(key, shapes={"baseline": (bootstraps,),
+                                            "mutants": (len(mutants), bootstraps)})
             if stored is None:
                 study = bagged_posteriors(healthy, mutants, plan.posterior,
                                           paired=mutation.paired, seed=seed, jobs=jobs,
@@ -182,21 +183,22 @@ def _motivating(manifest, plan, out, cache, seed, report, bar):
         for k in sorted(set(plan.motivating_ks) | {20}):
             key = cache_key("repeat", healthy.values, population.values, k,
                             plan.motivating_repetitions, criterion, seed, index)
-            stored = cache.get(key)
+            stored = cache.get(key, shapes={"pass_rates": (plan.motivating_repetitions,)})
             if stored is None:
                 result = repeated_tests(healthy, population,
                                         repetitions=plan.motivating_repetitions,
-                                        tests=paper.MOTIVATING_TESTS, sample=k,
+                                        trials=paper.MOTIVATING_TESTS, sample=k,
                                         pool=len(healthy) // 2, paired=mutation.paired,
                                         criterion=criterion, seed=[seed, index, k])
                 cache.put(key, pass_rates=result.pass_rates)
             else:
-                result = RepeatResult(population.name, stored["pass_rates"], paper.MOTIVATING_TESTS, k)
+                result = RepeatResult(population.name, stored["pass_rates"],
+                                      paper.MOTIVATING_TESTS, k)
             results.append(result)
         series["healthy" if index == 0 else population.name] = results
         bar.update()
     rows = [{"population": label, "pass_rate_mean": r.mean, "pass_rate_sd": r.sd,
-             "repetitions": r.pass_rates.size, "tests": r.tests}
+             "repetitions": r.pass_rates.size, "trials": r.trials}
             for label, results in series.items() for r in results if r.sample == 20]
     _write_frame(pd.DataFrame(rows).set_index("population"), out / "motivating_table.csv",
                  report)
@@ -220,7 +222,7 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
                                       subpopulations=plan.subpopulations,
                                       repetitions=plan.repetitions, paired=mutation.paired,
                                       seed=seed, jobs=jobs, cache=cache,
-                                      progress=None, name=f"{name} {magnitude}")
+                                      name=f"{name} {magnitude}")
             _write_frame(study.to_frame(),
                          out / "sample_size" / f"{model}_{name}_{magnitude}.csv", report)
             studies.append(study)
@@ -232,7 +234,7 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
 
 def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 42,
               cache_dir=None, manifest=None, parts=PARTS,
-              progress: bool | None = False) -> ReplicateReport:
+              progress: bool = False) -> ReplicateReport:
     """Regenerate the paper's figures and tables under ``out`` (see the module doc).
 
     Parameters
@@ -243,10 +245,8 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 
     cache_dir : cache directory (default ``out/.probmut_cache``); ``False``: no cache.
     manifest : the manifest (default: the bundled ``raw_data/manifest.toml``).
     parts : a subset of :data:`PARTS`.
-    progress : a progress bar on stderr (None: only on a terminal).
+    progress : show progress on stderr (see :func:`probmut.progress.progress`).
     """
-    from tqdm import tqdm
-
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise ProbmutError(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
@@ -269,13 +269,11 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 
                                                      bar),
                "sample-size": lambda bar: _sample_size(manifest, plan, out, cache, seed, jobs,
                                                        report, bar)}
-    disable = None if progress is None else not progress
     for part in PARTS:
         if part not in parts:
             continue
         start = time.perf_counter()
-        with tqdm(total=steps[part], desc=f"replicate {part}", unit="step", disable=disable,
-                  leave=False) as bar:
+        with progress_display(steps[part], f"replicate {part}", enabled=progress) as bar:
             runners[part](bar)
         report.seconds[part] = time.perf_counter() - start
     report.cache_hits, report.cache_misses = cache.hits, cache.misses

@@ -21,7 +21,6 @@ and the chunk's place only: the numbers do not depend on chunking or ``jobs``.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 
@@ -32,6 +31,8 @@ from probmut.errors import ProbmutError
 from probmut.io.cache import Cache, cache_key
 from probmut.mce import Z95, jackknife_se, ratio_of, repetition_moments
 from probmut.posterior import PosteriorSettings
+from probmut.progress import progress as progress_display
+from probmut.results import Result
 
 #: What is summarised over sub-populations, in the order of the JSON output.
 QUANTITIES = ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper")
@@ -100,7 +101,7 @@ class SizeResult:
 
 
 @dataclass(frozen=True)
-class Recommendation:
+class Recommendation(Result):
     """The smallest population size that settles the decision and the estimate."""
 
     size: int | None
@@ -121,8 +122,6 @@ class Recommendation:
                 "suggested_size": self.suggested_size, "message": self.message,
                 "per_size": list(self.per_size)}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def __str__(self) -> str:
         lines = [f"{'n':>5}{'agreement':>11}{'killed':>8}{'mean band':>11}  meets both"]
@@ -233,7 +232,7 @@ def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
 
 
 @dataclass(frozen=True)
-class SampleSizeStudy:
+class SampleSizeStudy(Result):
     """The population-size study of one mutant against its healthy population."""
 
     name: str
@@ -259,8 +258,6 @@ class SampleSizeStudy:
                 "paired": self.paired, "seed": self.seed, "jackknife": self.jackknife,
                 "fit": self.settings.fit, "settings": self.settings.describe()}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def to_frame(self):
         """One row per population size; columns ``{quantity}_{median,low,high}``."""
@@ -311,7 +308,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
                       paired: bool = False, seed=None,
                       jobs: int | None = None, tolerance: float = 0.1,
                       agreement: float = 0.95, cache: Cache | None = None, chunk: int = 10,
-                      progress: bool | None = False, name: str | None = None) -> SampleSizeStudy:
+                      progress: bool = False, name: str | None = None) -> SampleSizeStudy:
     """The population-size study of ``mutant`` against ``healthy`` (METHOD.md section 6).
 
     Parameters
@@ -327,7 +324,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     tolerance, agreement : the recommendation's criteria (see :func:`recommend`).
     cache : a :class:`~probmut.io.cache.Cache` to reuse and resume chunks.
     chunk : sub-populations per engine call (a unit of caching and of progress).
-    progress : tqdm progress bar on stderr (None: only on a terminal).
+    progress : show progress on stderr (see :func:`probmut.progress.progress`).
 
     Examples
     --------
@@ -338,9 +335,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     >>> [s.n for s in study.sizes], study.recommendation.size
     ([20, 50], 20)
     """
-    from tqdm import tqdm
-
-    from probmut.engine import kill_counts
+    from probmut.engine import kill_counts, seed_sequence
     from probmut.io.populations import Population, pair
 
     settings = settings or PosteriorSettings()
@@ -366,16 +361,15 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
         if int(value) < (2 if label == "repetitions" else 1):
             raise ProbmutError(f"{label} must be at least {2 if label == 'repetitions' else 1}, "
                                f"got {value}")
-    root = np.random.SeedSequence(seed)
+    root = seed_sequence(seed)
     draws_root, engine_root = root.spawn(2)
     draw_streams = draws_root.spawn(len(sizes))
     cache = cache or Cache(None)
     base_key = ("sample-size", h, m, paired, settings, repetitions, subpopulations,
                 root.entropy, jackknife)
     tests = settings.bootstraps * settings.trials * repetitions
-    bar = tqdm(total=len(sizes) * subpopulations * tests, unit="test", unit_scale=True,
-               desc=f"sample size {name}", disable=None if progress is None else not progress,
-               leave=False)
+    bar = progress_display(len(sizes) * subpopulations * tests, f"sample size {name}",
+                           enabled=progress, unit="test", unit_scale=True)
     results = []
     with bar:
         for index, (n, stream) in enumerate(zip(sizes, draw_streams, strict=True)):
@@ -386,7 +380,8 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
             for start in range(0, subpopulations, chunk):
                 stop = min(start + chunk, subpopulations)
                 key = cache_key(*base_key, n, index, start, stop)
-                stored = cache.get(key)
+                shape = (stop - start, repetitions)
+                stored = cache.get(key, shapes={"means": shape, "variances": shape})
                 if stored is None:
                     counts = kill_counts(h[ids_h[start:stop]], m[ids_m[start:stop]],
                                          bootstraps=settings.bootstraps, trials=settings.trials,

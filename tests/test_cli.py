@@ -116,7 +116,8 @@ def test_bad_input_exits_2_with_a_message_naming_the_problem(capsys, tmp_path):
     assert "outside [0, 1]" in _bad(capsys, "kill", healthy, angles)
     small = DC / "results_mnist_original_dc.csv"
     err = _bad(capsys, "posterior", small, small, "--sample", "25", "--no-plot")
-    assert "cannot draw 25 instances" in err and "--sample" in err
+    assert "results_mnist_original_dc.csv: 20 instance(s), fewer than the sample size k = 25" \
+        in err and "(--sample)" in err
 
 
 def test_paired_mode_refuses_unpaired_ids(capsys, tmp_path):

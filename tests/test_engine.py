@@ -82,5 +82,5 @@ def test_impossible_requests_are_clear_errors():
         kill_counts(values, values)
     with pytest.raises(ProbmutError, match="paired populations must have the same instances"):
         kill_counts(values, values[:10], sample=5, paired=True)
-    with pytest.raises(ProbmutError, match="bootstraps must be at least 1"):
+    with pytest.raises(ProbmutError, match="bootstraps must be between 1 and"):
         kill_counts(values, values, sample=5, bootstraps=0)

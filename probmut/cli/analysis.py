@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +12,10 @@ from probmut.cli.args import (
     add_population_arguments,
     add_posterior_arguments,
     add_run_arguments,
+    add_sample_argument,
     criterion_from,
     figure_path,
+    integer,
     manifest_magnitudes,
     posterior_settings_from,
     resolve_inputs,
@@ -23,19 +24,22 @@ from probmut.cli.emit import emit, emit_with_figure
 from probmut.errors import ProbmutError
 from probmut.io.populations import pair
 from probmut.killtest import TEST_NAMES
+from probmut.results import Result
 
 
 @dataclass(frozen=True)
-class KillTable:
+class KillTable(Result):
+    """Kill tests of several mutants against one healthy population, one row each."""
+
     names: list
     results: list
 
-    def to_json(self) -> str:
-        if len(self.results) == 1:
-            return json.dumps(self.results[0].to_dict() | {"name": self.names[0]}, indent=2)
-        return json.dumps({"tests": [r.to_dict() | {"name": n}
-                                     for n, r in zip(self.names, self.results, strict=True)]},
-                          indent=2, default=str)
+    def rows(self) -> list[dict]:
+        return [r.to_dict() | {"name": n} for n, r in zip(self.names, self.results, strict=True)]
+
+    def to_dict(self) -> dict:
+        rows = self.rows()
+        return rows[0] if len(rows) == 1 else {"tests": rows}
 
     def __str__(self) -> str:
         if len(self.results) == 1:
@@ -54,6 +58,7 @@ def _run_kill(args) -> int:
     from probmut.killtest import deepcrime_test
 
     inputs = resolve_inputs(args)
+    inputs.require(2, "the 2 a kill test needs per population")
     criterion = criterion_from(args)
     results = []
     for mutant in inputs.mutants:
@@ -70,11 +75,13 @@ def _run_repeat(args) -> int:
 
     inputs = resolve_inputs(args)
     criterion = criterion_from(args)
+    if inputs.paired:
+        inputs.mutants = [pair(inputs.healthy, mutant)[1] for mutant in inputs.mutants]
     populations = [inputs.healthy] + inputs.mutants
     names = ["healthy (false positives)"] + [m.name for m in inputs.mutants]
     results = tuple(
         repeated_tests(inputs.healthy, population, repetitions=args.repetitions,
-                       tests=args.tests, sample=args.sample, pool=args.pool,
+                       trials=args.trials, sample=args.sample, pool=args.pool,
                        paired=inputs.paired, criterion=criterion, seed=args.seed, name=name)
         for population, name in zip(populations, names, strict=True))
     emit(args, RepeatStudy(results, criterion, inputs.paired, args.seed))
@@ -86,6 +93,10 @@ def _run_posterior(args) -> int:
     from probmut.posterior import bagged_posteriors, study_from_kill_counts
 
     settings = posterior_settings_from(args)
+    label = (f"{args.model}_{args.mutation}" if args.model else
+             Path(args.kill_rates[-1]).stem if args.kill_rates else
+             "_".join(Path(f).stem for f in args.files[1:4]) or "posterior")
+    figure = figure_path(args, args.model or "posterior", f"{label}.png")
     if args.kill_rates:
         if len(args.kill_rates) != 2 or args.files:
             raise ProbmutError("--kill-rates takes two files: BASELINE.npy MUTANTS.npy")
@@ -102,13 +113,11 @@ def _run_posterior(args) -> int:
             raise ProbmutError(f"{len(names) - 1} names for {len(mutants)} mutant rows")
         study = study_from_kill_counts(baseline, list(mutants), names, settings,
                                        paired=args.paired, source="saved kill rates")
-        label = f"{args.model}_{args.mutation}" if args.model else Path(args.kill_rates[1]).stem
     else:
         inputs = resolve_inputs(args)
+        inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
         study = bagged_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
                                   seed=args.seed, jobs=args.jobs)
-        label = inputs.label
-    figure = figure_path(args, args.model or "posterior", f"{label}.png")
     if figure:
         from probmut.plots import plot_posteriors
 
@@ -134,11 +143,14 @@ def register(subparsers) -> None:
                     "against itself gives the false-positive rate.")
     add_population_arguments(repeat)
     add_criterion_arguments(repeat)
-    repeat.add_argument("--repetitions", type=int, default=50, help="repetitions (50)")
-    repeat.add_argument("--tests", type=int, default=100, help="tests per repetition (100)")
-    repeat.add_argument("--sample", type=int, default=20, help="k instances per side (20)")
-    repeat.add_argument("--pool", type=int, default=None,
-                        help="sound pool size (default half the healthy instances)")
+    repeat.add_argument("--repetitions", type=integer(1), default=50,
+                        help="repetitions of the whole experiment, each with fresh pools "
+                             "(default: 50)")
+    repeat.add_argument("--trials", type=integer(1), default=100,
+                        help="kill tests per repetition (default: 100)")
+    add_sample_argument(repeat)
+    repeat.add_argument("--pool", type=integer(1), default=None,
+                        help="sound pool size (default: half the healthy instances)")
     add_run_arguments(repeat)
     repeat.set_defaults(func=_run_repeat)
 
@@ -153,7 +165,7 @@ def register(subparsers) -> None:
     posterior.add_argument("--names", help="comma-separated mutant names for --kill-rates")
     add_criterion_arguments(posterior, PAPER_HELP_POSTERIOR)
     add_posterior_arguments(posterior)
-    add_plot_arguments(posterior, "plot_results/MODEL/NAME.png")
+    add_plot_arguments(posterior, "figures/MODEL/NAME.png")
     add_run_arguments(posterior)
     posterior.set_defaults(func=_run_posterior)
 

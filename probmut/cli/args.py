@@ -9,6 +9,7 @@ in every command.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,7 +19,62 @@ from probmut.io.populations import Population, read_population
 from probmut.killtest import DIRECTIONS, KINDS, KillCriterion
 
 DEFAULT_SEED = 42
+#: Where ``replicate`` writes the paper's figures and tables (committed in the repository).
 PLOT_DIR = Path("plot_results")
+#: Where the other commands draw by default, so they never overwrite the paper's figures.
+FIGURE_DIR = Path("figures")
+#: The largest count an option takes: more bootstraps, trials or tests than this could
+#: not finish anyway, and it keeps every index within 64-bit arithmetic.
+MAX_COUNT = 10**9
+
+
+# --- option values: checked when parsed, so a bad value is one line and exit 2 ------------
+
+def integer(minimum: int = 1, maximum: int = MAX_COUNT):
+    """argparse type: an integer in [minimum, maximum].
+
+    >>> integer(2)("20"), integer(0)("0")
+    (20, 0)
+    """
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(low: float, high: float, *, low_open: bool = False, high_open: bool = False):
+    """argparse type: a finite number in the interval from ``low`` to ``high``.
+
+    >>> number(0, 1, low_open=True, high_open=True)("0.05")
+    0.05
+    """
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        inside = ((value > low if low_open else value >= low)
+                  and (value < high if high_open else value <= high))
+        if not (math.isfinite(value) and inside):
+            interval = (("(" if low_open else "[") + f"{low:g}, "
+                        + ("inf" if math.isinf(high) else f"{high:g}")
+                        + (")" if high_open or math.isinf(high) else "]"))
+            raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+#: A seed: any non-negative integer (NumPy's SeedSequence takes arbitrarily large ones).
+seed_value = integer(0, 2**128)
 
 
 @dataclass
@@ -37,6 +93,17 @@ class Inputs:
             return f"{self.model}_{self.mutation}" if self.mutation else self.model
         return "_".join(m.name for m in self.mutants[:3]) or self.healthy.name
 
+    @property
+    def populations(self) -> list[Population]:
+        return [self.healthy, *self.mutants]
+
+    def require(self, count: int, what: str, option: str | None = None) -> None:
+        """Every population holds at least ``count`` instances; ``what`` says why."""
+        for population in self.populations:
+            if len(population) < count:
+                raise ProbmutError(f"{population.where}: {len(population)} instance(s), fewer "
+                                   f"than {what}", option=option)
+
 
 def add_population_arguments(parser: argparse.ArgumentParser, many_mutants: bool = True):
     """``HEALTHY MUTANT...`` files, or ``--model/--mutation`` through a manifest."""
@@ -54,7 +121,8 @@ def add_population_arguments(parser: argparse.ArgumentParser, many_mutants: bool
                         help="model-level mutation: mutant i derived from healthy i (pairs by "
                              "instance id; implied by the manifest for such mutations)")
     parser.add_argument("--strict", action="store_true",
-                        help="a missing accuracy is an error instead of a dropped instance")
+                        help="a missing accuracy is an error instead of a dropped instance "
+                             "(a strict reading)")
 
 
 def _decimals(text: str) -> int | str:
@@ -84,29 +152,32 @@ def add_criterion_arguments(parser: argparse.ArgumentParser,
                        help="the test: deepcrime (GLM z-test + Cohen's d, the default), welch "
                             "(Welch's t-test + Cohen's d) or mannwhitney (Mann-Whitney U + "
                             "Vargha-Delaney A12)")
-    group.add_argument("--alpha", type=float, default=None,
-                       help="significance level (default 0.05)")
+    group.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True),
+                       default=None, help="significance level (default: 0.05)")
     group.add_argument("--effect", default=None, metavar="SIZE",
-                       help="effect-size threshold: a number or small/medium/large (default "
-                            "medium). Cohen's d for deepcrime/welch (0.2/0.5/0.8); A12 in "
-                            "[0.5, 1] for mannwhitney (0.56/0.64/0.71)")
+                       help="effect-size threshold: a number or small/medium/large; Cohen's d "
+                            "for deepcrime/welch (0.2/0.5/0.8); A12 in [0.5, 1] for "
+                            "mannwhitney (0.56/0.64/0.71) (default: medium)")
     group.add_argument("--direction", choices=DIRECTIONS, default=None,
-                       help="two-sided |d| (the paper; the default), mutant-worse (DeepCrime, "
-                            "classifiers) or mutant-better (DeepCrime, regression)")
+                       help="two-sided |d| (the paper), mutant-worse (DeepCrime, classifiers) "
+                            "or mutant-better (DeepCrime, regression) (default: two-sided)")
     group.add_argument("--round-p", type=_decimals, default=None, metavar="DECIMALS",
                        help="round p to DECIMALS before comparing, as DeepCrime reads it from "
-                            "statsmodels' summary (3); 'none' compares the exact p (the "
-                            "default)")
+                            "statsmodels' summary (3); 'none' compares the exact p "
+                            "(default: none)")
     group.add_argument("--paper", action="store_true", help=paper_help)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print one JSON document"):
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
-                        help=f"random seed (default {DEFAULT_SEED}); same seed, same numbers")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="threads for the Monte-Carlo engine (default: all cores); "
-                             "results do not depend on it")
+    parser.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
+                        help="random seed, a non-negative integer; same seed, same numbers "
+                             f"(default: {DEFAULT_SEED})")
+    parser.add_argument("--jobs", type=integer(1, 4096), default=None,
+                        help="threads for the Monte-Carlo engine; results do not depend on it "
+                             "(default: all cores)")
     parser.add_argument("--json", action="store_true", help=json_help)
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (warnings and errors still show)")
 
 
 def criterion_from(args) -> KillCriterion:
@@ -150,29 +221,75 @@ def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
 
 
 def add_plot_arguments(parser: argparse.ArgumentParser, default: str):
-    parser.add_argument("--plot", metavar="FILE", help=f"figure file (default {default})")
+    parser.add_argument("--plot", metavar="FILE",
+                        help=f"figure file; its suffix is the format (default: {default})")
     parser.add_argument("--no-plot", action="store_true", help="do not draw the figure")
 
 
 def figure_path(args, folder: str, name: str) -> Path | None:
-    """Where to draw: ``--plot FILE``, else ``plot_results/FOLDER/NAME``; None with --no-plot."""
+    """Where to draw: ``--plot FILE``, else ``figures/FOLDER/NAME``; None with --no-plot.
+
+    The file's format (its suffix) and its folder are checked now, before any computation.
+    """
     if args.no_plot:
         return None
-    return Path(args.plot) if args.plot else PLOT_DIR / folder / name
+    path = Path(args.plot) if args.plot else FIGURE_DIR / folder / name
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix not in formats:
+        raise ProbmutError(f"{path}: unknown figure format {suffix or '(no suffix)'!r}; use one "
+                           f"of {', '.join(sorted(formats))}", option="plot")
+    return writable_file(path, "figure", "plot")
+
+
+def writable_file(path: Path, what: str, option: str | None = None) -> Path:
+    """``path`` if a file can be written there (its folder is created); else a clear error."""
+    if path.is_dir():
+        raise ProbmutError(f"{path}: is a directory; give a file name for the {what}",
+                           option=option)
+    writable_directory(path.parent, f"{what}'s folder", option)
+    return path
+
+
+def writable_directory(path: Path, what: str, option: str | None = None) -> Path:
+    """``path`` as a directory one can write in (created if absent); else a clear error."""
+    import tempfile
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except FileExistsError:
+        raise ProbmutError(f"{path}: is a file, not a directory (the {what})",
+                           option=option) from None
+    except OSError as error:
+        raise ProbmutError(f"{path}: cannot write there ({error.strerror}); choose another "
+                           f"place for the {what}", option=option) from None
+    return path
 
 
 def add_posterior_arguments(parser: argparse.ArgumentParser):
     group = parser.add_argument_group("bagged posterior")
-    group.add_argument("--bootstraps", type=int, default=100, help="B resamples (100)")
-    group.add_argument("--trials", type=int, default=100, help="N tests per resample (100)")
-    group.add_argument("--sample", type=int, default=20, help="k instances per side (20)")
+    group.add_argument("--bootstraps", type=integer(1), default=100,
+                       help="B bootstrap resamples of each population (default: 100)")
+    group.add_argument("--trials", type=integer(1), default=100,
+                       help="N kill tests per resample (default: 100)")
+    add_sample_argument(group)
     group.add_argument("--fit", choices=("moments", "lsq"), default=None,
-                       help="Beta summary: moment matching (default) or least squares (paper)")
+                       help="Beta summary: moment matching, or least squares (the paper's) "
+                            "(default: moments)")
     group.add_argument("--interval", choices=("hdi", "equal-tailed", "normal"), default=None,
-                       help="credible interval: highest-density (default), equal-tailed, or "
-                            "the paper's mean +- 1.96 sd")
-    group.add_argument("--threshold", type=float, default=1.0,
-                       help="killed iff ratio H_sound/H_mutant > threshold (1)")
+                       help="credible interval: highest-density, equal-tailed, or the paper's "
+                            "mean +- 1.96 sd (default: hdi)")
+    group.add_argument("--threshold", type=number(0, math.inf, low_open=True), default=1.0,
+                       help="killed iff the ratio H_sound/H_mutant exceeds it (default: 1)")
+
+
+def add_sample_argument(parser):
+    parser.add_argument("--sample", type=integer(2), default=20,
+                        help="k instances per side of one kill test (default: 20)")
 
 
 def posterior_settings_from(args, preset: str = "posterior_settings"):

@@ -7,15 +7,20 @@ command runs, and their absence is a plain error (exit 2) saying what to install
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from probmut.cli.args import (
     add_criterion_arguments,
     add_plot_arguments,
     add_population_arguments,
     add_run_arguments,
+    add_sample_argument,
     criterion_from,
     figure_path,
+    integer,
     resolve_inputs,
+    writable_file,
 )
 from probmut.cli.emit import emit_with_figure
 
@@ -26,12 +31,18 @@ def _run_bayes(args) -> int:
     settings = BayesSettings(
         draws=args.draws, tune=args.tune, chains=args.chains,
         cores=min(args.chains, args.jobs or os.cpu_count() or 1),
-        likelihood=args.likelihood, tests=args.tests, sample=args.sample,
+        likelihood=args.likelihood, trials=args.trials, sample=args.sample,
         criterion=criterion_from(args))
     inputs = resolve_inputs(args)
-    study = model_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
-                             seed=args.seed)
+    inputs.require(3, "the 3 the model needs per population")
     figure = figure_path(args, args.model or "bayes", f"{inputs.label}_bayes.png")
+    trace = (writable_file(Path(args.save_trace), "trace", "save_trace")
+             if args.save_trace else None)
+    study = model_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
+                             seed=args.seed, progress=not args.quiet)
+    if trace:
+        for path in study.save_traces(trace):
+            print(f"trace: {path}", file=sys.stderr)
     if figure:
         from probmut.plots import plot_bayes
 
@@ -51,13 +62,19 @@ def register(subparsers) -> None:
     add_criterion_arguments(bayes)
     group = bayes.add_argument_group("model and sampler")
     group.add_argument("--likelihood", choices=("student-t", "normal"), default="student-t",
-                       help="accuracy model: robust Student-t (default) or normal")
-    group.add_argument("--draws", type=int, default=1000, help="NUTS draws per chain (1000)")
-    group.add_argument("--tune", type=int, default=1000, help="NUTS tuning steps per chain (1000)")
-    group.add_argument("--chains", type=int, default=2, help="chains, at least 2 (2)")
-    group.add_argument("--tests", type=int, default=100,
-                       help="simulated k-vs-k tests per posterior draw (100)")
-    group.add_argument("--sample", type=int, default=20, help="k instances per side (20)")
-    add_plot_arguments(bayes, "plot_results/MODEL/NAME_bayes.png")
+                       help="accuracy model: robust Student-t or normal (default: student-t)")
+    group.add_argument("--draws", type=integer(1, 10**6), default=1000,
+                       help="NUTS draws per chain (default: 1000)")
+    group.add_argument("--tune", type=integer(1, 10**6), default=1000,
+                       help="NUTS tuning steps per chain (default: 1000)")
+    group.add_argument("--chains", type=integer(2, 64), default=2,
+                       help="chains, at least 2 for R-hat (default: 2)")
+    group.add_argument("--trials", type=integer(1, 10**6), default=100,
+                       help="simulated k-vs-k kill tests per posterior draw (default: 100)")
+    add_sample_argument(group)
+    group.add_argument("--save-trace", metavar="FILE.nc",
+                       help="keep the ArviZ InferenceData of each fit as netCDF (several "
+                            "mutants: FILE_MUTANT.nc); read it with arviz.from_netcdf")
+    add_plot_arguments(bayes, "figures/MODEL/NAME_bayes.png")
     add_run_arguments(bayes)
     bayes.set_defaults(func=_run_bayes)

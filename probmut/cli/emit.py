@@ -1,9 +1,14 @@
-"""Output of every subcommand: text or one JSON document, and where figures go."""
+"""Output of every subcommand: a readable table, or one strict JSON document.
+
+With ``--json`` a command prints exactly one JSON document on stdout (non-finite numbers
+as ``null``: any JSON parser reads it) and nothing else; messages go to stderr.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from probmut.results import dumps
 
 
 def emit(args, result) -> None:
@@ -11,12 +16,21 @@ def emit(args, result) -> None:
     print(result.to_json() if args.json else result)
 
 
+def emit_many(args, results, key: str) -> None:
+    """One result as its own document; several as ``{key: [...]}`` (or tables)."""
+    if len(results) == 1:
+        emit(args, results[0])
+    elif args.json:
+        print(dumps({key: [r.to_dict() for r in results]}))
+    else:
+        print("\n\n".join(str(r) for r in results))
+
+
 def emit_with_figure(args, document: dict, text: str, figure: Path | None) -> None:
     """Print a result that drew a figure: JSON with a "figure" key, or text and its path."""
     if args.json:
-        print(json.dumps(document | {"figure": str(figure) if figure else None}, indent=2))
+        print(dumps(document | {"figure": str(figure) if figure else None}))
     else:
         print(text)
         if figure:
             print(f"figure: {figure}")
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from probmut.cli.args import integer, number
 from probmut.errors import ProbmutError
 from probmut.inputs import ALTERNATIVES, CORRECTIONS, Outcomes, analyse_inputs
 
@@ -36,7 +37,7 @@ def _run_inputs(args) -> int:
     study = analyse_inputs(healthy, mutants,
                            inputs=parse_input_range(args.inputs, healthy.n_inputs),
                            alpha=args.alpha, correction=args.correction,
-                           alternative=args.alternative, threshold=args.threshold,
+                           alternative=args.alternative, threshold=args.majority,
                            show=args.show)
     print(study.to_json() if args.json else study)
     return 0
@@ -54,17 +55,17 @@ def register(subparsers) -> None:
     parser.add_argument("--inputs", metavar="START:STOP",
                         help="the test set: a range of input indices (default: all); the "
                              "Bonferroni pool stays all inputs of the files")
-    parser.add_argument("--alpha", type=float, default=0.05,
-                        help="family-wise level of the statistical criterion")
+    parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True),
+                        default=0.05, help="family-wise level of the statistical criterion")
     parser.add_argument("--correction", choices=CORRECTIONS, default="bonferroni",
                         help="bonferroni: per-input level alpha / number of inputs in the "
                              "files; none: alpha per input")
     parser.add_argument("--alternative", choices=ALTERNATIVES, default="greater",
                         help="greater: the mutant errs more on the input; two-sided: either way")
-    parser.add_argument("--threshold", type=float, default=0.5,
+    parser.add_argument("--majority", type=number(0, 1, high_open=True), default=0.5,
                         help="DeepMutation majority: a population gets an input right (wrong) "
                              "when more than this fraction of its instances do")
-    parser.add_argument("--show", type=int, default=10,
+    parser.add_argument("--show", type=integer(0), default=10,
                         help="killing inputs listed per mutant")
     parser.add_argument("--json", action="store_true",
                         help="one JSON document with every killing input")

@@ -7,7 +7,6 @@ or manifest, kill criterion, bagged-posterior settings, seed/jobs/json).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from probmut.cli.args import (
@@ -19,23 +18,17 @@ from probmut.cli.args import (
     add_posterior_arguments,
     add_run_arguments,
     figure_path,
+    integer,
+    number,
     posterior_settings_from,
     resolve_inputs,
+    writable_directory,
 )
-from probmut.cli.emit import emit, emit_with_figure
+from probmut.cli.emit import emit, emit_many, emit_with_figure
 from probmut.errors import ProbmutError
+from probmut.results import dumps
 
 DEFAULT_CACHE = Path(".probmut_cache")
-
-
-def _emit_many(args, results, key: str) -> None:
-    """One result as its own document; several as ``{key: [...]}`` (or tables)."""
-    if len(results) == 1:
-        emit(args, results[0])
-    elif args.json:
-        print(json.dumps({key: [r.to_dict() for r in results]}, indent=2))
-    else:
-        print("\n\n".join(str(r) for r in results))
 
 
 # --- mce ------------------------------------------------------------------------------------
@@ -49,19 +42,21 @@ def _run_mce(args) -> int:
         if args.files or args.model:
             raise ProbmutError("give either --kill-rates or populations, not both")
         counts = load_kill_rates(args.kill_rates, settings.trials)
-        if counts.ndim != 2:
-            raise ProbmutError(f"{args.kill_rates}: --kill-rates needs an R x B array (one row "
-                               f"per repetition), got shape {counts.shape}")
+        if counts.ndim != 2 or counts.shape[0] < 2:
+            raise ProbmutError(f"{args.kill_rates}: needs an R x B array of kill rates, one row "
+                               f"per repetition and at least 2 rows; got shape {counts.shape}",
+                               option="kill_rates")
         emit(args, mce_from_kill_counts(counts, settings,
                                         name=Path(args.kill_rates).stem, paired=args.paired,
                                         source="saved kill rates"))
         return 0
     inputs = resolve_inputs(args)
+    inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
     results = [monte_carlo_error(inputs.healthy, mutant, settings, repetitions=args.repetitions,
                                  paired=inputs.paired, seed=args.seed,
                                  jobs=args.jobs, name=mutant.name)
                for mutant in inputs.mutants]
-    _emit_many(args, results, "results")
+    emit_many(args, results, "results")
     return 0
 
 
@@ -73,9 +68,12 @@ def _sizes(text: str | None, available: int, sample: int) -> list[int]:
     if not text:
         return default_sizes(available, sample)
     try:
-        return [int(v) for v in text.split(",") if v.strip()]
+        sizes = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ProbmutError(f"--sizes takes comma-separated integers, got {text!r}") from None
+        sizes = []
+    if not sizes:
+        raise ProbmutError(f"expected comma-separated integers, got {text!r}", option="sizes")
+    return sizes
 
 
 def _studies(args):
@@ -85,7 +83,9 @@ def _studies(args):
 
     inputs = resolve_inputs(args)
     settings = posterior_settings_from(args, "study_settings")
-    cache = Cache(None if args.no_cache else args.cache)
+    inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
+    cache = Cache(None if args.no_cache else
+                  writable_directory(Path(args.cache), "cache", "cache"))
     studies = []
     for mutant in inputs.mutants:
         healthy = inputs.healthy
@@ -96,7 +96,7 @@ def _studies(args):
             healthy, mutant, settings, sizes=sizes, subpopulations=args.subpopulations,
             repetitions=args.repetitions, paired=inputs.paired,
             seed=args.seed, jobs=args.jobs, tolerance=args.tolerance,
-            agreement=args.agreement, cache=cache, progress=None, name=mutant.name))
+            agreement=args.agreement, cache=cache, progress=not args.quiet, name=mutant.name))
     return inputs, studies
 
 
@@ -117,7 +117,7 @@ def _run_recommend(args) -> int:
     _, studies = _studies(args)
     if args.json:
         documents = [{"name": s.name} | s.recommendation.to_dict() for s in studies]
-        print(json.dumps(documents[0] if len(documents) == 1 else {"recommendations": documents},
+        print(dumps(documents[0] if len(documents) == 1 else {"recommendations": documents},
                          indent=2))
     else:
         print("\n\n".join(f"{s.name}:\n{s.recommendation}" for s in studies))
@@ -132,7 +132,7 @@ def _run_replicate(args) -> int:
     parts = args.only.split(",") if args.only else list(PARTS)
     report = replicate(Path(args.out), quick=args.quick, jobs=args.jobs, seed=args.seed,
                        cache_dir=None if args.no_cache else args.cache, manifest=args.manifest,
-                       parts=parts, progress=None)
+                       parts=parts, progress=not args.quiet)
     print(report.to_json() if args.json else report)
     return 0
 
@@ -144,21 +144,23 @@ def _add_study_arguments(parser: argparse.ArgumentParser):
     add_criterion_arguments(parser, PAPER_HELP_MCE)
     add_posterior_arguments(parser)
     group = parser.add_argument_group("population-size study")
-    group.add_argument("--sizes", help="comma-separated population sizes (default the paper's "
-                                       "25,50,...,175,190 for 200 instances; else 8 sizes up "
-                                       "to 95%% of the population)")
-    group.add_argument("--subpopulations", type=int, default=30,
-                       help="random sub-populations per size (30)")
-    group.add_argument("--repetitions", type=int, default=100,
-                       help="R repetitions of the bagging per sub-population (100)")
-    group.add_argument("--tolerance", type=float, default=0.1,
+    group.add_argument("--sizes", help="comma-separated population sizes (default: the "
+                                       "paper's 25,50,...,175,190 for 200 instances; else 8 "
+                                       "sizes up to 95%% of the population)")
+    group.add_argument("--subpopulations", type=integer(1), default=30,
+                       help="random sub-populations per size (default: 30)")
+    group.add_argument("--repetitions", type=integer(2), default=100,
+                       help="R repetitions of the whole bagging per sub-population, for its "
+                            "Monte-Carlo error (default: 100)")
+    group.add_argument("--tolerance", type=number(1e-6, 1), default=0.1,
                        help="largest acceptable width of the 95%% band of the posterior mean "
-                            "(0.1)")
-    group.add_argument("--agreement", type=float, default=0.95,
-                       help="share of sub-populations that must reach the same decision (0.95)")
+                            "(default: 0.1)")
+    group.add_argument("--agreement", type=number(0.5, 1), default=0.95,
+                       help="share of sub-populations that must reach the same decision "
+                            "(default: 0.95)")
     group.add_argument("--cache", default=str(DEFAULT_CACHE),
-                       help=f"directory of cached chunks: reruns are instant and an interrupted "
-                            f"run resumes ({DEFAULT_CACHE})")
+                       help="directory of cached chunks: reruns are instant and an interrupted "
+                            f"run resumes (default: {DEFAULT_CACHE})")
     group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     add_run_arguments(parser)
 
@@ -176,7 +178,8 @@ def register(subparsers) -> None:
                           "repetition")
     add_criterion_arguments(mce, PAPER_HELP_MCE)
     add_posterior_arguments(mce)
-    mce.add_argument("--repetitions", type=int, default=100, help="R repetitions (100)")
+    mce.add_argument("--repetitions", type=integer(2), default=100,
+                     help="R repetitions of the whole bagging (default: 100)")
     add_run_arguments(mce)
     mce.set_defaults(func=_run_mce)
 
@@ -188,7 +191,7 @@ def register(subparsers) -> None:
                     "recommended number of instances. Run it on a pilot population before "
                     "training hundreds of instances.")
     _add_study_arguments(sample_size)
-    add_plot_arguments(sample_size, "plot_results/MODEL/NAME_sample_size.png")
+    add_plot_arguments(sample_size, "figures/MODEL/NAME_sample_size.png")
     sample_size.set_defaults(func=_run_sample_size)
 
     recommend = subparsers.add_parser(
@@ -208,11 +211,12 @@ def register(subparsers) -> None:
                     "re-plotting is instant and an interrupted run resumes.")
     rep.add_argument("--quick", action="store_true",
                      help="reduced settings (about a minute; for CI), not the paper's numbers")
-    rep.add_argument("--out", default=str(PLOT_DIR), help="output directory (plot_results)")
+    rep.add_argument("--out", default=str(PLOT_DIR),
+                     help=f"output directory (default: {PLOT_DIR})")
     rep.add_argument("--only", help="comma-separated parts: figure3 (with the ratio table), "
-                                    "deepcrime, motivating, sample-size (default all)")
+                                    "deepcrime, motivating, sample-size (default: all)")
     rep.add_argument("--cache", default=None,
-                     help="cache directory (default OUT/.probmut_cache)")
+                     help="cache directory (default: OUT/.probmut_cache)")
     rep.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     rep.add_argument("--manifest", help="manifest TOML (default: the bundled raw_data)")
     add_run_arguments(rep, json_help="print the list of files written as JSON")

@@ -1,0 +1,407 @@
+"""Hostile input: every case of issue 8 ends in exit 0 with a sound answer or exit 2 with
+one line naming the problem; --json output is strict JSON; a damaged cache is recomputed.
+
+Each listed case is its own regression test; a property-based test drives the commands
+with generated files and options.
+"""
+
+import json
+import math
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from probmut.cli import main
+from probmut.io.cache import Cache, DamagedCacheWarning, cache_key
+from probmut.io.outcomes import save_outcomes
+
+from .conftest import RAW
+
+HEALTHY = RAW / "mnist" / "results_mnist_original.csv"
+MUTANT = RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_9.29.csv"
+FUZZED = RAW / "mnist" / "results_mnist_weights_fuzzing_mutated0_MP_0.05_1.csv"
+FAST = ["--bootstraps", "5", "--trials", "10"]
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def strict_json(text: str):
+    """Parse like a strict JSON reader: NaN and Infinity are not JSON."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def refused(capsys, *argv, says: str) -> str:
+    """The command exits 2 with exactly one line, ``probmut CMD: error: ...``, containing
+    ``says``; nothing on stdout."""
+    code, out, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    errors = [line for line in lines if ": error: " in line]
+    assert code == 2, err
+    assert len(errors) == 1 and errors[0].startswith("probmut"), err
+    assert "Traceback" not in err and out == ""
+    assert says in errors[0], errors[0]
+    return errors[0]
+
+
+def tidy(path, rows):
+    path.write_text("instance,accuracy\n" + "".join(f"{i},{a}\n" for i, a in rows))
+    return path
+
+
+# --- wrong answers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, expected", [
+    (["kill", "--model", "mnist_dc", "--mutation", "delete_training_data", "--magnitudes",
+      "9.29", "--paper", "--alpha", "0.001"], "p rounded to 3 decimals < 0.001"),
+    (["kill", "--model", "mnist_dc", "--mutation", "delete_training_data", "--magnitudes",
+      "9.29", "--paper", "--round-p", "none"], "killed iff p < 0.05"),
+    (["posterior", HEALTHY, MUTANT, "--paper", "--fit", "moments", "--no-plot", *FAST],
+     "Beta fit: moment matching"),
+    (["posterior", HEALTHY, MUTANT, "--paper", "--interval", "hdi", "--no-plot", *FAST],
+     "95% interval: highest-density"),
+    (["repeat", HEALTHY, MUTANT, "--paper", "--direction", "mutant-worse", "--repetitions",
+      "2"], "and d >= 0.5"),
+    (["mce", HEALTHY, MUTANT, "--paper", "--fit", "moments", "--repetitions", "3", *FAST],
+     "Beta fit: moment matching"),
+])
+def test_an_explicit_flag_wins_over_paper(capsys, argv, expected):
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert expected in out
+
+
+def test_paper_with_an_explicit_alpha_no_longer_kills_at_p_0048(capsys):
+    code, out, _ = run(capsys, "kill", "--model", "mnist_dc", "--mutation",
+                       "delete_training_data", "--magnitudes", "9.29", "--paper", "--alpha",
+                       "0.001", "--json")
+    document = strict_json(out)
+    assert code == 0 and document["p_value"] == 0.048 and document["killed"] is False
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_a_ratio_threshold_must_be_a_positive_finite_number(capsys, value):
+    refused(capsys, "posterior", HEALTHY, MUTANT, "--threshold", value, "--no-plot",
+            says="--threshold")
+
+
+def test_repeat_paired_refuses_unpaired_ids(capsys, tmp_path):
+    healthy = tidy(tmp_path / "h.csv", [(i, 0.9 + i / 1000) for i in range(50)])
+    mutant = tidy(tmp_path / "m.csv", [(i + 7, 0.8 + i / 1000) for i in range(50)])
+    refused(capsys, "repeat", healthy, mutant, "--paired", says="ids only in")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--sample", "-2"], "--sample: must be at least 2"),
+    (["--repetitions", "-1"], "--repetitions: must be at least 1"),
+    (["--repetitions", "0"], "--repetitions: must be at least 1"),
+    (["--trials", "-1"], "--trials: must be at least 1"),
+    (["--trials", "10000000000"], "--trials: must be at most"),
+])
+def test_repeat_refuses_impossible_counts(capsys, argv, says):
+    refused(capsys, "repeat", HEALTHY, MUTANT, *argv, says=says)
+
+
+# --- strict JSON -----------------------------------------------------------------------------
+
+def test_kill_on_two_different_constant_populations_prints_null_for_infinity(capsys, tmp_path):
+    healthy = tidy(tmp_path / "h.csv", [(i, 0.9) for i in range(5)])
+    mutant = tidy(tmp_path / "m.csv", [(i, 0.8) for i in range(5)])
+    code, out, _ = run(capsys, "kill", healthy, mutant, "--json")
+    document = strict_json(out)
+    assert code == 0 and document["killed"] is True and document["effect_size"] is None
+
+
+@pytest.mark.parametrize("command, argv, says", [
+    ("recommend", ["--tolerance", "inf"], "--tolerance"),
+    ("recommend", ["--tolerance", "1e-300"], "--tolerance"),
+    ("sample-size", ["--agreement", "nan"], "--agreement"),
+    ("mce", ["--alpha", "nan"], "--alpha"),
+    ("kill", ["--effect", "nan"], "effect-size threshold"),
+])
+def test_option_values_that_make_no_sense_are_refused(capsys, command, argv, says):
+    refused(capsys, command, HEALTHY, MUTANT, *argv, says=says)
+
+
+# --- one line, exit 2, never a traceback ---------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["posterior", "repeat", "mce", "sample-size", "recommend"])
+def test_a_negative_seed_is_refused(capsys, command):
+    refused(capsys, command, HEALTHY, MUTANT, "--seed", "-5", says="--seed: must be at least 0")
+
+
+def test_an_instance_id_too_large_for_int64(capsys, tmp_path):
+    path = tidy(tmp_path / "big.csv", [(10**25, 0.9), (1, 0.91)])
+    refused(capsys, "kill", path, MUTANT, says="instance id 10000000000000000000000000 is outside")
+
+
+def test_a_csv_field_longer_than_the_csv_module_takes(capsys, tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("instance,accuracy\n0," + "9" * 140_000 + "\n")
+    refused(capsys, "kill", path, MUTANT, says="long.csv: not a readable CSV file")
+
+
+MANIFESTS = {
+    "unknown placeholder": ('pattern = "x_{foo}.csv"', "'pattern' must be a file name"),
+    "unbalanced brace": ('pattern = "x_{magnitude}{.csv"', "not a valid file pattern"),
+    "pattern of the wrong type": ("pattern = 5", "'pattern' must be a file name"),
+    "magnitudes of the wrong type": ('magnitudes = "1,2"', "'magnitudes' must be a non-empty"),
+    "no magnitudes": ("magnitudes = []", "'magnitudes' must be a non-empty"),
+}
+
+
+@pytest.mark.parametrize("case", MANIFESTS)
+def test_malformed_mutation_tables_in_a_manifest(capsys, tmp_path, case):
+    line, says = MANIFESTS[case]
+    spec = {"pattern": 'pattern = "x_{magnitude}.csv"', "magnitudes": 'magnitudes = ["1"]'}
+    spec[line.split(" =")[0]] = line
+    (tmp_path / "m.toml").write_text('[models.a]\nhealthy = "h.csv"\n[models.a.mutations.x]\n'
+                                     + "\n".join(spec.values()) + "\n")
+    refused(capsys, "kill", "--manifest", tmp_path / "m.toml", "--model", "a", "--mutation", "x",
+            says=says)
+
+
+@pytest.mark.parametrize("content, says", [
+    ('[models.a]\nhealthy = 3\n', "'healthy' must be"),
+    ('[models.a]\nhealthy = "h.csv"\nmutations = 3\n', "'mutations' must be a table"),
+    ('[models]\na = 3\n', "[models.a] must be a table"),
+    ('models = 3\n', "no [models.NAME] tables"),
+])
+def test_models_of_the_wrong_type_in_a_manifest(capsys, tmp_path, content, says):
+    (tmp_path / "m.toml").write_text(content)
+    refused(capsys, "kill", "--manifest", tmp_path / "m.toml", "--model", "a", "--mutation", "x",
+            says=says)
+
+
+def test_a_manifest_path_that_is_a_directory(capsys, tmp_path):
+    refused(capsys, "kill", "--manifest", tmp_path, "--model", "a", "--mutation", "x",
+            says="is a directory")
+
+
+def _outcomes(tmp_path):
+    good = tmp_path / "good.outcomes.npz"
+    save_outcomes(good, range(20), np.ones((20, 30), bool), np.arange(30) % 10)
+    return good
+
+
+def _damaged_outcomes(tmp_path, case):
+    path = tmp_path / f"{case}.npz"
+    arrays = {"instance": np.arange(20), "n_inputs": 30,
+              "correct": np.zeros((20, 4), np.uint8), "labels": np.arange(30)}
+    if case == "float ids":
+        arrays["instance"] = np.arange(20.0)
+    elif case == "5 ids for 20 rows":
+        arrays["instance"] = np.arange(5)
+    elif case == "duplicate ids":
+        arrays["instance"] = np.zeros(20, int)
+    elif case == "bool outcomes":
+        arrays["correct"] = np.zeros((20, 30), bool)
+    if case == "plain npy":
+        np.save(tmp_path / "plain.npy", np.arange(3))
+        return tmp_path / "plain.npy"
+    if case in ("empty", "truncated", "bit flip"):
+        data = _outcomes(tmp_path).read_bytes()
+        data = {"empty": b"", "truncated": data[: len(data) // 2],
+                "bit flip": data[: len(data) // 2] + bytes([data[len(data) // 2] ^ 0xFF])
+                + data[len(data) // 2 + 1:]}[case]
+        path.write_bytes(data)
+        return path
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("case", ["float ids", "5 ids for 20 rows", "duplicate ids",
+                                  "bool outcomes", "plain npy", "empty", "truncated",
+                                  "bit flip"])
+def test_outcome_files_of_another_kind_or_damaged(capsys, tmp_path, case):
+    damaged = _damaged_outcomes(tmp_path, case)
+    refused(capsys, "inputs", _outcomes(tmp_path), damaged,
+            says=f"{damaged.name}: not a probmut outcomes file")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--bootstraps", "100000000000"], "--bootstraps: must be at most"),
+    (["--bootstraps", "1000000000"], "exceed the limit of 134,217,728"),
+    (["--trials", "99999999999999999999"], "--trials: must be at most"),
+])
+def test_huge_counts_are_refused_before_allocating(capsys, argv, says):
+    refused(capsys, "posterior", HEALTHY, MUTANT, "--no-plot", *argv, says=says)
+
+
+def test_a_figure_of_an_unknown_format(capsys, tmp_path):
+    refused(capsys, "posterior", HEALTHY, MUTANT, "--plot", tmp_path / "f.xyz",
+            says="unknown figure format 'xyz'")
+
+
+def test_a_figure_or_cache_where_nothing_can_be_written(capsys, tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("")
+    refused(capsys, "posterior", HEALTHY, MUTANT, "--plot", blocker / "f.png",
+            says="file.txt: is a file, not a directory")
+    (tmp_path / "folder.png").mkdir()
+    refused(capsys, "posterior", HEALTHY, MUTANT, "--plot", tmp_path / "folder.png",
+            says="folder.png: is a directory")
+    refused(capsys, "sample-size", HEALTHY, MUTANT, "--cache", blocker, "--sizes", "25",
+            says="file.txt: is a file, not a directory")
+
+
+def test_kill_rates_that_are_not_numbers(capsys, tmp_path):
+    np.save(tmp_path / "text.npy", np.array(["a", "b"]))
+    refused(capsys, "posterior", "--kill-rates", tmp_path / "text.npy", tmp_path / "text.npy",
+            "--no-plot", says="holds <U1 values, not kill rates")
+
+
+def test_output_into_a_closed_pipe_stops_quietly():
+    script = (f"{sys.executable} -m probmut kill {HEALTHY} {MUTANT} {MUTANT} {MUTANT} --json "
+              "| head -c 10")
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
+                            text=True)
+    assert result.stdout == '{\n  "tests'
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+# --- messages name the file ----------------------------------------------------------------------
+
+def test_a_population_too_small_is_named(capsys, tmp_path):
+    one = tidy(tmp_path / "one.csv", [(0, 0.9)])
+    refused(capsys, "kill", HEALTHY, one, says="one.csv: 1 instance(s), fewer than the 2")
+    line = refused(capsys, "posterior", HEALTHY, one, "--no-plot",
+                   says="one.csv: 1 instance(s), fewer than the sample size k = 20")
+    assert line.endswith("(--sample)")
+    refused(capsys, "repeat", HEALTHY, one, says="one.csv: only 1 of its instances")
+    refused(capsys, "repeat", one, one, says="one.csv: 1 instance(s); the sound and unknown "
+                                             "pools need 20 each")
+
+
+def test_mce_needs_two_repetitions(capsys):
+    refused(capsys, "mce", HEALTHY, MUTANT, "--repetitions", "1",
+            says="--repetitions: must be at least 2")
+
+
+# --- damaged caches ---------------------------------------------------------------------------------
+
+def _damage(path, case):
+    data = path.read_bytes()
+    if case == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif case == "emptied":
+        path.write_bytes(b"")
+    elif case == "bit flip":
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:])
+
+
+@pytest.mark.parametrize("case", ["truncated", "emptied", "bit flip"])
+def test_a_damaged_cache_file_is_recomputed_with_a_warning(tmp_path, case):
+    cache = Cache(tmp_path)
+    key = cache_key("chunk", 1)
+    cache.put(key, means=np.linspace(0, 1, 6).reshape(2, 3))
+    _damage(next(tmp_path.rglob("*.npz")), case)
+    with pytest.warns(DamagedCacheWarning, match="damaged cache entry"):
+        assert cache.get(key, shapes={"means": (2, 3)}) is None
+
+
+@pytest.mark.parametrize("arrays, says", [
+    ({"other": np.zeros((2, 3))}, "expected array 'means'"),
+    ({"means": np.zeros((3, 2))}, "expected array 'means' of shape"),
+    ({"means": np.full((2, 3), np.nan)}, "NaN"),
+])
+def test_a_well_formed_cache_file_with_the_wrong_content_is_not_used(tmp_path, arrays, says):
+    cache = Cache(tmp_path)
+    key = cache_key("chunk", 2)
+    cache.put(key, **arrays)
+    with pytest.warns(DamagedCacheWarning, match=says):
+        assert cache.get(key, shapes={"means": (2, 3)}) is None
+
+
+def test_a_cache_file_written_for_another_key_is_not_used(tmp_path):
+    cache = Cache(tmp_path)
+    one, two = cache_key("a"), cache_key("b")
+    cache.put(one, means=np.zeros((2, 3)))
+    target = cache._path(two)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    cache._path(one).rename(target)
+    with pytest.warns(DamagedCacheWarning, match="another key"):
+        assert cache.get(two) is None
+
+
+def test_a_study_on_a_damaged_cache_gives_the_fresh_numbers(capsys, tmp_path):
+    argv = ["sample-size", HEALTHY, MUTANT, "--sizes", "25", "--subpopulations", "2",
+            "--repetitions", "2", "--no-plot", "--json", "--cache", tmp_path, *FAST]
+    code, fresh, _ = run(capsys, *argv)
+    assert code == 0
+    for path in tmp_path.rglob("*.npz"):
+        _damage(path, "bit flip")
+    code, again, err = run(capsys, *argv)
+    assert code == 0 and "damaged cache entry" in err
+    assert strict_json(again)["sizes"] == strict_json(fresh)["sizes"]
+    assert zlib.crc32(again.encode()) == zlib.crc32(fresh.encode())
+
+
+# --- property-based: generated files and options ------------------------------------------------
+
+CELLS = st.one_of(
+    st.floats(0, 1).map(repr), st.sampled_from(["", "nan", "inf", "-0.5", "1.5", "abc", "0.9"]))
+VALID = st.lists(st.floats(0, 1).map(repr), min_size=2, max_size=40).map(
+    lambda values: list(enumerate(values)))
+POPULATIONS = st.one_of(
+    VALID, VALID, VALID,
+    st.lists(st.tuples(st.integers(0, 60), CELLS), min_size=0, max_size=40),
+    st.lists(st.tuples(st.integers(-5, 10**20), st.just("0.9")), max_size=5))
+GOOD_OPTIONS = [["--paired"], ["--paper"], ["--seed", "7"], ["--alpha", "0.5"], ["--effect", "large"], ["--criterion", "welch"],
+                ["--criterion", "mannwhitney"], ["--direction", "mutant-worse"],
+                ["--round-p", "3"], ["--round-p", "none"]]
+BAD_OPTIONS = [["--seed", "-1"], ["--alpha", "1"], ["--effect", "-1"], ["--round-p", "-4"],
+               ["--threshold", "nan"], ["--jobs", "0"]]
+OPTIONS = st.tuples(st.lists(st.sampled_from(GOOD_OPTIONS), max_size=3),
+                    st.one_of(st.just([]), st.just([]), st.just([]),
+                              st.sampled_from(BAD_OPTIONS).map(lambda bad: [bad]))).map(
+    lambda parts: parts[0] + parts[1])
+COMMANDS = {"kill": [], "posterior": ["--no-plot", "--sample", "2", *FAST],
+            "repeat": ["--repetitions", "2", "--trials", "5", "--sample", "2"],
+            "mce": ["--repetitions", "2", "--sample", "2", *FAST],
+            "sample-size": ["--subpopulations", "2", "--repetitions", "2", "--no-plot",
+                            "--no-cache", "--sample", "2", *FAST]}
+
+
+def _numbers(document):
+    if isinstance(document, dict):
+        for value in document.values():
+            yield from _numbers(value)
+    elif isinstance(document, list):
+        for value in document:
+            yield from _numbers(value)
+    elif isinstance(document, float):
+        yield document
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(command=st.sampled_from(sorted(COMMANDS)), healthy=POPULATIONS, mutant=POPULATIONS,
+       options=OPTIONS)
+def test_any_files_and_options_give_exit_0_or_2_and_strict_json(capsys, tmp_path, command,
+                                                                 healthy, mutant, options):
+    for name, rows in (("h.csv", healthy), ("m.csv", mutant)):
+        (tmp_path / name).write_text("instance,accuracy\n"
+                                     + "".join(f"{i},{a}\n" for i, a in rows))
+    argv = [command, tmp_path / "h.csv", tmp_path / "m.csv", *COMMANDS[command],
+            *[part for option in options for part in option], "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code in (0, 2), err
+    assert "Traceback" not in err
+    event(f"exit {code}")
+    if code == 2:
+        assert out == "" and len([line for line in err.splitlines() if ": error: " in line]) == 1
+    else:
+        document = strict_json(out)
+        assert not any(math.isnan(value) for value in _numbers(document))
