@@ -35,12 +35,12 @@ a group sd up to a few pooled sds), so they do not depend on the accuracy's unit
 
 Kill probability
 ----------------
-For every posterior draw, ``tests`` k-vs-k kill tests are simulated from the model
-(``(tests, k)`` samples per side) and decided at once by the compiled
+For every posterior draw, ``trials`` k-vs-k kill tests are simulated from the model
+(``(trials, k)`` samples per side) and decided at once by the compiled
 :func:`probmut.killtest.deepcrime_test_batch` with the user's
 :class:`~probmut.killtest.KillCriterion`; the share killed is ``pi`` for that draw.
 The posterior mean of ``pi`` is exact up to Monte-Carlo error; its interval also holds
-the binomial noise of ``tests`` simulated tests per draw.
+the binomial noise of ``trials`` simulated tests per draw.
 
 Effect sizes: the mean accuracy difference is ``mu_mutant - mu_healthy`` (the GLM
 coefficient's sign); Cohen's d is ``(mu_healthy - mu_mutant) / sqrt((sigma_h^2 +
@@ -56,7 +56,6 @@ localization: an improved R-hat. Bayesian Analysis, 2021.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import warnings
@@ -65,9 +64,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from probmut.engine import seed_sequence
 from probmut.errors import ProbmutError
 from probmut.io.populations import Population, pair
 from probmut.killtest import KillCriterion, deepcrime_test_batch
+from probmut.results import Result
 
 try:
     with warnings.catch_warnings():
@@ -103,7 +104,7 @@ class BayesSettings:
         R-hat needs several).
     cores : processes for the chains (results do not depend on it).
     likelihood : ``"student-t"`` (robust, default) or ``"normal"``.
-    tests : simulated k-vs-k tests per posterior draw.
+    trials : simulated k-vs-k kill tests per posterior draw.
     sample : k, instances per side of one simulated test.
     mass : probability mass of the highest-density intervals.
     target_accept : NUTS step-size adaptation target.
@@ -118,7 +119,7 @@ class BayesSettings:
     chains: int = 2
     cores: int = 1
     likelihood: str = "student-t"
-    tests: int = 100
+    trials: int = 100
     sample: int = 20
     mass: float = 0.95
     target_accept: float = 0.9
@@ -128,7 +129,7 @@ class BayesSettings:
         if self.likelihood not in LIKELIHOODS:
             raise ProbmutError(f"unknown likelihood {self.likelihood!r}; choose one of "
                                f"{', '.join(LIKELIHOODS)}")
-        for name in ("draws", "tune", "tests", "cores"):
+        for name in ("draws", "tune", "trials", "cores"):
             if int(getattr(self, name)) < 1:
                 raise ProbmutError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.chains < 2:
@@ -143,7 +144,7 @@ class BayesSettings:
     def describe(self) -> str:
         model = "Student-t" if self.likelihood == "student-t" else "Normal"
         return (f"{model} model, {self.chains} chains x {self.draws} draws ({self.tune} tuning); "
-                f"{self.tests} simulated {self.sample} vs {self.sample} tests per draw, kill iff "
+                f"{self.trials} simulated {self.sample} vs {self.sample} tests per draw, kill iff "
                 f"{self.criterion.describe()}; {self.mass:.0%} HDI")
 
 
@@ -208,6 +209,9 @@ class BayesComparison:
     settings: BayesSettings
     seed: int | None = None
     skewness: tuple[float, float] = (0.0, 0.0)
+    #: The ArviZ InferenceData of the fit, with the derived kill probability, mean
+    #: difference and Cohen's d added to its posterior group.
+    trace: object = field(default=None, repr=False, compare=False)
 
     def skew_problem(self) -> str | None:
         """A note when the modelled data are too skewed for a symmetric likelihood."""
@@ -259,7 +263,7 @@ class BayesComparison:
 
 
 @dataclass(frozen=True)
-class BayesStudy:
+class BayesStudy(Result):
     """Model-based posteriors of one or more mutants against one healthy population."""
 
     comparisons: tuple[BayesComparison, ...]
@@ -271,6 +275,26 @@ class BayesStudy:
     def converged(self) -> bool:
         return all(c.diagnostics.converged for c in self.comparisons)
 
+    def save_traces(self, path) -> list:
+        """Write each fit's ArviZ InferenceData as netCDF: ``path`` itself for one mutant,
+        ``{stem}_{mutant}{suffix}`` beside it for several. Returns the paths written.
+
+        Read one back with ``arviz.from_netcdf(path)``.
+        """
+        from pathlib import Path
+
+        from probmut.io.atomic import atomic_target
+
+        path = Path(path)
+        written = []
+        for comparison in self.comparisons:
+            target = (path if len(self.comparisons) == 1 else
+                      path.with_name(f"{path.stem}_{comparison.name}{path.suffix}"))
+            with atomic_target(target) as temporary:
+                comparison.trace.to_netcdf(str(temporary), engine="h5netcdf")
+            written.append(target)
+        return written
+
     def to_dict(self) -> dict:
         return {"comparisons": [c.to_dict() for c in self.comparisons], "paired": self.paired,
                 "seed": self.seed, "converged": self.converged,
@@ -279,8 +303,6 @@ class BayesStudy:
                                     if k != "criterion"}
                 | {"criterion": asdict(self.settings.criterion)}}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
     def to_frame(self):
         import pandas as pd
@@ -309,7 +331,7 @@ class BayesStudy:
         for c in bad:
             lines.append(f"WARNING: {c.name}: sampling did not converge ("
                          + "; ".join(c.diagnostics.problems())
-                         + "); do not trust these numbers; raise --tune/--draws")
+                         + "); do not trust these numbers; raise the tuning steps and draws")
         for c in self.comparisons:
             if c.skew_problem():
                 lines.append(f"NOTE: {c.name}: {c.skew_problem()}")
@@ -403,9 +425,9 @@ def _student_t(rng, nu, size):
 
 
 def _simulated_kill_rates(params, paired: bool, settings: BayesSettings, rng) -> np.ndarray:
-    """Share of ``tests`` simulated k-vs-k tests killed, for each posterior draw."""
+    """Share of ``trials`` simulated k-vs-k tests killed, for each posterior draw."""
     mu_h, sigma_h, nu_h, mu_2, sigma_2, nu_2 = params
-    k, tests = settings.sample, settings.tests
+    k, tests = settings.sample, settings.trials
     rates = np.empty(mu_h.size)
     for start in range(0, mu_h.size, _DRAW_CHUNK):
         part = slice(start, start + _DRAW_CHUNK)
@@ -434,7 +456,8 @@ def _as_values(population, name: str) -> Population:
 
 
 def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
-                    paired: bool = False, seed=None, name: str | None = None) -> BayesComparison:
+                    paired: bool = False, seed=None, name: str | None = None,
+                    progressbar: bool = False) -> BayesComparison:
     """Fit the model to one healthy and one mutant population; posterior of the kill
     probability, the mean accuracy difference and Cohen's d, with diagnostics.
 
@@ -446,6 +469,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         through per-instance differences.
     seed : int, SeedSequence or None; seeds NUTS and the simulated tests.
     name : display name (default the mutant population's name).
+    progressbar : PyMC's sampling progress bar (for a terminal).
 
     Warns :class:`ConvergenceWarning` when R-hat, ESS or divergences fail the checks.
 
@@ -465,7 +489,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     smallest = min(len(healthy), len(mutant))
     if smallest < 3:
         raise ProbmutError(f"the model needs at least 3 instances per population, got {smallest}")
-    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    sequence = seed_sequence(seed)
     sampler_stream, simulation_stream = sequence.spawn(2)
     sampler_seed = int(sampler_stream.generate_state(1)[0])
     h, m = healthy.values, mutant.values
@@ -475,7 +499,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         warnings.simplefilter("ignore", RuntimeWarning)
         idata = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
                           cores=settings.cores, target_accept=settings.target_accept,
-                          random_seed=sampler_seed, progressbar=False,
+                          random_seed=sampler_seed, progressbar=progressbar,
                           compute_convergence_checks=False)
     post = idata.posterior
     shape = post["mu"].values.shape[:2]
@@ -504,29 +528,44 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
                       + "); raise tune/draws before trusting the result",
                       ConvergenceWarning, stacklevel=2)
     nu_all = np.concatenate([nu_1.ravel(), nu_2.ravel()])
+    for variable, draws in (("kill_probability", rates), ("mean_difference", diff),
+                            ("cohens_d", cohens_d)):
+        post[variable] = (("chain", "draw"), np.asarray(draws))
     return BayesComparison(
         name=label, n_healthy=len(healthy), n_mutant=len(mutant), paired=paired,
         kill_draws=rates, diff_draws=diff, d_draws=cohens_d,
         nu_mean=float(nu_all.mean()) if np.isfinite(nu_all).all() else math.inf,
         diagnostics=diagnostics, settings=settings,
         seed=seed if isinstance(seed, int) else None,
-        skewness=(_skewness(h), _skewness(m - h if paired else m)))
+        skewness=(_skewness(h), _skewness(m - h if paired else m)), trace=idata)
 
 
 def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
-                     paired: bool = False, seed=None, names=None) -> BayesStudy:
+                     paired: bool = False, seed=None, names=None,
+                     progress: bool = False) -> BayesStudy:
     """:func:`model_posterior` of each mutant against ``healthy``, one fit per mutant.
 
     Every mutant is fitted with the same seed: its numbers do not depend on which other
-    mutants are analysed with it, nor on their order.
+    mutants are analysed with it, nor on their order. ``progress`` shows one step per fit
+    on stderr (and PyMC's sampling bar on a terminal).
     """
+    import sys
+
+    from probmut.progress import progress as progress_display
+
     settings = settings or BayesSettings()
     mutants = [_as_values(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     if not mutants:
         raise ProbmutError("give at least one mutant population")
     names = list(names) if names else [m.name for m in mutants]
-    shared = np.random.SeedSequence(seed).entropy  # one seed for all, also when seed is None
-    comparisons = tuple(
-        model_posterior(healthy, m, settings, paired=paired, seed=shared, name=label)
-        for m, label in zip(mutants, names, strict=True))
-    return BayesStudy(comparisons, settings, paired, seed if isinstance(seed, int) else None)
+    shared = seed_sequence(seed).entropy  # one seed for all, also when seed is None
+    comparisons = []
+    with progress_display(len(mutants), "bayes: model fits", enabled=progress) as bar:
+        for m, label in zip(mutants, names, strict=True):
+            bar.set_postfix(fitting=label)
+            comparisons.append(model_posterior(
+                healthy, m, settings, paired=paired, seed=shared, name=label,
+                progressbar=progress and sys.stderr.isatty()))
+            bar.update()
+    return BayesStudy(tuple(comparisons), settings, paired,
+                      seed if isinstance(seed, int) else None)

@@ -61,7 +61,7 @@ def test_simulated_kill_rate_matches_the_test_s_level_and_power():
     # One posterior "draw" with equal groups: the share killed is the criterion's
     # false-positive rate (about 5% at alpha 0.05, fewer with the |d| >= 0.5 rule);
     # with a shift of 2 sd every test kills.
-    settings = BayesSettings(tests=20000, criterion=KillCriterion())
+    settings = BayesSettings(trials=20000, criterion=KillCriterion())
     one = np.ones(1)
     same = [0.99 * one, 0.001 * one, np.inf * one, 0.99 * one, 0.001 * one, np.inf * one]
     rate = _simulated_kill_rates(same, False, settings, np.random.default_rng(0))[0]
@@ -147,7 +147,7 @@ def test_cli_prints_json_and_draws_the_figure(tmp_path, capsys):
     assert figure.stat().st_size > 10_000
     assert main(["bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
                  "--chains", "1", "--no-plot"]) == 2
-    assert "at least 2 chains" in capsys.readouterr().err
+    assert "--chains: must be at least 2" in capsys.readouterr().err
 
 
 @pytest.mark.slow

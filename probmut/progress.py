@@ -1,0 +1,110 @@
+"""Progress of long runs on stderr: a live bar on a terminal, plain lines elsewhere.
+
+Logs and CI capture stderr without a terminal; a live bar would fill them with control
+characters, and no output at all looks like a hang. :func:`progress` gives a tqdm bar on
+a terminal and otherwise a :class:`LineProgress`, which prints one line when the run
+starts, then at most one line every ``interval`` seconds, and one line at the end.
+Both take the same calls (``update``, ``set_postfix``, ``write``, ``close``, ``with``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class LineProgress:
+    """tqdm's interface, as plain lines on stderr (see the module doc).
+
+    >>> import io
+    >>> stream = io.StringIO()
+    >>> with LineProgress(4, "demo", stream=stream, interval=0) as bar:
+    ...     bar.update(2)
+    ...     bar.update(2)
+    >>> print(stream.getvalue().splitlines()[-1])
+    demo: 4/4 (100%) done
+    """
+
+    def __init__(self, total: int, desc: str, unit: str = "step", stream=None,
+                 interval: float = 10.0):
+        self.total, self.desc, self.unit = total, desc, unit
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.n = 0
+        self.postfix = ""
+        self.start = self.last = time.monotonic()
+        self.closed = False
+        self._line(f"{desc}: {total:,} {unit}s to do")
+
+    def _line(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def _status(self) -> str:
+        share = f" ({self.n / self.total:.0%})" if self.total else ""
+        elapsed = time.monotonic() - self.start
+        rest = ""
+        if 0 < self.n < self.total:
+            rest = f", about {elapsed / self.n * (self.total - self.n):.0f} s left"
+        postfix = f" [{self.postfix}]" if self.postfix else ""
+        return f"{self.desc}: {self.n:,}/{self.total:,}{share}, {elapsed:.0f} s{rest}{postfix}"
+
+    def update(self, count: int = 1) -> None:
+        self.n += count
+        now = time.monotonic()
+        if now - self.last >= self.interval and self.n < self.total:
+            self.last = now
+            self._line(self._status())
+
+    def set_postfix(self, refresh: bool = False, **values) -> None:
+        self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
+
+    def write(self, text: str, file=None) -> None:
+        self._line(text)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            postfix = f" [{self.postfix}]" if self.postfix else ""
+            done = f"{self.n:,}/{self.total:,} ({self.n / self.total:.0%})" if self.total else ""
+            self._line(f"{self.desc}: {done} done{postfix}".replace(":  done", ": done"))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class _Silent(LineProgress):
+    """No output at all (``--quiet``)."""
+
+    def __init__(self, total: int = 0, *args, **kwargs):
+        self.total, self.n, self.closed = total, 0, True
+
+    def update(self, count: int = 1) -> None:
+        self.n += count
+
+    def set_postfix(self, refresh: bool = False, **values) -> None:
+        pass
+
+    def write(self, text: str, file=None) -> None:
+        pass
+
+
+def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "step",
+             unit_scale: bool = False):
+    """A progress display for ``total`` steps: tqdm on a terminal, lines otherwise,
+    nothing when ``enabled`` is False.
+
+    >>> with progress(3, "quiet", enabled=False) as bar:
+    ...     bar.update(3)
+    """
+    if not enabled:
+        return _Silent(total)
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, leave=False,
+                    file=sys.stderr, dynamic_ncols=True)
+    return LineProgress(total, desc, unit)
