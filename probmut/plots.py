@@ -1,7 +1,18 @@
 """Figures, drawn from result objects only (computation never draws).
 
-Every function takes computed results and a path, writes the figure (PNG by default,
-any format matplotlib knows from the suffix) and returns the path.
+In the matplotlib/ArviZ manner: every function takes computed results, draws on the
+axes it is given (``ax=`` or ``axes=``; new ones otherwise) and returns the figure;
+:func:`save` writes it (any format matplotlib knows, from the suffix). Looks come from
+:data:`STYLE` through ``rc_context``, never by changing global settings, and importing
+this module does not choose a backend (the command line picks Agg).
+
+>>> import numpy as np
+>>> from probmut.posterior import PosteriorSettings, study_from_kill_counts
+>>> study = study_from_kill_counts(np.full(20, 5), [np.full(20, 90)], ["healthy", "m"],
+...                                PosteriorSettings(bootstraps=20))
+>>> fig = plot_posteriors(study)
+>>> [ax.get_title() for ax in fig.axes if ax.get_visible()][1]
+'m: mean 0.892, ratio 1.029 (killed)'
 """
 
 from __future__ import annotations
@@ -9,14 +20,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.collections import LineCollection
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
-
-from probmut.posterior import (  # noqa: E402
+from probmut.posterior import (
     PosteriorStudy,
     beta_pdf,
     mixture_pdf,
@@ -33,27 +41,54 @@ STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
          "scatter_alpha": 0.25}
 
 
-def _save(fig, path) -> Path:
+def _rc():
+    return plt.rc_context({"font.size": STYLE["font_size"]})
+
+
+def save(fig, path) -> Path:
+    """Write ``fig`` to ``path`` (format from the suffix, folders created) and close it.
+
+    The bytes are written to a temporary file first and renamed, as every file of probmut.
+    """
+    from probmut.io.atomic import atomic_write
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=STYLE["dpi"], bbox_inches="tight")
+    suffix = path.suffix.lstrip(".") or "png"
+    atomic_write(path, lambda handle: fig.savefig(handle, format=suffix, dpi=STYLE["dpi"],
+                                                  bbox_inches="tight"))
     plt.close(fig)
     return path
 
 
-def plot_posteriors(study: PosteriorStudy, path, title: str | None = None) -> Path:
-    """Figure 3 of the paper: one panel per population (baseline first).
+def _grid(axes, count: int, columns: int, sharex: bool = False):
+    """The caller's axes (as a 2-D array), or a new figure of ``count`` panels."""
+    if axes is not None:
+        axes = np.atleast_2d(np.asarray(axes, dtype=object))
+        if axes.size < count:
+            raise ValueError(f"{count} panels needed, {axes.size} axes given")
+        return axes.flat[0].figure, axes
+    columns = min(columns, count)
+    rows = math.ceil(count / columns)
+    width, height = STYLE["panel_size"]
+    return plt.subplots(rows, columns, figsize=(width * columns, height * rows),
+                        squeeze=False, sharex=sharex)
+
+
+def plot_posteriors(study: PosteriorStudy, *, axes=None, title: str | None = None):
+    """Figure 3 of the paper: one panel per population (baseline first); returns the figure.
 
     Each panel shows the B per-resample Beta posteriors (faint), their mixture (dashed),
     the Beta summary with its credible interval shaded and its mean (vertical line).
+    ``axes``: one matplotlib axes per population (default: a new figure, 3 per row).
     """
-    plt.rcParams.update({"font.size": STYLE["font_size"]})
+    with _rc():
+        return _plot_posteriors(study, axes, title)
+
+
+def _plot_posteriors(study, axes, title):
     count = len(study.populations)
-    columns = min(3, count)
-    rows = math.ceil(count / columns)
-    width, height = STYLE["panel_size"]
-    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows),
-                             squeeze=False, sharex=True)
+    own = axes is None
+    fig, axes = _grid(axes, count, 3, sharex=True)
     # Denser near 0 and 1, where the posteriors of clear cases are narrow spikes.
     x = 0.5 - 0.5 * np.cos(np.linspace(0.002, np.pi - 0.002, 800))
     for ax, post in zip(axes.flat, study.populations, strict=False):
@@ -83,25 +118,42 @@ def plot_posteriors(study: PosteriorStudy, path, title: str | None = None) -> Pa
     for ax in axes.flat[count:]:
         ax.set_visible(False)
     axes.flat[0].legend(loc="upper right", fontsize=6, frameon=False)
+    _finish(fig, title, own)
+    return fig
+
+
+def _finish(fig, title, own: bool) -> None:
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    return _save(fig, path)
+    if own:
+        fig.tight_layout()
 
 
-def plot_sample_size(studies, path, title: str | None = None) -> Path:
-    """Figures 4/5 of the paper: the population-size study of one or more mutants.
+def plot_sample_size(studies, *, axes=None, title: str | None = None):
+    """Figures 4/5 of the paper: the population-size study of one or more mutants;
+    returns the figure.
 
     One row per study, two panels: the posterior mean and the posterior variance against
     the population size n. Each shows the estimate (average over R repetitions) and its
     lower and upper MCE bounds, side by side: markers at the median over sub-populations,
-    bars from the 2.5th to the 97.5th percentile.
+    bars from the 2.5th to the 97.5th percentile. ``axes``: a (studies x 2) array of axes.
     """
-    plt.rcParams.update({"font.size": STYLE["font_size"]})
-    studies = list(studies)
-    width, height = STYLE["panel_size"]
-    fig, axes = plt.subplots(len(studies), 2, figsize=(2 * width, height * len(studies)),
-                             squeeze=False)
+    with _rc():
+        studies = list(studies)
+        own = axes is None
+        if own:
+            width, height = STYLE["panel_size"]
+            fig, axes = plt.subplots(len(studies), 2, squeeze=False,
+                                     figsize=(2 * width, height * len(studies)))
+        else:
+            axes = np.asarray(axes, dtype=object).reshape(len(studies), 2)
+            fig = axes.flat[0].figure
+        _plot_sample_size(studies, axes)
+        _finish(fig, title, own)
+        return fig
+
+
+def _plot_sample_size(studies, axes):
     for row, study in zip(axes, studies, strict=True):
         n = np.array([s.n for s in study.sizes], dtype=np.float64)
         step = np.min(np.diff(n)) if n.size > 1 else 10.0
@@ -125,22 +177,27 @@ def plot_sample_size(studies, path, title: str | None = None) -> Path:
             if what == "mean":
                 ax.set_ylim(-0.02, 1.02)
         row[0].legend(loc="best", fontsize=6, frameon=False)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return _save(fig, path)
 
 
-def plot_motivating(series, path, title: str | None = None) -> Path:
+def plot_motivating(series, *, ax=None, title: str | None = None):
     """The motivating figure: probability that the "unknown" sample is judged mutated
-    against the number of instances compared (k vs k).
+    against the number of instances compared (k vs k); returns the figure.
 
     ``series`` maps a population name to its :class:`~probmut.repeat.RepeatResult`
     objects, one per k; each repetition's pass rate is a faint dot, the mean a line.
     """
-    plt.rcParams.update({"font.size": STYLE["font_size"]})
-    width, height = STYLE["panel_size"]
-    fig, ax = plt.subplots(figsize=(1.5 * width, 1.5 * height))
+    with _rc():
+        own = ax is None
+        if own:
+            width, height = STYLE["panel_size"]
+            fig, ax = plt.subplots(figsize=(1.5 * width, 1.5 * height))
+        _plot_motivating(series, ax, title)
+        if own:
+            ax.figure.tight_layout()
+        return ax.figure
+
+
+def _plot_motivating(series, ax, title):
     for index, (name, results) in enumerate(series.items()):
         color = f"C{index}"
         ks = np.array([r.sample for r in results])
@@ -155,27 +212,40 @@ def plot_motivating(series, path, title: str | None = None) -> Path:
     ax.legend(loc="best", fontsize=6, frameon=False)
     if title:
         ax.set_title(title)
-    fig.tight_layout()
-    return _save(fig, path)
 
 
-def plot_bayes(study, path, title: str | None = None) -> Path:
+def plot_bayes(study, *, axes=None, title: str | None = None):
     """Model-based posteriors (:class:`probmut.bayes.BayesStudy`), ArviZ's
-    ``plot_posterior`` style: one row per mutant with the kill probability (histogram:
-    it is a share of simulated tests), the mean accuracy difference (reference line at
-    0) and Cohen's d (the kill threshold's ``|d| < effect`` band shaded as a ROPE), each
-    with its HDI and mean.
+    ``plot_posterior`` style; returns the figure. One row per mutant with the kill
+    probability (histogram: it is a share of simulated tests), the mean accuracy
+    difference (reference line at 0) and Cohen's d (the kill threshold's ``|d| < effect``
+    band shaded as a ROPE), each with its HDI and mean. ``axes``: (mutants x 3) axes.
     """
     import logging
 
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    with _rc():
+        count = len(study.comparisons)
+        width, height = STYLE["panel_size"]
+        own = axes is None
+        if own:
+            fig, axes = plt.subplots(count, 3, figsize=(3 * width, height * count),
+                                     squeeze=False)
+        else:
+            axes = np.asarray(axes, dtype=object).reshape(count, 3)
+            fig = axes.flat[0].figure
+        _plot_bayes(study, axes)
+        if title:
+            fig.suptitle(title)
+        if own:
+            fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 / (height * count)) if title else None)
+        return fig
+
+
+def _plot_bayes(study, axes):
     import arviz as az
     from matplotlib.ticker import MaxNLocator
 
-    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
-    plt.rcParams.update({"font.size": STYLE["font_size"]})
-    width, height = STYLE["panel_size"]
-    count = len(study.comparisons)
-    fig, axes = plt.subplots(count, 3, figsize=(3 * width, height * count), squeeze=False)
     criterion = study.settings.criterion
     rope = None if criterion.kind == "mannwhitney" else (-criterion.effect, criterion.effect)
     for row, comparison in zip(axes, study.comparisons, strict=True):
@@ -190,7 +260,3 @@ def plot_bayes(study, path, title: str | None = None) -> Path:
                 ax.set_xlim(-0.02, 1.02)
             ax.set_title(f"{comparison.name}: {label}"
                          + ("" if comparison.diagnostics.converged else " (NOT CONVERGED)"))
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.25 / (height * count)) if title else None)
-    return _save(fig, path)

@@ -99,7 +99,7 @@ def _write_frame(frame, path: Path, report: ReplicateReport) -> None:
 def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
     import pandas as pd
 
-    from probmut.plots import plot_posteriors
+    from probmut.plots import plot_posteriors, save
     from probmut.posterior import bagged_posteriors, study_from_kill_counts
 
     rows = []
@@ -128,8 +128,8 @@ def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
                                                names, plan.posterior, mutation.paired, seed,
                                                source="populations")
             label = f"{model}_{mutation.name}"
-            report.files.append(plot_posteriors(study, out / model / f"{label}.png",
-                                                title=label.replace("_", " ")))
+            report.files.append(save(plot_posteriors(study, title=label.replace("_", " ")),
+                                     out / model / f"{label}.png"))
             for post in study.populations:
                 rows.append({"model": model, "mutation": mutation.name} | post.to_dict())
             bar.update()
@@ -168,7 +168,7 @@ def _deepcrime(manifest, out, report, bar):
 def _motivating(manifest, plan, out, cache, seed, report, bar):
     import pandas as pd
 
-    from probmut.plots import plot_motivating
+    from probmut.plots import plot_motivating, save
     from probmut.repeat import RepeatResult, repeated_tests
 
     model, name = paper.MOTIVATING
@@ -202,14 +202,14 @@ def _motivating(manifest, plan, out, cache, seed, report, bar):
             for label, results in series.items() for r in results if r.sample == 20]
     _write_frame(pd.DataFrame(rows).set_index("population"), out / "motivating_table.csv",
                  report)
-    report.files.append(plot_motivating(
-        {label: [r for r in results if r.sample in plan.motivating_ks]
-         for label, results in series.items()},
-        out / "motivating.png", title=f"{model} {name}: one DeepCrime test, k vs k"))
+    figure = plot_motivating({label: [r for r in results if r.sample in plan.motivating_ks]
+                              for label, results in series.items()},
+                             title=f"{model} {name}: one DeepCrime test, k vs k")
+    report.files.append(save(figure, out / "motivating.png"))
 
 
 def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
-    from probmut.plots import plot_sample_size
+    from probmut.plots import plot_sample_size, save
     from probmut.sample_size import sample_size_study
 
     for model, name, magnitudes in paper.SAMPLE_SIZE_CONFIGS:
@@ -227,9 +227,9 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
                          out / "sample_size" / f"{model}_{name}_{magnitude}.csv", report)
             studies.append(study)
             bar.update()
-        report.files.append(plot_sample_size(
-            studies, out / model / f"{model}_{name}_sample_size.png",
-            title=f"{model} {name.replace('_', ' ')}: population size"))
+        figure = plot_sample_size(studies,
+                                  title=f"{model} {name.replace('_', ' ')}: population size")
+        report.files.append(save(figure, out / model / f"{model}_{name}_sample_size.png"))
 
 
 def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 42,

@@ -119,9 +119,9 @@ def _run_posterior(args) -> int:
         study = bagged_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
                                   seed=args.seed, jobs=args.jobs)
     if figure:
-        from probmut.plots import plot_posteriors
+        from probmut.plots import plot_posteriors, save
 
-        plot_posteriors(study, figure, title=label.replace("_", " "))
+        save(plot_posteriors(study, title=label.replace("_", " ")), figure)
     emit_with_figure(args, study.to_dict(), str(study), figure)
     return 0
 

@@ -44,9 +44,9 @@ def _run_bayes(args) -> int:
         for path in study.save_traces(trace):
             print(f"trace: {path}", file=sys.stderr)
     if figure:
-        from probmut.plots import plot_bayes
+        from probmut.plots import plot_bayes, save
 
-        plot_bayes(study, figure, title=inputs.label.replace("_", " ") + " (model-based)")
+        save(plot_bayes(study, title=inputs.label.replace("_", " ") + " (model-based)"), figure)
     emit_with_figure(args, study.to_dict(), str(study), figure)
     return 0
 

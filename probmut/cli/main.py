@@ -60,6 +60,7 @@ def flag(option: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
+    os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; no display needed
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

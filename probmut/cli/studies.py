@@ -104,9 +104,9 @@ def _run_sample_size(args) -> int:
     inputs, studies = _studies(args)
     figure = figure_path(args, inputs.model or "sample_size", f"{inputs.label}_sample_size.png")
     if figure:
-        from probmut.plots import plot_sample_size
+        from probmut.plots import plot_sample_size, save
 
-        plot_sample_size(studies, figure, title=inputs.label.replace("_", " "))
+        save(plot_sample_size(studies, title=inputs.label.replace("_", " ")), figure)
     documents = [s.to_dict() for s in studies]
     emit_with_figure(args, documents[0] if len(documents) == 1 else {"studies": documents},
                      "\n\n".join(str(s) for s in studies), figure)
