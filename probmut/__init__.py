@@ -1,6 +1,8 @@
 """probmut: probabilistic mutation testing for deep neural networks.
 
-The public API, loaded on first use so that ``import probmut`` stays light:
+The public API, loaded on first use so that ``import probmut`` stays light. Arrays,
+:class:`Population` objects, pandas Series or long DataFrames go in; result objects come
+out, each printing a readable table and converting with ``to_frame()`` and ``to_json()``.
 
 >>> import probmut
 >>> study = probmut.bagged_posteriors([0.91, 0.92, 0.93, 0.92] * 10,
@@ -16,22 +18,34 @@ import importlib
 __version__ = "0.1.0"
 
 _API = {
+    # populations and files
     "Population": "probmut.io.populations",
     "read_population": "probmut.io.populations",
     "write_tidy": "probmut.io.populations",
+    "as_population": "probmut.io.populations",
     "pair": "probmut.io.populations",
     "load_kill_rates": "probmut.io.populations",
     "Manifest": "probmut.io.manifest",
+    # kill tests
     "KillCriterion": "probmut.killtest",
     "deepcrime_test": "probmut.killtest",
     "deepcrime_test_batch": "probmut.killtest",
+    "kill_tests": "probmut.killtest",
     "kill_counts": "probmut.engine",
+    # the bagged posterior and its studies
     "PosteriorSettings": "probmut.posterior",
     "bagged_posteriors": "probmut.posterior",
     "study_from_kill_counts": "probmut.posterior",
     "hellinger": "probmut.posterior",
     "prob_greater": "probmut.posterior",
     "repeated_tests": "probmut.repeat",
+    "monte_carlo_error": "probmut.mce",
+    "sample_size_study": "probmut.sample_size",
+    # long-format DataFrames (pingouin style)
+    "kill_test": "probmut.frames",
+    "posterior": "probmut.posterior",  # the module, callable: probmut.frames.posterior
+    # the paper's choices
+    "paper": "probmut.paper",
     "ProbmutError": "probmut.errors",
 }
 
@@ -40,5 +54,6 @@ __all__ = sorted(_API)
 
 def __getattr__(name):
     if name in _API:
-        return getattr(importlib.import_module(_API[name]), name)
+        module = importlib.import_module(_API[name])
+        return module if module.__name__.endswith("." + name) else getattr(module, name)
     raise AttributeError(f"module 'probmut' has no attribute {name!r}")

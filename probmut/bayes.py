@@ -66,7 +66,7 @@ import numpy as np
 
 from probmut.engine import seed_sequence
 from probmut.errors import ProbmutError
-from probmut.io.populations import Population, pair
+from probmut.io.populations import aligned, as_population
 from probmut.killtest import KillCriterion, deepcrime_test_batch
 from probmut.results import Result
 
@@ -449,12 +449,6 @@ def _skewness(values) -> float:
     return float(np.mean(centered**3) / spread**3) if spread > 0 else 0.0
 
 
-def _as_values(population, name: str) -> Population:
-    if isinstance(population, Population):
-        return population
-    return Population.from_values(population, name=name)
-
-
 def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
                     paired: bool = False, seed=None, name: str | None = None,
                     progressbar: bool = False) -> BayesComparison:
@@ -482,10 +476,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     (True, True, True)
     """
     settings = settings or BayesSettings()
-    healthy = _as_values(healthy, "healthy")
-    mutant = _as_values(mutant, name or "mutant")
-    if paired:
-        healthy, mutant = pair(healthy, mutant)
+    healthy, mutant = aligned(healthy, as_population(mutant, name or "mutant"), paired)
     smallest = min(len(healthy), len(mutant))
     if smallest < 3:
         raise ProbmutError(f"the model needs at least 3 instances per population, got {smallest}")
@@ -554,7 +545,7 @@ def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
     from probmut.progress import progress as progress_display
 
     settings = settings or BayesSettings()
-    mutants = [_as_values(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
+    mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     if not mutants:
         raise ProbmutError("give at least one mutant population")
     names = list(names) if names else [m.name for m in mutants]

@@ -525,3 +525,50 @@ def deepcrime_test_batch(healthy, mutant, criterion: KillCriterion | None = None
     killed = np.empty(x.shape[0], dtype=np.bool_)
     _batch(x, y, *criterion.kernel_args(), p, size, killed)
     return p, size, killed
+
+
+@dataclass(frozen=True)
+class KillTable(Result):
+    """Kill tests of several mutants against one healthy population, one row each
+    (``to_frame()``: one row per mutant)."""
+
+    names: list
+    results: list
+
+    def rows(self) -> list[dict]:
+        return [r.to_dict() | {"name": n} for n, r in zip(self.names, self.results, strict=True)]
+
+    def to_dict(self) -> dict:
+        rows = self.rows()
+        return rows[0] if len(rows) == 1 else {"tests": rows}
+
+    def __str__(self) -> str:
+        if len(self.results) == 1:
+            return f"{self.names[0]}: {self.results[0]}"
+        first = self.results[0]
+        effect = "A12" if first.kind == "mannwhitney" else "d"
+        lines = [f"{TEST_NAMES[first.kind]} on whole populations (kill iff {first.criterion})",
+                 f"{'population':<24}{'n_h':>5}{'n_m':>5}{'p-value':>10}{effect:>9}  decision"]
+        lines += [f"{n:<24}{r.n_healthy:>5}{r.n_mutant:>5}{r.p_value:>10.4g}"
+                  f"{r.effect_size:>9.4f}  {'KILLED' if r.killed else 'not killed'}"
+                  for n, r in zip(self.names, self.results, strict=True)]
+        return "\n".join(lines)
+
+
+def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
+               paired: bool = False) -> KillTable:
+    """The kill test of each mutant population against ``healthy`` (paired by instance
+    id for model-level mutations).
+
+    >>> table = kill_tests([0.90, 0.91, 0.92, 0.91], [[0.89, 0.90, 0.91, 0.90]])
+    >>> frame = table.to_frame()
+    >>> frame.index.tolist(), frame["effect_size"].round(3).tolist(), frame["killed"].tolist()
+    (['mutant 1'], [1.225], [False])
+    """
+    from probmut.io.populations import aligned, as_population
+
+    healthy = as_population(healthy, "healthy")
+    mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
+    results = [deepcrime_test(*aligned(healthy, mutant, paired), criterion)
+               for mutant in mutants]
+    return KillTable([m.name for m in mutants], results)

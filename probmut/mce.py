@@ -236,15 +236,15 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     (10, True, True)
     """
     from probmut.engine import kill_counts
-    from probmut.io.populations import Population, pair
+    from probmut.io.populations import aligned
 
     settings = settings or PosteriorSettings()
-    if paired:
-        if isinstance(healthy, Population) and isinstance(mutant, Population):
-            healthy, mutant = pair(healthy, mutant)
-    name = name or getattr(mutant, "name", "mutant")
-    counts = kill_counts(getattr(healthy, "values", healthy), getattr(mutant, "values", mutant),
-                         bootstraps=settings.bootstraps, trials=settings.trials,
+    healthy, mutant = aligned(healthy, mutant, paired)
+    name = name or mutant.name
+    if repetitions < 2:
+        raise ProbmutError(f"the Monte-Carlo error needs at least 2 repetitions, got "
+                           f"{repetitions}", option="repetitions")
+    counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps, trials=settings.trials,
                          sample=settings.sample, repetitions=repetitions, paired=paired,
                          criterion=settings.criterion, seed=seed, jobs=jobs)
     return mce_from_kill_counts(counts, settings, name=name, paired=paired,

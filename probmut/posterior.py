@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+import types
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -390,21 +392,18 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     [False, True]
     """
     from probmut.engine import kill_counts, seed_sequence
-    from probmut.io.populations import Population, pair
+    from probmut.io.populations import aligned, as_population
 
     settings = settings or PosteriorSettings()
-    healthy = healthy if isinstance(healthy, Population) else Population.from_values(
-        healthy, name="healthy")
-    mutants = [m if isinstance(m, Population) else Population.from_values(m, name=f"mutant {i}")
-               for i, m in enumerate(mutants, start=1)]
+    healthy = as_population(healthy, "healthy")
+    mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     names = list(names) if names else [healthy.name] + [m.name for m in mutants]
     _warn_if_sample_near_population(settings.sample, [healthy] + mutants)
     # One key for every pair, fixed here so that seed=None still shares it.
     stream = seed_sequence(seed)
 
     def counts(h, m):
-        if paired:
-            h, m = pair(h, m)
+        h, m = aligned(h, m, paired)
         return kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
                            trials=settings.trials, sample=settings.sample, paired=paired,
                            criterion=settings.criterion, seed=stream, jobs=jobs)
@@ -530,3 +529,17 @@ def fit_beta_batch(kill_counts, trials: int, fit: str = "moments", grid_step: fl
     for row in np.flatnonzero(~np.isfinite(a)):
         a[row], b[row] = fit_least_squares(counts[row], trials, grid_step)
     return a, b
+
+
+class _CallableModule(types.ModuleType):
+    """``probmut.posterior(data, ...)`` is the long-format entry point
+    (:func:`probmut.frames.posterior`) although ``probmut.posterior`` is this module:
+    calling the module calls that function."""
+
+    def __call__(self, *args, **kwargs):
+        from probmut.frames import posterior
+
+        return posterior(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -336,18 +336,13 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     ([20, 50], 20)
     """
     from probmut.engine import kill_counts, seed_sequence
-    from probmut.io.populations import Population, pair
+    from probmut.io.populations import aligned
 
     settings = settings or PosteriorSettings()
     jackknife = settings.jackknife
-    name = name or getattr(mutant, "name", "mutant")
-    if paired and isinstance(healthy, Population) and isinstance(mutant, Population):
-        healthy, mutant = pair(healthy, mutant)
-    h = np.asarray(getattr(healthy, "values", healthy), dtype=np.float64)
-    m = np.asarray(getattr(mutant, "values", mutant), dtype=np.float64)
-    if paired and h.size != m.size:
-        raise ProbmutError(f"paired populations must have the same instances; sizes {h.size} "
-                           f"and {m.size}")
+    healthy, mutant = aligned(healthy, mutant, paired)
+    name = name or mutant.name
+    h, m = healthy.values, mutant.values
     sizes = sorted({int(n) for n in sizes})
     available = min(h.size, m.size)
     if not sizes:

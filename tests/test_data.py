@@ -29,7 +29,14 @@ def test_tidy_round_trip_keeps_ids(tmp_path):
     pop = Population.from_values([0.5, 0.25, 0.125], ids=[7, 3, 11], name="p")
     write_tidy(pop, tmp_path / "p.csv")
     back = read_population(tmp_path / "p.csv")
-    assert back.ids.tolist() == [7, 3, 11] and back.values.tolist() == [0.5, 0.25, 0.125]
+    assert dict(zip(back.ids.tolist(), back.values.tolist(), strict=True)) == {
+        7: 0.5, 3: 0.25, 11: 0.125}
+
+
+def test_instances_are_kept_in_the_order_of_their_ids():
+    # So that a population's numbers never depend on the order its rows were given in.
+    pop = Population.from_values([0.5, 0.25, 0.125], ids=[7, 3, 11])
+    assert pop.ids.tolist() == [3, 7, 11] and pop.values.tolist() == [0.25, 0.5, 0.125]
 
 
 def test_tidy_allows_extra_columns(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from probmut.cli.args import (
@@ -23,50 +22,15 @@ from probmut.cli.args import (
 from probmut.cli.emit import emit, emit_with_figure
 from probmut.errors import ProbmutError
 from probmut.io.populations import pair
-from probmut.killtest import TEST_NAMES
-from probmut.results import Result
-
-
-@dataclass(frozen=True)
-class KillTable(Result):
-    """Kill tests of several mutants against one healthy population, one row each."""
-
-    names: list
-    results: list
-
-    def rows(self) -> list[dict]:
-        return [r.to_dict() | {"name": n} for n, r in zip(self.names, self.results, strict=True)]
-
-    def to_dict(self) -> dict:
-        rows = self.rows()
-        return rows[0] if len(rows) == 1 else {"tests": rows}
-
-    def __str__(self) -> str:
-        if len(self.results) == 1:
-            return f"{self.names[0]}: {self.results[0]}"
-        first = self.results[0]
-        effect = "A12" if first.kind == "mannwhitney" else "d"
-        lines = [f"{TEST_NAMES[first.kind]} on whole populations (kill iff {first.criterion})",
-                 f"{'population':<24}{'n_h':>5}{'n_m':>5}{'p-value':>10}{effect:>9}  decision"]
-        lines += [f"{n:<24}{r.n_healthy:>5}{r.n_mutant:>5}{r.p_value:>10.4g}"
-                  f"{r.effect_size:>9.4f}  {'KILLED' if r.killed else 'not killed'}"
-                  for n, r in zip(self.names, self.results, strict=True)]
-        return "\n".join(lines)
 
 
 def _run_kill(args) -> int:
-    from probmut.killtest import deepcrime_test
+    from probmut.killtest import kill_tests
 
     inputs = resolve_inputs(args)
     inputs.require(2, "the 2 a kill test needs per population")
-    criterion = criterion_from(args)
-    results = []
-    for mutant in inputs.mutants:
-        healthy = inputs.healthy
-        if inputs.paired:
-            healthy, mutant = pair(healthy, mutant)
-        results.append(deepcrime_test(healthy, mutant, criterion))
-    emit(args, KillTable([m.name for m in inputs.mutants], results))
+    emit(args, kill_tests(inputs.healthy, inputs.mutants, criterion_from(args),
+                          paired=inputs.paired))
     return 0
 
 

@@ -57,11 +57,18 @@ class Population:
     @classmethod
     def from_values(cls, values, ids=None, name: str = "population",
                     source: str | None = None) -> Population:
-        values = np.asarray(values, dtype=np.float64)
-        ids = np.arange(values.size) if ids is None else np.asarray(ids, dtype=np.int64)
+        """A validated population, its instances in the order of their ids (so that
+        results never depend on the order in which rows were given)."""
         where = source or name
+        try:
+            values = np.asarray(values, dtype=np.float64)
+            ids = np.arange(values.size) if ids is None else np.asarray(ids, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise ProbmutError(f"{where}: accuracies must be numbers and instance ids "
+                               f"integers ({error})") from None
         _validate(values, ids, where)
-        return cls(values=values, ids=ids, name=name, source=source)
+        order = np.argsort(ids, kind="stable")
+        return cls(values=values[order], ids=ids[order], name=name, source=source)
 
     def __len__(self) -> int:
         return self.values.size
@@ -204,10 +211,7 @@ def read_population(path, name: str | None = None, strict: bool = False) -> Popu
     too_large = [i for i in ids if not 0 <= i <= _LARGEST_ID]
     if too_large:
         raise ProbmutError(f"{where}: instance id {too_large[0]} is outside 0..{_LARGEST_ID}")
-    values = np.asarray(values, dtype=np.float64)
-    ids = np.asarray(ids, dtype=np.int64)
-    _validate(values, ids, where)
-    return Population(values=values, ids=ids, name=name or path.stem, source=where)
+    return Population.from_values(values, ids, name=name or path.stem, source=where)
 
 
 def write_tidy(population: Population, path) -> None:
@@ -224,6 +228,46 @@ def write_tidy(population: Population, path) -> None:
     rows = ["instance,accuracy"] + [f"{int(i)},{float(v)!r}"
                                     for i, v in zip(population.ids, population.values, strict=True)]
     atomic_write_text(path, "\n".join(rows) + "\n")
+
+
+def as_population(data, name: str = "population") -> Population:
+    """The one way probmut turns what a user passes into a validated :class:`Population`.
+
+    ``data`` is a Population (returned as is), a pandas Series (its index gives the
+    instance ids when it holds integers), a DataFrame with ``instance`` and ``accuracy``
+    columns, or any array-like of accuracies (ids 0, 1, ...).
+
+    >>> import pandas as pd
+    >>> as_population(pd.Series([0.9, 0.8], index=[4, 7]), "h").ids.tolist()
+    [4, 7]
+    >>> as_population(pd.DataFrame({"instance": [1, 0], "accuracy": [0.8, 0.9]})).values.tolist()
+    [0.9, 0.8]
+    """
+    if isinstance(data, Population):
+        return data
+    columns = getattr(data, "columns", None)
+    if columns is not None:
+        if "accuracy" not in columns or "instance" not in columns:
+            raise ProbmutError(f"{name}: a DataFrame needs 'instance' and 'accuracy' columns, "
+                               f"got {list(columns)}")
+        return Population.from_values(data["accuracy"].to_numpy(), data["instance"].to_numpy(),
+                                      name=name)
+    index = getattr(data, "index", None)
+    if index is not None and np.issubdtype(np.asarray(index).dtype, np.integer):
+        return Population.from_values(np.asarray(data), np.asarray(index), name=name)
+    return Population.from_values(np.asarray(data, dtype=np.float64), name=name)
+
+
+def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Population]:
+    """Both populations (see :func:`as_population`), paired by instance id if ``paired``.
+
+    >>> h, m = aligned([0.9, 0.8], Population.from_values([0.7, 0.6], ids=[1, 0]), True)
+    >>> m.values.tolist()
+    [0.6, 0.7]
+    """
+    healthy = as_population(healthy, "healthy")
+    mutant = as_population(mutant, "mutant")
+    return pair(healthy, mutant) if paired else (healthy, mutant)
 
 
 def pair(healthy: Population, mutant: Population) -> tuple[Population, Population]:

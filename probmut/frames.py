@@ -1,0 +1,89 @@
+"""Long-format entry points, in the pingouin manner: one tidy DataFrame in (one row per
+instance), the same result objects out.
+
+``data`` holds a column of accuracies (``dv``), a column naming each row's population
+(``between``; the value ``healthy`` marks the healthy population, every other value is a
+mutant, in order of first appearance) and, for model-level mutations, a column of
+instance ids (``subject``) that pairs mutant i with healthy i.
+
+Examples
+--------
+>>> import pandas as pd
+>>> data = pd.DataFrame({
+...     "population": ["healthy"] * 4 + ["fuzzed"] * 4,
+...     "instance": [0, 1, 2, 3] * 2,
+...     "accuracy": [0.90, 0.91, 0.92, 0.91, 0.85, 0.86, 0.84, 0.86]})
+>>> kill_test(data, subject="instance", paired=True).to_frame()["killed"].tolist()
+[True]
+"""
+
+from __future__ import annotations
+
+from probmut.errors import ProbmutError
+from probmut.io.populations import Population
+
+
+def split(data, dv: str = "accuracy", between: str = "population",
+          healthy: str = "healthy", subject: str | None = None):
+    """The healthy :class:`~probmut.io.populations.Population` and the mutant ones of a
+    long table (see the module doc).
+
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"population": ["healthy", "m", "healthy", "m"],
+    ...                       "accuracy": [0.9, 0.8, 0.91, 0.81]})
+    >>> h, (m,) = split(table)
+    >>> h.values.tolist(), m.name
+    ([0.9, 0.91], 'm')
+    """
+    columns = list(getattr(data, "columns", []))
+    for role, column in (("dv", dv), ("between", between), ("subject", subject)):
+        if column is not None and column not in columns:
+            raise ProbmutError(f"{role}={column!r} is not a column of the data (columns: "
+                               f"{columns})")
+    groups = list(dict.fromkeys(data[between].tolist()))
+    if healthy not in groups:
+        raise ProbmutError(f"no row has {between} == {healthy!r}; the populations are {groups}")
+
+    def population(name):
+        rows = data[data[between] == name]
+        ids = rows[subject].to_numpy() if subject else None
+        return Population.from_values(rows[dv].to_numpy(), ids, name=str(name))
+
+    return population(healthy), [population(name) for name in groups if name != healthy]
+
+
+def kill_test(data, dv: str = "accuracy", between: str = "population",
+              healthy: str = "healthy", subject: str | None = None, paired: bool = False,
+              criterion=None):
+    """The kill test of every mutant population of a long table against the healthy one:
+    a :class:`~probmut.killtest.KillTable` (``to_frame()``: one row per mutant).
+
+    ``paired`` pairs instances by ``subject`` (model-level mutations).
+    """
+    from probmut.killtest import kill_tests
+
+    healthy_population, mutants = _checked(data, dv, between, healthy, subject, paired)
+    return kill_tests(healthy_population, mutants, criterion, paired=paired)
+
+
+def posterior(data, dv: str = "accuracy", between: str = "population",
+              healthy: str = "healthy", subject: str | None = None, paired: bool = False,
+              settings=None, seed=None, jobs: int | None = None):
+    """Bagged posteriors of every mutant population of a long table: a
+    :class:`~probmut.posterior.PosteriorStudy` (baseline first; ``to_frame()``)."""
+    from probmut.posterior import bagged_posteriors
+
+    healthy_population, mutants = _checked(data, dv, between, healthy, subject, paired)
+    return bagged_posteriors(healthy_population, mutants, settings, paired=paired, seed=seed,
+                             jobs=jobs)
+
+
+def _checked(data, dv, between, healthy, subject, paired):
+    if paired and subject is None:
+        raise ProbmutError("paired populations need the subject column that holds the "
+                           "instance ids (subject=...)")
+    healthy_population, mutants = split(data, dv, between, healthy, subject)
+    if not mutants:
+        raise ProbmutError(f"the data hold only the healthy population ({between} == "
+                           f"{healthy!r}); add rows of at least one mutant")
+    return healthy_population, mutants

@@ -1,0 +1,43 @@
+"""Long-format DataFrame entry points give the very numbers of the array API."""
+
+import pandas as pd
+import pytest
+
+import probmut
+from probmut.errors import ProbmutError
+from probmut.killtest import kill_tests
+from probmut.posterior import PosteriorSettings, bagged_posteriors
+
+
+@pytest.fixture(scope="module")
+def long_table(mnist_delete):
+    healthy, mutants = mnist_delete
+    rows = [pd.DataFrame({"population": p.name, "instance": p.ids, "accuracy": p.values})
+            for p in [healthy, *mutants[:2]]]
+    return pd.concat(rows, ignore_index=True).sample(frac=1, random_state=0)  # any row order
+
+
+def test_posterior_of_a_long_table_equals_the_array_api(long_table, mnist_delete):
+    healthy, mutants = mnist_delete
+    settings = PosteriorSettings(bootstraps=20)
+    from_frame = probmut.posterior(long_table, subject="instance", settings=settings, seed=3)
+    direct = bagged_posteriors(healthy, mutants[:2], settings, seed=3).to_frame()
+    # Mutants come in order of first appearance in the (shuffled) table.
+    pd.testing.assert_frame_equal(from_frame.to_frame().loc[direct.index], direct)
+
+
+def test_kill_test_of_a_long_table_equals_the_array_api(long_table, mnist_delete):
+    healthy, mutants = mnist_delete
+    frame = probmut.kill_test(long_table, subject="instance").to_frame()
+    direct = kill_tests(healthy, mutants[:2]).to_frame()
+    pd.testing.assert_frame_equal(frame.loc[direct.index], direct)
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"dv": "acc"}, "dv='acc' is not a column"),
+    ({"healthy": "original"}, "no row has population == 'original'"),
+    ({"paired": True}, "need the subject column"),
+])
+def test_a_long_table_that_does_not_fit_is_a_clear_error(long_table, options, says):
+    with pytest.raises(ProbmutError, match=says):
+        probmut.kill_test(long_table, **options)
