@@ -399,6 +399,24 @@ def predict_correct(stack: StackedModel, x_test, y_test) -> np.ndarray:
     return np.concatenate(predicted, axis=1) == y_test[None]
 
 
+def member_data(tasks: list, dataset) -> tuple[list, list]:
+    """Each task's training set: the dataset's, or the data mutation drawn with the
+    instance's own seed (exactly the set it gets when trained alone)."""
+    from probmut.train.instance import instance_seed
+
+    xs, ys = [], []
+    for task in tasks:
+        x, y = dataset.x_train, dataset.y_train
+        operator = OPERATORS[task.operator] if task.operator else None
+        if operator is not None and operator.level == "data":
+            seed = instance_seed(task.settings.seed, task.instance, task.population)
+            x, y = operator.apply(x, y, dataset.n_classes, task.params,
+                                  np.random.default_rng(seed))
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
 def train_stack(tasks: list, *, dataset) -> list:
     """Train the instances ``tasks`` (one population, not model-level) as one stack and
     score them; one :class:`~probmut.train.instance.InstanceResult` per task, in order.
@@ -408,18 +426,11 @@ def train_stack(tasks: list, *, dataset) -> list:
     start = time.perf_counter()
     settings = tasks[0].settings
     operator = OPERATORS[tasks[0].operator] if tasks[0].operator else None
-    params = tasks[0].params
     config = settings.config
     if operator is not None and operator.level == "training":
-        config = operator.apply(config, params)
+        config = operator.apply(config, tasks[0].params)
     seeds = [instance_seed(settings.seed, t.instance, t.population) for t in tasks]
-    xs, ys = [], []
-    for seed in seeds:
-        x, y = dataset.x_train, dataset.y_train
-        if operator is not None and operator.level == "data":
-            x, y = operator.apply(x, y, dataset.n_classes, params, np.random.default_rng(seed))
-        xs.append(x)
-        ys.append(y)
+    xs, ys = member_data(tasks, dataset)
     spec = models.resolve_model(settings.model, dataset.input_shape, dataset.n_classes)
     results = [None] * len(tasks)
     by_size = {}  # a stack trains members with equally many samples together
@@ -430,15 +441,15 @@ def train_stack(tasks: list, *, dataset) -> list:
         stack = StackedModel(_member_models(spec, dataset, config, member_seeds), member_seeds)
         orders = [data_order(s, len(ys[members[0]]), config.epochs) for s in member_seeds]
         fit_stack(stack, [xs[k] for k in members], [ys[k] for k in members],
-                            dataset.n_classes, config, orders)
+                  dataset.n_classes, config, orders)
         correct = predict_correct(stack, dataset.x_test, dataset.y_test)
         for j, k in enumerate(members):
-            results[k] = dict(correct=correct[j], weights=stack.member_weights(j) if tasks[k].keep_weights else None)
+            results[k] = (correct[j], stack.member_weights(j) if tasks[k].keep_weights else None)
     share = (time.perf_counter() - start) / len(tasks)
     return [InstanceResult(population=t.population, instance=t.instance, seed=seed,
-                           accuracy=float(r["correct"].mean()), correct=r["correct"],
-                           seconds=share, weights=r["weights"])
-            for t, seed, r in zip(tasks, seeds, results, strict=True)]
+                           accuracy=float(correct.mean()), correct=correct, seconds=share,
+                           weights=weights)
+            for t, seed, (correct, weights) in zip(tasks, seeds, results, strict=True)]
 
 
 def stacked_model(settings, dataset, instance: int, population: str):
