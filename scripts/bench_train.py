@@ -1,18 +1,24 @@
-"""Training throughput of ``probmut train`` against the one-process-per-instance loop.
+"""Training throughput and statistics of stacked training against one-at-a-time training.
 
-Trains the same healthy digits_cnn instances three ways, in one run, on this machine:
+Side by side in one run on this machine, every mode a fresh ``probmut train`` process
+(wall time includes TensorFlow's start-up, as a user sees it):
 
-* ``naive``: a fresh Python process per instance (as DeepCrime's scripts run), each
-  importing TensorFlow and loading the data again: ``probmut train`` is called with
-  ``--instances 1, 2, ..., N`` into one directory, so each call trains one instance;
-* ``jobs 1``: one ``probmut train --instances N`` process;
-* ``jobs 2``: the same with two worker processes.
+* ``baseline``: ``--stack 1 --jobs 2``, one instance at a time with ``model.fit`` in two
+  worker processes (the trainer before ``--stack``);
+* ``stacked``: ``--jobs 2`` with the automatic stack size (two stacks at a time).
 
-Wall time includes process start-up, as a user sees it. All three write the same
-``healthy.csv`` (checked). Run from the repository root::
+Both train the same healthy digits_cnn population (default 40 instances, 15 epochs);
+the accuracies are compared (two-sample Kolmogorov-Smirnov, Levene, means with their
+standard errors). Each way also trains delete_training_data at a clear and a null
+magnitude (``--mutant-instances`` each) and the bagged-posterior decisions
+(``probmut posterior --sample 8``) are compared. Then DeepCrime's MNIST model on
+synthetic MNIST-shaped data (60000 + 10000 random 28 x 28 images with labels from a
+fixed random linear rule, made here), a few instances for ``--mnist-epochs`` epochs,
+both ways: its speedup, whatever it is. Run from the repository root::
 
-    python scripts/bench_train.py --instances 6
-    python scripts/bench_train.py --instances 6 --json
+    python scripts/bench_train.py
+    python scripts/bench_train.py --json
+    python scripts/bench_train.py --instances 10 --mutant-instances 0 --mnist-instances 0
 """
 
 from __future__ import annotations
@@ -26,62 +32,129 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+from scipy import stats
+
 REPO = Path(__file__).resolve().parents[1]
+MAGNITUDES = "0,50"  # null (nothing deleted) and clear (half the training set deleted)
 
 
-def _train(out: Path, instances: int, jobs: int, epochs: int | None) -> None:
-    command = [sys.executable, "-m", "probmut", "train", "--dataset", "digits",
-               "--model", "digits_cnn", "--instances", str(instances), "--jobs", str(jobs),
-               "--out", str(out), "--no-progress"]
-    if epochs is not None:
-        command += ["--epochs", str(epochs)]
+def _train(out: Path, *args) -> float:
+    command = [sys.executable, "-m", "probmut", "train", "--jobs", "2", "--out", str(out),
+               "--no-progress", *map(str, args)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = time.perf_counter()
     subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
 
 
-def bench(instances: int, epochs: int | None) -> list[dict]:
-    rows = []
+def _accuracies(path: Path) -> np.ndarray:
+    return np.loadtxt(path, delimiter=",", skiprows=1, usecols=1, ndmin=1)
+
+
+def _decisions(out: Path, sample: int) -> dict[str, bool]:
+    command = [sys.executable, "-m", "probmut", "posterior", "--manifest",
+               str(out / "manifest.toml"), "--model", out.name, "--mutation",
+               "delete_training_data", "--no-plot", "--sample", str(sample), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True,
+                            text=True)
+    return {p["name"]: p["killed"] for p in json.loads(result.stdout)["populations"][1:]}
+
+
+def _synthetic_mnist(path: Path) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, size=(70000, 28, 28), dtype=np.uint8)
+    rule = rng.normal(size=(784, 10))
+    y = np.argmax((x.reshape(70000, -1) / 255.0 - 0.5) @ rule, axis=1)
+    np.savez(path, x_train=x[:60000], y_train=y[:60000], x_test=x[60000:], y_test=y[60000:])
+
+
+def _ways(tmp: Path, name: str, instances: int, *args) -> dict:
+    row = {}
+    for way, stack in (("baseline", "1"), ("stacked", "auto")):
+        seconds = _train(tmp / f"{name}_{way}", "--instances", instances, "--stack", stack, *args)
+        row[way] = {"seconds": round(seconds, 2),
+                    "instances_per_min": round(instances / seconds * 60, 2)}
+    row["speedup"] = round(row["baseline"]["seconds"] / row["stacked"]["seconds"], 2)
+    return row
+
+
+def bench(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        modes = [("naive (process per instance)", "naive", 1), ("probmut --jobs 1", "jobs1", 1),
-                 ("probmut --jobs 2", "jobs2", 2)]
-        for label, key, jobs in modes:
-            out = Path(tmp) / key
-            start = time.perf_counter()
-            if key == "naive":
-                for n in range(1, instances + 1):
-                    _train(out, n, 1, epochs)
-            else:
-                _train(out, instances, jobs, epochs)
-            seconds = time.perf_counter() - start
-            rows.append({"mode": label, "jobs": jobs, "instances": instances,
-                         "seconds": round(seconds, 2),
-                         "instances_per_minute": round(instances / seconds * 60, 2),
-                         "healthy_csv": (out / "healthy.csv").read_text()})
-    naive_seconds, naive_file = rows[0]["seconds"], rows[0]["healthy_csv"]
-    for row in rows:
-        row["speedup_vs_naive"] = round(naive_seconds / row["seconds"], 2)
-        row["same_file_as_naive"] = row.pop("healthy_csv") == naive_file
-    return rows
+        tmp = Path(tmp)
+        digits = ["--dataset", "digits", "--model", "digits_cnn"]
+        if args.epochs:
+            digits += ["--epochs", args.epochs]
+        result = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}
+        healthy = _ways(tmp, "digits", args.instances, *digits)
+        base = _accuracies(tmp / "digits_baseline" / "healthy.csv")
+        stacked = _accuracies(tmp / "digits_stacked" / "healthy.csv")
+        se = np.hypot(base.std(ddof=1) / np.sqrt(base.size), stacked.std(ddof=1) / np.sqrt(stacked.size))
+        result |= {
+            "instances": args.instances,
+            "baseline_instances_per_min": healthy["baseline"]["instances_per_min"],
+            "stacked_instances_per_min": healthy["stacked"]["instances_per_min"],
+            "speedup": healthy["speedup"], "digits": healthy,
+            "baseline_mean": round(base.mean(), 5), "stacked_mean": round(stacked.mean(), 5),
+            "baseline_sd": round(base.std(ddof=1), 5), "stacked_sd": round(stacked.std(ddof=1), 5),
+            "mean_difference_in_se": round(abs(base.mean() - stacked.mean()) / se, 2),
+            "ks_p": float(stats.ks_2samp(base, stacked).pvalue),
+            "levene_p": float(stats.levene(base, stacked).pvalue)}
+        if args.mutant_instances:
+            mutants = {}
+            for way, stack in (("baseline", "1"), ("stacked", "auto")):
+                out = tmp / f"kill_{way}"
+                seconds = _train(out, "--instances", args.mutant_instances, "--stack", stack,
+                                 "--mutation", f"delete_training_data:{MAGNITUDES}", *digits)
+                mutants[way] = {"seconds": round(seconds, 2), "killed": _decisions(out, min(8, args.mutant_instances // 2))}
+            mutants["same_decisions"] = mutants["baseline"]["killed"] == mutants["stacked"]["killed"]
+            result["delete_training_data"] = mutants
+        if args.mnist_instances:
+            data = tmp / "synthetic_mnist.npz"
+            _synthetic_mnist(data)
+            result["deepcrime_mnist"] = {
+                "instances": args.mnist_instances, "epochs": args.mnist_epochs,
+                **_ways(tmp, "mnist", args.mnist_instances, "--data", data, "--model",
+                        "deepcrime_mnist", "--epochs", args.mnist_epochs)}
+        result["load_average_end"] = os.getloadavg()
+    return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--instances", type=int, default=6)
+    parser.add_argument("--instances", type=int, default=40, help="healthy digits_cnn (40)")
     parser.add_argument("--epochs", type=int, help="default: digits_cnn's own (15)")
+    parser.add_argument("--mutant-instances", type=int, default=20,
+                        help="instances per delete_training_data population (20; 0 skips)")
+    parser.add_argument("--mnist-instances", type=int, default=4,
+                        help="deepcrime_mnist instances each way (4; 0 skips)")
+    parser.add_argument("--mnist-epochs", type=int, default=1, help="deepcrime_mnist epochs (1)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
-    rows = bench(args.instances, args.epochs)
+    result = bench(args)
     if args.json:
-        print(json.dumps({"cpus": os.cpu_count(), "load_average": os.getloadavg(),
-                          "epochs": args.epochs, "results": rows}, indent=2))
+        print(json.dumps(result, indent=2))
         return 0
-    print(f"digits_cnn, {args.instances} healthy instances, epochs "
-          f"{args.epochs or 'default (15)'}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f} at the end")
-    print(f"{'mode':30} {'seconds':>8} {'inst/min':>9} {'speedup':>8}  same file")
-    for row in rows:
-        print(f"{row['mode']:30} {row['seconds']:8.1f} {row['instances_per_minute']:9.1f} "
-              f"{row['speedup_vs_naive']:7.2f}x  {'yes' if row['same_file_as_naive'] else 'NO'}")
+    print(f"{os.cpu_count()} CPUs, load average {result['load_average_start'][0]:.1f} at the "
+          f"start, {result['load_average_end'][0]:.1f} at the end")
+    rows = [(f"digits_cnn, {args.instances} healthy", result["digits"])]
+    if "deepcrime_mnist" in result:
+        r = result["deepcrime_mnist"]
+        rows.append((f"deepcrime_mnist, {r['instances']} x {r['epochs']} epoch", r))
+    print(f"{'population':32} {'one at a time':>14} {'stacked':>10} {'speedup':>8}  (inst/min)")
+    for label, r in rows:
+        print(f"{label:32} {r['baseline']['instances_per_min']:14.1f} "
+              f"{r['stacked']['instances_per_min']:10.1f} {r['speedup']:7.2f}x")
+    print(f"accuracy one at a time: mean {result['baseline_mean']:.4f} sd {result['baseline_sd']:.4f}; "
+          f"stacked: mean {result['stacked_mean']:.4f} sd {result['stacked_sd']:.4f}")
+    print(f"means differ by {result['mean_difference_in_se']} standard errors; "
+          f"KS p = {result['ks_p']:.3f}, Levene p = {result['levene_p']:.3f}")
+    if "delete_training_data" in result:
+        m = result["delete_training_data"]
+        print(f"delete_training_data killed (bagged posterior, --sample 8): one at a time "
+              f"{m['baseline']['killed']}, stacked {m['stacked']['killed']}: "
+              f"{'same' if m['same_decisions'] else 'DIFFERENT'} decisions")
     return 0
 
 

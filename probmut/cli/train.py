@@ -52,7 +52,11 @@ def register(subparsers) -> None:
     p.add_argument("--learning-rate", type=float, help="override the model's learning rate")
     p.add_argument("--format", choices=["tidy", "deepcrime"], default="tidy",
                    help="deepcrime: also write DeepCrime's ;-separated files")
-    p.add_argument("--jobs", type=int, default=1, help="instances trained at once (local)")
+    p.add_argument("--stack", default="auto", metavar="K|auto",
+                   help="train K instances of a population at once as one model (default "
+                        "auto: 20, fewer for large models; 1: one at a time with model.fit)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="units (stacks, or single instances) trained at once (local)")
     p.add_argument("--threads", type=int, default=1,
                    help="TensorFlow threads per instance (default 1; the same --threads gives "
                         "the same files whatever --jobs or --backend)")
@@ -76,8 +80,33 @@ def _require(module: str, extra: str) -> None:
                            f"pip install 'probmut[{extra}]'")
 
 
+def _stack(text: str) -> int | None:
+    """``--stack``: a size of at least 1, or None for auto."""
+    if text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ProbmutError(f"--stack must be auto or a whole number, got {text!r}") from None
+    _positive(value, "--stack")
+    return value
+
+
+def _stack_size(requested, probe, config, dataset, mutations) -> int:
+    """The run's stack size: ``requested``, or the automatic choice for ``probe``."""
+    if requested is not None:
+        return requested
+    from probmut.train.stack import auto_stack_size, gpu_budget, member_bytes
+
+    private = dataset.x_train.nbytes if any(m.operator.level == "data" for m in mutations) else 0
+    size = member_bytes(probe, config.batch_size, private)
+    budget = gpu_budget()
+    return auto_stack_size(size) if budget is None else auto_stack_size(size, budget)
+
+
 def handle(args) -> int:
     """Validate everything (data, model, mutations) before the first instance trains."""
+    stack = _stack(args.stack)
     for flag in ("instances", "jobs", "threads", "epochs", "batch_size"):
         _positive(getattr(args, flag), "--" + flag.replace("_", "-"))
     if args.learning_rate is not None and not args.learning_rate > 0:
@@ -119,7 +148,8 @@ def handle(args) -> int:
             build_model(spec, dataset.input_shape, dataset.n_classes,
                         m.operator.apply(config, m.params))
     settings = RunSettings(dataset=str(args.data or args.dataset), model=args.model,
-                           config=config, seed=args.seed)
+                           config=config, seed=args.seed,
+                           stack=_stack_size(stack, probe, config, dataset, mutations))
     name = args.name or args.out.resolve().name
     shared = {"dataset": dataset}
     if args.backend == "ray":

@@ -37,12 +37,15 @@ def instance_seed(base_seed: int, instance: int, population: str) -> int:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What every population of a run shares: data, model, base training settings, seed."""
+    """What every population of a run shares: data, model, base training settings, seed,
+    and ``stack``: instances of a population trained at once (1: one at a time with
+    ``model.fit``; see :mod:`probmut.train.stack`)."""
 
     dataset: str
     model: str
     config: models.TrainConfig
     seed: int = 0
+    stack: int = 1
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,25 @@ def _trained(settings: RunSettings, data, seed: int, operator=None, params=None)
     return model
 
 
+def stacked(settings: RunSettings, dataset, config: models.TrainConfig) -> bool:
+    """Whether a population trained with ``config`` trains in stacks in this run."""
+    if settings.stack == 1:
+        return False
+    from probmut.train.stack import population_problem
+
+    return population_problem(settings.model, dataset, config) is None
+
+
+def _healthy_model(settings: RunSettings, dataset, instance: int):
+    """Healthy instance ``instance`` retrained as the run trains it, its weights not kept."""
+    seed = instance_seed(settings.seed, instance, HEALTHY)
+    if stacked(settings, dataset, settings.config):
+        from probmut.train.stack import stacked_model
+
+        return stacked_model(settings, dataset, instance, HEALTHY)
+    return _trained(settings, dataset, seed)
+
+
 def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResult:
     """Train instance ``task.instance`` of its population on ``dataset`` and score it.
 
@@ -121,9 +143,8 @@ def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResu
     seed = instance_seed(settings.seed, task.instance, task.population)
     operator = OPERATORS[task.operator] if task.operator else None
     if operator is not None and operator.level == "model":
-        healthy_seed = instance_seed(settings.seed, task.instance, HEALTHY)
         if healthy_weights is None:
-            model = _trained(settings, dataset, healthy_seed)
+            model = _healthy_model(settings, dataset, task.instance)
         else:
             spec = _spec(settings.model, dataset.input_shape, dataset.n_classes)
             model = models.build_model(spec, dataset.input_shape, dataset.n_classes,

@@ -29,7 +29,14 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write, remove_orphans
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import save_outcomes
-from probmut.train.instance import HEALTHY, InstanceResult, RunSettings, Task, train_instance
+from probmut.train.instance import (
+    HEALTHY,
+    InstanceResult,
+    RunSettings,
+    Task,
+    stacked,
+    train_instance,
+)
 from probmut.train.operators import Mutation
 
 
@@ -64,7 +71,7 @@ def _check_settings(out: Path, settings: RunSettings) -> None:
     path = out / ".work" / "settings.json"
     current = json.loads(json.dumps(dataclasses.asdict(settings)))
     if path.exists():
-        previous = json.loads(path.read_text())
+        previous = {"stack": 1} | json.loads(path.read_text())  # runs from before --stack
         if previous != current:
             changed = sorted(k for k in current if previous.get(k) != current[k])
             raise ProbmutError(f"{out} holds a run with other settings ({', '.join(changed)} "
@@ -100,6 +107,46 @@ def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool
     return len(ids)
 
 
+def train_unit(tasks: list[Task], stack: bool, healthy_weights=None, *, dataset) -> list:
+    """One unit of work for a backend: a stack of instances of one population (``stack``)
+    or one instance; returns one result per task."""
+    if stack:
+        from probmut.train.stack import train_stack
+
+        return train_stack(tasks, dataset=dataset)
+    return [train_instance(tasks[0], healthy_weights, dataset=dataset)]
+
+
+def _units(tasks: list[Task], settings: RunSettings, dataset, say) -> list[tuple]:
+    """Group ``tasks`` (not model-level) into the calls of :func:`train_unit`: with
+    ``settings.stack`` K > 1, instances ``[jK, (j+1)K)`` of a stackable population form
+    stack j (its missing ones only, on a resume); other tasks run one by one, and
+    ``say`` tells why once per population."""
+    from probmut.train.operators import OPERATORS
+    from probmut.train.stack import population_problem
+
+    units, stacks, told = [], {}, set()
+    for task in tasks:
+        operator = OPERATORS[task.operator] if task.operator else None
+        config = settings.config
+        if operator is not None and operator.level == "training":
+            config = operator.apply(config, task.params)
+        if settings.stack > 1 and stacked(settings, dataset, config):
+            stacks.setdefault((task.population, task.instance // settings.stack), []).append(task)
+            continue
+        if settings.stack > 1 and task.population not in told:
+            told.add(task.population)
+            say(f"probmut train: {task.population}: training one instance at a time: "
+                f"{population_problem(settings.model, dataset, config)}")
+        units.append(([task], False, None))
+    return [(group, True, None) for group in stacks.values()] + units
+
+
+def _per_task(outcome, count: int) -> list:
+    """A unit's results, or its one exception for each of its ``count`` tasks."""
+    return [outcome] * count if isinstance(outcome, BaseException) else outcome
+
+
 @dataclass
 class RunReport:
     """What a run did: instances trained now, found already done, and failures."""
@@ -128,7 +175,7 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
     trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,
-                          keep_weights=stem == HEALTHY and bool(model_level))
+                          keep_weights=stem == HEALTHY and (bool(model_level) or settings.stack > 1))
                      for stem, m in populations.items() if m is None or m.operator.level != "model"
                      for i in range(instances)]
     derived = [Task(settings, m.stem, i, m.operator.name, m.params)
@@ -146,23 +193,26 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
-            calls = [(t, _load_weights(out, t.instance) if phase is derived else None)
-                     for t in todo]
-            for index, outcome in backend.map_unordered(train_instance, calls):
-                task = todo[index]
-                if isinstance(outcome, BaseException):
-                    report.failures.append(f"{task.population} instance {task.instance}: "
-                                           f"{type(outcome).__name__}: {outcome}")
-                else:
-                    _save_record(out, outcome)
-                    report.trained += 1
-                left[task.population] -= 1
-                if left[task.population] == 0:
-                    report.counts[task.population] = assemble(out, task.population, instances,
-                                                              labels, deepcrime)
-                bar.set_postfix(done=report.trained, failed=len(report.failures),
-                                left=bar.total - bar.n - 1, refresh=False)
-                bar.update()
+            if phase is derived:
+                units = [([t], False, _load_weights(out, t.instance)) for t in todo]
+            else:
+                units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr))
+            for index, outcome in backend.map_unordered(train_unit, units):
+                tasks = units[index][0]
+                for task, result in zip(tasks, _per_task(outcome, len(tasks)), strict=True):
+                    if isinstance(result, BaseException):
+                        report.failures.append(f"{task.population} instance {task.instance}: "
+                                               f"{type(result).__name__}: {result}")
+                    else:
+                        _save_record(out, result)
+                        report.trained += 1
+                    left[task.population] -= 1
+                    if left[task.population] == 0:
+                        report.counts[task.population] = assemble(
+                            out, task.population, instances, labels, deepcrime)
+                    bar.set_postfix(done=report.trained, failed=len(report.failures),
+                                    left=bar.total - bar.n - 1, refresh=False)
+                    bar.update()
     finally:
         bar.close()
         report.seconds = time.perf_counter() - start

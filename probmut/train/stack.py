@@ -1,0 +1,466 @@
+"""Train several instances of one population at once, as one stacked computation.
+
+A *stack* of K members is one TensorFlow computation whose every weight carries a
+leading member axis: a Dense kernel of shape ``(in, out)`` becomes ``(K, in, out)``.
+Members share no weights and see their own data; per member the computation is the
+one Keras does when it trains that instance alone:
+
+* initial weights: member k's model is built exactly as for training it alone
+  (``clear_session``, ``set_random_seed(seed_k)``, build) and its weights are copied
+  into slot k, so its start is bit-identical to the solo start;
+* data: member k trains on its own (possibly mutated) training set, in its own order
+  (a fresh permutation per epoch from its own seed), in batches of ``batch_size`` with
+  a smaller last batch, as ``model.fit(shuffle=True)`` does;
+* layers: a Dense layer is a batched matrix product ``(K, B, in) @ (K, in, out)``; a
+  Conv2D layer is a depthwise convolution when it has one input channel and otherwise
+  an image-patch matrix (``extract_patches``) times the member's kernel, both exactly a
+  convolution; weightless per-sample layers (pooling, flatten, activations, ...) run
+  on the K x B samples at once; Dropout draws each member's masks from its own seed;
+* loss: the sum over members of each member's mean loss over its batch, so the
+  gradient with respect to member k's weights is its solo gradient;
+* optimiser: Keras' own optimizer object over the stacked weights. The supported
+  optimizers update every weight from that weight's own gradient and state only, so
+  each member has its own optimiser state and takes its solo step.
+
+A member's result depends on its seed and on the stack size: the batched kernels add
+in an order that depends on how many members share them, and training amplifies those
+last-bit differences like any change of seed. The same command (same seed, same stack
+size) gives the same bits, whatever ``--jobs``. What is not bit-identical to ``model.fit``: the data order and dropout masks come from other
+random streams (same distribution), and the floating-point summation order of the
+batched kernels differs from Keras' solo kernels (differences of the order of float
+rounding, which training amplifies like any change of seed). The population's
+statistics therefore match, which ``scripts/bench_train.py`` measures.
+
+Examples
+--------
+>>> auto_stack_size(member_bytes=10_000_000)
+20
+>>> auto_stack_size(member_bytes=2 * 2**30)
+4
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import numpy as np
+
+from probmut.train import models
+from probmut.train.operators import OPERATORS
+
+AUTO_STACK = 20
+CPU_BUDGET = 8 * 2**30
+# Optimizers whose update of a weight reads only that weight, its gradient and its
+# own slots (moments, accumulators): on stacked weights, each member's own optimiser.
+ELEMENTWISE_OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "Nadam",
+                          "RMSprop", "Ftrl", "Lion"}
+# Layers without weights or randomness that compute each sample on its own: they run
+# on all K x B samples of a stack at once, unchanged.
+PER_SAMPLE_LAYERS = {
+    "InputLayer", "Flatten", "Reshape", "Permute", "Activation", "ReLU", "LeakyReLU", "ELU",
+    "Softmax", "Identity", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D",
+    "AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "GlobalAveragePooling1D",
+    "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "ZeroPadding2D",
+    "Cropping2D", "UpSampling2D"}
+
+
+# ---------------------------------------------------------------- what can be stacked
+
+def _layer_problem(layer) -> str | None:
+    kind = type(layer).__name__
+    if kind in PER_SAMPLE_LAYERS:
+        return None
+    if getattr(layer, "compute_dtype", "float32") != "float32":
+        return f"layer {layer.name} computes in {layer.compute_dtype}"
+    if kind == "Dropout":
+        return None if layer.noise_shape is None else f"{layer.name} has a noise_shape"
+    if kind not in ("Dense", "Conv2D"):
+        return f"layer {layer.name} ({kind}) cannot be stacked"
+    if not layer.trainable:
+        return f"layer {layer.name} is frozen"
+    for extra in ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                  "kernel_constraint", "bias_constraint"):
+        if getattr(layer, extra, None) is not None:
+            return f"layer {layer.name} has a {extra.replace('_', ' ')}"
+    if kind == "Dense" and (len(layer.input.shape) != 2 or getattr(layer, "lora_enabled", False)):
+        return f"Dense layer {layer.name} takes a {len(layer.input.shape)}-D input or has LoRA"
+    if kind == "Conv2D" and (layer.groups != 1 or layer.data_format != "channels_last"):
+        return f"Conv2D layer {layer.name} is grouped or channels_first"
+    return None
+
+
+def _chain_problem(model) -> str | None:
+    """A reason ``model`` is not a single chain of layers, or None."""
+    if len(model.inputs) != 1 or len(model.outputs) != 1:
+        return "the model has several inputs or outputs"
+    layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
+    if not layers or layers[0].input is not model.inputs[0]:
+        return "the model is not a chain of layers"
+    for before, after in zip(layers[:-1], layers[1:], strict=True):
+        if after.input is not before.output:
+            return "the model is not a chain of layers (branches or shared layers)"
+    if layers[-1].output is not model.outputs[0]:
+        return "the model is not a chain of layers"
+    return None
+
+
+def _optimizer_problem(optimizer) -> str | None:
+    kind = type(optimizer).__name__
+    if kind not in ELEMENTWISE_OPTIMIZERS:
+        return f"optimizer {kind} is not one whose update is per weight"
+    if optimizer.clipnorm is not None or optimizer.global_clipnorm is not None:
+        return "the optimizer clips gradients by norm (a norm over all members)"
+    return None
+
+
+def _loss_problem(loss) -> str | None:
+    import keras
+    import tensorflow as tf
+
+    try:
+        values = keras.losses.get(loss)(tf.fill((2, 3, 4), 0.25), tf.fill((2, 3, 4), 0.25))
+    except Exception as error:  # noqa: BLE001 - any failure means: do not stack
+        return f"loss {loss!r} cannot be evaluated per sample ({type(error).__name__})"
+    if tuple(values.shape) != (2, 3):
+        return f"loss {loss!r} does not give one value per sample"
+    return None
+
+
+def stack_problem(model, config: models.TrainConfig) -> str | None:
+    """Why a built, compiled ``model`` with ``config`` cannot be trained stacked, or None.
+
+    >>> import keras
+    >>> model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(3)])
+    >>> stack_problem(model, models.TrainConfig(epochs=1, batch_size=8)) is None
+    True
+    >>> lstm = keras.Sequential([keras.layers.Input((5, 4)), keras.layers.LSTM(3)])
+    >>> stack_problem(lstm, models.TrainConfig(epochs=1, batch_size=8))
+    'layer lstm (LSTM) cannot be stacked'
+    """
+    problem = _chain_problem(model)
+    if problem is None:
+        problem = next(filter(None, map(_layer_problem, model.layers)), None)
+    if problem is None:
+        import keras
+
+        problem = _optimizer_problem(keras.optimizers.get(config.optimizer))
+    return problem or _loss_problem(config.loss)
+
+
+_PROBLEMS: dict[str, str | None] = {}
+
+
+def population_problem(model_name: str, dataset, config: models.TrainConfig) -> str | None:
+    """:func:`stack_problem` for the model ``model_name`` trained on ``dataset`` with
+    ``config`` (cached per process)."""
+    key = json.dumps([model_name, dataset.input_shape, dataset.n_classes,
+                      dataclasses.asdict(config)], default=str)
+    if key not in _PROBLEMS:
+        spec = models.resolve_model(model_name, dataset.input_shape, dataset.n_classes)
+        model = models.build_model(spec, dataset.input_shape, dataset.n_classes, config)
+        _PROBLEMS[key] = stack_problem(model, config)
+    return _PROBLEMS[key]
+
+
+def sample_floats(model) -> int:
+    """Floats one sample occupies in a stacked forward pass: every layer's output, plus
+    the image patches of each convolution computed as a patch matrix."""
+    total = 0
+    for layer in model.layers:
+        if type(layer).__name__ == "InputLayer":
+            continue
+        total += int(np.prod(layer.output.shape[1:]))
+        if type(layer).__name__ == "Conv2D" and layer.input.shape[-1] > 1:
+            total += int(np.prod(layer.output.shape[1:-1])) * int(np.prod(layer.kernel.shape[:-1]))
+    return total
+
+
+def member_bytes(model, batch_size: int, private_data_bytes: int = 0) -> int:
+    """Rough memory of one stack member: weights with their gradients and two optimiser
+    slots, a batch's activations and patches (x 3: kept for the backward pass, their
+    gradients, temporaries), and its own copy of a mutated training set."""
+    weights = sum(int(np.prod(w.shape)) for w in model.weights)
+    return 4 * (4 * weights + 3 * batch_size * sample_floats(model)) + private_data_bytes
+
+
+def auto_stack_size(member_bytes: int, budget_bytes: int = CPU_BUDGET) -> int:
+    """The stack size ``--stack auto`` picks: :data:`AUTO_STACK` members, fewer if they do
+    not fit ``budget_bytes`` at ``member_bytes`` each (a fixed budget on CPU, so the
+    choice, and with it the results, do not depend on the machine); at least 2."""
+    return int(max(2, min(AUTO_STACK, budget_bytes // max(member_bytes, 1))))
+
+
+def gpu_budget() -> int | None:
+    """Half the memory of the first GPU TensorFlow sees (from ``nvidia-smi``), or None."""
+    import shutil
+    import subprocess
+
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU") or shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        text = subprocess.run(["nvidia-smi", "--query-gpu=memory.total",
+                               "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, check=True).stdout
+        return int(text.split()[0]) * 2**20 // 2
+    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+        return None
+
+
+# ---------------------------------------------------------------- the stacked model
+
+class StackedModel:
+    """K members of one Keras model (a chain of supported layers) as one computation.
+
+    ``models_`` are the members' built solo models; their current weights become the
+    members' initial weights.
+    """
+
+    def __init__(self, models_: list, seeds: list[int]):
+        import tensorflow as tf
+
+        self.template = models_[0]
+        self.size = len(models_)
+        self.seeds = tf.constant(np.asarray(seeds, dtype=np.int64))
+        self.layers = [layer for layer in self.template.layers
+                       if type(layer).__name__ != "InputLayer"]
+        self.variables = []  # one per solo weight, in get_weights() order
+        self.layer_weights = []  # per layer: its stacked variables
+        for index, layer in enumerate(self.template.layers):
+            stacked = [tf.Variable(np.stack([m.layers[index].get_weights()[w] for m in models_]),
+                                   name=f"{layer.name}_{w}")
+                       for w in range(len(layer.get_weights()))]
+            if type(layer).__name__ != "InputLayer":
+                self.layer_weights.append(stacked)
+            self.variables += stacked
+
+    def member_weights(self, member: int) -> list[np.ndarray]:
+        """Member ``member``'s weights, in the solo model's ``get_weights()`` order."""
+        return [v[member].numpy() for v in self.variables]
+
+    def __call__(self, x, training: bool, step=None):
+        """Forward pass of ``x`` of shape (K, B, ...) to outputs of shape (K, B, ...)."""
+        for position, (layer, weights) in enumerate(zip(self.layers, self.layer_weights,
+                                                              strict=True)):
+            kind = type(layer).__name__
+            if kind == "Dense":
+                x = layer.activation(_dense(x, *weights, layer.use_bias))
+            elif kind == "Conv2D":
+                x = layer.activation(_conv2d(x, *weights, layer))
+            elif kind == "Dropout":
+                if training and layer.rate > 0:
+                    x = self._dropout(x, layer.rate, step, position)
+            else:
+                x = _per_sample(layer, x)
+        return x
+
+    def _dropout(self, x, rate, step, position):
+        """Keras' inverted dropout with member k's mask drawn from its own seed, the step
+        and the layer: a mask never depends on the other members."""
+        import tensorflow as tf
+
+        counter = tf.cast(step, tf.int64) * 1000 + position
+        masks = [tf.random.stateless_uniform(tf.shape(x)[1:], tf.stack([self.seeds[k], counter]))
+                 >= rate for k in range(self.size)]
+        return tf.where(tf.stack(masks), x / (1.0 - rate), tf.zeros_like(x))
+
+
+def _dense(x, kernel, bias=None, use_bias=True):
+    import tensorflow as tf
+
+    y = tf.matmul(x, kernel)  # (K, B, in) @ (K, in, out): each member its own product
+    return y + bias[:, None, :] if use_bias else y
+
+
+def _merge(x):
+    """(K, B, ...) -> (K * B, ...): per-sample ops see one big batch."""
+    import tensorflow as tf
+
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
+
+
+def _unmerge(x, size):
+    import tensorflow as tf
+
+    return tf.reshape(x, tf.concat([[size, -1], tf.shape(x)[1:]], axis=0))
+
+
+def _per_sample(layer, x):
+    return _unmerge(layer(_merge(x)), x.shape[0])
+
+
+def _conv2d(x, kernel, bias, layer):
+    """Member k's 2-D convolution of x[k] (K, B, H, W, C) with kernel[k] (K, h, w, C, O)."""
+    import tensorflow as tf
+
+    size, channels, filters = x.shape[0], x.shape[-1], kernel.shape[-1]
+    (kh, kw), strides = layer.kernel_size, [1, *layer.strides, 1]
+    rates, padding = [1, *layer.dilation_rate, 1], layer.padding.upper()
+    if channels == 1 and tuple(layer.dilation_rate) == (1, 1):
+        # one input channel: member k is channel k of a depthwise convolution
+        images = tf.transpose(x[..., 0], [1, 2, 3, 0])  # (B, H, W, K)
+        filt = tf.transpose(kernel[:, :, :, 0, :], [1, 2, 0, 3])  # (h, w, K, O)
+        y = tf.nn.depthwise_conv2d(images, filt, strides, padding)  # (B, H', W', K * O)
+        shape = tf.shape(y)
+        y = tf.reshape(y, [shape[0], shape[1], shape[2], size, filters])
+        y = tf.transpose(y, [3, 0, 1, 2, 4])
+    else:
+        patches = tf.image.extract_patches(_merge(x), [1, kh, kw, 1], strides, rates, padding)
+        shape = tf.shape(patches)  # (K * B, H', W', h * w * C), ordered (h, w, C)
+        rows = tf.reshape(patches, [size, -1, kh * kw * channels])
+        y = tf.matmul(rows, tf.reshape(kernel, [size, kh * kw * channels, filters]))
+        y = tf.reshape(y, [size, -1, shape[1], shape[2], filters])
+    return y + bias[:, None, None, None, :] if layer.use_bias else y
+
+
+# ---------------------------------------------------------------- training a stack
+
+def _member_models(spec, data, config, seeds):
+    import keras
+
+    built = []
+    for seed in seeds:  # exactly the solo start: models.fit would begin from these weights
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(seed)
+        built.append(models.build_model(spec, data.input_shape, data.n_classes, config))
+    return built
+
+
+def data_order(seed: int, n: int, epochs: int) -> np.ndarray:
+    """Member ``seed``'s training order: one permutation of ``n`` samples per epoch.
+
+    >>> data_order(7, 5, 2).shape
+    (2, 5)
+    """
+    rng = np.random.default_rng([seed, 1])  # a stream apart from the mutation's draws
+    return np.stack([rng.permutation(n) for _ in range(epochs)])
+
+
+def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
+              config: models.TrainConfig, orders: list[np.ndarray]) -> np.ndarray:
+    """Train ``stack`` in place: member k on ``(xs[k], ys[k])`` in the order ``orders[k]``
+    (epochs x n). All members have the same number of samples. Returns the members'
+    mean training loss per epoch, shape (K, epochs)."""
+    import keras
+    import tensorflow as tf
+
+    size, n = stack.size, len(ys[0])
+    distinct = {}  # members sharing one input array (healthy, label mutants) share it
+    for x in xs:
+        distinct.setdefault(id(x), (len(distinct), x))
+    starts = np.cumsum([0] + [len(x) for _, x in distinct.values()])
+    x_offsets = np.array([starts[distinct[id(x)][0]] for x in xs])[:, None]
+    x_pool = tf.constant(np.concatenate([x for _, x in distinct.values()]))
+    y_pool = tf.constant(np.concatenate([models._targets(y, n_classes, config.loss) for y in ys]))
+    y_offsets = (np.arange(size) * n)[:, None]
+    loss_fn = keras.losses.get(config.loss)
+    optimizer = keras.optimizers.get(config.optimizer)
+    if config.learning_rate is not None:
+        optimizer.learning_rate = config.learning_rate
+    variables = stack.variables
+
+    @tf.function(reduce_retracing=True)
+    def step(x_rows, y_rows, number):
+        x, y = tf.gather(x_pool, x_rows), tf.gather(y_pool, y_rows)
+        with tf.GradientTape() as tape:
+            per_member = tf.reduce_mean(loss_fn(y, stack(x, True, number)), axis=1)
+            total = tf.reduce_sum(per_member)  # d total / d member k = its own mean loss
+        optimizer.apply(tape.gradient(total, variables), variables)
+        return per_member
+
+    history = np.zeros((size, config.epochs))
+    number = 0
+    for epoch in range(config.epochs):
+        order = np.stack([o[epoch] for o in orders])
+        sums, batches = np.zeros(size), 0
+        for start in range(0, n, config.batch_size):
+            rows = order[:, start:start + config.batch_size]
+            sums += step(tf.constant(rows + x_offsets), tf.constant(rows + y_offsets),
+                         tf.constant(number, tf.int64)).numpy()
+            batches, number = batches + 1, number + 1
+        history[:, epoch] = sums / batches
+    return history
+
+
+def predict_correct(stack: StackedModel, x_test, y_test) -> np.ndarray:
+    """Boolean (K, n_test): did each member classify each test input correctly.
+
+    Inputs go through in chunks of at most 256 MiB of activations for the whole stack."""
+    import tensorflow as tf
+
+    batch = int(np.clip(2**26 // (stack.size * sample_floats(stack.template)), 1, 1024))
+    predicted = []
+    for start in range(0, len(x_test), batch):
+        chunk = tf.constant(x_test[start:start + batch])
+        x = tf.broadcast_to(chunk[None], [stack.size, *chunk.shape])
+        predicted.append(tf.argmax(stack(x, False), axis=-1).numpy())
+    return np.concatenate(predicted, axis=1) == y_test[None]
+
+
+def member_data(tasks: list, dataset) -> tuple[list, list]:
+    """Each task's training set: the dataset's, or the data mutation drawn with the
+    instance's own seed (exactly the set it gets when trained alone)."""
+    from probmut.train.instance import instance_seed
+
+    xs, ys = [], []
+    for task in tasks:
+        x, y = dataset.x_train, dataset.y_train
+        operator = OPERATORS[task.operator] if task.operator else None
+        if operator is not None and operator.level == "data":
+            seed = instance_seed(task.settings.seed, task.instance, task.population)
+            x, y = operator.apply(x, y, dataset.n_classes, task.params,
+                                  np.random.default_rng(seed))
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
+def train_stack(tasks: list, *, dataset) -> list:
+    """Train the instances ``tasks`` (one population, not model-level) as one stack and
+    score them; one :class:`~probmut.train.instance.InstanceResult` per task, in order.
+    Each member's ``seconds`` is its share of the stack's time."""
+    from probmut.train.instance import InstanceResult, instance_seed
+
+    start = time.perf_counter()
+    settings = tasks[0].settings
+    operator = OPERATORS[tasks[0].operator] if tasks[0].operator else None
+    config = settings.config
+    if operator is not None and operator.level == "training":
+        config = operator.apply(config, tasks[0].params)
+    seeds = [instance_seed(settings.seed, t.instance, t.population) for t in tasks]
+    xs, ys = member_data(tasks, dataset)
+    spec = models.resolve_model(settings.model, dataset.input_shape, dataset.n_classes)
+    results = [None] * len(tasks)
+    by_size = {}  # a stack trains members with equally many samples together
+    for k, y in enumerate(ys):
+        by_size.setdefault(len(y), []).append(k)
+    for members in by_size.values():
+        member_seeds = [seeds[k] for k in members]
+        stack = StackedModel(_member_models(spec, dataset, config, member_seeds), member_seeds)
+        orders = [data_order(s, len(ys[members[0]]), config.epochs) for s in member_seeds]
+        fit_stack(stack, [xs[k] for k in members], [ys[k] for k in members],
+                  dataset.n_classes, config, orders)
+        correct = predict_correct(stack, dataset.x_test, dataset.y_test)
+        for j, k in enumerate(members):
+            results[k] = (correct[j], stack.member_weights(j) if tasks[k].keep_weights else None)
+    share = (time.perf_counter() - start) / len(tasks)
+    return [InstanceResult(population=t.population, instance=t.instance, seed=seed,
+                           accuracy=float(correct.mean()), correct=correct, seconds=share,
+                           weights=weights)
+            for t, seed, (correct, weights) in zip(tasks, seeds, results, strict=True)]
+
+
+def stacked_model(settings, dataset, instance: int, population: str):
+    """Solo Keras model holding the weights ``instance`` of ``population`` gets when
+    trained in a stack (for model-level mutants whose healthy weights were not kept)."""
+    from probmut.train.instance import Task
+
+    spec = models.resolve_model(settings.model, dataset.input_shape, dataset.n_classes)
+    result = train_stack([Task(settings, population, instance, keep_weights=True)],
+                         dataset=dataset)[0]
+    model = models.build_model(spec, dataset.input_shape, dataset.n_classes, settings.config)
+    model.set_weights(result.weights)
+    return model

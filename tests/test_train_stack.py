@@ -1,0 +1,137 @@
+"""Stacked training (--stack): a member computes what it would alone, has its own data,
+and stacks resume, reproduce and fall back like single instances."""
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.train
+
+
+def tiny_cnn(input_shape, n_classes):
+    """Every stacked layer kind, no dropout: one- and many-channel convolutions, strides,
+    valid and same padding, pooling, flatten, dense."""
+    from keras import Sequential, layers
+
+    return Sequential([
+        layers.Input(input_shape),
+        layers.Conv2D(4, 3, padding="same", activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Conv2D(6, 3, strides=2, activation="relu"),
+        layers.Flatten(),
+        layers.Dense(8, activation="tanh"),
+        layers.Dense(n_classes, activation="softmax"),
+    ])
+
+
+def batchnorm_mlp(input_shape, n_classes):
+    from keras import Sequential, layers
+
+    return Sequential([layers.Input(input_shape), layers.Flatten(), layers.Dense(8),
+                       layers.BatchNormalization(), layers.Dense(n_classes, activation="softmax")])
+
+
+@pytest.fixture(scope="module")
+def digits():
+    pytest.importorskip("tensorflow")
+    from probmut.train.datasets import load_dataset
+    from probmut.train.instance import configure_tensorflow
+
+    configure_tensorflow(1)
+    return load_dataset("digits")
+
+
+def test_a_member_trains_exactly_as_the_same_instance_alone(digits):
+    """Stack of 3 vs Keras' own train_on_batch on each member from the same start and
+    data order: same initial weights bit for bit, same trained weights up to float
+    rounding (14 Adam steps move the weights by about 0.1; rounding leaves ~1e-6)."""
+    from probmut.train import models
+    from probmut.train.stack import StackedModel, _member_models, data_order, fit_stack
+
+    spec = models.ModelSpec(tiny_cnn, models.TrainConfig(epochs=2, batch_size=32,
+                                                         learning_rate=1e-2), "tiny")
+    x, y, seeds = digits.x_train[:200], digits.y_train[:200], [11, 22, 33]
+    built = _member_models(spec, digits, spec.config, seeds)
+    start = [m.get_weights() for m in built]
+    stack = StackedModel(built, seeds)
+    orders = [data_order(seed, len(y), 2) for seed in seeds]
+    fit_stack(stack, [x] * 3, [y] * 3, 10, spec.config, orders)
+    one_hot = np.eye(10, dtype=np.float32)[y]
+    for k, seed in enumerate(seeds):
+        alone = _member_models(spec, digits, spec.config, [seed])[0]
+        assert all(np.array_equal(a, b) for a, b in zip(alone.get_weights(), start[k], strict=True))
+        for order in orders[k]:
+            for first in range(0, len(y), 32):
+                rows = order[first:first + 32]
+                alone.train_on_batch(x[rows], one_hot[rows])
+        member = stack.member_weights(k)
+        moved = max(np.abs(a - b).max() for a, b in zip(member, start[k], strict=True))
+        differ = max(np.abs(a - b).max() for a, b in zip(member, alone.get_weights(), strict=True))
+        assert moved > 0.05 and differ < 2e-5, (moved, differ)
+
+
+def test_each_member_gets_its_own_mutated_training_set(digits):
+    from probmut.train.instance import RunSettings, Task, instance_seed
+    from probmut.train.models import MODELS
+    from probmut.train.operators import OPERATORS, parse_mutations
+    from probmut.train.stack import member_data
+
+    settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config, stack=3)
+    mutation = parse_mutations("delete_training_data:30")[0]
+    tasks = [Task(settings, mutation.stem, i, mutation.operator.name, mutation.params)
+             for i in range(3)]
+    xs, ys = member_data(tasks, digits)
+    assert len({len(y) for y in ys}) == 1 and len(ys[0]) < len(digits.y_train)
+    assert not np.array_equal(xs[0], xs[1]) and not np.array_equal(xs[1], xs[2])
+    for task, x, y in zip(tasks, xs, ys, strict=True):  # the set the instance gets alone
+        seed = instance_seed(0, task.instance, task.population)
+        alone = OPERATORS["delete_training_data"].apply(
+            digits.x_train, digits.y_train, 10, task.params, np.random.default_rng(seed))
+        assert np.array_equal(alone[0], x) and np.array_equal(alone[1], y)
+
+
+def _run(out, settings, digits, mutations=()):
+    from probmut.train.backends import Serial
+    from probmut.train.run import run_populations
+
+    with Serial(1, {"dataset": digits}) as backend:
+        return run_populations(settings, list(mutations), 4, out, backend, digits,
+                               name="digits", progress=False)
+
+
+@pytest.mark.slow
+def test_stacks_reproduce_and_resume_only_the_missing_instances(tmp_path, digits):
+    from probmut.train.instance import RunSettings
+    from probmut.train.models import MODELS
+
+    settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=1),
+                           stack=4)
+    first, again = _run(tmp_path / "a", settings, digits), _run(tmp_path / "b", settings, digits)
+    assert first.trained == again.trained == 4
+    for name in ("healthy.csv", "healthy.outcomes.npz"):  # same seed, same stack: same bits
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    accuracies = np.loadtxt(tmp_path / "a" / "healthy.csv", delimiter=",", skiprows=1)[:, 1]
+    assert accuracies.min() > 0.5 and len(set(accuracies)) > 1  # trained, and not alike
+
+    records = tmp_path / "a" / ".work" / "healthy"
+    for lost in ("00001.npz", "00002.npz"):  # killed while stack 0 was being written
+        (records / lost).unlink()
+    kept = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")}
+    resumed = _run(tmp_path / "a", settings, digits)
+    assert (resumed.trained, resumed.resumed) == (2, 2)
+    assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz") if p.name in kept} == kept
+    assert np.loadtxt(tmp_path / "a" / "healthy.csv", delimiter=",", skiprows=1).shape == (4, 3)
+
+
+@pytest.mark.slow
+def test_an_unsupported_layer_falls_back_to_one_at_a_time_with_a_message(tmp_path, digits,
+                                                                          capsys):
+    from probmut.train.instance import RunSettings
+    from probmut.train.models import TrainConfig
+
+    settings = RunSettings("digits", f"{__name__}:batchnorm_mlp",
+                           TrainConfig(epochs=1, batch_size=64), stack=4)
+    report = _run(tmp_path / "bn", settings, digits)
+    assert report.trained == 4 and not report.failures
+    message = capsys.readouterr().err
+    assert "healthy: training one instance at a time: layer batch_normalization" in message
+    assert "(BatchNormalization) cannot be stacked" in message
