@@ -213,6 +213,15 @@ class InputsStudy(Result):
         return min(float(fisher_exact_inputs([m.n_healthy], m.n_healthy, [0], m.n_mutant,
                                              self.alternative)[0]) for m in self.mutants)
 
+    def rows(self) -> list[dict]:
+        """One row per mutant: its killing inputs counted, killed classes, smallest p."""
+        return [{"name": m.name, "n_healthy": m.n_healthy, "n_mutant": m.n_mutant,
+                 "deepmutation_inputs": int(m.majority_killers.size),
+                 "killed_classes": list(m.killed_classes),
+                 "statistical_inputs": int(m.statistical_killers.size),
+                 "smallest_p": m.smallest_p, "statistically_killed": m.statistically_killed}
+                for m in self.mutants]
+
     @property
     def mutation_score(self) -> float:
         """DeepMutation's score: killed classes over (mutants x classes)."""

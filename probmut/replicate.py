@@ -80,6 +80,10 @@ class ReplicateReport(Result):
                 "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
                 "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
 
+    index = "file"
+
+    def rows(self) -> list[dict]:
+        return [{"file": str(f)} for f in self.files]
 
     def __str__(self) -> str:
         mode = "quick (reduced settings)" if self.quick else "the paper's settings"

@@ -41,3 +41,24 @@ def test_kill_test_of_a_long_table_equals_the_array_api(long_table, mnist_delete
 def test_a_long_table_that_does_not_fit_is_a_clear_error(long_table, options, says):
     with pytest.raises(ProbmutError, match=says):
         probmut.kill_test(long_table, **options)
+
+
+def test_kill_repeat_and_inputs_results_convert_to_frames(mnist_delete):
+    import numpy as np
+
+    from probmut.inputs import Outcomes, analyse_inputs
+    from probmut.killtest import KillCriterion
+    from probmut.repeat import RepeatStudy, repeated_tests
+    from probmut.results import Result
+
+    healthy, mutants = mnist_delete
+    kill = kill_tests(healthy, mutants[:2])
+    repeat = RepeatStudy(tuple(repeated_tests(healthy, m, repetitions=2, seed=1)
+                               for m in mutants[:2]), KillCriterion(), False, 1)
+    rng = np.random.default_rng(0)
+    labels = np.arange(40) % 10
+    inputs = analyse_inputs(Outcomes.from_matrix(rng.random((10, 40)) < 0.9, labels),
+                            [Outcomes.from_matrix(rng.random((10, 40)) < 0.5, labels, name="m")])
+    for result, rows in ((kill, 2), (repeat, 2), (inputs, 1)):
+        assert isinstance(result, Result)
+        assert len(result.to_frame()) == rows and result.to_json().startswith("{")

@@ -92,9 +92,10 @@ def _run_posterior(args) -> int:
 
 def register(subparsers) -> None:
     kill = subparsers.add_parser(
-        "kill", help="one DeepCrime decision from two whole populations",
-        description="DeepCrime's statistical test (GLM p-value + Cohen's d) on the whole "
-                    "populations, as DeepCrime does with its 20 vs 20 instances.")
+        "kill", help="one kill decision from two whole populations",
+        description="One kill test on the whole populations, as DeepCrime does with its 20 vs "
+                    "20 instances: the --criterion chosen (by default DeepCrime's: GLM "
+                    "p-value + Cohen's d). Writes nothing; prints a table or --json.")
     add_population_arguments(kill)
     add_criterion_arguments(kill)
     kill.add_argument("--json", action="store_true", help="print one JSON document")
@@ -104,7 +105,8 @@ def register(subparsers) -> None:
         "repeat", help="the DeepCrime test repeated over random instance subsets",
         description="The motivating experiment: pass rate of repeated k-vs-k DeepCrime tests "
                     "with fresh sound/unknown pools, mean (sd); the healthy population "
-                    "against itself gives the false-positive rate.")
+                    "against itself gives the false-positive rate. Writes nothing; prints a "
+                    "table or --json.")
     add_population_arguments(repeat)
     add_criterion_arguments(repeat)
     repeat.add_argument("--repetitions", type=integer(1), default=50,
@@ -122,7 +124,8 @@ def register(subparsers) -> None:
         "posterior", help="bagged posteriors, ratios and decisions (the main analysis)",
         description="Bagged posterior of the kill probability for the healthy baseline and "
                     "each mutant, Hellinger distances to the ideal posteriors, ratio and "
-                    "decision, and the paper's Figure 3.")
+                    "decision, and the paper's Figure 3. Writes the figure to "
+                    "figures/MODEL/NAME.png (--plot FILE, --no-plot).")
     add_population_arguments(posterior)
     posterior.add_argument("--kill-rates", nargs="+", metavar="NPY",
                            help="analyse saved kill rates instead: BASELINE.npy MUTANTS.npy")

@@ -57,7 +57,9 @@ def register(subparsers) -> None:
         description="Fit a robust Bayesian model (Student-t, BEST) to the healthy and mutant "
                     "accuracies (paired: per-instance differences), simulate k-vs-k kill tests "
                     "from it, and report the posterior of the kill probability, of the mean "
-                    "accuracy difference and of Cohen's d, with ArviZ diagnostics.")
+                    "accuracy difference and of Cohen's d, with ArviZ diagnostics. Writes the "
+                    "figure to figures/MODEL/NAME_bayes.png (--plot FILE, --no-plot) and, with "
+                    "--save-trace FILE.nc, the ArviZ traces.")
     add_population_arguments(bayes, many_mutants=False)
     add_criterion_arguments(bayes)
     group = bayes.add_argument_group("model and sampler")

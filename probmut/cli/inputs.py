@@ -49,7 +49,8 @@ def register(subparsers) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="DeepMutation's mutation score (majority over instances) and "
                     "monotonic statistical killing (Fisher's exact test per input) from the "
-                    "trainer's per-input outcome files, with the inputs that kill.")
+                    "trainer's per-input outcome files, with the inputs that kill. Writes "
+                    "nothing; prints a table or --json.")
     parser.add_argument("files", nargs="+", metavar="OUTCOMES.npz",
                         help="the healthy population's {stem}.outcomes.npz, then each mutant's")
     parser.add_argument("--inputs", metavar="START:STOP",

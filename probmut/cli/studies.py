@@ -171,7 +171,8 @@ def register(subparsers) -> None:
         description="Repeat the bagged posterior R times with fresh randomness and report the "
                     "average posterior mean and variance with their jackknife standard errors "
                     "(METHOD.md section 5). --paper: the paper's least-squares fit on its 0.01 "
-                    "grid (curve_fit per repetition) and its jackknife.")
+                    "grid (curve_fit per repetition) and its jackknife. Writes nothing; prints "
+                    "a table or --json.")
     add_population_arguments(mce)
     mce.add_argument("--kill-rates", metavar="REPS.npy",
                      help="analyse saved kill rates instead: an R x B array, one row per "
@@ -188,8 +189,9 @@ def register(subparsers) -> None:
         description="The population-size study (METHOD.md section 6): for each size n, the MCE "
                     "analysis on random sub-populations of n instances; median and 95% band "
                     "of the estimates and their MCE bounds, the Figure 4/5 plot, and the "
-                    "recommended number of instances. Run it on a pilot population before "
-                    "training hundreds of instances.")
+                    "recommended number of instances. Writes the figure to "
+                    "figures/MODEL/NAME_sample_size.png (--plot FILE, --no-plot) and its "
+                    "cached chunks to .probmut_cache/ (--cache DIR, --no-cache).")
     _add_study_arguments(sample_size)
     add_plot_arguments(sample_size, "figures/MODEL/NAME_sample_size.png")
     sample_size.set_defaults(func=_run_sample_size)
@@ -207,8 +209,9 @@ def register(subparsers) -> None:
         "replicate", help="regenerate the paper's figures and tables from raw_data/",
         description="Figure 3 for every mutation of the manifest, Figures 4/5, the motivating "
                     "experiment (table and figure), DeepCrime's single-test table and the ratio "
-                    "table, with the paper's settings. Results are cached (OUT/.probmut_cache): "
-                    "re-plotting is instant and an interrupted run resumes.")
+                    "table, with the paper's settings. Writes them under plot_results/ (--out "
+                    "DIR); results are cached in OUT/.probmut_cache (re-plotting is instant "
+                    "and an interrupted run resumes).")
     rep.add_argument("--quick", action="store_true",
                      help="reduced settings (about a minute; for CI), not the paper's numbers")
     rep.add_argument("--out", default=str(PLOT_DIR),
