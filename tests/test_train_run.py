@@ -46,7 +46,9 @@ def read_population(path):
 def digits_run(tmp_path_factory):
     pytest.importorskip("tensorflow")
     out = tmp_path_factory.mktemp("runs") / "digits"
-    result = probmut("train", *FAST, "--instances", 4, "--jobs", 2,
+    # One instance at a time (--stack 1): test_same_seed_same_accuracy_in_process compares
+    # with train_instance; stacked runs are tested in test_train_stack.py.
+    result = probmut("train", *FAST, "--instances", 4, "--jobs", 2, "--stack", 1,
                      "--mutation", "delete_training_data:90",
                      "--mutation", "neurons_freezing:0.5", "--format", "deepcrime",
                      "--out", out)
@@ -190,3 +192,34 @@ def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path):
     assert len(files) == 7  # 3 populations x (csv, outcomes) + manifest
     for name in files:
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_a_damaged_record_is_trained_again_and_the_others_kept(tmp_path):
+    pytest.importorskip("tensorflow")
+    out = tmp_path / "damaged"
+    probmut("train", *FAST, "--instances", 3, "--stack", 1, "--out", out)
+    records = out / ".work" / "healthy"
+    _, _, accuracies = read_population(out / "healthy.csv")
+    damaged = records / "00001.npz"
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    damaged.write_bytes(bytes(data))
+    kept = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz") if p != damaged}
+    result = probmut("train", *FAST, "--instances", 3, "--stack", 1, "--out", out)
+    assert "00001.npz: damaged record" in result.stderr
+    assert "trained 1 instances" in result.stdout and "2 were already done" in result.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz") if p != damaged} == kept
+    assert np.array_equal(read_population(out / "healthy.csv")[2], accuracies)  # same seed
+
+
+def test_two_runs_on_one_output_directory_do_not_interleave(tmp_path):
+    pytest.importorskip("tensorflow")
+    from probmut.io.atomic import exclusive
+
+    out = tmp_path / "busy"
+    with exclusive(out / ".work", "lock"):  # as if another probmut train were running
+        result = probmut("train", *FAST, "--instances", 2, "--out", out, check=False)
+    assert result.returncode == 2
+    assert "another probmut train is writing to this directory" in result.stderr
+    assert f"locked by process {os.getpid()}" in result.stderr

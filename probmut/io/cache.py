@@ -10,7 +10,6 @@ computes afresh. Files appear whole or not at all (temporary file, then rename).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import warnings
 from dataclasses import asdict, is_dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probmut.io.atomic import atomic_write_bytes
+from probmut.io.checked import DamagedFile, read_checked, write_checked
 
 #: Bump when the meaning of cached arrays changes, so old entries are not reused.
 CACHE_VERSION = 3
@@ -53,16 +52,6 @@ def cache_key(*parts) -> str:
 
 class DamagedCacheWarning(UserWarning):
     """A cached result failed its checks; it was ignored and is computed afresh."""
-
-
-def _digest(arrays: dict) -> str:
-    """SHA-256 over every array's name, dtype, shape and bytes, in name order."""
-    digest = hashlib.sha256()
-    for name in sorted(arrays):
-        array = np.ascontiguousarray(arrays[name])
-        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()
 
 
 class Cache:
@@ -104,8 +93,8 @@ class Cache:
         if self.directory is not None and self._path(key).exists():
             path = self._path(key)
             try:
-                arrays = self._read(path, key, shapes or {})
-            except _Damaged as problem:
+                arrays = read_checked(path, key, shapes)
+            except DamagedFile as problem:
                 warnings.warn(f"{path}: damaged cache entry ({problem}); ignored and computed "
                               "afresh", DamagedCacheWarning, stacklevel=2)
         if arrays is None:
@@ -114,36 +103,7 @@ class Cache:
         self.hits += 1
         return arrays
 
-    @staticmethod
-    def _read(path: Path, key: str, shapes: dict) -> dict:
-        try:
-            with np.load(path, allow_pickle=False) as stored:
-                arrays = {name: stored[name] for name in stored.files}
-        except Exception as error:  # noqa: BLE001 - any unreadable file is a damaged entry
-            raise _Damaged(f"{type(error).__name__}: {error}") from None
-        stored_key = str(arrays.pop("__key__", ""))
-        checksum = str(arrays.pop("__sha256__", ""))
-        if stored_key != key:
-            raise _Damaged("written for another key")
-        if checksum != _digest(arrays):
-            raise _Damaged("checksum mismatch")
-        for name, shape in shapes.items():
-            if name not in arrays or arrays[name].shape != tuple(shape):
-                raise _Damaged(f"expected array {name!r} of shape {tuple(shape)}")
-            values = arrays[name]
-            if np.issubdtype(values.dtype, np.floating) and not np.all(np.isfinite(values)):
-                raise _Damaged(f"array {name!r} holds NaN or infinite values")
-        return arrays
-
     def put(self, key: str, **arrays) -> None:
         """Store arrays under ``key`` atomically (no-op without a directory)."""
-        if self.directory is None:
-            return
-        path = self._path(key)
-        buffer = io.BytesIO()
-        np.savez(buffer, __key__=np.array(key), __sha256__=np.array(_digest(arrays)), **arrays)
-        atomic_write_bytes(path, buffer.getvalue())
-
-
-class _Damaged(Exception):
-    pass
+        if self.directory is not None:
+            write_checked(self._path(key), key, **arrays)

@@ -20,13 +20,15 @@ import dataclasses
 import json
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.io.atomic import atomic_write, remove_orphans
+from probmut.io.atomic import LockedError, atomic_write, exclusive, remove_orphans
+from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import save_outcomes
 from probmut.train.instance import (
@@ -48,22 +50,54 @@ def _weights_path(out: Path, instance: int) -> Path:
     return out / ".work" / "weights" / HEALTHY / f"{instance:05d}.npz"
 
 
+class DamagedRecordWarning(UserWarning):
+    """A finished instance's record failed its checks; the instance is trained again."""
+
+
+def _record_key(population: str, instance: int) -> str:
+    return f"record {population} {instance}"
+
+
 def _save_record(out: Path, result: InstanceResult) -> None:
-    arrays = dict(accuracy=result.accuracy, seed=np.int64(result.seed), seconds=result.seconds,
-                  correct=np.packbits(result.correct), n_inputs=result.correct.size)
-    atomic_write(_record_path(out, result.population, result.instance),
-                 lambda handle: np.savez(handle, **arrays))
+    write_checked(_record_path(out, result.population, result.instance),
+                  _record_key(result.population, result.instance),
+                  accuracy=np.float64(result.accuracy), seed=np.int64(result.seed),
+                  seconds=np.float64(result.seconds), correct=np.packbits(result.correct),
+                  n_inputs=np.int64(result.correct.size))
     if result.weights is not None:
-        atomic_write(_weights_path(out, result.instance),
-                     lambda handle: np.savez(handle, *result.weights))
+        write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
+                      **{f"arr_{k}": w for k, w in enumerate(result.weights)})
+
+
+def _load_record(out: Path, population: str, instance: int) -> dict | None:
+    """A finished instance's record, or None if it is missing or damaged (warned)."""
+    path = _record_path(out, population, instance)
+    if not path.exists():
+        return None
+    try:
+        record = read_checked(path, _record_key(population, instance),
+                              {"accuracy": (), "seed": (), "n_inputs": (), "correct": None})
+        if record["correct"].size != (int(record["n_inputs"]) + 7) // 8:
+            raise DamagedFile("outcome bits do not fit n_inputs")
+        return record
+    except DamagedFile as problem:
+        warnings.warn(f"{path}: damaged record ({problem}); the instance is trained again",
+                      DamagedRecordWarning, stacklevel=2)
+        return None
 
 
 def _load_weights(out: Path, instance: int):
+    """Kept healthy weights of one instance, or None (missing or damaged: retrained)."""
     path = _weights_path(out, instance)
     if not path.exists():
         return None
-    with np.load(path) as data:
-        return [data[f"arr_{k}"] for k in range(len(data.files))]
+    try:
+        data = read_checked(path, _record_key("weights", instance))
+    except DamagedFile as problem:
+        warnings.warn(f"{path}: damaged weights ({problem}); the healthy instance is trained "
+                      "again for its mutants", DamagedRecordWarning, stacklevel=2)
+        return None
+    return [data[f"arr_{k}"] for k in range(len(data))]
 
 
 def _check_settings(out: Path, settings: RunSettings) -> None:
@@ -87,13 +121,12 @@ def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool
     ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format."""
     ids, accuracies, seeds, rows = [], [], [], []
     for instance in range(instances):
-        path = _record_path(out, population, instance)
-        if path.exists():
-            with np.load(path) as record:
-                ids.append(instance)
-                accuracies.append(float(record["accuracy"]))
-                seeds.append(int(record["seed"]))
-                rows.append(np.unpackbits(record["correct"], count=int(record["n_inputs"])))
+        record = _load_record(out, population, instance)
+        if record is not None:
+            ids.append(instance)
+            accuracies.append(float(record["accuracy"]))
+            seeds.append(int(record["seed"]))
+            rows.append(np.unpackbits(record["correct"], count=int(record["n_inputs"])))
     lines = ["instance,accuracy,seed"]
     lines += [f"{i},{a!r},{s}" for i, a, s in zip(ids, accuracies, seeds, strict=True)]
     atomic_write(out / f"{population}.csv", lambda h: h.write(("\n".join(lines) + "\n").encode()))
@@ -167,11 +200,22 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
     ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
     ``mutations`` must be bound (:func:`probmut.train.operators.bind`).
     """
+    out = Path(out)
+    try:
+        with exclusive(out / ".work", "lock"):
+            return _run_populations(settings, mutations, instances, out, backend, dataset,
+                                    name, deepcrime, progress)
+    except LockedError as error:
+        raise ProbmutError(f"{out}: another probmut train is writing to this directory "
+                           f"({error}); wait for it to finish or give another --out") from None
+
+
+def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
+                     progress) -> RunReport:
     from tqdm import tqdm
 
-    out = Path(out)
     _check_settings(out, settings)
-    remove_orphans(out)  # left by a killed run (one run per --out at a time)
+    remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
     trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,
@@ -180,8 +224,10 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances:
                      for i in range(instances)]
     derived = [Task(settings, m.stem, i, m.operator.name, m.params)
                for m in model_level for i in range(instances)]
-    is_done = lambda task: _record_path(out, task.population, task.instance).exists()  # noqa: E731
-    report = RunReport(resumed=sum(map(is_done, trained_first + derived)))
+    done = {(t.population, t.instance) for t in trained_first + derived
+            if _load_record(out, t.population, t.instance) is not None}
+    is_done = lambda task: (task.population, task.instance) in done  # noqa: E731
+    report = RunReport(resumed=len(done))
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
     bar = tqdm(total=len(trained_first) + len(derived) - report.resumed, unit="inst",
