@@ -10,6 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from probmut.cli.args import DEFAULT_SEED, seed_value
 from probmut.errors import ProbmutError
 
 EXAMPLE = """example:
@@ -46,7 +47,8 @@ def register(subparsers) -> None:
                    help="a mutation and its magnitudes; repeatable")
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--name", help="model name in the manifest (default: --out's name)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
+                   help=f"base seed of every instance's seed (default: {DEFAULT_SEED})")
     p.add_argument("--epochs", type=int, help="override the model's epochs")
     p.add_argument("--batch-size", type=int, help="override the model's batch size")
     p.add_argument("--learning-rate", type=float, help="override the model's learning rate")
