@@ -1,5 +1,7 @@
-"""Shared fixtures: the bundled paper data and the reference data beside the project."""
+"""Shared fixtures: the bundled paper data and the reference data beside the project
+(or where $PROBMUT_REFERENCE points, e.g. from a git worktree)."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,8 @@ from probmut.io.populations import pair, read_population
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "raw_data"
-REFERENCE = ROOT.parent / "shared" / "reference" / "pmt"
+REFERENCE = Path(os.environ.get("PROBMUT_REFERENCE",
+                                ROOT.parent / "shared" / "reference" / "pmt"))
 
 
 @pytest.fixture(scope="session")
