@@ -5,11 +5,12 @@ neurons_freezing, 20 mutants of 200 paired instances), the kill probability of o
 k-vs-k test (k = 20 pairs drawn at random without replacement, ``--draws`` draws) for
 every criterion of the registry:
 
-- **false positives** under two paired nulls built from the same data:
-  *re-paired healthy*: healthy instance i against healthy instance pi(i) for a random
-  permutation pi (independent pairs, no effect); *sign-flipped*: for each real mutant,
-  mutant'_i = healthy_i - s_i (healthy_i - mutant_i) with random signs s_i (the real
-  within-pair structure, differences symmetric about zero: no effect);
+- **false positives** under two paired nulls built from the same data, drawn afresh for
+  every test: *re-paired healthy*: 20 healthy instances against 20 other healthy
+  instances (independent pairs, no effect); *sign-flipped*: for each real mutant, 20
+  pairs with mutant'_i = healthy_i - s_i (healthy_i - mutant_i) and random signs s_i
+  (the real within-pair structure and spread of the differences, symmetric about zero:
+  no effect);
 - **power**: the same kill probability on the real mutants, beside each mutant's
   whole-population Cohen's d (the shift in units of the instance-to-instance spread) and
   d_z (in units of the spread of the per-instance changes).
@@ -47,12 +48,15 @@ def paired_populations(manifest):
     return out
 
 
-def kill_rates(healthy, mutant, draws: int, rng, sample: int = 20) -> dict[str, float]:
-    """Kill probability of one test of ``sample`` random pairs, for every criterion."""
-    ids = np.argsort(rng.random((draws, healthy.size)), axis=1)[:, :sample]
-    x, y = healthy[ids], mutant[ids]
+def kill_rates(x, y) -> dict[str, float]:
+    """Share of the tests (rows of paired samples x, y) each criterion kills."""
     return {name: float(deepcrime_test_batch(x, y, KillCriterion(kind=name))[2].mean())
             for name in CRITERIA}
+
+
+def draw_ids(size: int, draws: int, count: int, rng) -> np.ndarray:
+    """``draws`` rows of ``count`` distinct ids out of ``size``."""
+    return np.argsort(rng.random((draws, size)), axis=1)[:, :count]
 
 
 def main(argv=None) -> int:
@@ -65,16 +69,19 @@ def main(argv=None) -> int:
     names = list(CRITERIA)
     header = f"{'':<34}" + "".join(f"{n:>12}" for n in names)
 
-    print(f"false-positive rate of one 20-pair test ({args.draws} draws per null; "
-          "mean and max over the nulls)")
+    print(f"false-positive rate of one 20-pair test ({args.draws} draws per null; mean and "
+          f"max over the nulls: 2 re-paired healthy, 20 sign-flipped)")
     print(header)
     healthy_by_model = {label.split()[0]: h for label, h, _ in populations}
-    nulls = {
-        "re-paired healthy": [kill_rates(h, h[rng.permutation(h.size)], args.draws, rng)
-                              for h in healthy_by_model.values() for _ in range(10)],
-        "sign-flipped differences": [
-            kill_rates(h, h - rng.choice([-1.0, 1.0], h.size) * (h - m), args.draws, rng)
-            for _, h, m in populations]}
+    repaired, flipped = [], []
+    for h in healthy_by_model.values():
+        ids = draw_ids(h.size, args.draws, 40, rng)
+        repaired.append(kill_rates(h[ids[:, :20]], h[ids[:, 20:]]))
+    for _, h, m in populations:
+        ids = draw_ids(h.size, args.draws, 20, rng)
+        signs = rng.choice([-1.0, 1.0], ids.shape)
+        flipped.append(kill_rates(h[ids], h[ids] - signs * (h[ids] - m[ids])))
+    nulls = {"re-paired healthy": repaired, "sign-flipped differences": flipped}
     for label, rates in nulls.items():
         print(f"{label + ' (mean)':<34}" + "".join(
             f"{np.mean([r[n] for r in rates]):>12.4f}" for n in names))
@@ -86,7 +93,8 @@ def main(argv=None) -> int:
     print(f"{'':<34}{'d':>7}{'d_z':>7}" + header[34:])
     power = []
     for label, h, m in populations:
-        rates = kill_rates(h, m, args.draws, rng)
+        ids = draw_ids(h.size, args.draws, 20, rng)
+        rates = kill_rates(h[ids], m[ids])
         power.append(rates)
         whole = [deepcrime_test(h, m, KillCriterion(kind=kind)).effect_size
                  for kind in ("deepcrime", "paired-t")]
