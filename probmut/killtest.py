@@ -571,7 +571,8 @@ class KillCriterion:
             raise ProbmutError(
                 f"the {self.kind} criterion needs paired populations (a model-level mutation: "
                 "mutant i derived from healthy i, aligned by instance id), but these are "
-                f"independent; choose a criterion for independent samples ({independent})")
+                f"independent; choose a criterion for independent samples ({independent})",
+                option="criterion")
 
     def p_max(self) -> float:
         """Largest p-value that still counts as significant (kill needs ``p <= p_max``).

@@ -451,7 +451,7 @@ def test_command_line_reads_the_registry(capsys):
     assert out.startswith("Wilcoxon signed-rank test on whole populations (kill iff Wilcoxon p")
     assert out.splitlines()[1].split()[-2] == "r_rb"
     code = main(["repeat", "--model", "mnist", "--mutation", "weights_fuzzing", "--magnitudes",
-                 "0.05_1", "--criterion", "paired-t", "--repetitions", "2", "--tests", "10"])
+                 "0.05_1", "--criterion", "paired-t", "--repetitions", "2", "--trials", "10"])
     assert code == 0 and capsys.readouterr().out.startswith("Paired t-test repeated: 2 x 10")
     # Independent populations: one line, exit 2.
     code = main(["kill", "--model", "mnist", "--mutation", "delete_training_data",
