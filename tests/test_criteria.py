@@ -458,8 +458,7 @@ def test_command_line_reads_the_registry(capsys):
                  "--criterion", "paired-t"])
     err = capsys.readouterr().err
     assert code == 2 and "needs paired populations" in err and len(err.splitlines()) == 1
-    with pytest.raises(SystemExit):
-        main(["kill", "--help"])
+    assert main(["kill", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # unwrapped
     for spec in CRITERIA.values():
         assert spec.name in help_text and spec.description in help_text
