@@ -476,6 +476,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     (True, True, True)
     """
     settings = settings or BayesSettings()
+    settings.criterion.require_pairing(paired)
     healthy, mutant = aligned(healthy, as_population(mutant, name or "mutant"), paired)
     smallest = min(len(healthy), len(mutant))
     if smallest < 3:

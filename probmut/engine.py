@@ -212,7 +212,8 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     repetitions : R independent repetitions of the whole bagging (section 5).
     paired : model-level mutation: resample ids once and draw the same ids on both sides.
     criterion : the kill rule (default :class:`~probmut.killtest.KillCriterion`, the
-        DeepCrime test); its ``kind`` selects the test, dispatched inside the kernel.
+        DeepCrime test); its ``kind`` selects the test, dispatched inside the kernel. A
+        paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``.
     seed : int, SeedSequence, Generator or None. Same seed, same counts, for any ``jobs``.
     jobs : threads to use (None: all cores).
     first_set : index of the first row of ``healthy`` within a larger study split into
@@ -233,6 +234,7 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     ((10,), 100)
     """
     criterion = criterion or KillCriterion()
+    criterion.require_pairing(paired)
     h = _as_sets(healthy, "healthy")
     m = _as_sets(mutant, "mutant")
     if h.shape[0] != m.shape[0]:

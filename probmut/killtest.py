@@ -1,15 +1,25 @@
 """Kill tests: one decision from a healthy and a mutant sample.
 
-Three criteria (``KillCriterion.kind``), each a significance test plus an effect size:
+Every kill criterion is a significance test plus an effect size, listed once in the
+registry :data:`CRITERIA` (name, test, effect size and its named thresholds, direction
+vocabulary, compiled kernel, description, whether it needs paired data). Everything
+else reads that table: :class:`KillCriterion`, the compiled dispatch :func:`decide`
+(used by the scalar and batched API here and by the Monte-Carlo engine,
+:mod:`probmut.engine`), the command line's ``--criterion`` choices and help, the table
+headers and the plots.
 
 - ``deepcrime`` (default): DeepCrime's GLM z-test and Cohen's d (METHOD.md section 1);
 - ``welch``: Welch's unequal-variance t-test and Cohen's d;
 - ``mannwhitney``: the Mann-Whitney U test (normal approximation with tie and continuity
   correction, as ``scipy.stats.mannwhitneyu`` computes it for samples larger than 8) and
-  the Vargha-Delaney A12 effect size.
+  the Vargha-Delaney A12 effect size;
+- ``paired-t`` (paired data): Student's t-test on the per-instance differences and
+  Cohen's d_z;
+- ``wilcoxon`` (paired data): the Wilcoxon signed-rank test and the matched-pairs
+  rank-biserial correlation.
 
-One compiled function, :func:`decide`, dispatches on the kind; the scalar and batched
-API here and the Monte-Carlo engine (:mod:`probmut.engine`) all call it.
+Adding a criterion is one :class:`Criterion` entry in :data:`CRITERIA` plus its compiled
+kernel ``(x, y) -> (p, effect, effect in the mutant-better sense)``.
 
 Notes
 -----
@@ -18,14 +28,12 @@ DeepCrime's Gaussian GLM ``Acc ~ Mod`` gives the coefficient ``mean(y) - mean(x)
 standard error ``sqrt(s_p^2 (1/k_x + 1/k_y))`` and a two-sided *z* test,
 ``p = erfc(|z| / sqrt(2))``. Cohen's d is ``(mean(x) - mean(y)) / s_p``. A mutant is
 killed when ``p < alpha`` and the effect passes the threshold in the chosen direction.
-If ``s_p = 0``: equal means give ``p = 1, d = 0``; different means give ``p = 0`` and
-``d = +-inf``.
 
 Welch: ``t = (mean(x) - mean(y)) / sqrt(var(x)/k_x + var(y)/k_y)`` with the
 Welch-Satterthwaite degrees of freedom and ``p = I_{df/(df+t^2)}(df/2, 1/2)`` (two-sided
 Student t tail, via the regularized incomplete beta function :func:`betainc`). The
 effect size is the same pooled Cohen's d (for equal sample sizes it equals the
-average-variance d often paired with Welch's test). Degenerate samples as above.
+average-variance d often paired with Welch's test).
 
 Mann-Whitney: ``U`` counts healthy-mutant pairs with the healthy value larger (ties
 count 1/2); ``A12 = U / (k_x k_y)`` is the probability that a healthy instance beats a
@@ -35,6 +43,42 @@ All values tied: ``p = 1, A12 = 0.5``. The effect threshold is on A12 itself: th
 mutant is killed when ``max(A12, 1 - A12)`` (two-sided), ``A12`` (mutant-worse) or
 ``1 - A12`` (mutant-better) reaches it; Vargha and Delaney's small, medium and large
 effects are 0.56, 0.64 and 0.71.
+
+Paired t: with the differences ``d_i = x_i - y_i`` (healthy minus mutant) of the k
+pairs, ``t = mean(d) / (sd(d) / sqrt(k))``, ``df = k - 1``, the same Student tail as
+Welch's, and ``d_z = mean(d) / sd(d)`` (Cohen 1988, section 2.3.5; Lakens 2013). As
+``scipy.stats.ttest_rel``.
+
+Wilcoxon signed-rank, as ``scipy.stats.wilcoxon`` with its defaults
+(``zero_method="wilcox"``, no continuity correction, ``method="auto"``): zero
+differences are dropped (they carry no sign); the other ``n`` are ranked by ``|d_i|``
+with average ranks for ties; ``T+`` sums the ranks of positive differences (healthy
+better). The p-value uses the exact null distribution of ``T+`` (all ``2^n`` sign
+assignments of the observed ranks, counted by dynamic programming) exactly where SciPy
+does: no ties and no zeros among ``k <= 50`` pairs, or any ``k <= 13`` pairs (SciPy's
+exhaustive permutation test, which with ties is the same distribution over the
+observed average ranks); otherwise the normal approximation
+``z = (T+ - n(n+1)/4) / sqrt((n(n+1)(2n+1) - sum(t^3 - t)/2) / 24)`` with the tie
+correction over groups of ``t`` tied ``|d_i|``. Ties and zeros are exact equalities of
+the float differences, as in SciPy. The effect size is the matched-pairs rank-biserial
+correlation ``r_rb = (T+ - T-) / (T+ + T-)`` over the same nonzero pairs (Kerby 2014), in
+[-1, 1], positive when the mutant is worse. No nonzero difference: ``p = 1, r_rb = 0``.
+
+Degenerate samples. The mean of ``k`` floats near ``m``, summed in order, is within
+``k u |m|`` of the exact mean (``u = eps / 2``; Higham 2002, section 4.2), so two equal
+constant samples can get means one ulp apart and a sum of squared deviations of about
+1e-33 instead of 0 (``[0.7] * 7`` against ``[0.7] * 3`` once gave p = 0.0095, d = 1.79).
+The mean-based tests therefore judge a sample constant when the root mean square of its
+deviations is at most ``k eps |mean|`` (twice that worst-case rounding bound), and two
+means equal when they differ by at most ``eps (k_x |mean x| + k_y |mean y|)``; the
+paired t-test applies the same bounds to the differences, on the scale of the data
+(``max(|mean x|, |mean y|)``). Both samples (or the differences) constant: equal means
+give ``p = 1`` and no effect; different means give ``p = 0`` and an infinite effect, then
+the direction rule applies. For k = 20 accuracies near 1 the floor is 4.4e-15: real
+accuracies (4 to 16 significant digits, spreads of 1e-4 and more) lie eleven orders of
+magnitude above it and are untouched; spreads within a few times the floor are at the
+resolution of double precision, where any implementation (statsmodels' too) returns
+rounding noise. The rank tests compare values exactly and need no tolerance.
 
 References
 ----------
@@ -47,6 +91,19 @@ statistics of McGraw and Wong. Journal of Educational and Behavioral Statistics,
 Arcuri, Briand. A practical guide for using statistical tests to assess randomized
 algorithms in software engineering. ICSE 2011.
 
+Cohen. Statistical power analysis for the behavioral sciences, 2nd ed., 1988
+(d, d_z and r conventions: sections 2.2.3, 2.3.5 and 3.2).
+
+Lakens. Calculating and reporting effect sizes to facilitate cumulative science.
+Frontiers in Psychology 4:863, 2013.
+
+Kerby. The simple difference formula: an approach to teaching nonparametric
+correlation. Comprehensive Psychology 3, 2014.
+
+Wilcoxon. Individual comparisons by ranking methods. Biometrics Bulletin, 1945.
+
+Higham. Accuracy and stability of numerical algorithms, 2nd ed., 2002.
+
 Press, Teukolsky, Vetterling, Flannery. Numerical Recipes, 3rd ed., section 6.4
 (incomplete beta function by continued fraction).
 """
@@ -54,6 +111,7 @@ Press, Teukolsky, Vetterling, Flannery. Numerical Recipes, 3rd ed., section 6.4
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numba
@@ -65,139 +123,35 @@ from probmut.results import Result
 #: Kill directions: which sign of the effect (healthy minus mutant) counts as an effect.
 DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
 
-#: Kill criteria: which test and effect size decide (see the module notes).
-KINDS = ("deepcrime", "welch", "mannwhitney")
-
-#: Named effect-size thresholds: Cohen's d (Cohen 1988) for ``deepcrime`` and ``welch``,
-#: Vargha-Delaney A12 for ``mannwhitney``. "medium" is each kind's default.
-EFFECT_SIZES = {
-    "deepcrime": {"small": 0.2, "medium": 0.5, "large": 0.8},
-    "welch": {"small": 0.2, "medium": 0.5, "large": 0.8},
-    "mannwhitney": {"small": 0.56, "medium": 0.64, "large": 0.71},
-}
-
-TEST_NAMES = {"deepcrime": "DeepCrime test", "welch": "Welch's t-test",
-               "mannwhitney": "Mann-Whitney U test"}
+_EPS = float(np.finfo(np.float64).eps)
 
 
-@dataclass(frozen=True)
-class KillCriterion:
-    """Settings of a kill decision: which test, its level and its effect-size threshold.
+# --- degenerate samples, relative to the data's scale (see the module notes) ----------------
 
-    Parameters
-    ----------
-    alpha : significance level; killed needs ``p < alpha``.
-    effect : effect-size threshold, a number or ``"small"``, ``"medium"``, ``"large"``
-        (see :data:`EFFECT_SIZES`); None: medium (Cohen's d 0.5, A12 0.64). For
-        ``deepcrime`` and ``welch`` it is on Cohen's d: killed needs ``|d| >= effect``
-        (two-sided, the paper's rule), ``d >= effect`` (mutant-worse, DeepCrime's
-        classifier rule) or ``d <= -effect`` (mutant-better, DeepCrime's regression
-        rule). For ``mannwhitney`` it is on A12, in [0.5, 1]: ``max(A12, 1 - A12)``,
-        ``A12`` or ``1 - A12`` must reach it.
-    direction : one of :data:`DIRECTIONS`.
-    round_p : decimals to round p to before comparing (DeepCrime reads p from the
-        printed GLM summary, i.e. 3 decimals); None compares the exact p. Applies to
-        every kind.
-    kind : one of :data:`KINDS`.
-
-    Examples
-    --------
-    >>> KillCriterion(round_p=3)
-    KillCriterion(alpha=0.05, effect=0.5, direction='two-sided', round_p=3, kind='deepcrime')
-    >>> KillCriterion(kind="mannwhitney", effect="large").describe()
-    'Mann-Whitney p < 0.05 and max(A12, 1-A12) >= 0.71'
-    """
-
-    alpha: float = 0.05
-    effect: float | str | None = None
-    direction: str = "two-sided"
-    round_p: int | None = None
-    kind: str = "deepcrime"
-
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ProbmutError(
-                f"unknown kill criterion {self.kind!r}; choose one of {', '.join(KINDS)}")
-        object.__setattr__(self, "effect", _effect_threshold(self.effect, self.kind))
-        if not 0 < self.alpha < 1:
-            raise ProbmutError(f"alpha must be in (0, 1), got {self.alpha}")
-        if self.kind == "mannwhitney" and not 0.5 <= self.effect <= 1:
-            raise ProbmutError(
-                f"for the mannwhitney criterion the effect threshold is on A12 and must be in "
-                f"[0.5, 1] (small 0.56, medium 0.64, large 0.71), got {self.effect}")
-        if not (math.isfinite(self.effect) and self.effect >= 0):
-            raise ProbmutError(f"the effect-size threshold must be a number >= 0, got {self.effect}")
-        if self.direction not in DIRECTIONS:
-            raise ProbmutError(
-                f"unknown direction {self.direction!r}; choose one of {', '.join(DIRECTIONS)}")
-        if self.round_p is not None and not 0 <= self.round_p <= 15:
-            raise ProbmutError(f"round_p must be between 0 and 15 decimals, got {self.round_p}")
-
-    def p_max(self) -> float:
-        """Largest p-value that still counts as significant (kill needs ``p <= p_max``).
-
-        Without rounding this is the float just below alpha. With rounding it is the
-        largest float whose printed form (``'%.*f'``, as statsmodels prints it) is below
-        alpha, so the compiled kernels need no string formatting.
-
-        >>> KillCriterion(round_p=3).p_max() < 0.0495 < KillCriterion(round_p=3).p_max() + 1e-15
-        True
-        """
-        if self.round_p is None:
-            return math.nextafter(self.alpha, 0.0)
-        def shown_below_alpha(p):
-            return round_p_value(p, self.round_p) < self.alpha
-        cutoff = self.alpha - 0.5 * 10.0 ** (-self.round_p)
-        while shown_below_alpha(math.nextafter(cutoff, 1.0)):
-            cutoff = math.nextafter(cutoff, 1.0)
-        while not shown_below_alpha(cutoff):
-            cutoff = math.nextafter(cutoff, 0.0)
-        return cutoff
-
-    def direction_code(self) -> int:
-        return DIRECTIONS.index(self.direction)
-
-    def kind_code(self) -> int:
-        return KINDS.index(self.kind)
-
-    def kernel_args(self) -> tuple[int, float, float, int]:
-        """The criterion as plain numbers for :func:`decide`: kind, p_max, effect, direction."""
-        return self.kind_code(), self.p_max(), float(self.effect), self.direction_code()
-
-    def describe(self) -> str:
-        if self.kind == "mannwhitney":
-            size = {"two-sided": "max(A12, 1-A12)", "mutant-worse": "A12",
-                    "mutant-better": "1-A12"}[self.direction]
-        else:
-            size = {"two-sided": "|d|", "mutant-worse": "d", "mutant-better": "-d"}[self.direction]
-        p = "p" if self.round_p is None else f"p rounded to {self.round_p} decimals"
-        test = {"deepcrime": "", "welch": "Welch ", "mannwhitney": "Mann-Whitney "}[self.kind]
-        return f"{test}{p} < {self.alpha} and {size} >= {self.effect}"
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rounding_floor(k, mean):
+    # Twice the worst-case rounding error of the mean of k floats near `mean`.
+    return k * _EPS * abs(mean)
 
 
-def _effect_threshold(effect, kind: str) -> float:
-    named = EFFECT_SIZES[kind]
-    if effect is None:
-        return named["medium"]
-    if isinstance(effect, str):
-        if effect in named:
-            return named[effect]
-        try:
-            return float(effect)
-        except ValueError:
-            raise ProbmutError(f"unknown effect size {effect!r}; give a number or one of "
-                               f"{', '.join(named)}") from None
-    return float(effect)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _is_constant(squares, k, scale):
+    # A sum of squared deviations of k values whose root mean square is within rounding.
+    floor = _rounding_floor(k, scale)
+    return squares <= k * floor * floor
 
 
-def round_p_value(p: float, decimals: int) -> float:
-    """p as DeepCrime reads it from statsmodels' summary table (``'%.3f'``).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _degenerate(diff, scale_x, squares_x, k_x, scale_y, squares_y, k_y):
+    # (True, p, effect) when both spreads are within rounding, else (False, ...).
+    if not (_is_constant(squares_x, k_x, scale_x) and _is_constant(squares_y, k_y, scale_y)):
+        return False, 0.0, 0.0
+    if abs(diff) <= _rounding_floor(k_x, scale_x) + _rounding_floor(k_y, scale_y):
+        return True, 1.0, 0.0
+    return True, 0.0, math.copysign(math.inf, diff)
 
-    >>> round_p_value(0.0496, 3), round_p_value(0.04949, 3)
-    (0.05, 0.049)
-    """
-    return float(f"{p:.{decimals}f}")
 
+# --- compiled kernels: (x, y) -> (p, effect, effect in the mutant-better sense) ------------
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _moments(x, y):
@@ -224,19 +178,17 @@ def _moments(x, y):
 
 @numba.njit(cache=True, nogil=True)
 def pooled_z_test(x, y):
-    """p-value and Cohen's d of DeepCrime's test for two 1-D float arrays (compiled)."""
+    """DeepCrime's test for two 1-D float arrays (compiled): p-value, Cohen's d, -d."""
     kx = x.shape[0]
     ky = y.shape[0]
     mx, ssx, my, ssy = _moments(x, y)
-    sp2 = (ssx + ssy) / (kx + ky - 2)
     diff = mx - my
-    if sp2 <= 0.0:
-        if diff == 0.0:
-            return 1.0, 0.0
-        return 0.0, math.copysign(math.inf, diff)
-    sp = math.sqrt(sp2)
+    degenerate, p, d = _degenerate(diff, mx, ssx, kx, my, ssy, ky)
+    if degenerate:
+        return p, d, -d
+    sp = math.sqrt((ssx + ssy) / (kx + ky - 2))
     z = diff / (sp * math.sqrt(1.0 / kx + 1.0 / ky))
-    return math.erfc(abs(z) / math.sqrt(2.0)), diff / sp
+    return math.erfc(abs(z) / math.sqrt(2.0)), diff / sp, -diff / sp
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -297,25 +249,28 @@ def betainc(a, b, x):
     return _betainc_complement(a, b, x, 1.0 - x)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _student_t_two_sided(t2, df):
+    # Two-sided Student t tail for t^2 and df: I_{df/(df+t^2)}(df/2, 1/2).
+    return _betainc_complement(0.5 * df, 0.5, df / (df + t2), t2 / (df + t2))
+
+
 @numba.njit(cache=True, nogil=True)
 def welch_test(x, y):
-    """p-value of Welch's t-test and (pooled) Cohen's d for two 1-D float arrays (compiled)."""
+    """Welch's t-test for two 1-D float arrays (compiled): p-value, pooled Cohen's d, -d."""
     kx = x.shape[0]
     ky = y.shape[0]
     mx, ssx, my, ssy = _moments(x, y)
     diff = mx - my
-    if ssx + ssy <= 0.0:
-        if diff == 0.0:
-            return 1.0, 0.0
-        return 0.0, math.copysign(math.inf, diff)
+    degenerate, p, d = _degenerate(diff, mx, ssx, kx, my, ssy, ky)
+    if degenerate:
+        return p, d, -d
     vx = ssx / (kx - 1) / kx
     vy = ssy / (ky - 1) / ky
     se2 = vx + vy
     df = se2 * se2 / (vx * vx / (kx - 1) + vy * vy / (ky - 1))
-    t2 = diff * diff / se2
-    # Two-sided Student t tail: I_{df/(df+t^2)}(df/2, 1/2).
-    p = _betainc_complement(0.5 * df, 0.5, df / (df + t2), t2 / (df + t2))
-    return p, diff / math.sqrt((ssx + ssy) / (kx + ky - 2))
+    d = diff / math.sqrt((ssx + ssy) / (kx + ky - 2))
+    return _student_t_two_sided(diff * diff / se2, df), d, -d
 
 
 @numba.njit(cache=True, nogil=True)
@@ -363,6 +318,318 @@ def mann_whitney_test(x, y):
     return min(1.0, math.erfc(z / math.sqrt(2.0))), a12, a21
 
 
+@numba.njit(cache=True, nogil=True)
+def paired_t_test(x, y):
+    """Paired t-test on ``x[i] - y[i]`` (compiled): p-value, Cohen's d_z, -d_z."""
+    k = x.shape[0]
+    mx = 0.0
+    my = 0.0
+    md = 0.0
+    for i in range(k):
+        mx += x[i]
+        my += y[i]
+        md += x[i] - y[i]
+    mx /= k
+    my /= k
+    md /= k
+    ss = 0.0
+    for i in range(k):
+        dev = x[i] - y[i] - md
+        ss += dev * dev
+    scale = max(abs(mx), abs(my))
+    degenerate, p, dz = _degenerate(md, scale, ss, k, scale, 0.0, k)
+    if degenerate:
+        return p, dz, -dz
+    sd = math.sqrt(ss / (k - 1))
+    t = md / sd * math.sqrt(k)
+    return _student_t_two_sided(t * t, k - 1.0), md / sd, -md / sd
+
+
+@numba.njit(cache=True, nogil=True)
+def _wilcoxon_exact_p(x, y, lower):
+    # P-value from the exact distribution of the doubled statistic 2 T+ over the 2^n sign
+    # assignments of the observed (doubled, average) ranks: 2 P(2 T+ <= lower), with
+    # `lower` = min(2 T+, n(n+1) - 2 T+) (the distribution is symmetric).
+    k = x.shape[0]
+    ways = np.zeros(lower + 1)
+    ways[0] = 1.0
+    nonzero = 0
+    for i in range(k):
+        di = x[i] - y[i]
+        if di == 0.0:
+            continue
+        nonzero += 1
+        rank2 = 1
+        for j in range(k):
+            dj = x[j] - y[j]
+            if dj != 0.0:
+                rank2 += (abs(dj) < abs(di)) + (abs(dj) <= abs(di))
+        for total in range(lower, rank2 - 1, -1):
+            ways[total] += ways[total - rank2]
+    # Counts are integers below 2^50 (k <= 50): exact in float64, as is the division.
+    return min(1.0, 2.0 * ways.sum() / 2.0**nonzero)
+
+
+@numba.njit(cache=True, nogil=True)
+def wilcoxon_test(x, y):
+    """Wilcoxon signed-rank test on ``x[i] - y[i]`` (compiled): p-value, matched-pairs
+    rank-biserial r_rb and -r_rb (see the module notes for zeros, ties and which p)."""
+    # Doubled average ranks by pair counts (no sorting, no allocation): rank2 of |d_i| =
+    # 2 #{|d_j| < |d_i|} + #{|d_j| = |d_i|} + 1 over the nonzero differences.
+    k = x.shape[0]
+    nonzero = 0
+    plus2 = 0
+    ties = 0.0
+    tied = False
+    for i in range(k):
+        di = x[i] - y[i]
+        if di == 0.0:
+            continue
+        nonzero += 1
+        less = 0
+        equal = 0
+        for j in range(k):
+            dj = x[j] - y[j]
+            if dj != 0.0:
+                less += abs(dj) < abs(di)
+                equal += abs(dj) == abs(di)
+        if di > 0.0:
+            plus2 += 2 * less + equal + 1
+        ties += equal * equal - 1
+        tied = tied or equal > 1
+    if nonzero == 0:
+        return 1.0, 0.0, 0.0
+    total2 = nonzero * (nonzero + 1)
+    r_rb = (2 * plus2 - total2) / total2
+    if (k <= 50 and not tied and nonzero == k) or k <= 13:
+        p = _wilcoxon_exact_p(x, y, min(plus2, total2 - plus2))
+    else:
+        n = float(nonzero)
+        se = math.sqrt((n * (n + 1.0) * (2.0 * n + 1.0) - ties / 2.0) / 24.0)
+        z = (0.5 * plus2 - n * (n + 1.0) / 4.0) / se
+        p = math.erfc(abs(z) / math.sqrt(2.0))
+    return p, r_rb, -r_rb
+
+
+# --- the registry -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Criterion:
+    """One kill criterion: a row of the registry :data:`CRITERIA`.
+
+    ``kernel`` is the compiled ``(x, y) -> (p, effect, effect in the mutant-better
+    sense)``; its position in the registry is the id the compiled dispatch uses.
+    ``rules`` maps each direction to what must reach the effect threshold; ``bounds`` is
+    the range of valid thresholds.
+    """
+
+    name: str
+    test: str
+    label: str
+    effect: str
+    symbol: str
+    thresholds: dict
+    sources: str
+    rules: dict
+    bounds: tuple
+    kernel: Callable
+    description: str
+    paired: bool = False
+
+
+def _signed_rules(symbol: str) -> dict:
+    return {"two-sided": f"|{symbol}|", "mutant-worse": symbol, "mutant-better": f"-{symbol}"}
+
+
+_COHEN_D = {"small": 0.2, "medium": 0.5, "large": 0.8}
+
+#: The kill criteria, by name (``KillCriterion.kind``); the order gives the kernel ids.
+CRITERIA = {c.name: c for c in (
+    Criterion("deepcrime", "DeepCrime test", "", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
+              _signed_rules("d"), (0.0, math.inf), pooled_z_test,
+              "DeepCrime's GLM z-test (pooled variance, normal tail) + Cohen's d"),
+    Criterion("welch", "Welch's t-test", "Welch ", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
+              _signed_rules("d"), (0.0, math.inf), welch_test,
+              "Welch's unequal-variance t-test + Cohen's d"),
+    Criterion("mannwhitney", "Mann-Whitney U test", "Mann-Whitney ", "Vargha-Delaney A12",
+              "A12", {"small": 0.56, "medium": 0.64, "large": 0.71},
+              "Vargha and Delaney (2000)",
+              {"two-sided": "max(A12, 1-A12)", "mutant-worse": "A12", "mutant-better": "1-A12"},
+              (0.5, 1.0), mann_whitney_test, "Mann-Whitney U + Vargha-Delaney A12"),
+    Criterion("paired-t", "Paired t-test", "paired t ", "Cohen's d_z", "d_z", _COHEN_D,
+              "Cohen (1988), as for d (Lakens 2013)", _signed_rules("d_z"), (0.0, math.inf),
+              paired_t_test,
+              "Student's t-test on the per-instance differences + Cohen's d_z (paired data)",
+              paired=True),
+    Criterion("wilcoxon", "Wilcoxon signed-rank test", "Wilcoxon ", "rank-biserial r", "r_rb",
+              {"small": 0.1, "medium": 0.3, "large": 0.5}, "Cohen (1988) for correlations",
+              _signed_rules("r_rb"), (0.0, 1.0), wilcoxon_test,
+              "Wilcoxon signed-rank test + matched-pairs rank-biserial r (paired data)",
+              paired=True),
+)}
+
+#: Criterion names, in kernel-id order.
+KINDS = tuple(CRITERIA)
+
+
+def _dispatch_chain(kernels, index: int = 0):
+    # Compiled `dispatch(kind, x, y)` that runs kernels[kind]: a chain of inlined tests
+    # built from the registry, so adding a criterion needs no edit here.
+    kernel = kernels[index]
+    if index == len(kernels) - 1:
+        @numba.njit(nogil=True, inline="always")
+        def last(kind, x, y):
+            return kernel(x, y)
+        return last
+    rest = _dispatch_chain(kernels, index + 1)
+
+    @numba.njit(nogil=True, inline="always")
+    def step(kind, x, y):
+        if kind == index:
+            return kernel(x, y)
+        return rest(kind, x, y)
+    return step
+
+
+_dispatch = _dispatch_chain([c.kernel for c in CRITERIA.values()])
+
+
+@dataclass(frozen=True)
+class KillCriterion:
+    """Settings of a kill decision: which test, its level and its effect-size threshold.
+
+    Parameters
+    ----------
+    alpha : significance level; killed needs ``p < alpha``.
+    effect : effect-size threshold, a number or ``"small"``, ``"medium"``, ``"large"``
+        (each criterion's ``thresholds`` in :data:`CRITERIA`); None: medium. For
+        ``deepcrime``, ``welch`` and ``paired-t`` it is on Cohen's d (d_z): killed needs
+        ``|d| >= effect`` (two-sided, the paper's rule), ``d >= effect`` (mutant-worse,
+        DeepCrime's classifier rule) or ``d <= -effect`` (mutant-better, DeepCrime's
+        regression rule). For ``mannwhitney`` it is on A12, in [0.5, 1]:
+        ``max(A12, 1 - A12)``, ``A12`` or ``1 - A12`` must reach it; for ``wilcoxon`` on
+        the rank-biserial r_rb, in [0, 1], signed like d.
+    direction : one of :data:`DIRECTIONS`.
+    round_p : decimals to round p to before comparing (DeepCrime reads p from the
+        printed GLM summary, i.e. 3 decimals); None compares the exact p. Applies to
+        every kind.
+    kind : a name of :data:`CRITERIA`; ``paired-t`` and ``wilcoxon`` need paired data.
+
+    Examples
+    --------
+    >>> KillCriterion(round_p=3)
+    KillCriterion(alpha=0.05, effect=0.5, direction='two-sided', round_p=3, kind='deepcrime')
+    >>> KillCriterion(kind="mannwhitney", effect="large").describe()
+    'Mann-Whitney p < 0.05 and max(A12, 1-A12) >= 0.71'
+    >>> KillCriterion(kind="wilcoxon", direction="mutant-worse").describe()
+    'Wilcoxon p < 0.05 and r_rb >= 0.3'
+    """
+
+    alpha: float = 0.05
+    effect: float | str | None = None
+    direction: str = "two-sided"
+    round_p: int | None = None
+    kind: str = "deepcrime"
+
+    def __post_init__(self):
+        if self.kind not in CRITERIA:
+            raise ProbmutError(
+                f"unknown kill criterion {self.kind!r}; choose one of {', '.join(KINDS)}")
+        spec = self.spec
+        object.__setattr__(self, "effect", _effect_threshold(self.effect, spec))
+        if not 0 < self.alpha < 1:
+            raise ProbmutError(f"alpha must be in (0, 1), got {self.alpha}")
+        low, high = spec.bounds
+        if not (math.isfinite(self.effect) and self.effect >= 0):
+            raise ProbmutError(f"the effect-size threshold must be a number >= 0, got {self.effect}")
+        if not low <= self.effect <= high:
+            named = ", ".join(f"{k} {v:g}" for k, v in spec.thresholds.items())
+            raise ProbmutError(
+                f"for the {self.kind} criterion the effect threshold is on {spec.symbol} and "
+                f"must be in [{low:g}, {high:g}] ({named}), got {self.effect}")
+        if self.direction not in DIRECTIONS:
+            raise ProbmutError(
+                f"unknown direction {self.direction!r}; choose one of {', '.join(DIRECTIONS)}")
+        if self.round_p is not None and not 0 <= self.round_p <= 15:
+            raise ProbmutError(f"round_p must be between 0 and 15 decimals, got {self.round_p}")
+
+    @property
+    def spec(self) -> Criterion:
+        """This criterion's row of :data:`CRITERIA`."""
+        return CRITERIA[self.kind]
+
+    def require_pairing(self, paired: bool) -> None:
+        """Refuse a paired criterion (``paired-t``, ``wilcoxon``) on unpaired populations.
+
+        >>> KillCriterion(kind="paired-t").require_pairing(False)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        probmut.errors.ProbmutError: the paired-t criterion needs paired populations ...
+        """
+        if self.spec.paired and not paired:
+            independent = ", ".join(c.name for c in CRITERIA.values() if not c.paired)
+            raise ProbmutError(
+                f"the {self.kind} criterion needs paired populations (a model-level mutation: "
+                "mutant i derived from healthy i, aligned by instance id), but these are "
+                f"independent; choose a criterion for independent samples ({independent})",
+                option="criterion")
+
+    def p_max(self) -> float:
+        """Largest p-value that still counts as significant (kill needs ``p <= p_max``).
+
+        Without rounding this is the float just below alpha. With rounding it is the
+        largest float whose printed form (``'%.*f'``, as statsmodels prints it) is below
+        alpha, so the compiled kernels need no string formatting.
+
+        >>> KillCriterion(round_p=3).p_max() < 0.0495 < KillCriterion(round_p=3).p_max() + 1e-15
+        True
+        """
+        if self.round_p is None:
+            return math.nextafter(self.alpha, 0.0)
+        def shown_below_alpha(p):
+            return round_p_value(p, self.round_p) < self.alpha
+        cutoff = self.alpha - 0.5 * 10.0 ** (-self.round_p)
+        while shown_below_alpha(math.nextafter(cutoff, 1.0)):
+            cutoff = math.nextafter(cutoff, 1.0)
+        while not shown_below_alpha(cutoff):
+            cutoff = math.nextafter(cutoff, 0.0)
+        return cutoff
+
+    def kernel_args(self) -> tuple[int, float, float, int]:
+        """The criterion as plain numbers for :func:`decide`: kind, p_max, effect, direction."""
+        return (KINDS.index(self.kind), self.p_max(), float(self.effect),
+                DIRECTIONS.index(self.direction))
+
+    def describe(self) -> str:
+        spec = self.spec
+        p = "p" if self.round_p is None else f"p rounded to {self.round_p} decimals"
+        return f"{spec.label}{p} < {self.alpha} and {spec.rules[self.direction]} >= {self.effect}"
+
+
+def _effect_threshold(effect, spec: Criterion) -> float:
+    named = spec.thresholds
+    if effect is None:
+        return named["medium"]
+    if isinstance(effect, str):
+        if effect in named:
+            return named[effect]
+        try:
+            return float(effect)
+        except ValueError:
+            raise ProbmutError(f"unknown effect size {effect!r}; give a number or one of "
+                               f"{', '.join(named)}") from None
+    return float(effect)
+
+
+def round_p_value(p: float, decimals: int) -> float:
+    """p as DeepCrime reads it from statsmodels' summary table (``'%.3f'``).
+
+    >>> round_p_value(0.0496, 3), round_p_value(0.04949, 3)
+    (0.05, 0.049)
+    """
+    return float(f"{p:.{decimals}f}")
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _effect_passes(up, down, effect, direction):
     # up: the effect in the mutant-worse sense; down: in the mutant-better sense.
@@ -373,18 +640,13 @@ def _effect_passes(up, down, effect, direction):
     return down >= effect
 
 
-@numba.njit(cache=True, nogil=True)
-def is_killed(p, d, p_max, effect, direction):
-    """The kill rule on a p-value and Cohen's d (compiled; direction as a code)."""
-    return p <= p_max and _effect_passes(d, -d, effect, direction)
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def decide(kind, x, y, p_max, effect, direction):
     """One kill test: ``(p, effect_size, killed)`` for samples ``x`` (healthy), ``y`` (mutant).
 
     Compiled; ``kind, p_max, effect, direction`` are :meth:`KillCriterion.kernel_args`.
-    The effect size is Cohen's d for ``deepcrime`` and ``welch``, A12 for ``mannwhitney``.
+    The effect size is the criterion's (:data:`CRITERIA`): Cohen's d, A12, d_z or r_rb.
+    Paired criteria read ``x[i], y[i]`` as a pair.
 
     >>> x, y = np.array([0.90, 0.91, 0.92, 0.91]), np.array([0.85, 0.86, 0.84, 0.86])
     >>> kind, p_max, effect, direction = KillCriterion(kind="mannwhitney").kernel_args()
@@ -392,14 +654,8 @@ def decide(kind, x, y, p_max, effect, direction):
     >>> round(p, 4), a12, killed
     (0.0284, 1.0, True)
     """
-    if kind == 2:
-        p, a12, a21 = mann_whitney_test(x, y)
-        return p, a12, p <= p_max and _effect_passes(a12, a21, effect, direction)
-    if kind == 1:
-        p, d = welch_test(x, y)
-    else:
-        p, d = pooled_z_test(x, y)
-    return p, d, is_killed(p, d, p_max, effect, direction)
+    p, up, down = _dispatch(kind, x, y)
+    return p, up, p <= p_max and _effect_passes(up, down, effect, direction)
 
 
 @numba.njit(cache=True)
@@ -414,8 +670,9 @@ class KillTestResult(Result):
     """The whole answer of one kill test, as one tidy row.
 
     ``p_value`` is the p the decision used (rounded when the criterion rounds);
-    ``p_value_exact`` the unrounded one. ``effect_size`` is Cohen's d (healthy minus
-    mutant) for ``deepcrime`` and ``welch``, A12 (P(healthy > mutant)) for ``mannwhitney``.
+    ``p_value_exact`` the unrounded one. ``effect_size`` is the criterion's (healthy
+    minus mutant): Cohen's d for ``deepcrime`` and ``welch``, A12 (P(healthy > mutant))
+    for ``mannwhitney``, d_z for ``paired-t``, r_rb for ``wilcoxon``.
     """
 
     p_value: float
@@ -433,12 +690,13 @@ class KillTestResult(Result):
         return asdict(self)
 
     def __str__(self) -> str:
+        spec = CRITERIA[self.kind]
         verdict = "KILLED" if self.killed else "not killed"
-        size = "A12" if self.kind == "mannwhitney" else "Cohen's d"
-        return (f"{TEST_NAMES[self.kind]}, {self.n_healthy} healthy vs {self.n_mutant} mutant "
-                f"instances\n"
+        instances = (f"{self.n_healthy} pairs of healthy and mutant instances" if spec.paired
+                     else f"{self.n_healthy} healthy vs {self.n_mutant} mutant instances")
+        return (f"{spec.test}, {instances}\n"
                 f"  mean accuracy  healthy {self.mean_healthy:.6g}  mutant {self.mean_mutant:.6g}\n"
-                f"  p-value {self.p_value:.6g}  {size} {self.effect_size:.4f}  -> {verdict}\n"
+                f"  p-value {self.p_value:.6g}  {spec.effect} {self.effect_size:.4f}  -> {verdict}\n"
                 f"  (killed iff {self.criterion})")
 
 
@@ -453,6 +711,14 @@ def _as_sample(values, name: str) -> np.ndarray:
     return array
 
 
+def _require_pairs(criterion: KillCriterion, n_healthy: int, n_mutant: int) -> None:
+    if criterion.spec.paired and n_healthy != n_mutant:
+        raise ProbmutError(
+            f"the {criterion.kind} criterion compares pairs (mutant i derived from healthy i) "
+            f"and needs samples of the same size, got {n_healthy} healthy and {n_mutant} "
+            "mutant values")
+
+
 def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTestResult:
     """The kill test on one healthy and one mutant sample (DeepCrime's unless the
     criterion's ``kind`` says otherwise).
@@ -460,6 +726,8 @@ def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> K
     Parameters
     ----------
     healthy, mutant : array-like of accuracies, or :class:`probmut.io.populations.Population`.
+        For a paired criterion, value i of both is a pair: align populations by instance
+        id first (:func:`probmut.io.populations.pair`).
     criterion : the kill rule; default ``KillCriterion()`` (DeepCrime, exact p, |d| >= 0.5).
 
     Examples
@@ -486,10 +754,23 @@ def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> K
     >>> mw = deepcrime_test(x, y, KillCriterion(kind="mannwhitney"))
     >>> bool(np.isclose(mw.p_value, stats.mannwhitneyu(x, y, method="asymptotic").pvalue))
     True
+    >>> paired = deepcrime_test(x, y, KillCriterion(kind="paired-t"))
+    >>> bool(np.isclose(paired.p_value, stats.ttest_rel(x, y).pvalue))
+    True
+    >>> signed_rank = deepcrime_test(x, y, KillCriterion(kind="wilcoxon"))
+    >>> bool(signed_rank.p_value == stats.wilcoxon(x, y).pvalue)
+    True
+
+    Equal constant samples are no effect, whatever their sizes:
+
+    >>> same = deepcrime_test([0.7] * 7, [0.7] * 3)
+    >>> same.p_value, same.effect_size, same.killed
+    (1.0, 0.0, False)
     """
     criterion = criterion or KillCriterion()
     x = _as_sample(healthy, "the healthy sample")
     y = _as_sample(mutant, "the mutant sample")
+    _require_pairs(criterion, x.size, y.size)
     kind, p_max, effect, direction = criterion.kernel_args()
     p_exact, size, killed = decide(kind, x, y, p_max, effect, direction)
     p_shown = p_exact if criterion.round_p is None else round_p_value(p_exact, criterion.round_p)
@@ -503,8 +784,9 @@ def deepcrime_test_batch(healthy, mutant, criterion: KillCriterion | None = None
     """Many kill tests at once: row t of ``healthy`` against row t of ``mutant``.
 
     Returns ``(p_value, effect_size, killed)`` arrays of shape ``(T,)``; p is exact
-    (the decision applies the criterion's rounding); the effect size is Cohen's d, or
-    A12 for the ``mannwhitney`` criterion.
+    (the decision applies the criterion's rounding); the effect size is the
+    criterion's (Cohen's d, A12, d_z or r_rb). A row holding NaN or an infinite value is
+    an error naming the first such row.
 
     >>> rng = np.random.default_rng(0)
     >>> p, d, killed = deepcrime_test_batch(rng.normal(0.9, 0.01, (3, 20)),
@@ -520,6 +802,13 @@ def deepcrime_test_batch(healthy, mutant, criterion: KillCriterion | None = None
             f"batched samples must be 2-D with the same number of rows, got {x.shape} and {y.shape}")
     if x.shape[1] < 2 or y.shape[1] < 2:
         raise ProbmutError("each sample needs at least 2 values")
+    _require_pairs(criterion, x.shape[1], y.shape[1])
+    bad = ~(np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1))
+    if bad.any():
+        row = int(np.argmax(bad))
+        side = "healthy" if not np.isfinite(x[row]).all() else "mutant"
+        raise ProbmutError(f"row {row} of the batched samples holds NaN or infinite values "
+                           f"({side} side; {int(bad.sum())} such rows)")
     p = np.empty(x.shape[0])
     size = np.empty(x.shape[0])
     killed = np.empty(x.shape[0], dtype=np.bool_)
@@ -545,10 +834,9 @@ class KillTable(Result):
     def __str__(self) -> str:
         if len(self.results) == 1:
             return f"{self.names[0]}: {self.results[0]}"
-        first = self.results[0]
-        effect = "A12" if first.kind == "mannwhitney" else "d"
-        lines = [f"{TEST_NAMES[first.kind]} on whole populations (kill iff {first.criterion})",
-                 f"{'population':<24}{'n_h':>5}{'n_m':>5}{'p-value':>10}{effect:>9}  decision"]
+        spec = CRITERIA[self.results[0].kind]
+        lines = [f"{spec.test} on whole populations (kill iff {self.results[0].criterion})",
+                 f"{'population':<24}{'n_h':>5}{'n_m':>5}{'p-value':>10}{spec.symbol:>9}  decision"]
         lines += [f"{n:<24}{r.n_healthy:>5}{r.n_mutant:>5}{r.p_value:>10.4g}"
                   f"{r.effect_size:>9.4f}  {'KILLED' if r.killed else 'not killed'}"
                   for n, r in zip(self.names, self.results, strict=True)]
@@ -558,7 +846,7 @@ class KillTable(Result):
 def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
                paired: bool = False) -> KillTable:
     """The kill test of each mutant population against ``healthy`` (paired by instance
-    id for model-level mutations).
+    id for model-level mutations; the paired criteria need ``paired=True``).
 
     >>> table = kill_tests([0.90, 0.91, 0.92, 0.91], [[0.89, 0.90, 0.91, 0.90]])
     >>> frame = table.to_frame()
@@ -567,6 +855,8 @@ def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
     """
     from probmut.io.populations import aligned, as_population
 
+    criterion = criterion or KillCriterion()
+    criterion.require_pairing(paired)
     healthy = as_population(healthy, "healthy")
     mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     results = [deepcrime_test(*aligned(healthy, mutant, paired), criterion)

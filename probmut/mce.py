@@ -4,7 +4,8 @@ The bagged posterior is itself a Monte-Carlo estimate. Repeat the whole bagging 
 with fresh randomness, take from each repetition the mean and the variance of its Beta
 summary, and report their averages with jackknife standard errors: with ``theta_i`` the
 leave-one-out average of the R values, ``se = sqrt((R-1)/R * sum_i (theta_i -
-mean(theta))^2)``; the 95% interval is ``average +- 1.96 se``.
+mean(theta))^2)``; the 95% interval is ``average +- 1.96 se`` (the paper's rounding of
+the normal quantile, :data:`probmut.posterior.Z95`).
 
 The paper's code divides the leave-one-out *sums* by R instead of R - 1, which shrinks
 the standard error by the factor (R - 1) / R; ``jackknife="paper"`` reproduces its
@@ -33,15 +34,13 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.posterior import (
     JACKKNIFES,
+    Z95,
     PosteriorSettings,
     beta_mean_var,
     fit_beta_batch,
     hellinger,
 )
 from probmut.results import Result
-
-#: The paper (and METHOD.md) use 1.96 for the 95% interval.
-Z95 = 1.96
 
 
 def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:

@@ -219,7 +219,8 @@ def plot_bayes(study, *, axes=None, title: str | None = None):
     ``plot_posterior`` style; returns the figure. One row per mutant with the kill
     probability (histogram: it is a share of simulated tests), the mean accuracy
     difference (reference line at 0) and Cohen's d (the kill threshold's ``|d| < effect``
-    band shaded as a ROPE), each with its HDI and mean. ``axes``: (mutants x 3) axes.
+    band shaded as a ROPE when the criterion's effect size is Cohen's d), each with its
+    HDI and mean. ``axes``: (mutants x 3) axes.
     """
     import logging
 
@@ -247,7 +248,9 @@ def _plot_bayes(study, axes):
     from matplotlib.ticker import MaxNLocator
 
     criterion = study.settings.criterion
-    rope = None if criterion.kind == "mannwhitney" else (-criterion.effect, criterion.effect)
+    # The model's d is Cohen's d: shade the threshold only for criteria that use it.
+    rope = ((-criterion.effect, criterion.effect) if criterion.spec.effect == "Cohen's d"
+            else None)
     for row, comparison in zip(axes, study.comparisons, strict=True):
         panels = (("kill probability", comparison.kill_draws, {"kind": "hist", "bins": np.linspace(0, 1, 51)}),
                   ("mean difference (mutant - healthy)", comparison.diff_draws, {"ref_val": 0.0}),

@@ -1,9 +1,10 @@
 """The motivating experiment (METHOD.md section 2): how often one k-vs-k test kills.
 
 Split the healthy instance ids at random into a *sound* pool and a disjoint *unknown*
-pool. Run ``trials`` DeepCrime tests, each on ``sample`` random sound-pool healthy
-accuracies against ``sample`` random unknown-pool accuracies of the population under
-study (for paired data, the healthy sample is the same unknown ids' healthy values).
+pool. Run ``trials`` kill tests (DeepCrime's unless the criterion says otherwise), each
+on ``sample`` random sound-pool healthy accuracies against ``sample`` random unknown-pool
+accuracies of the population under study (for paired data, the healthy sample is the
+same unknown ids' healthy values).
 The pass rate is kills / trials; repeat with fresh pools and report mean (sd). Healthy
 against healthy gives the false-positive rate.
 """
@@ -16,7 +17,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.populations import Population
-from probmut.killtest import TEST_NAMES, KillCriterion, deepcrime_test_batch
+from probmut.killtest import KillCriterion, deepcrime_test_batch
 from probmut.results import Result
 
 #: Kill tests decided per batch: bounds the memory of one repetition, whatever ``trials``.
@@ -25,7 +26,7 @@ _BATCH = 20_000
 
 @dataclass(frozen=True)
 class RepeatResult(Result):
-    """Pass rates of repeated DeepCrime tests for one population."""
+    """Pass rates of repeated kill tests for one population."""
 
     name: str
     pass_rates: np.ndarray
@@ -65,8 +66,8 @@ class RepeatStudy(Result):
 
     def __str__(self) -> str:
         first = self.results[0]
-        lines = [f"{TEST_NAMES[self.criterion.kind]} repeated: {first.pass_rates.size} x {first.trials} tests of "
-                 f"{first.sample} vs {first.sample} instances (kill iff "
+        lines = [f"{self.criterion.spec.test} repeated: {first.pass_rates.size} x {first.trials} "
+                 f"tests of {first.sample} vs {first.sample} instances (kill iff "
                  f"{self.criterion.describe()})",
                  f"{'population':<24}{'pass rate':>10}  {'(sd)':<8}"]
         lines += [f"{r.name:<24}{r.mean:>10.3f}  ({r.sd:.3f})" for r in self.results]
@@ -80,7 +81,8 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     """Pass rate of ``trials`` kill tests with fresh sound/unknown pools, repeated.
 
     ``pool`` is the size of the sound pool (default: half the healthy instances). Paired
-    populations must hold the same instance ids (see :func:`probmut.io.populations.pair`).
+    populations must hold the same instance ids (see :func:`probmut.io.populations.pair`);
+    a paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``.
 
     Examples
     --------
@@ -93,6 +95,7 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     from probmut.engine import seed_sequence
 
     criterion = criterion or KillCriterion()
+    criterion.require_pairing(paired)
     for option, value, least in (("repetitions", repetitions, 1), ("trials", trials, 1),
                                  ("sample", sample, 2)):
         if int(value) < least:

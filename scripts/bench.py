@@ -9,6 +9,10 @@ way would need (its tests/s times the study's number of tests).
 Parts (``--only``, comma-separated; default all):
 
 - ``engine``: reference tests/s vs the compiled engine (B = N = 100, R = 100).
+- ``criteria``: engine tests/s of every kill criterion on one thread (B = N = 100,
+  R = 20, best of 3 in CPU time, so that other load on the machine matters less):
+  unpaired (MNIST change_label 3.12) and paired (MNIST weights_fuzzing 0.05_1, paired by
+  instance id; the paired criteria only there).
 - ``cli``: wall time of ``probmut posterior --model mnist --mutation
   delete_training_data --no-plot`` (a whole mutation, start-up included).
 - ``mce``: the MCE of one mutation (R = 100), default and ``--paper`` fits.
@@ -40,7 +44,7 @@ from probmut.engine import kill_counts
 from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
 
-PARTS = ("engine", "cli", "mce", "sample-size", "replicate")
+PARTS = ("engine", "criteria", "cli", "mce", "sample-size", "replicate")
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
 HEALTHY = RAW / "results_mnist_original.csv"
 MUTANT = RAW / "results_mnist_change_label_mutated0_MP_3.12.csv"
@@ -77,6 +81,29 @@ def bench_engine(healthy, mutant, jobs):
                                             repetitions=100, seed=1, jobs=jobs))
     return {"engine_tests_per_s": tests / seconds, "engine_tests": tests,
             "engine_seconds": seconds}
+
+
+def bench_criteria():
+    from probmut.io.populations import pair
+    from probmut.killtest import CRITERIA, KillCriterion
+
+    unpaired = (read_population(HEALTHY).values, read_population(MUTANT).values)
+    healthy, fuzzed = pair(read_population(HEALTHY), read_population(
+        RAW / "results_mnist_weights_fuzzing_mutated0_MP_0.05_1.csv"))
+    data = {False: unpaired, True: (healthy.values, fuzzed.values)}
+    rates = {}
+    for name, spec in CRITERIA.items():
+        for paired in ((True,) if spec.paired else (False, True)):
+            run = dict(paired=paired, criterion=KillCriterion(kind=name), jobs=1)
+            kill_counts(*data[paired], bootstraps=2, trials=2, seed=0, **run)  # load
+            seconds = []
+            for _ in range(3):
+                start = time.process_time()
+                kill_counts(*data[paired], bootstraps=100, trials=100, repetitions=20, seed=1,
+                            **run)
+                seconds.append(time.process_time() - start)
+            rates[f"{name}{' paired' if paired else ''}"] = 200_000 / min(seconds)
+    return {"criteria_tests_per_s_one_thread": rates}
 
 
 def bench_cli():
@@ -152,7 +179,8 @@ def main(argv=None) -> int:
     reference = reference_tests_per_s(healthy, mutant, args.reference_tests)
     results = {"reference_tests_per_s": reference, "reference_tests": args.reference_tests,
                "jobs": args.jobs}
-    runners = {"engine": lambda: bench_engine(healthy, mutant, args.jobs), "cli": bench_cli,
+    runners = {"engine": lambda: bench_engine(healthy, mutant, args.jobs),
+               "criteria": bench_criteria, "cli": bench_cli,
                "mce": lambda: bench_mce(healthy, mutant, args.jobs),
                "sample-size": lambda: bench_sample_size(healthy, mutant, args.jobs),
                "replicate": lambda: bench_replicate(args.jobs)}
@@ -174,6 +202,8 @@ def main(argv=None) -> int:
     if "speedup" in results:
         print(f"probmut engine: {results['engine_tests_per_s']:,.0f} tests/s "
               f"(jobs {args.jobs or 'all'}); speed-up {results['speedup']:,.0f}x")
+    for name, rate in results.get("criteria_tests_per_s_one_thread", {}).items():
+        print(f"engine, one thread, {name}: {rate:,.0f} tests/s")
     labels = {"cli_posterior": "CLI posterior, whole mutation (start-up included)",
               "mce": "MCE of one mutation, R = 100 (moments)",
               "sample_size": "sample-size study, paper settings (240 M tests)",

@@ -1,16 +1,19 @@
-"""Shared fixtures: the bundled paper data and the reference data beside the project."""
+"""Shared fixtures: the bundled paper data and the reference data beside the project
+(or where $PROBMUT_REFERENCE points, e.g. from a git worktree)."""
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from probmut.io.manifest import Manifest
-from probmut.io.populations import read_population
+from probmut.io.populations import pair, read_population
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "raw_data"
-REFERENCE = ROOT.parent / "shared" / "reference" / "pmt"
+REFERENCE = Path(os.environ.get("PROBMUT_REFERENCE",
+                                ROOT.parent / "shared" / "reference" / "pmt"))
 
 
 @pytest.fixture(scope="session")
@@ -46,6 +49,26 @@ def real_draws(manifest, count: int, seed: int, healthy_pairs: bool = False):
         h, m = pairs[t % len(pairs)]
         xs.append(rng.choice(h, 20, replace=False))
         ys.append(rng.choice(m, 20, replace=False))
+    return np.array(xs), np.array(ys)
+
+
+def real_paired_draws(manifest, count: int, seed: int, sample: int = 20):
+    """``count`` random paired draws of ``sample`` instance ids from the bundled model-level
+    mutations (mnist and lenet weights_fuzzing and neurons_freezing, every magnitude in
+    turn), paired by instance id: rows of healthy and mutant accuracies of the same ids."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for model in ("mnist", "lenet"):
+        for name in ("weights_fuzzing", "neurons_freezing"):
+            mutation = manifest.mutation(model, name)
+            healthy = read_population(mutation.healthy)
+            pairs += [pair(healthy, read_population(path)) for path in mutation.files]
+    xs, ys = [], []
+    for t in range(count):
+        h, m = pairs[t % len(pairs)]
+        ids = rng.choice(len(h), sample, replace=False)
+        xs.append(h.values[ids])
+        ys.append(m.values[ids])
     return np.array(xs), np.array(ys)
 
 

@@ -15,9 +15,10 @@ from probmut.killtest import (
     betainc,
     deepcrime_test,
     deepcrime_test_batch,
+    pooled_z_test,
 )
 
-from .conftest import real_draws
+from .conftest import real_draws, real_paired_draws
 
 # SciPy warns about nearly identical samples (accuracies equal to 4 decimals); the
 # comparisons below hold regardless.
@@ -210,3 +211,254 @@ def test_engine_kill_rate_matches_scipy_implementation(mnist_delete, kind):
                          criterion=KillCriterion(kind=kind)).mean() / 100
     se = np.sqrt(reference * (1 - reference) / 1000) + 0.02
     assert abs(engine - reference) < 3 * se, (engine, reference)
+
+
+# --- the paired criteria (model-level mutations) -------------------------------------------
+
+@pytest.fixture(scope="module")
+def paired_draws(manifest):
+    """2,000 real paired 20-vs-20 draws of mnist/lenet weights_fuzzing and neurons_freezing."""
+    return real_paired_draws(manifest, 2000, seed=12)
+
+
+def _scipy_wilcoxon(x, y):
+    """SciPy's defaults, row by row (batched, SciPy picks one method for the whole batch)."""
+    return np.array([stats.wilcoxon(a, b).pvalue for a, b in zip(x, y, strict=True)])
+
+
+def _scipy_wilcoxon_batched(x, y):
+    """The same p-values in two batched calls, with the method SciPy's default picks for
+    each row (checked row by row in test_wilcoxon_matches_scipy_on_real_paired_draws)."""
+    exact = _uses_exact_distribution(x, y)
+    p = np.empty(len(x))
+    p[exact] = stats.wilcoxon(x[exact], y[exact], axis=1, method="exact").pvalue
+    p[~exact] = stats.wilcoxon(x[~exact], y[~exact], axis=1, method="asymptotic").pvalue
+    return p
+
+
+@pytest.fixture(scope="module")
+def paired_scipy_wilcoxon(paired_draws):
+    return _scipy_wilcoxon(*paired_draws)
+
+
+def _rank_biserial(x, y):
+    """Kerby's matched-pairs rank-biserial correlation over the nonzero differences."""
+    out = []
+    for d in x - y:
+        d = d[d != 0]
+        ranks = stats.rankdata(np.abs(d))
+        out.append((ranks[d > 0].sum() - ranks[d < 0].sum()) / ranks.sum())
+    return np.array(out)
+
+
+def _uses_exact_distribution(x, y):
+    # SciPy's method="auto": exact without ties and zeros (n <= 50), else asymptotic (n > 13).
+    d = x - y
+    return np.array([np.all(row != 0) and np.unique(np.abs(row)).size == row.size
+                     for row in d])
+
+
+def test_paired_t_matches_scipy_on_real_paired_draws(paired_draws):
+    x, y = paired_draws
+    p, dz, _ = deepcrime_test_batch(x, y, KillCriterion(kind="paired-t"))
+    reference = stats.ttest_rel(x, y, axis=1)
+    np.testing.assert_allclose(p, reference.pvalue, rtol=1e-9, atol=1e-300)
+    d = x - y
+    np.testing.assert_allclose(dz, d.mean(axis=1) / d.std(axis=1, ddof=1), rtol=1e-9)
+    assert p.min() < 1e-6 and p.max() > 0.9
+
+
+def test_wilcoxon_matches_scipy_on_real_paired_draws(paired_draws, paired_scipy_wilcoxon):
+    x, y = paired_draws
+    p, r_rb, _ = deepcrime_test_batch(x, y, KillCriterion(kind="wilcoxon"))
+    reference = paired_scipy_wilcoxon
+    np.testing.assert_array_equal(_scipy_wilcoxon_batched(x, y), reference)
+    exact = _uses_exact_distribution(x, y)
+    # Where SciPy uses the exact null distribution, the p-values are the same numbers.
+    np.testing.assert_array_equal(p[exact], reference[exact])
+    np.testing.assert_allclose(p[~exact], reference[~exact], rtol=1e-9, atol=0)
+    np.testing.assert_allclose(r_rb, _rank_biserial(x, y), rtol=0, atol=1e-15)
+    # Both branches, zero differences and tied |differences| all occur on these data.
+    zeros = np.any(x == y, axis=1)
+    assert 300 < exact.sum() < 1700 and zeros.sum() >= 20
+    assert (~exact & ~zeros).sum() > 300
+
+
+def test_wilcoxon_small_samples_use_scipys_exhaustive_distribution():
+    # k <= 13 with ties or zeros: SciPy enumerates all 2^k sign flips; so does the kernel,
+    # over the observed average ranks. Both give exact multiples of 2^-k. (SciPy's
+    # enumeration takes seconds at k = 13, so smaller k here.)
+    rng = np.random.default_rng(3)
+    tied = 0
+    for k in [int(k) for k in rng.integers(2, 9, 100)] + [11]:
+        x = np.round(rng.normal(0.9, 0.01, k), 3)
+        y = np.round(x - rng.normal(0.002, 0.004, k), 3)
+        zeros = int(rng.integers(0, k))
+        y[:zeros] = x[:zeros]
+        d = np.abs(x - y)[x != y]
+        tied += np.unique(d).size < d.size
+        ours = deepcrime_test(x, y, KillCriterion(kind="wilcoxon")).p_value
+        if zeros == k:
+            assert ours == 1.0   # no nonzero difference: no evidence (SciPy: NaN or 1)
+            continue
+        assert ours == stats.wilcoxon(x, y).pvalue
+    assert tied > 20
+
+
+@pytest.fixture(scope="module")
+def both_ways(paired_draws):
+    """The paired draws in both orientations (so that mutant-better kills occur too), with
+    SciPy's p-values and the effect sizes computed independently."""
+    x, y = paired_draws
+    x, y = np.r_[x, y], np.r_[y, x]
+    d = x - y
+    dz = d.mean(axis=1) / d.std(axis=1, ddof=1)
+    return (x, y, stats.ttest_rel(x, y, axis=1).pvalue, dz, _scipy_wilcoxon_batched(x, y),
+            _rank_biserial(x, y))
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+@pytest.mark.parametrize("round_p", [None, 3])
+def test_paired_decisions_equal_the_rule_on_scipy_values(both_ways, direction, round_p):
+    x, y, p_t, dz, p_w, r_rb = both_ways
+    for effect in ("small", "medium", "large"):
+        paired_t = KillCriterion(kind="paired-t", direction=direction, round_p=round_p,
+                                 effect=effect)
+        killed = deepcrime_test_batch(x, y, paired_t)[2]
+        np.testing.assert_array_equal(killed, _expected_kills(p_t, dz, -dz, paired_t))
+        assert 100 < killed.sum() < 3900
+
+        signed_rank = KillCriterion(kind="wilcoxon", direction=direction, round_p=round_p,
+                                    effect=effect)
+        killed = deepcrime_test_batch(x, y, signed_rank)[2]
+        np.testing.assert_array_equal(killed, _expected_kills(p_w, r_rb, -r_rb, signed_rank))
+        assert 100 < killed.sum() < 3900
+
+
+def test_paired_degenerate_differences():
+    healthy = np.array([0.90, 0.91, 0.92, 0.91, 0.93])
+    for kind in ("paired-t", "wilcoxon"):
+        same = deepcrime_test(healthy, healthy, KillCriterion(kind=kind))
+        assert (same.p_value, same.effect_size, same.killed) == (1.0, 0.0, False)
+    # Every instance loses exactly 0.05 (up to the rounding of the subtraction): the
+    # differences are constant, d_z is infinite.
+    shifted = deepcrime_test(healthy, healthy - 0.05, KillCriterion(kind="paired-t"))
+    assert shifted.p_value == 0.0 and shifted.effect_size == math.inf and shifted.killed
+    constant = np.full(5, 0.9)
+    shifted = deepcrime_test(constant, constant - 0.05, KillCriterion(kind="paired-t"))
+    assert shifted.p_value == 0.0 and shifted.effect_size == math.inf and shifted.killed
+    better = KillCriterion(kind="paired-t", direction="mutant-better")
+    assert not deepcrime_test(constant, constant - 0.05, better).killed
+
+
+def test_paired_criteria_refuse_independent_populations(mnist_delete):
+    from probmut.repeat import repeated_tests
+
+    healthy, mutants = mnist_delete
+    for kind in ("paired-t", "wilcoxon"):
+        criterion = KillCriterion(kind=kind)
+        with pytest.raises(ProbmutError, match=f"the {kind} criterion needs paired populations"):
+            kill_counts(healthy.values, mutants[0].values, bootstraps=2, criterion=criterion)
+        with pytest.raises(ProbmutError, match="needs paired populations"):
+            repeated_tests(healthy, mutants[0], repetitions=2, criterion=criterion)
+    with pytest.raises(ProbmutError, match="same size, got 5 healthy and 4 mutant"):
+        deepcrime_test(np.ones(5), np.ones(4), KillCriterion(kind="wilcoxon"))
+
+
+@pytest.mark.parametrize("kind", ["paired-t", "wilcoxon"])
+def test_engine_with_paired_criteria(manifest, kind):
+    from probmut.io.populations import pair, read_population
+
+    mutation = manifest.mutation("mnist", "weights_fuzzing")
+    healthy, mutant = pair(read_population(mutation.healthy), read_population(mutation.files[1]))
+    criterion = KillCriterion(kind=kind)
+    run = dict(repetitions=10, paired=True, criterion=criterion)
+    one = kill_counts(healthy.values, mutant.values, seed=4, jobs=1, **run)
+    np.testing.assert_array_equal(one, kill_counts(healthy.values, mutant.values, seed=4,
+                                                   jobs=2, **run))
+    # Same kill probability as METHOD.md section 3 written plainly with SciPy's tests.
+    rng = np.random.default_rng(4)
+    h, m = healthy.values, mutant.values
+    kills = 0
+    for _ in range(20):
+        ids = rng.integers(0, h.size, h.size)
+        for _ in range(50):
+            pick = ids[rng.choice(h.size, 20, replace=False)]
+            x, y = h[pick], m[pick]
+            if kind == "paired-t":
+                p = stats.ttest_rel(x, y).pvalue
+                size = abs(np.mean(x - y) / np.std(x - y, ddof=1))
+            else:
+                p = stats.wilcoxon(x, y).pvalue
+                size = abs(_rank_biserial(x[None], y[None])[0])
+            kills += p < 0.05 and size >= criterion.effect
+    reference = kills / 1000
+    engine = one.mean() / 100
+    se = np.sqrt(reference * (1 - reference) / 1000) + 0.02
+    assert abs(engine - reference) < 3 * se, (engine, reference)
+    # The healthy population against itself, paired: every difference is zero.
+    assert kill_counts(h, h, bootstraps=5, paired=True, criterion=criterion, seed=1).max() == 0
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+def test_every_registry_row_is_reached_by_the_compiled_dispatch():
+    from probmut.killtest import CRITERIA, KINDS, decide
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(0.9, 0.01, 20), rng.normal(0.895, 0.01, 20)
+    assert KINDS == tuple(CRITERIA) and KINDS[0] == "deepcrime"
+    for name, spec in CRITERIA.items():
+        criterion = KillCriterion(kind=name)
+        kind, p_max, effect, direction = criterion.kernel_args()
+        p, size, killed = decide(kind, x, y, p_max, effect, direction)
+        expected = spec.kernel(x, y)
+        assert (p, size) == expected[:2]
+        assert killed == (p < 0.05 and max(expected[1], expected[2]) >= criterion.effect)
+        for label, value in spec.thresholds.items():
+            assert KillCriterion(kind=name, effect=label).effect == value
+        assert KillCriterion(kind=name).effect == spec.thresholds["medium"]
+        for direction, rule in spec.rules.items():
+            assert rule in KillCriterion(kind=name, direction=direction).describe()
+
+
+def test_a_new_criterion_is_one_entry_and_its_kernel():
+    # The dispatch is built from a list of kernels; one more kernel gets the next id.
+    import numba
+
+    from probmut.killtest import CRITERIA, _dispatch_chain
+
+    @numba.njit
+    def median_gap(x, y):   # a toy kernel with the registry's signature
+        gap = np.median(x) - np.median(y)
+        return 0.0, gap, -gap
+
+    kernels = [c.kernel for c in CRITERIA.values()] + [median_gap]
+    dispatch = _dispatch_chain(kernels)
+    x, y = np.array([0.9, 0.8, 0.7]), np.array([0.5, 0.6, 0.4])
+    assert dispatch(len(CRITERIA), x, y) == (0.0, pytest.approx(0.3), pytest.approx(-0.3))
+    assert dispatch(0, x, y) == pooled_z_test(x, y)
+
+
+def test_command_line_reads_the_registry(capsys):
+    from probmut.cli import main
+    from probmut.killtest import CRITERIA
+
+    code = main(["kill", "--model", "mnist", "--mutation", "weights_fuzzing", "--criterion",
+                 "wilcoxon"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("Wilcoxon signed-rank test on whole populations (kill iff Wilcoxon p")
+    assert out.splitlines()[1].split()[-2] == "r_rb"
+    code = main(["repeat", "--model", "mnist", "--mutation", "weights_fuzzing", "--magnitudes",
+                 "0.05_1", "--criterion", "paired-t", "--repetitions", "2", "--trials", "10"])
+    assert code == 0 and capsys.readouterr().out.startswith("Paired t-test repeated: 2 x 10")
+    # Independent populations: one line, exit 2.
+    code = main(["kill", "--model", "mnist", "--mutation", "delete_training_data",
+                 "--criterion", "paired-t"])
+    err = capsys.readouterr().err
+    assert code == 2 and "needs paired populations" in err and len(err.splitlines()) == 1
+    assert main(["kill", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # unwrapped
+    for spec in CRITERIA.values():
+        assert spec.name in help_text and spec.description in help_text

@@ -99,3 +99,112 @@ def test_bad_criterion_and_samples_are_clear_errors():
         deepcrime_test([0.9], [0.8, 0.7])
     with pytest.raises(ProbmutError, match="NaN"):
         deepcrime_test([0.9, np.nan], [0.8, 0.7])
+
+
+# --- degenerate samples, relative to the data's scale (issue 8) ----------------------------
+
+MEAN_BASED = ("deepcrime", "welch", "paired-t")
+
+
+def test_equal_constants_of_unequal_sizes_are_no_effect():
+    # The means of 7 and of 3 copies of 0.7 differ by one ulp; the old `s_p <= 0` rule saw
+    # a pooled variance of 1e-33 and killed (p = 0.0095, d = 1.79).
+    for kind in ("deepcrime", "welch"):
+        res = deepcrime_test([0.7] * 7, [0.7] * 3, KillCriterion(kind=kind))
+        assert (res.p_value, res.effect_size, res.killed) == (1.0, 0.0, False)
+
+
+def test_random_equal_constants_are_never_killed():
+    rng = np.random.default_rng(8)
+    for _ in range(1500):
+        kx, ky = (int(k) for k in rng.integers(2, 200, 2))
+        c = rng.uniform(0, 1) * 10.0 ** rng.integers(-6, 4)
+        for kind in MEAN_BASED:
+            sizes = (kx, kx) if kind == "paired-t" else (kx, ky)
+            res = deepcrime_test(np.full(sizes[0], c), np.full(sizes[1], c),
+                                 KillCriterion(kind=kind, alpha=0.999, effect=0.0))
+            assert (res.p_value, res.effect_size, res.killed) == (1.0, 0.0, False), (kind, kx, c)
+
+
+def test_different_constants_are_killed_with_infinite_effect():
+    rng = np.random.default_rng(9)
+    for _ in range(300):
+        kx, ky = (int(k) for k in rng.integers(2, 200, 2))
+        c, shift = rng.uniform(0.5, 1), rng.uniform(1e-12, 0.1) * rng.choice([-1, 1])
+        for kind in MEAN_BASED:
+            sizes = (kx, kx) if kind == "paired-t" else (kx, ky)
+            x, y = np.full(sizes[0], c), np.full(sizes[1], c - shift)
+            res = deepcrime_test(x, y, KillCriterion(kind=kind))
+            assert res.p_value == 0.0 and res.effect_size == math.copysign(math.inf, shift)
+            assert res.killed
+            against = "mutant-better" if shift > 0 else "mutant-worse"
+            assert not deepcrime_test(x, y, KillCriterion(kind=kind, direction=against)).killed
+
+
+def _exact_statistics(x, y, kind):
+    """t (or z) and df in exact rational arithmetic, then float: the reference p."""
+    from fractions import Fraction
+
+    from scipy import special
+
+    fx, fy = [Fraction(v) for v in x], [Fraction(v) for v in y]
+    if kind == "paired-t":
+        diffs = [a - b for a, b in zip(fx, fy, strict=True)]
+        mean = sum(diffs) / len(diffs)
+        var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+        t2, df = mean * mean / (var / len(diffs)), len(diffs) - 1
+        return 2 * special.stdtr(df, -math.sqrt(float(t2)))
+    mx, my = sum(fx) / len(fx), sum(fy) / len(fy)
+    ssx, ssy = sum((v - mx) ** 2 for v in fx), sum((v - my) ** 2 for v in fy)
+    if kind == "deepcrime":
+        sp2 = (ssx + ssy) / (len(fx) + len(fy) - 2)
+        z2 = (mx - my) ** 2 / (sp2 * (Fraction(1, len(fx)) + Fraction(1, len(fy))))
+        return math.erfc(math.sqrt(float(z2)) / math.sqrt(2))
+    vx, vy = ssx / (len(fx) - 1) / len(fx), ssy / (len(fy) - 1) / len(fy)
+    df = (vx + vy) ** 2 / (vx * vx / (len(fx) - 1) + vy * vy / (len(fy) - 1))
+    return 2 * special.stdtr(float(df), -math.sqrt(float((mx - my) ** 2 / (vx + vy))))
+
+
+def _library_p(x, y, kind):
+    from scipy import stats
+
+    if kind == "deepcrime":
+        return _glm_p(x, y)
+    if kind == "welch":
+        return stats.ttest_ind(x, y, equal_var=False).pvalue
+    return stats.ttest_rel(x, y).pvalue
+
+
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.PerfectSeparationWarning")
+@pytest.mark.parametrize("kind", MEAN_BASED)
+def test_near_constant_data_is_not_degenerate(kind):
+    # Accuracies near c with spreads in the 4th to 13th digit are never taken for
+    # constants, and p is as exact as double precision allows: the means carry a rounding
+    # error of about k eps relative, so z (or t) about k eps / spread, and p about
+    # (1 + z^2) times that. statsmodels and SciPy meet the same bound (observed: within a
+    # third of it for all three).
+    from scipy import special
+
+    rng = np.random.default_rng(10)
+    for digit in range(4, 14):
+        spread = 10.0 ** -digit
+        for _ in range(30):
+            c = rng.uniform(0.5, 1)
+            x = c + spread * rng.normal(0, 1, 20)
+            y = (x if kind == "paired-t" else c) + spread * rng.normal(0.7, 1, 20)
+            exact = _exact_statistics(x, y, kind)
+            bound = (1 + special.ndtri(exact / 2) ** 2) * 20 * np.finfo(float).eps / spread
+            ours = deepcrime_test(x, y, KillCriterion(kind=kind)).p_value
+            assert 0 < ours < 1
+            assert abs(ours / exact - 1) <= bound, (digit, ours, exact)
+            assert abs(_library_p(x, y, kind) / exact - 1) <= bound
+
+
+def test_batch_refuses_rows_with_nan_or_inf():
+    x, y = np.full((5, 20), 0.9), np.full((5, 20), 0.8)
+    x[3, 4], y[4, 0] = np.nan, np.inf
+    with pytest.raises(ProbmutError, match=r"row 3 of the batched samples .* \(healthy side; 2 "):
+        deepcrime_test_batch(x, y)
+    x[3, 4] = 0.9
+    with pytest.raises(ProbmutError, match=r"row 4 .* \(mutant side; 1 such rows\)"):
+        deepcrime_test_batch(x, y, KillCriterion(kind="wilcoxon"))

@@ -14,7 +14,8 @@ from probmut.io.populations import load_kill_rates, read_population
 from probmut.mce import jackknife_se, mce_from_kill_counts, monte_carlo_error
 from probmut.posterior import fit_beta_batch, fit_least_squares, fit_moments
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "pmt"
+from .conftest import REFERENCE
+
 REP_MCE = REFERENCE / "rep_mce"
 LABEL_312 = REP_MCE / "mnist" / "mnist_change_label_3.12_200_pop_size.npy"
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"

@@ -16,7 +16,7 @@ from pathlib import Path
 from probmut.errors import ProbmutError
 from probmut.io.manifest import Manifest
 from probmut.io.populations import Population, read_population
-from probmut.killtest import DIRECTIONS, KINDS, KillCriterion
+from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
 
 DEFAULT_SEED = 42
 #: Where ``replicate`` writes the paper's figures and tables (committed in the repository).
@@ -145,19 +145,31 @@ PAPER_HELP_MCE = ("the paper's MCE code: its kill rule (p rounded to 3 decimals,
                   "explicitly win over it")
 
 
+def _criterion_help() -> tuple[str, str]:
+    # --criterion and --effect help, from the registry of kill criteria.
+    tests = "; ".join(f"{c.name}: {c.description}" for c in CRITERIA.values())
+    by_effect: dict[tuple, list[str]] = {}
+    for c in CRITERIA.values():
+        key = (c.effect, c.bounds, tuple(c.thresholds.values()))
+        by_effect.setdefault(key, []).append(c.name)
+    effects = "; ".join(
+        f"{effect} for {'/'.join(names)}"
+        + (f" in [{low:g}, {high:g}]" if high != float("inf") else "")
+        + f" ({'/'.join(f'{v:g}' for v in values)})"
+        for (effect, (low, high), values), names in by_effect.items())
+    return (f"the test. {tests} (default: {KINDS[0]})",
+            f"effect-size threshold: a number or small/medium/large; {effects} "
+            "(default: medium)")
+
+
 def add_criterion_arguments(parser: argparse.ArgumentParser,
                             paper_help: str = PAPER_HELP_CRITERION):
+    criterion_help, effect_help = _criterion_help()
     group = parser.add_argument_group("kill criterion")
-    group.add_argument("--criterion", choices=KINDS, default="deepcrime",
-                       help="the test: deepcrime (GLM z-test + Cohen's d, the default), welch "
-                            "(Welch's t-test + Cohen's d) or mannwhitney (Mann-Whitney U + "
-                            "Vargha-Delaney A12)")
+    group.add_argument("--criterion", choices=KINDS, default=KINDS[0], help=criterion_help)
     group.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True),
                        default=None, help="significance level (default: 0.05)")
-    group.add_argument("--effect", default=None, metavar="SIZE",
-                       help="effect-size threshold: a number or small/medium/large; Cohen's d "
-                            "for deepcrime/welch (0.2/0.5/0.8); A12 in [0.5, 1] for "
-                            "mannwhitney (0.56/0.64/0.71) (default: medium)")
+    group.add_argument("--effect", default=None, metavar="SIZE", help=effect_help)
     group.add_argument("--direction", choices=DIRECTIONS, default=None,
                        help="two-sided |d| (the paper), mutant-worse (DeepCrime, classifiers) "
                             "or mutant-better (DeepCrime, regression) (default: two-sided)")
