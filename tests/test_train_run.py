@@ -149,7 +149,7 @@ def test_resume_refuses_other_settings(digits_run):
     (["--mutation", "change_activation_function:nosuch"], "unknown Keras activation"),
     (["--mutation", "neurons_freezing:0.1@42"], "layer 42 is out of range"),
     (["--data", "missing.npz"], "no such file"),
-    (["--dataset", "cifar10"], "not in the Keras cache"),
+    (["--validation-split", "1"], "--validation-split must be a share"),
     (["--model", "no_module_here:build"], "cannot import"),
     (["--instances", "0"], "--instances must be at least 1"),
 ])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ magnitudes are VALUE[@TARGET]: a percent (3.1), a Keras name (elu), RATIO_SCALE 
 
 
 def register(subparsers) -> None:
-    from probmut.train.datasets import DATASETS
+    from probmut.train.datasets import DATASETS, DOWNLOAD_TIMEOUT
     from probmut.train.models import MODELS
     from probmut.train.operators import OPERATORS
 
@@ -36,9 +37,22 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", default="digits", choices=DATASETS,
-                      help="bundled or Keras-cached dataset (default: digits, offline)")
-    data.add_argument("--data", metavar="FILE.npz",
-                      help="your own data: x_train, y_train, x_test, y_test")
+                      help="digits (scikit-learn's, offline; the default) or a Keras data set, "
+                           "read from the Keras cache or downloaded into it on first use")
+    data.add_argument("--data", metavar="FILE.npz|DIR",
+                      help="your own data: an .npz with x_train, y_train, x_test, y_test, or an "
+                           "image folder (DIR/train/CLASS/ and DIR/test/CLASS/, or DIR/CLASS/ "
+                           "with --test-split)")
+    p.add_argument("--image-size", metavar="HxW",
+                   help="image folder: resize every image to HxW (default: the first image's)")
+    p.add_argument("--test-split", type=float, metavar="SHARE",
+                   help="image folder of class folders: hold out SHARE of each class for testing")
+    p.add_argument("--validation-split", type=float, metavar="SHARE",
+                   help="hold out SHARE of each training class as a validation set (default: "
+                        "none; needed by early stopping and change_patience)")
+    p.add_argument("--download-timeout", type=float, default=DOWNLOAD_TIMEOUT, metavar="SECONDS",
+                   help=f"give up a Keras download that has not started after SECONDS "
+                        f"(default {DOWNLOAD_TIMEOUT:g})")
     p.add_argument("--model", default="digits_cnn",
                    help=f"{', '.join(MODELS)}, or module:function returning a Keras model "
                         "(default: digits_cnn)")
@@ -115,6 +129,16 @@ def handle(args) -> int:
         raise ProbmutError(f"--learning-rate must be positive, got {args.learning_rate}")
     if args.backend == "local" and args.address:
         raise ProbmutError("--address is for --backend ray")
+    if not args.download_timeout > 0:
+        raise ProbmutError(f"--download-timeout must be positive, got {args.download_timeout}")
+    from probmut.train.datasets import DATASETS, check_data_arguments
+
+    source = args.dataset
+    if args.data is not None:  # a path, even one spelled like a data set's name
+        source = os.path.join(".", args.data) if args.data in DATASETS else args.data
+    data_options = {"image_size": args.image_size, "test_split": args.test_split,
+                    "validation_split": args.validation_split}
+    check_data_arguments(source, **data_options)
     _require("tensorflow", "train")
     _require("sklearn", "train")
     if args.backend == "ray":
@@ -138,7 +162,7 @@ def handle(args) -> int:
     from probmut.train.operators import bind
     from probmut.train.run import run_populations
 
-    dataset = load_dataset(args.data or args.dataset)
+    dataset = load_dataset(source, **data_options, download_timeout=args.download_timeout)
     spec = resolve_model(args.model, dataset.input_shape, dataset.n_classes)
     overrides = {"epochs": args.epochs, "batch_size": args.batch_size,
                  "learning_rate": args.learning_rate}
@@ -149,8 +173,7 @@ def handle(args) -> int:
         if m.operator.level == "training":
             build_model(spec, dataset.input_shape, dataset.n_classes,
                         m.operator.apply(config, m.params))
-    settings = RunSettings(dataset=str(args.data or args.dataset), model=args.model,
-                           config=config, seed=args.seed,
+    settings = RunSettings(dataset=source, model=args.model, config=config, seed=args.seed,
                            stack=_stack_size(stack, probe, config, dataset, mutations))
     name = args.name or args.out.resolve().name
     shared = {"dataset": dataset}

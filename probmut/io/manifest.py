@@ -174,13 +174,19 @@ def _toml_value(value) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to a manifest")
 
 
+def _toml_key(key: str) -> str:
+    """A bare key when TOML allows one (letters, digits, ``_``, ``-``), else a quoted one."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else json.dumps(key)
+
+
 def _toml_lines(table: dict, prefix: str) -> list[str]:
     scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
     lines = [f"[{prefix}]"] if prefix and (scalars or not table) else []
-    lines += [f"{key} = {_toml_value(value)}" for key, value in scalars.items()]
+    lines += [f"{_toml_key(key)} = {_toml_value(value)}" for key, value in scalars.items()]
     for key, value in table.items():
         if isinstance(value, dict):
-            sub = _toml_lines(value, f"{prefix}.{key}" if prefix else key)
+            sub = _toml_lines(value, f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key))
             lines += ([""] if lines else []) + sub
     return lines
 
@@ -200,17 +206,31 @@ def write_manifest(path, content: dict, comment: str | None = None) -> None:
     atomic_write_text(path, "\n".join(lines + _toml_lines(content, "")) + "\n")
 
 
-def add_to_manifest(path, model: str, healthy: str, description: str, populations) -> None:
+def add_to_manifest(path, model: str, healthy: str, description: str, populations,
+                    data: dict | None = None) -> None:
     """Add populations to the manifest at ``path`` (created if absent), keeping what is
     there: other models, magnitudes written by earlier runs.
 
     ``populations`` holds ``(mutation, magnitude, paired)`` triples; each mutation's
-    files are ``{mutation}_{magnitude}.csv`` beside the manifest.
+    files are ``{mutation}_{magnitude}.csv`` beside the manifest. ``data`` (the data
+    set's provenance: name, source, file hashes, split sizes) becomes the model's
+    ``data`` table.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "manifest.toml")
+    >>> add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "1", False)],
+    ...                 data={"name": "d", "files": {"d.npz": "ab12"}})
+    >>> Manifest.load(path).models["m"]["data"]
+    {'name': 'd', 'files': {'d.npz': 'ab12'}}
+    >>> '"d.npz" = "ab12"' in open(path).read()   # keys TOML cannot take bare are quoted
+    True
     """
     path = Path(path)
     content = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     entry = content.setdefault("models", {}).setdefault(model, {})
     entry.update(healthy=healthy, description=description)
+    if data is not None:
+        entry["data"] = data
     known = entry.setdefault("mutations", {})
     for name, magnitude, paired in populations:
         spec = known.setdefault(name, {"paired": bool(paired),

@@ -108,7 +108,7 @@ def _trained(settings: RunSettings, data, seed: int, operator=None, params=None)
         config = operator.apply(config, params)
     spec = _spec(settings.model, data.input_shape, data.n_classes)
     model = models.build_model(spec, data.input_shape, data.n_classes, config)
-    models.fit(model, x, y, data.n_classes, config)
+    models.fit(model, x, y, data.n_classes, config, data.validation)
     return model
 
 

@@ -175,9 +175,13 @@ def _targets(y, n_classes, loss):
     return np.eye(n_classes, dtype=np.float32)[y]
 
 
-def fit(model, x, y, n_classes, config: TrainConfig) -> None:
+def fit(model, x, y, n_classes, config: TrainConfig, validation=None) -> None:
+    """Train ``model`` on ``(x, y)``; ``validation`` is the dataset's ``(x_val, y_val)`` or None."""
+    if validation is not None:
+        validation = (validation[0], _targets(validation[1], n_classes, config.loss))
     model.fit(x, _targets(y, n_classes, config.loss), epochs=config.epochs,
-              batch_size=config.batch_size, shuffle=True, verbose=0)
+              batch_size=config.batch_size, shuffle=True, verbose=0,
+              validation_data=validation)
 
 
 def evaluate(model, x_test, y_test) -> np.ndarray:

@@ -6,7 +6,8 @@ Layout of an output directory ``OUT``::
     OUT/healthy.csv                        instance,accuracy,seed (one row per instance)
     OUT/healthy.outcomes.npz               per-input outcomes (probmut.io.outcomes)
     OUT/{operator}_{magnitude}.csv         one file per mutant population (+ .outcomes.npz)
-    OUT/.work/settings.json                the shared settings; a resume must match them
+    OUT/.work/settings.json                the shared settings and the data's provenance;
+                                           a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
     OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
 
@@ -100,17 +101,27 @@ def _load_weights(out: Path, instance: int):
     return [data[f"arr_{k}"] for k in range(len(data))]
 
 
-def _check_settings(out: Path, settings: RunSettings) -> None:
-    """Refuse to resume into ``out`` with settings other than those it was started with."""
+def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
+    """Refuse to resume into ``out`` with settings, or data, other than those it was
+    started with. ``data`` is the data set's provenance; its fingerprint and split sizes
+    decide (not, say, the version of the library that loaded it)."""
     path = out / ".work" / "settings.json"
-    current = json.loads(json.dumps(dataclasses.asdict(settings)))
+    identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
+    current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity}))
     if path.exists():
-        previous = {"stack": 1} | json.loads(path.read_text())  # runs from before --stack
+        # runs from before --stack, or from before the data was recorded (not checked)
+        previous = {"stack": 1, "data": identity} | json.loads(path.read_text())
         if previous != current:
             changed = sorted(k for k in current if previous.get(k) != current[k])
+            before = [previous.get(k) for k in changed if k != "data"]
+            if "data" in changed:
+                old = previous.get("data") or {}
+                before.append(f"data {old.get('name')} with {old.get('train')} training and "
+                              f"{old.get('test')} test samples, fingerprint "
+                              f"{str(old.get('fingerprint'))[:12]}")
             raise ProbmutError(f"{out} holds a run with other settings ({', '.join(changed)} "
-                               f"differ: {[previous.get(k) for k in changed]} before); use the "
-                               "same settings to resume, or a new --out")
+                               f"differ: {before} before); use the same settings and data to "
+                               "resume, or a new --out")
     else:
         atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
 
@@ -214,7 +225,8 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                      progress) -> RunReport:
     from tqdm import tqdm
 
-    _check_settings(out, settings)
+    provenance = dataset.provenance()
+    _check_settings(out, settings, provenance)
     remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
@@ -271,5 +283,6 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                         f"{settings.model} on {settings.dataset}, {instances} instances, "
                         f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
                         "(probmut train)",
-                        [(m.operator.name, m.magnitude, m.operator.paired) for m in mutations])
+                        [(m.operator.name, m.magnitude, m.operator.paired) for m in mutations],
+                        data=provenance)
     return report
