@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from probmut.errors import ProbmutError
@@ -46,6 +46,7 @@ class Mutation:
     magnitudes: tuple[str, ...]
     files: tuple[Path, ...]
     paired: bool
+    flags: dict[str, tuple[str, ...]] = field(default_factory=dict)  # magnitude -> flags
 
     @property
     def label(self) -> str:
@@ -152,8 +153,10 @@ class Manifest:
         magnitudes = tuple(str(m) for m in spec["magnitudes"])
         pattern = spec["pattern"]
         files = tuple(self.path.parent / pattern.format(magnitude=m) for m in magnitudes)
+        flags = {str(m): tuple(f) for m, f in spec.get("flags", {}).items()}
         return Mutation(model=model, name=name, healthy=self.healthy(model),
-                        magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)))
+                        magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)),
+                        flags=flags)
 
     def mutations(self, model: str | None = None):
         """Every mutation of one model (or of all models), in manifest order."""
@@ -211,7 +214,9 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     """Add populations to the manifest at ``path`` (created if absent), keeping what is
     there: other models, magnitudes written by earlier runs.
 
-    ``populations`` holds ``(mutation, magnitude, paired)`` triples; each mutation's
+    ``populations`` holds ``(mutation, magnitude, paired)`` triples, or ``(mutation,
+    magnitude, paired, flags)`` with the population's flags (``["equivalent"]``, ...;
+    written to the mutation's ``flags`` table, magnitude -> list); each mutation's
     files are ``{mutation}_{magnitude}.csv`` beside the manifest. ``data`` (the data
     set's provenance: name, source, file hashes, split sizes) becomes the model's
     ``data`` table.
@@ -220,8 +225,12 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     >>> path = os.path.join(tempfile.mkdtemp(), "manifest.toml")
     >>> add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "1", False)],
     ...                 data={"name": "d", "files": {"d.npz": "ab12"}})
-    >>> Manifest.load(path).models["m"]["data"]
+    >>> manifest = Manifest.load(path)
+    >>> manifest.models["m"]["data"]
     {'name': 'd', 'files': {'d.npz': 'ab12'}}
+    >>> add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "2", False, ["broken"])])
+    >>> Manifest.load(path).mutation("m", "x").flags
+    {'2': ('broken',)}
     >>> '"d.npz" = "ab12"' in open(path).read()   # keys TOML cannot take bare are quoted
     True
     """
@@ -232,11 +241,13 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     if data is not None:
         entry["data"] = data
     known = entry.setdefault("mutations", {})
-    for name, magnitude, paired in populations:
+    for name, magnitude, paired, *flags in populations:
         spec = known.setdefault(name, {"paired": bool(paired),
                                        "pattern": f"{name}_{{magnitude}}.csv",
                                        "magnitudes": []})
         if magnitude not in spec["magnitudes"]:
             spec["magnitudes"].append(magnitude)
+        if flags:
+            spec.setdefault("flags", {})[magnitude] = list(flags[0])
     write_manifest(path, content,
                    "probmut run manifest, written by `probmut train`; paths are relative to it.")

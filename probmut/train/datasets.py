@@ -17,6 +17,10 @@ Four sources:
 (for early stopping and the operators that need one). Both splits are stratified and
 fixed (seed 0): every instance of a run sees the same data.
 
+For the regression and recommendation models (:mod:`probmut.train.tasks`) the data
+comes from an ``.npz`` file with the arrays each needs (:data:`TASK_ARRAYS`); inputs
+may then be a tuple of arrays (the model's inputs, in order).
+
 Every dataset carries its provenance (:meth:`Dataset.provenance`: name, source, file
 hashes, split sizes and a fingerprint of the arrays), which the run records.
 
@@ -77,11 +81,50 @@ KERAS_DATASETS = {
 }
 DATASETS = ["digits", *KERAS_DATASETS]
 
+#: The arrays an ``.npz`` file holds for each task (each also with ``_test``).
+TASK_ARRAYS = {
+    "classification": "x_train (inputs), y_train (class ids 0, 1, ...)",
+    "regression": "x_train (eye images, n x H x W [x 1]), pose_train (head pose: pitch, yaw "
+                  "in radians, n x 2), y_train (gaze: pitch, yaw in radians, n x 2)",
+    "recommendation": "x_train (user id, item id: integers, n x 2), y_train (ratings scaled "
+                      "to [0, 1], n)",
+}
+
+Inputs = np.ndarray | tuple  # one array, or one array per model input
+
+
+def n_rows(x: Inputs) -> int:
+    """Number of samples in inputs that are one array or a tuple of arrays."""
+    return len(x[0]) if isinstance(x, tuple) else len(x)
+
+
+def take(x: Inputs, index) -> Inputs:
+    """Rows ``index`` of every input array."""
+    return tuple(a[index] for a in x) if isinstance(x, tuple) else x[index]
+
+
+def concat(a: Inputs, b: Inputs) -> Inputs:
+    """Inputs ``a`` followed by ``b``."""
+    if isinstance(a, tuple):
+        return tuple(np.concatenate([u, v]) for u, v in zip(a, b, strict=True))
+    return np.concatenate([a, b])
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """What a model builder needs to know about the data: input shape(s), number of
+    outputs (classes for a classifier) and, for integer-id inputs, each id's count."""
+
+    input_shape: tuple
+    n_outputs: int
+    vocabulary: tuple[int, ...] | None = None
+
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """Train, validation and test split of a classification dataset; labels are int64
-    class ids. ``x_val``/``y_val`` are None without a validation split. ``source``,
+    """Train, validation and test split of a dataset for one ``task``; a classifier's
+    labels are int64 class ids, other targets float32; inputs are one array or a tuple
+    of arrays. ``x_val``/``y_val`` are None without a validation split. ``source``,
     ``files`` (path -> SHA-256) and ``split`` say where the arrays came from;
     ``class_names`` (an image folder's class folders) names class id i."""
 
@@ -96,14 +139,31 @@ class Dataset:
     files: dict[str, str] = field(default_factory=dict)
     split: str = ""
     class_names: tuple[str, ...] = ()
+    task: str = "classification"
 
     @property
     def n_classes(self) -> int:
+        """Classes of a classifier (1 + the largest label); 0 for other tasks."""
+        if self.task != "classification":
+            return 0
         return int(max(self.y_train.max(), self.y_test.max())) + 1
 
     @property
-    def input_shape(self) -> tuple[int, ...]:
+    def input_shape(self) -> tuple:
+        """One input's shape, or a tuple of shapes (one per input)."""
+        if isinstance(self.x_train, tuple):
+            return tuple(tuple(a.shape[1:]) for a in self.x_train)
         return tuple(self.x_train.shape[1:])
+
+    @property
+    def dims(self) -> ModelDims:
+        if self.task == "classification":
+            return ModelDims(self.input_shape, self.n_classes)
+        if self.task == "regression":
+            return ModelDims(self.input_shape, int(self.y_train.shape[1]))
+        parts = [x for x in (self.x_train, self.x_val, self.x_test) if x is not None]
+        vocabulary = tuple(int(max(x[k].max() for x in parts)) + 1 for k in range(2))
+        return ModelDims(self.input_shape, 1, vocabulary)
 
     @property
     def validation(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -113,8 +173,8 @@ class Dataset:
     def fingerprint(self) -> str:
         """SHA-256 of every array (shapes, dtypes and bytes): equal iff the data is."""
         digest = hashlib.sha256()
-        for array in (self.x_train, self.y_train, self.x_val, self.y_val, self.x_test,
-                      self.y_test):
+        parts = (self.x_train, self.y_train, self.x_val, self.y_val, self.x_test, self.y_test)
+        for array in (a for part in parts for a in (part if isinstance(part, tuple) else (part,))):
             array = np.zeros(0) if array is None else np.ascontiguousarray(array)
             digest.update(f"{array.dtype.str}{array.shape}".encode())
             digest.update(memoryview(array).cast("B"))
@@ -128,12 +188,15 @@ class Dataset:
         ('digits', 1347, 0, 450, 10)
         """
         names = {"class_names": list(self.class_names)} if self.class_names else {}
-        return {"name": self.name, "source": self.source, "split": self.split,
-                "train": len(self.y_train),
+        classes = {"classes": self.n_classes} if self.task == "classification" else {}
+        shape = self.input_shape
+        return {"name": self.name, "task": self.task, "source": self.source,
+                "split": self.split, "train": len(self.y_train),
                 "validation": 0 if self.y_val is None else len(self.y_val),
-                "test": len(self.y_test), "classes": self.n_classes, **names,
-                "input_shape": list(self.input_shape), "fingerprint": self.fingerprint,
-                "files": dict(self.files)}
+                "test": len(self.y_test), **classes, **names,
+                "input_shape": [list(s) for s in shape] if isinstance(self.x_train, tuple)
+                else list(shape),
+                "fingerprint": self.fingerprint, "files": dict(self.files)}
 
 
 def sha256_file(path) -> str:
@@ -253,17 +316,23 @@ def check_data_arguments(source: str, *, image_size: str | None = None,
 # ---------------------------------------------------------------- loading
 
 @functools.lru_cache(maxsize=4)
-def load_dataset(source: str, *, image_size: str | None = None,
+def load_dataset(source: str, *, task: str = "classification", image_size: str | None = None,
                  test_split: float | None = None, validation_split: float | None = None,
                  download_timeout: float = DOWNLOAD_TIMEOUT) -> Dataset:
-    """Load a dataset by name (see ``DATASETS``), from an ``.npz`` file or an image folder.
+    """Load a dataset by name (see ``DATASETS``), from an ``.npz`` file or an image folder,
+    for a model of ``task`` (the named data sets and image folders are classification).
 
     Raises :class:`ProbmutError` for bad arguments, a data set Keras cannot load or
     download, or a malformed file. Results are cached per process.
     """
     check_data_arguments(source, image_size=image_size, test_split=test_split,
                          validation_split=validation_split)
-    if source == "digits":
+    if task != "classification":
+        if source in DATASETS or Path(source).is_dir():
+            raise ProbmutError(f"a {task} model trains on --data FILE.npz with "
+                               f"{TASK_ARRAYS[task]} and the same _test arrays")
+        data = _task_npz(Path(source), task)
+    elif source == "digits":
         data = _digits()
     elif source in KERAS_DATASETS:
         data = _keras_dataset(source, download_timeout)
@@ -273,11 +342,14 @@ def load_dataset(source: str, *, image_size: str | None = None,
         data = _npz(Path(source))
     if validation_split is None:
         return data
-    train, val = stratified_split(data.y_train, validation_split)
+    from probmut.train.tasks import strata
+
+    train, val = stratified_split(strata(data.y_train, task), validation_split)
     split = (data.split + "; " if data.split else "") + (
         f"validation: {validation_split:g} of each training class (seed {_SPLIT_SEED})")
-    return dataclasses.replace(data, x_train=data.x_train[train], y_train=data.y_train[train],
-                               x_val=data.x_train[val], y_val=data.y_train[val], split=split)
+    return dataclasses.replace(data, x_train=take(data.x_train, train),
+                               y_train=data.y_train[train], x_val=take(data.x_train, val),
+                               y_val=data.y_train[val], split=split)
 
 
 def stratified_split(y: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
@@ -415,6 +487,48 @@ def _npz(path: Path) -> Dataset:
     scale = 255.0 if arrays["x_train"].max() > 1.0 else 1.0
     return _normalised(path.stem, **arrays, scale=scale, source=f"file {path}",
                        files={path.name: sha256_file(path)}, split="the file's train and test sets")
+
+
+def _task_npz(path: Path, task: str) -> Dataset:
+    """The arrays of a regression (gaze) or recommendation ``.npz`` (see ``TASK_ARRAYS``)."""
+    inputs = ["x", "pose"] if task == "regression" else ["x"]
+    names = [f"{k}_{part}" for part in ("train", "test") for k in [*inputs, "y"]]
+    try:
+        with np.load(path) as data:
+            arrays = {key: data[key] for key in names}
+    except KeyError as error:
+        raise ProbmutError(f"--data {path}: missing array {error}; a {task} model needs "
+                           f"{TASK_ARRAYS[task]} and the same _test arrays") from None
+    except (ValueError, OSError) as error:
+        raise ProbmutError(f"--data {path}: not a readable .npz file ({error})") from None
+
+    def check(ok, what):
+        if not ok:
+            raise ProbmutError(f"--data {path}: {what} (a {task} model needs "
+                               f"{TASK_ARRAYS[task]})")
+
+    parts = {}
+    for part in ("train", "test"):
+        x, y = arrays[f"x_{part}"], np.asarray(arrays[f"y_{part}"], np.float32)
+        n = len(y)
+        if task == "regression":
+            pose = np.asarray(arrays[f"pose_{part}"], np.float32)
+            check(x.ndim in (3, 4) and len(x) == n, f"x_{part} must hold {n} images")
+            check(pose.shape == (n, 2) and y.shape == (n, 2),
+                  f"pose_{part} and y_{part} must be {n} x 2 angles")
+            images = np.asarray(x, np.float32) / np.float32(255.0 if x.max() > 1.0 else 1.0)
+            parts[part] = ((images[..., None] if images.ndim == 3 else images, pose), y)
+        else:
+            check(x.shape == (n, 2) and np.issubdtype(x.dtype, np.integer) and x.min() >= 0,
+                  f"x_{part} must hold {n} rows of non-negative integer (user, item) ids")
+            check(y.ndim == 1 and y.min() >= 0 and y.max() <= 1,
+                  f"y_{part} must hold {n} ratings in [0, 1]")
+            ids = x.astype(np.int32)
+            parts[part] = ((ids[:, :1], ids[:, 1:]), y)
+    (x_train, y_train), (x_test, y_test) = parts["train"], parts["test"]
+    return Dataset(path.stem, x_train, y_train, x_test, y_test, source=f"file {path}",
+                   files={path.name: sha256_file(path)}, split="the file's train and test sets",
+                   task=task)
 
 
 def _image_folder(folder: Path, size: tuple[int, int] | None,

@@ -31,7 +31,9 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import LockedError, atomic_write, exclusive, remove_orphans
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
-from probmut.io.outcomes import save_outcomes
+from probmut.io.outcomes import load_outcomes, save_outcomes
+from probmut.train.flags import Flags
+from probmut.train.flags import population_flags as flags_of
 from probmut.train.instance import (
     HEALTHY,
     InstanceResult,
@@ -41,6 +43,7 @@ from probmut.train.instance import (
     train_instance,
 )
 from probmut.train.operators import Mutation
+from probmut.train.tasks import TASKS
 
 
 def _record_path(out: Path, population: str, instance: int) -> Path:
@@ -60,11 +63,12 @@ def _record_key(population: str, instance: int) -> str:
 
 
 def _save_record(out: Path, result: InstanceResult) -> None:
+    equivalent = {} if result.equivalent is None else {"equivalent": np.bool_(result.equivalent)}
     write_checked(_record_path(out, result.population, result.instance),
                   _record_key(result.population, result.instance),
                   accuracy=np.float64(result.accuracy), seed=np.int64(result.seed),
                   seconds=np.float64(result.seconds), correct=np.packbits(result.correct),
-                  n_inputs=np.int64(result.correct.size))
+                  n_inputs=np.int64(result.correct.size), **equivalent)
     if result.weights is not None:
         write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
                       **{f"arr_{k}": w for k, w in enumerate(result.weights)})
@@ -191,15 +195,32 @@ def _per_task(outcome, count: int) -> list:
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
 
 
+def population_flags(out: Path, population: str, instances: int, dataset,
+                     mutation: Mutation | None) -> Flags:
+    """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
+    _, correct, labels = load_outcomes(out / f"{population}.outcomes.npz")
+    records = []
+    for instance in range(instances):
+        record = _load_record(out, population, instance)
+        if record is not None:
+            records.append(bool(record["equivalent"]) if "equivalent" in record else None)
+    task = TASKS[dataset.task]
+    return flags_of(correct, labels, task.chance(dataset.y_train, dataset.y_test), dataset.task,
+                    equivalent_before=mutation.equivalent if mutation else "",
+                    equivalent_instances=records)
+
+
 @dataclass
 class RunReport:
-    """What a run did: instances trained now, found already done, and failures."""
+    """What a run did: instances trained now, found already done, failures, and each
+    population's instances on disk and flags."""
 
     trained: int = 0
     resumed: int = 0
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)  # population -> instances on disk
+    flags: dict[str, Flags] = field(default_factory=dict)
 
 
 def run_populations(settings: RunSettings, mutations: list[Mutation], instances: int,
@@ -278,11 +299,15 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
             if stem not in report.counts:
                 report.counts[stem] = assemble(out, stem, instances, labels, deepcrime)
         report.counts = {stem: report.counts[stem] for stem in populations}
+        report.flags = {stem: population_flags(out, stem, instances, dataset, m)
+                        for stem, m in populations.items() if report.counts[stem]}
         cfg = settings.config
         add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
                         f"{settings.model} on {settings.dataset}, {instances} instances, "
                         f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
                         "(probmut train)",
-                        [(m.operator.name, m.magnitude, m.operator.paired) for m in mutations],
+                        [(m.operator.name, m.magnitude, m.operator.paired,
+                          list(report.flags[m.stem].flags) if m.stem in report.flags else [])
+                         for m in mutations],
                         data=provenance)
     return report
