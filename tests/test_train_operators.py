@@ -493,7 +493,8 @@ def test_layer_setting_operators(keras):
 
 
 @pytest.mark.train
-def test_regularisation_and_bias_operators_on_a_model_that_has_them(keras):
+def test_operators_for_layers_digits_cnn_lacks(keras):
+    """A hidden layer without activation and bias, with a regulariser."""
     from probmut.train.models import ModelSpec, build_model
 
     def build(dims):
@@ -505,6 +506,7 @@ def test_regularisation_and_bias_operators_on_a_model_that_has_them(keras):
     probe = build(DIMS["digits_cnn"])
     for text, check in [
             ("add_bias", lambda m: m.layers[1].bias is not None),
+            ("add_activation_function:tanh", lambda m: m.layers[1].activation.__name__ == "tanh"),
             ("remove_weights_regularisation", lambda m: m.layers[1].kernel_regularizer is None),
             ("change_weights_regularisation:l1", lambda m: type(
                 m.layers[1].kernel_regularizer).__name__ == "L1")]:

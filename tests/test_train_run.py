@@ -73,7 +73,8 @@ def test_run_writes_valid_populations_and_manifest(digits_run):
     manifest = tomllib.loads((out / "manifest.toml").read_text())["models"]["digits"]
     assert manifest["healthy"] == "healthy.csv"
     assert manifest["mutations"]["delete_training_data"] == {
-        "paired": False, "pattern": "delete_training_data_{magnitude}.csv", "magnitudes": ["90"]}
+        "paired": False, "pattern": "delete_training_data_{magnitude}.csv", "magnitudes": ["90"],
+        "flags": {"90": []}}
     assert manifest["mutations"]["neurons_freezing"]["paired"] is True
 
 

@@ -475,15 +475,21 @@ def _watched(load, timeout: float, targets: list[Path]):
     return outcome["value"]
 
 
-def _npz(path: Path) -> Dataset:
+def _arrays(path: Path, names: list[str], needs: str) -> dict[str, np.ndarray]:
+    """The named arrays of an ``.npz`` file, or a one-line error naming the first missing."""
     try:
         with np.load(path) as data:
-            arrays = {key: data[key] for key in ("x_train", "y_train", "x_test", "y_test")}
-    except KeyError as error:
-        raise ProbmutError(f"--data {path}: missing array {error}; the file needs "
-                           "x_train, y_train, x_test, y_test") from None
+            missing = [name for name in names if name not in data.files]
+            if missing:
+                raise ProbmutError(f"--data {path}: missing array {missing[0]!r}; {needs}")
+            return {name: data[name] for name in names}
     except (ValueError, OSError) as error:
         raise ProbmutError(f"--data {path}: not a readable .npz file ({error})") from None
+
+
+def _npz(path: Path) -> Dataset:
+    arrays = _arrays(path, ["x_train", "y_train", "x_test", "y_test"],
+                     "the file needs x_train, y_train, x_test, y_test")
     scale = 255.0 if arrays["x_train"].max() > 1.0 else 1.0
     return _normalised(path.stem, **arrays, scale=scale, source=f"file {path}",
                        files={path.name: sha256_file(path)}, split="the file's train and test sets")
@@ -493,14 +499,8 @@ def _task_npz(path: Path, task: str) -> Dataset:
     """The arrays of a regression (gaze) or recommendation ``.npz`` (see ``TASK_ARRAYS``)."""
     inputs = ["x", "pose"] if task == "regression" else ["x"]
     names = [f"{k}_{part}" for part in ("train", "test") for k in [*inputs, "y"]]
-    try:
-        with np.load(path) as data:
-            arrays = {key: data[key] for key in names}
-    except KeyError as error:
-        raise ProbmutError(f"--data {path}: missing array {error}; a {task} model needs "
-                           f"{TASK_ARRAYS[task]} and the same _test arrays") from None
-    except (ValueError, OSError) as error:
-        raise ProbmutError(f"--data {path}: not a readable .npz file ({error})") from None
+    arrays = _arrays(path, names, f"a {task} model needs {TASK_ARRAYS[task]} and the same "
+                                  "_test arrays")
 
     def check(ok, what):
         if not ok:

@@ -64,7 +64,7 @@ def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
     for mutation in mutations:
         mutation = bind(mutation, healthy, data.task)
         operator, params = mutation.operator, mutation.params
-        label = f"--mutation {mutation.stem}"
+        label = mutation.label
         if data.task == "classification":
             _check_classes(label, params, data.n_classes)
         if operator.needs_validation and data.validation is None:

@@ -189,7 +189,7 @@ def check_keras_name(mutation: Mutation) -> None:
     try:
         getattr(keras, kind).get(mutation.params["name"])
     except (ValueError, TypeError):
-        raise ProbmutError(f"--mutation {mutation.stem}: unknown Keras {kind[:-1]} "
+        raise ProbmutError(f"{mutation.label}: unknown Keras {kind[:-1]} "
                            f"{mutation.params['name']!r} (see keras.{kind})") from None
 
 
@@ -854,6 +854,11 @@ class Mutation:
     def stem(self) -> str:
         return f"{self.operator.name}_{self.magnitude}"
 
+    @property
+    def label(self) -> str:
+        """How error messages name it: as written on the command line."""
+        return f"--mutation {self.operator.name}:{self.magnitude}".rstrip(":")
+
 
 def parse_mutations(text: str) -> list[Mutation]:
     """``OPERATOR[:MAG1,MAG2,...]`` -> one :class:`Mutation` per magnitude (layers unbound).
@@ -901,7 +906,7 @@ def bind(mutation: Mutation, model, task: str = "classification") -> Mutation:
     mutation with ``params["layer"]`` set; raises :class:`ProbmutError` if impossible.
     """
     operator = mutation.operator
-    label = f"--mutation {operator.name}:{mutation.magnitude}".rstrip(":")
+    label = mutation.label
     check_keras_name(mutation)
     if task not in operator.tasks:
         raise ProbmutError(f"{label}: {operator.name} is only for "
