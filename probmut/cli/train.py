@@ -225,8 +225,8 @@ def handle(args) -> int:
     overrides = {"epochs": args.epochs, "batch_size": args.batch_size,
                  "learning_rate": args.learning_rate, "patience": args.patience}
     config = spec.config.replace(**{k: v for k, v in overrides.items() if v is not None})
-    probe = build_model(spec, dataset.dims, config)
     mutations = prepare(mutations, spec, dataset, config)
+    probe = build_model(spec, dataset.dims, config)
     stems = [m.stem for m in mutations]
     if len(set(stems)) != len(stems):
         raise ProbmutError(f"a mutation magnitude is given twice: {stems}")

@@ -36,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -410,8 +411,9 @@ def _keras_dataset(name: str, timeout: float) -> Dataset:
 
     loader = getattr(keras.datasets, name).load_data
     try:
-        (x_train, y_train), (x_test, y_test) = _watched(
-            loader, timeout, [cache / f.path for f in files])
+        with contextlib.redirect_stdout(sys.stderr):  # Keras' download progress: stderr
+            (x_train, y_train), (x_test, y_test) = _watched(
+                loader, timeout, [cache / f.path for f in files])
     except DownloadTimeout:
         raise ProbmutError(f"dataset {name!r}: the download of {(missing or files)[0].path} did "
                            f"not start within {timeout:g} s (--download-timeout); "

@@ -55,8 +55,11 @@ def _finite(values) -> bool:
 def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
     """Bind, check and mark every mutation for ``spec``'s model on ``data`` trained per
     ``config``; returns the bound mutations (``equivalent`` set where it is known now)."""
+    import keras
+
     from probmut.train import models
 
+    keras.backend.clear_session()  # layer names in messages as in a fresh session: conv2d, ...
     healthy = models.build_model(spec, data.dims, config)
     sample = take(data.x_train, np.arange(min(16, n_rows(data.x_train))))
     targets = data.y_train[: n_rows(sample)]
