@@ -126,7 +126,9 @@ def _stack_size(requested, probe, config, dataset, mutations) -> int:
         return requested
     from probmut.train.stack import auto_stack_size, gpu_budget, member_bytes
 
-    private = dataset.x_train.nbytes if any(m.operator.level == "data" for m in mutations) else 0
+    inputs = dataset.x_train if isinstance(dataset.x_train, tuple) else (dataset.x_train,)
+    private = (sum(x.nbytes for x in inputs)
+               if any(m.operator.level == "data" for m in mutations) else 0)
     size = member_bytes(probe, config.batch_size, private)
     budget = gpu_budget()
     return auto_stack_size(size) if budget is None else auto_stack_size(size, budget)

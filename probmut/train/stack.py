@@ -252,9 +252,11 @@ class StackedModel:
                                                               strict=True)):
             kind = type(layer).__name__
             if kind == "Dense":
-                x = layer.activation(_dense(x, *weights, layer.use_bias))
+                x = layer.activation(_dense(x, weights[0], weights[1] if layer.use_bias
+                                            else None, layer.use_bias))
             elif kind == "Conv2D":
-                x = layer.activation(_conv2d(x, *weights, layer))
+                x = layer.activation(_conv2d(x, weights[0], weights[1] if layer.use_bias
+                                             else None, layer))
             elif kind == "Dropout":
                 if training and layer.rate > 0:
                     x = self._dropout(x, layer.rate, step, position)
