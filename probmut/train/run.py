@@ -43,7 +43,7 @@ from probmut.train.instance import (
     train_instance,
 )
 from probmut.train.operators import Mutation
-from probmut.train.tasks import TASKS
+from probmut.train.tasks import TASKS, strata
 
 
 def _record_path(out: Path, population: str, instance: int) -> Path:
@@ -268,7 +268,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     if report.resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
-    labels = dataset.y_test
+    labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
