@@ -1,13 +1,52 @@
-"""Mutation operators: exact counts, parsing errors, model-level operators touch only
-their target (no training needed: operators act on data arrays or weights)."""
+"""Mutation operators: what each one changes, counted exactly (labels, samples, weights,
+units, layers; layer tables before and after), on synthetic data and on the bundled
+digits_cnn and DeepCrime MNIST models. No training: operators act on data arrays,
+training settings, built models or weights.
+"""
 
 import numpy as np
 import pytest
 
 from probmut.errors import ProbmutError
 from probmut.train import operators as ops
-from probmut.train.operators import OPERATORS, parse_mutations
+from probmut.train.datasets import ModelDims
+from probmut.train.models import TrainConfig
+from probmut.train.operators import ALIASES, OPERATORS, parse_mutations
 
+DEEPMUTATION = ["DR", "LE", "DM", "DF", "NP", "LR", "LAs", "AFRs", "GF", "WS", "NEB", "NAI",
+                "NS", "LD", "LAm", "AFRm"]
+DEEPCRIME = ["change_label", "delete_training_data", "unbalance_train_data",
+             "make_output_classes_overlap", "add_noise", "change_activation_function",
+             "add_activation_function", "remove_activation_function",
+             "change_weights_initialisation", "add_weights_regularisation",
+             "change_weights_regularisation", "remove_weights_regularisation",
+             "change_dropout_rate", "add_bias", "remove_bias", "change_loss_function",
+             "change_optimisation_function", "change_learning_rate", "change_epochs",
+             "change_batch_size", "disable_batching", "change_gradient_clipping",
+             "change_patience", "remove_validation_set"]
+
+
+def test_both_catalogues_are_in_the_registry():
+    assert sorted(ALIASES) == sorted(DEEPMUTATION)
+    assert set(DEEPCRIME) <= set(OPERATORS)
+    for name in DEEPCRIME:
+        assert "DeepCrime" in OPERATORS[name].source, name
+    for alias in DEEPMUTATION:
+        assert "DeepMutation" in OPERATORS[ALIASES[alias][0]].source, alias
+    assert {op.level for op in OPERATORS.values()} == {"data", "training", "model"}
+
+
+def test_aliases_and_defaults():
+    assert [m.stem for m in parse_mutations("LE:10")] == ["change_label_10@all"]
+    assert [m.stem for m in parse_mutations("LE:10@3")] == ["change_label_10@3"]
+    assert [m.stem for m in parse_mutations("DR")] == ["data_repetition_10"]
+    assert [m.stem for m in parse_mutations("disable_batching")] == ["disable_batching_on"]
+    assert parse_mutations("LD")[0].params == {"layer": None}  # bound later to a layer
+    assert parse_mutations("gaussian_fuzzing:0.1_sd0.05")[0].params == {
+        "ratio": 0.1, "scale": None, "sd": 0.05, "layer": None}
+
+
+# ------------------------------------------------------------ data operators
 
 def _data():
     # 5 classes with 40, 30, 20, 20, 10 samples; x remembers each sample's position
@@ -16,9 +55,9 @@ def _data():
     return x, y
 
 
-def _apply(name, magnitude, x, y, seed=0):
+def _apply(name, magnitude, x, y, seed=0, task="classification"):
     mutation = parse_mutations(f"{name}:{magnitude}")[0]
-    return mutation.operator.apply(x, y, 5, mutation.params, np.random.default_rng(seed))
+    return mutation.operator.apply(x, y, 5, mutation.params, np.random.default_rng(seed), task)
 
 
 @pytest.mark.parametrize("percent, changed", [(0, 0), (12.5, 5), (25, 10), (60, 24), (100, 40)])
@@ -31,11 +70,23 @@ def test_change_label_changes_exactly_the_share_of_the_largest_class(percent, ch
     assert np.all((y2 >= 0) & (y2 < 5))
 
 
-def test_change_label_all_classes():
+def test_change_label_all_classes_and_a_chosen_class():
     x, y = _data()
     _, y2 = _apply("change_label", "10@all", x, y)
     assert (y2 != y).sum() == 12  # 10% of 120
     assert len(np.unique(y[y2 != y])) > 1
+    _, y3 = _apply("change_label", "50@3", x, y)  # the source class chosen: class 3
+    assert (y3 != y).sum() == 10 and set(y[y3 != y]) == {3}
+
+
+def test_change_label_on_continuous_targets_adds_label_noise():
+    rng = np.random.default_rng(1)
+    y = rng.normal(0, [1.0, 3.0], size=(20000, 2)).astype(np.float32)
+    _, y2 = _apply("change_label", 20, y, y, task="regression")
+    noise = y2 - y
+    assert np.all(noise != 0)
+    # sd 20% of each column's sd; Monte-Carlo se of an sd from 20000 draws is 0.5%
+    assert np.allclose(noise.std(axis=0) / y.std(axis=0), 0.2, rtol=0.03)
 
 
 def test_delete_training_data_removes_the_share_of_every_class():
@@ -47,27 +98,72 @@ def test_delete_training_data_removes_the_share_of_every_class():
     assert np.array_equal(y[x2[:, 0].astype(int)], y2)
 
 
+def test_delete_training_data_local_and_on_two_inputs():
+    x, y = _data()
+    pair = (x, x * 10)  # a model with two inputs: rows must stay aligned across both
+    (a, b), y2 = _apply("delete_training_data", "50@1+4", pair, y)
+    assert np.bincount(y2).tolist() == [40, 15, 20, 20, 5]
+    assert np.array_equal(b, a * 10) and np.array_equal(y[a[:, 0].astype(int)], y2)
+
+
+def test_delete_training_data_on_continuous_targets_uses_label_buckets():
+    y = np.concatenate([np.full(10, -5.0), np.zeros(80), np.full(10, 5.0)]).astype(np.float32)
+    x = np.arange(100, dtype=np.float32)[:, None]
+    _, y2 = _apply("delete_training_data", 50, x, y, task="recommendation")
+    assert [np.sum(y2 == v) for v in (-5, 0, 5)] == [5, 40, 5]
+
+
 def test_unbalance_removes_only_from_classes_below_average():
     x, y = _data()  # average 24: classes 2, 3, 4 are below
     _, y2 = _apply("unbalance_train_data", 50, x, y)
     assert np.bincount(y2).tolist() == [40, 30, 10, 10, 5]
 
 
-def test_data_repetition_appends_copies():
+def test_make_output_classes_overlap_adds_relabelled_copies():
+    x, y = _data()
+    x2, y2 = _apply("make_output_classes_overlap", 25, x, y)
+    assert len(y2) == 130 and np.array_equal(x2[:120], x) and np.array_equal(y2[:120], y)
+    assert np.all(y[x2[120:, 0].astype(int)] == 0)  # copies of the most frequent class
+    assert np.all(y2[120:] == 1)  # labelled as the second most frequent
+    assert len(np.unique(x2[120:])) == 10
+    x3, y3 = _apply("make_output_classes_overlap", "50@3-4", x, y)
+    assert np.all(y[x3[120:, 0].astype(int)] == 3) and np.all(y3[120:] == 4) and len(y3) == 130
+
+
+def test_data_repetition_appends_copies_also_of_chosen_classes():
     x, y = _data()
     x2, y2 = _apply("data_repetition", 10, x, y)
     assert len(y2) == 132 and np.array_equal(x2[:120], x)
     assert len(np.unique(x2[120:])) == 12
     assert np.array_equal(y[x2[120:, 0].astype(int)], y2[120:])
+    x3, y3 = _apply("data_repetition", "50@2", x, y)
+    assert len(y3) == 130 and np.all(y3[120:] == 2)
 
 
 def test_noise_perturbation_changes_exactly_the_share_of_inputs():
-    x, y = _data()
+    _, y = _data()
     x = np.zeros((120, 4, 4, 1), np.float32)
     x2, y2 = _apply("noise_perturbation", "25_0.2", x, y)
     changed = np.any(x2 != x, axis=(1, 2, 3))
     assert changed.sum() == 30 and np.array_equal(y2, y)
     assert 0.15 < x2[changed].std() < 0.25
+    x3, _ = _apply("noise_perturbation", "50@4", x, y)
+    changed = np.any(x3 != x, axis=(1, 2, 3))
+    assert changed.sum() == 5 and set(y[changed]) == {4}
+
+
+def test_add_noise_scales_with_each_inputs_own_spread():
+    _, y = _data()
+    rng = np.random.default_rng(2)
+    x = rng.normal(0, 1, (120, 20, 20, 1)).astype(np.float32) * np.arange(1, 121)[:, None, None,
+                                                                              None]
+    x2, y2 = _apply("add_noise", 50, x, y)
+    changed = np.any(x2 != x, axis=(1, 2, 3))
+    assert changed.sum() == 60 and np.array_equal(y2, y)
+    ratio = (x2 - x)[changed].reshape(60, -1).std(axis=1) / x[changed].reshape(60, -1).std(axis=1)
+    # noise sd = 50% of the input's sd, for every input whatever its own scale; each
+    # ratio comes from 400 draws (relative se about 3.5%)
+    assert np.allclose(ratio, 0.5, rtol=0.15)
 
 
 def test_data_shuffle_moves_only_the_chosen_samples():
@@ -77,6 +173,7 @@ def test_data_shuffle_moves_only_the_chosen_samples():
     assert 0 < moved.sum() <= 60
     assert np.array_equal(np.sort(x2[:, 0]), x[:, 0])  # a permutation
     assert np.array_equal(y[x2[:, 0].astype(int)], y2)
+    assert OPERATORS["data_shuffle"].by_design[0] == "equivalent"
 
 
 def test_same_seed_same_mutation():
@@ -90,14 +187,24 @@ def test_same_seed_same_mutation():
     ("delete_training_data:-1", "between 0 and 100"),
     ("delete_training_data:101", "between 0 and 100"),
     ("delete_training_data:abc", "must be a number"),
-    ("delete_training_data", "give magnitudes"),
-    ("change_label:10@3", "only target is @all"),
+    ("delete_training_data:", "give magnitudes"),
+    ("change_label:10@x", "class id must be an integer"),
+    ("unbalance_train_data:10@3", "takes no @target"),
+    ("make_output_classes_overlap:10@3", "@FROM-TO"),
+    ("make_output_classes_overlap:10@3-3", "must differ"),
     ("weights_fuzzing:0.05", "RATIO_SCALE"),
+    ("gaussian_fuzzing:0.05", "RATIO_sdSD"),
     ("weights_fuzzing:1.5_1", "ratio must be between 0 and 1"),
     ("neurons_freezing:0.1@-1", "layer index must be at least 0"),
     ("change_epochs:0", "at least 1"),
     ("change_batch_size:2.5", "an integer"),
     ("change_learning_rate:0", "learning rate"),
+    ("change_dropout_rate:1", r"in \[0, 1\)"),
+    ("add_weights_regularisation:l3", "one of l1, l2, l1_l2"),
+    ("change_gradient_clipping:0.5", "value_THRESHOLD"),
+    ("change_patience:-1", "at least 0"),
+    ("disable_batching:5", "takes no magnitude"),
+    ("layer_deactivation:6@2", "layer index as the magnitude"),
     ("delete_training_data:3/4", "path separator"),
 ])
 def test_bad_magnitudes_are_clear_errors(text, message):
@@ -105,21 +212,40 @@ def test_bad_magnitudes_are_clear_errors(text, message):
         parse_mutations(text)
 
 
-def test_training_operators_change_only_their_setting():
-    from probmut.train.models import TrainConfig
+# ------------------------------------------------------------ training operators
 
-    base = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rate=1.0)
-    expected = {
-        "change_epochs:3": base.replace(epochs=3),
-        "change_batch_size:64": base.replace(batch_size=64),
-        "change_learning_rate:0.01": base.replace(learning_rate=0.01),
-    }
-    for text, config in expected.items():
-        m = parse_mutations(text)[0]
-        assert m.operator.apply(base, m.params) == config
+BASE = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rate=1.0)
+
+
+@pytest.mark.parametrize("text, changes", [
+    ("change_epochs:3", {"epochs": 3}),
+    ("change_batch_size:64", {"batch_size": 64}),
+    ("change_learning_rate:0.01", {"learning_rate": 0.01}),
+    ("change_optimisation_function:sgd", {"optimizer": "sgd", "learning_rate": None}),
+    ("change_loss_function:mean_squared_error", {"loss": "mean_squared_error"}),
+    ("disable_batching", {"full_batch": True}),
+    ("remove_validation_set", {"validation": False}),
+    ("change_patience:3", {"patience": 3}),
+    ("change_gradient_clipping:norm_1.5", {"clip": ("norm", 1.5)}),
+    ("change_activation_function:elu@1", {"layer_changes": ((1, "activation", "elu"),)}),
+    ("remove_activation_function:4", {"layer_changes": ((4, "activation", "linear"),)}),
+    ("add_weights_regularisation:l1_l2@2",
+     {"layer_changes": ((2, "kernel_regularizer", "l1_l2"),)}),
+    ("remove_weights_regularisation:2", {"layer_changes": ((2, "kernel_regularizer", None),)}),
+    ("change_dropout_rate:0.5@5", {"layer_changes": ((5, "rate", 0.5),)}),
+    ("remove_bias:0", {"layer_changes": ((0, "use_bias", False),)}),
+    ("add_bias:0", {"layer_changes": ((0, "use_bias", True),)}),
+    ("remove_layer:5", {"structure": (("remove", 5),)}),
+    ("add_layer:0", {"structure": (("add", 0),)}),
+])
+def test_training_operators_change_only_their_setting(text, changes):
+    m = parse_mutations(text)[0]
+    assert m.operator.apply(BASE, m.params) == BASE.replace(**changes)
 
 
 # ------------------------------------------------------------ needs Keras
+
+DIMS = {"digits_cnn": ModelDims((8, 8, 1), 10), "deepcrime_mnist": ModelDims((28, 28, 1), 10)}
 
 
 @pytest.fixture(scope="module")
@@ -130,23 +256,27 @@ def keras():
     return keras
 
 
-def _model(keras):
-    """A small untrained model whose biases are non-zero, so changes to them show."""
+def _model(keras, name="digits_cnn"):
+    """A bundled model, untrained, with non-zero biases so that changes to them show."""
+    from probmut.train.models import MODELS
+
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.layers.Input((6, 6, 1)),
-        keras.layers.Conv2D(8, 3, activation="relu"),
-        keras.layers.Flatten(),
-        keras.layers.Dense(20, activation="relu"),
-        keras.layers.Dropout(0.1),
-        keras.layers.Dense(4, activation="softmax"),
-    ])
-    model.set_weights([w if w.ndim > 1 else np.arange(1.0, w.size + 1) for w in model.get_weights()])
+    model = MODELS[name].build(DIMS[name])
+    model.set_weights([w if w.ndim > 1 else np.arange(1.0, w.size + 1)
+                       for w in model.get_weights()])
     return model
 
 
+def _table(model):
+    return [type(layer).__name__ for layer in model.layers]
+
+
+def _bound(text, model, task="classification"):
+    return ops.bind(parse_mutations(text)[0], model, task)
+
+
 def _mutate(model, text, seed=0):
-    mutation = ops.bind(parse_mutations(text)[0], model)
+    mutation = _bound(text, model)
     return mutation.operator.apply(model, mutation.params, np.random.default_rng(seed))
 
 
@@ -154,108 +284,257 @@ def _changed(before, after):
     return [not np.array_equal(b, a) for b, a in zip(before, after, strict=True)]
 
 
+DIGITS = ["Conv2D", "MaxPooling2D", "Conv2D", "Flatten", "Dense", "Dropout", "Dense"]
+
+
 @pytest.mark.train
-def test_keras_names_are_checked(keras):
+def test_keras_names_are_checked_when_bound(keras):
+    model = _model(keras)
     for text in ["change_activation_function:nosuch", "change_loss_function:nosuch",
                  "change_optimisation_function:nosuch", "change_weights_initialisation:nosuch"]:
         with pytest.raises(ProbmutError, match="unknown Keras"):
-            parse_mutations(text)
-    assert parse_mutations("change_activation_function:elu@2")[0].params == {"name": "elu",
-                                                                             "layer": 2}
+            _bound(text, model)
+    assert _bound("change_activation_function:elu@2", model).params == {"name": "elu",
+                                                                       "layer": 2}
 
 
 @pytest.mark.train
-def test_bind_defaults_and_checks_layers(keras):
-    model = _model(keras)
-    bound = ops.bind(parse_mutations("neurons_freezing:0.1")[0], model)
-    assert bound.params["layer"] == 0  # the first layer with a kernel
-    with pytest.raises(ProbmutError, match="out of range.*layers: 0 conv2d"):
-        ops.bind(parse_mutations("neurons_freezing:0.1@9")[0], model)
-    with pytest.raises(ProbmutError, match="is not a layer with a kernel"):
-        ops.bind(parse_mutations("neurons_freezing:0.1@1")[0], model)
-    with pytest.raises(ProbmutError, match="output shape equals its input shape"):
-        ops.bind(parse_mutations("layer_deactivation:2")[0], model)
-
-
-@pytest.mark.train
-def test_weights_fuzzing_changes_the_ratio_of_one_kernel(keras):
-    model = _model(keras)
-    before = [w.copy() for w in model.get_weights()]  # conv k, b, dense k, b, out k, b
-    _mutate(model, "weights_fuzzing:0.05_1@2")
-    after = model.get_weights()
-    assert _changed(before, after) == [False, False, True, False, False, False]
-    changed = after[2] != before[2]
-    assert changed.sum() == 128  # 5% of the 128 x 20 kernel
-    ratio = np.abs(after[2][changed] - before[2][changed]) / np.abs(before[2][changed])
-    assert np.median(ratio) < 2  # noise scale is |w|
-
-
-@pytest.mark.train
-def test_neurons_freezing_zeroes_whole_units(keras):
-    model = _model(keras)
-    before = [w.copy() for w in model.get_weights()]
-    _mutate(model, "neurons_freezing:0.2@0")  # 20% of 8 filters: 2
-    kernel, bias = model.get_weights()[:2]
-    frozen = np.flatnonzero(np.all(kernel == 0, axis=(0, 1, 2)))
-    assert len(frozen) == 2 and np.all(bias[frozen] == 0)
-    assert _changed(before, model.get_weights()) == [True, True, False, False, False, False]
-    _mutate(model, "neurons_freezing:0.001@2")  # at least one unit
-    assert np.all(model.get_weights()[2] == 0, axis=0).sum() == 1
-
-
-@pytest.mark.train
-@pytest.mark.parametrize("text, kernel_cols_changed, bias_changed", [
-    ("neuron_activation_inverse:0.25@2", 5, True),
-    ("neuron_switch:0.1@2", 2, True),
-    ("weight_shuffling:0.1@2", 2, False),
+@pytest.mark.parametrize("text, layer", [
+    ("neurons_freezing:0.1", 0), ("change_activation_function:elu", 0),
+    ("remove_activation_function", 0), ("remove_bias", 0), ("add_weights_regularisation", 0),
+    ("change_dropout_rate:0.5", 5), ("neuron_effect_blocking:0.1", 0),
+    ("remove_layer", 5), ("add_layer", 0), ("remove_activation_trained", 0),
 ])
-def test_unit_operators_touch_only_the_chosen_units(keras, text, kernel_cols_changed,
-                                                    bias_changed):
+def test_default_targets_are_hidden_layers(keras, text, layer):
+    mutation = _bound(text, _model(keras))
+    assert mutation.params["layer"] == layer
+    if mutation.operator.parse is ops._layer_only:  # the layer index becomes the magnitude
+        assert mutation.stem == f"{mutation.operator.name}_{layer}"
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("text, message", [
+    ("neurons_freezing:0.1@9", "layer 9 is out of range"),
+    ("neurons_freezing:0.1@1", "is not a layer with a kernel"),
+    ("layer_deactivation:5", "acts at inference"),   # the dropout: identity at inference
+    ("layer_deactivation", "no hidden layer"),
+    ("duplicate_layer", "no hidden layer"),
+    ("add_activation_function:relu", "no hidden layer"),  # every hidden layer has relu
+    ("add_bias", "no hidden layer"), ("change_weights_regularisation:l1", "no hidden layer"),
+    ("remove_weights_regularisation", "no hidden layer"),
+    ("neuron_effect_blocking:0.1@6", "is not a layer whose neurons feed"),  # the output
+])
+def test_impossible_targets_are_clear_errors_with_the_layer_table(keras, text, message):
     model = _model(keras)
+    with pytest.raises(ProbmutError, match=message) as error:
+        _bound(text, model)
+    assert "layers: 0 conv2d" in str(error.value) and "6 dense" in str(error.value)
+
+
+@pytest.mark.train
+def test_classification_only_operators_say_so(keras):
+    model = _model(keras)
+    with pytest.raises(ProbmutError, match="only for classification models; this is a "
+                                           "regression model"):
+        _bound("make_output_classes_overlap:10", model, "regression")
+    with pytest.raises(ProbmutError, match="only for classification and regression"):
+        _bound("noise_perturbation:10", model, "recommendation")
+    with pytest.raises(ProbmutError, match="class targets"):
+        _bound("delete_training_data:10@3", model, "regression")
+
+
+# -- model level, on both bundled CNNs
+
+@pytest.mark.train
+@pytest.mark.parametrize("name, units", [("digits_cnn", 16), ("deepcrime_mnist", 32)])
+def test_unit_operators_on_the_first_convolution(keras, name, units):
+    from probmut.train.operators import count
+
+    share = count(units, 0.1)  # 2 of 16, 3 of 32
+    cases = [("neurons_freezing:0.1", share, True), ("neuron_activation_inverse:0.1", share, True),
+             ("neuron_switch:0.1", max(2, share), True), ("weight_shuffling:0.1", share, False)]
+    for text, columns, bias_changed in cases:
+        model = _model(keras, name)
+        before = [w.copy() for w in model.get_weights()]
+        _mutate(model, text)
+        after = model.get_weights()
+        cols = np.flatnonzero(np.any(after[0] != before[0], axis=(0, 1, 2)))
+        assert len(cols) == columns, text
+        assert _changed(before, after) == [True, bias_changed] + [False] * (len(before) - 2), text
+        if bias_changed:
+            assert set(np.flatnonzero(after[1] != before[1])) == set(cols), text
+
+
+@pytest.mark.train
+def test_weights_and_gaussian_fuzzing_change_the_ratio_of_one_kernel(keras):
+    model = _model(keras, "deepcrime_mnist")
     before = [w.copy() for w in model.get_weights()]
-    _mutate(model, text)
+    _mutate(model, "weights_fuzzing:0.05_1@5")  # dense 128: 9216 x 128 kernel
     after = model.get_weights()
-    cols = np.flatnonzero(np.any(after[2] != before[2], axis=0))
-    assert len(cols) == kernel_cols_changed
-    assert _changed(before, after) == [False, False, True, bias_changed, False, False]
-    if bias_changed:
-        assert set(np.flatnonzero(after[3] != before[3])) == set(cols)
-    assert np.allclose(np.sort(np.abs(after[2]), axis=None), np.sort(np.abs(before[2]), axis=None))
+    assert _changed(before, after) == [False] * 4 + [True] + [False] * 3
+    changed = after[4] != before[4]
+    assert changed.sum() == 58982  # 5% of 1179648, rounded half up
+    ratio = np.abs(after[4][changed] - before[4][changed]) / np.abs(before[4][changed])
+    assert 0.6 < np.median(ratio) < 0.75  # |N(0, 1)| has median 0.674 (noise scale |w|)
+
+    for text, expected_sd in [("gaussian_fuzzing:0.5_1@5", before[4].std()),
+                              ("gaussian_fuzzing:0.5_sd0.05@5", 0.05)]:
+        model = _model(keras, "deepcrime_mnist")
+        _mutate(model, text)
+        delta = (model.get_weights()[4] - before[4])[model.get_weights()[4] != before[4]]
+        assert delta.size == 589824  # 50%
+        assert abs(delta.std() / expected_sd - 1) < 0.01  # se of an sd from 590k draws: 0.1%
 
 
 @pytest.mark.train
-def test_neuron_effect_blocking_zeroes_inputs_of_the_layer(keras):
-    model = _model(keras)
+@pytest.mark.parametrize("name, text, consumer, neurons, rows_each", [
+    ("digits_cnn", "neuron_effect_blocking:0.1", 2, 2, 1),         # conv 16 -> pool -> conv
+    ("digits_cnn", "neuron_effect_blocking:0.1@2", 4, 3, 16),      # conv 32 -> flatten -> dense
+    ("digits_cnn", "neuron_effect_blocking:0.1@4", 6, 6, 1),       # dense 64 -> dropout -> dense
+    ("deepcrime_mnist", "neuron_effect_blocking:0.1", 1, 3, 1),    # conv 32 -> conv
+    ("deepcrime_mnist", "neuron_effect_blocking:0.1@1", 5, 6, 144),  # conv 64 -> pool, dropout,
+])                                                                   # flatten -> dense
+def test_neuron_effect_blocking_zeroes_what_the_neurons_send_to_the_next_layer(
+        keras, name, text, consumer, neurons, rows_each):
+    model = _model(keras, name)
     before = [w.copy() for w in model.get_weights()]
-    _mutate(model, "neuron_effect_blocking:0.25@4")  # 25% of the 20 inputs of the output layer
+    mutation = _bound(text, model)
+    mutation.operator.apply(model, mutation.params, np.random.default_rng(0))
     after = model.get_weights()
-    assert np.all(after[4] == 0, axis=1).sum() == 5
-    assert _changed(before, after) == [False] * 4 + [True, False]
+    kernel = 2 * [i for i, layer in enumerate(model.layers) if layer.weights].index(consumer)
+    assert _changed(before, after) == [i == kernel for i in range(len(before))]
+    rows = np.moveaxis(after[kernel], after[kernel].ndim - 2, 0)  # input axis first
+    zero_rows = np.flatnonzero(np.all(rows.reshape(len(rows), -1) == 0, axis=1))
+    assert len(zero_rows) == neurons * rows_each
+    channels = model.layers[mutation.params["layer"]].output.shape[-1]
+    assert len(set(zero_rows % channels)) == neurons  # whole neurons (channels last)
 
 
 @pytest.mark.train
-def test_gaussian_fuzzing_scale_is_the_kernel_sd(keras):
+def test_remove_activation_trained_keeps_every_weight(keras):
     model = _model(keras)
-    before = model.get_weights()[2].copy()
-    _mutate(model, "gaussian_fuzzing:0.5_1@2")
-    delta = (model.get_weights()[2] - before)[model.get_weights()[2] != before]
-    assert delta.size == 1280 and 0.5 < delta.std() / before.std() < 1.5
-
-
-@pytest.mark.train
-def test_layer_deactivation_keeps_the_other_weights(keras):
-    model = _model(keras)
-    x = np.random.default_rng(0).random((3, 6, 6, 1), dtype=np.float32)
-    mutant = _mutate(model, "layer_deactivation:3")  # the dropout layer
-    assert type(mutant.layers[3]).__name__ == "Identity"
+    mutant = _mutate(model, "AFRm")
+    assert _table(mutant) == DIGITS
+    assert mutant.layers[0].activation.__name__ == "linear"
+    assert model.layers[0].activation.__name__ == "relu"
     assert all(np.array_equal(a, b) for a, b in zip(model.get_weights(), mutant.get_weights(),
                                                     strict=True))
-    assert np.allclose(model(x, training=False), mutant(x, training=False))
+    x = np.random.default_rng(0).normal(0, 10, (3, 8, 8, 1)).astype(np.float32)
+    assert np.all(model.layers[0](x) >= 0)
+    assert np.any(mutant.layers[0](x) < 0)  # negative pre-activations now pass
 
 
-def test_every_operator_is_documented_and_has_a_level():
-    assert {op.level for op in OPERATORS.values()} == {"data", "training", "model"}
-    assert {name for name, op in OPERATORS.items() if op.paired} == {
-        "weights_fuzzing", "gaussian_fuzzing", "neurons_freezing", "weight_shuffling",
-        "neuron_effect_blocking", "neuron_activation_inverse", "neuron_switch",
-        "layer_deactivation"}
+def _same_shape_model(keras):
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.layers.Input((6,)), keras.layers.Dense(8, activation="relu"),
+                             keras.layers.Dense(8, activation="tanh"), keras.layers.Dropout(0.1),
+                             keras.layers.Dense(3, activation="softmax")])
+
+
+@pytest.mark.train
+def test_layer_deactivation_and_duplication_on_a_layer_that_keeps_its_shape(keras):
+    model = _same_shape_model(keras)
+    x = np.random.default_rng(0).random((5, 6), dtype=np.float32)
+    deactivated = _mutate(model, "LD")  # the first hidden layer 8 -> 8 that acts: layer 1
+    assert _table(deactivated) == ["Dense", "Identity", "Dropout", "Dense"]
+    kept = [w for i, layer in enumerate(model.layers) if i != 1 for w in layer.get_weights()]
+    assert all(np.array_equal(a, b) for a, b in zip(kept, deactivated.get_weights(), strict=True))
+    assert not np.allclose(model(x), deactivated(x))
+
+    duplicated = _mutate(model, "LAm")
+    assert _table(duplicated) == ["Dense", "Dense", "Dense", "Dropout", "Dense"]
+    assert [layer.name for layer in duplicated.layers][2] == model.layers[1].name + "_copy"
+    assert all(np.array_equal(a, b) for a, b in zip(duplicated.layers[2].get_weights(),
+                                                    model.layers[1].get_weights(), strict=True))
+    twice = model.layers[1](model.layers[1](model.layers[0](x)))
+    assert np.allclose(duplicated(x), model.layers[3](twice))
+
+
+# -- training level: the mutated model as built for training
+
+def _built(keras, text, name="digits_cnn"):
+    from probmut.train.models import MODELS, build_model
+
+    spec = MODELS[name]
+    keras.utils.set_random_seed(0)
+    mutation = _bound(text, spec.build(DIMS[name]))
+    return build_model(spec, DIMS[name], mutation.operator.apply(spec.config, mutation.params))
+
+
+@pytest.mark.train
+def test_layer_structure_operators(keras):
+    removed = _built(keras, "LR")
+    assert _table(removed) == ["Conv2D", "MaxPooling2D", "Conv2D", "Flatten", "Dense", "Dense"]
+    added = _built(keras, "LAs")
+    assert _table(added) == ["Conv2D", "Conv2D", *DIGITS[1:]]
+    assert added.layers[1].name.endswith("_added") and added.layers[1].filters == 16
+    assert added.layers[1].count_params() == 3 * 3 * 16 * 16 + 16
+    pooled = _built(keras, "remove_layer:1")  # max pooling out: the dense layer grows
+    assert _table(pooled) == [t for i, t in enumerate(DIGITS) if i != 1]
+    assert pooled.layers[3].kernel.shape == (8 * 8 * 32, 64)
+
+
+@pytest.mark.train
+def test_layer_setting_operators(keras):
+    assert _built(keras, "change_activation_function:tanh@4").layers[4].activation.__name__ \
+        == "tanh"
+    assert _built(keras, "AFRs:2").layers[2].activation.__name__ == "linear"
+    regularised = _built(keras, "add_weights_regularisation:l1_l2")
+    assert regularised.layers[0].kernel_regularizer.get_config() == {"l1": 0.01, "l2": 0.01}
+    assert len(regularised.losses) == 1
+    assert _built(keras, "change_dropout_rate:0.75").layers[5].rate == 0.75
+    unbiased = _built(keras, "remove_bias")
+    assert unbiased.layers[0].bias is None
+    assert len(unbiased.get_weights()) == len(_built(keras, "change_epochs:3").get_weights()) - 1
+    initialised = _built(keras, "change_weights_initialisation:zeros@2")
+    assert np.all(initialised.layers[2].kernel.numpy() == 0)
+    clipped = _built(keras, "change_gradient_clipping:value_0.5", "deepcrime_mnist")
+    assert clipped.optimizer.clipvalue == 0.5 and float(clipped.optimizer.learning_rate) == 1.0
+
+
+@pytest.mark.train
+def test_operators_for_layers_digits_cnn_lacks(keras):
+    """A hidden layer without activation and bias, with a regulariser."""
+    from probmut.train.models import ModelSpec, build_model
+
+    def build(dims):
+        return keras.Sequential([keras.layers.Input(dims.input_shape), keras.layers.Flatten(),
+                                 keras.layers.Dense(16, use_bias=False, kernel_regularizer="l2"),
+                                 keras.layers.Dense(dims.n_outputs, activation="softmax")])
+
+    spec = ModelSpec(build, TrainConfig(epochs=1, batch_size=8), "test")
+    probe = build(DIMS["digits_cnn"])
+    for text, check in [
+            ("add_bias", lambda m: m.layers[1].bias is not None),
+            ("add_activation_function:tanh", lambda m: m.layers[1].activation.__name__ == "tanh"),
+            ("remove_weights_regularisation", lambda m: m.layers[1].kernel_regularizer is None),
+            ("change_weights_regularisation:l1", lambda m: type(
+                m.layers[1].kernel_regularizer).__name__ == "L1")]:
+        mutation = ops.bind(parse_mutations(text)[0], probe)
+        assert mutation.params["layer"] == 1
+        assert check(build_model(spec, DIMS["digits_cnn"],
+                                 mutation.operator.apply(spec.config, mutation.params))), text
+
+
+@pytest.mark.train
+def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
+    from probmut.train import models
+
+    calls = []
+    model = _model(keras)
+    model.compile(optimizer="adam", loss="categorical_crossentropy")
+    monkeypatch.setattr(model, "fit", lambda x, y, **kwargs: calls.append((len(x), kwargs)))
+    x, y = np.zeros((50, 8, 8, 1), np.float32), np.arange(50) % 10
+    validation = (np.zeros((7, 8, 8, 1), np.float32), np.arange(7) % 10)
+    config = TrainConfig(epochs=2, batch_size=16)
+    models.fit(model, x, y, DIMS["digits_cnn"], "classification", config, validation)
+    models.fit(model, x, y, DIMS["digits_cnn"], "classification",
+               config.replace(full_batch=True, patience=1), validation)
+    models.fit(model, x, y, DIMS["digits_cnn"], "classification",
+               config.replace(validation=False, patience=1), validation)
+    (n1, first), (n2, second), (n3, third) = calls
+    assert (n1, first["batch_size"], first["validation_data"][0].shape[0]) == (50, 16, 7)
+    assert first["callbacks"] == []
+    assert (n2, second["batch_size"]) == (50, 50)
+    assert second["callbacks"][0].patience == 1
+    assert (n3, third["validation_data"], third["callbacks"]) == (57, None, [])

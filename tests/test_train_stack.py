@@ -47,8 +47,9 @@ def test_a_member_trains_exactly_as_the_same_instance_alone(digits):
     from probmut.train import models
     from probmut.train.stack import StackedModel, _member_models, data_order, fit_stack
 
-    spec = models.ModelSpec(tiny_cnn, models.TrainConfig(epochs=2, batch_size=32,
-                                                         learning_rate=1e-2), "tiny")
+    spec = models.ModelSpec(lambda dims: tiny_cnn(dims.input_shape, dims.n_outputs),
+                            models.TrainConfig(epochs=2, batch_size=32, learning_rate=1e-2),
+                            "tiny")
     x, y, seeds = digits.x_train[:200], digits.y_train[:200], [11, 22, 33]
     built = _member_models(spec, digits, spec.config, seeds)
     start = [m.get_weights() for m in built]

@@ -20,6 +20,14 @@ from probmut.cli.args import (
     resolve_inputs,
 )
 from probmut.cli.emit import emit, emit_with_figure
+from probmut.cli.flags import (
+    Flagged,
+    add_flag_arguments,
+    exclude_flagged,
+    flags_note,
+    manifest_flags,
+    with_flags,
+)
 from probmut.errors import ProbmutError
 from probmut.io.populations import pair
 
@@ -27,10 +35,10 @@ from probmut.io.populations import pair
 def _run_kill(args) -> int:
     from probmut.killtest import kill_tests
 
-    inputs = resolve_inputs(args)
+    inputs, flags = exclude_flagged(args, resolve_inputs(args), manifest_flags(args))
     inputs.require(2, "the 2 a kill test needs per population")
-    emit(args, kill_tests(inputs.healthy, inputs.mutants, criterion_from(args),
-                          paired=inputs.paired))
+    emit(args, Flagged(kill_tests(inputs.healthy, inputs.mutants, criterion_from(args),
+                                  paired=inputs.paired), flags))
     return 0
 
 
@@ -61,6 +69,7 @@ def _run_posterior(args) -> int:
              Path(args.kill_rates[-1]).stem if args.kill_rates else
              "_".join(Path(f).stem for f in args.files[1:4]) or "posterior")
     figure = figure_path(args, args.model or "posterior", f"{label}.png")
+    flags = None
     if args.kill_rates:
         if len(args.kill_rates) != 2 or args.files:
             raise ProbmutError("--kill-rates takes two files: BASELINE.npy MUTANTS.npy")
@@ -78,7 +87,7 @@ def _run_posterior(args) -> int:
         study = study_from_kill_counts(baseline, list(mutants), names, settings,
                                        paired=args.paired, source="saved kill rates")
     else:
-        inputs = resolve_inputs(args)
+        inputs, flags = exclude_flagged(args, resolve_inputs(args), manifest_flags(args))
         inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
         study = bagged_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
                                   seed=args.seed, jobs=args.jobs)
@@ -86,7 +95,8 @@ def _run_posterior(args) -> int:
         from probmut.plots import plot_posteriors, save
 
         save(plot_posteriors(study, title=label.replace("_", " ")), figure)
-    emit_with_figure(args, study.to_dict(), str(study), figure)
+    emit_with_figure(args, with_flags(study.to_dict(), flags), str(study) + flags_note(flags),
+                     figure)
     return 0
 
 
@@ -98,6 +108,7 @@ def register(subparsers) -> None:
                     "p-value + Cohen's d). Writes nothing; prints a table or --json.")
     add_population_arguments(kill)
     add_criterion_arguments(kill)
+    add_flag_arguments(kill)
     kill.add_argument("--json", action="store_true", help="print one JSON document")
     kill.set_defaults(func=_run_kill)
 
@@ -133,6 +144,7 @@ def register(subparsers) -> None:
     add_criterion_arguments(posterior, PAPER_HELP_POSTERIOR)
     add_posterior_arguments(posterior)
     add_plot_arguments(posterior, "figures/MODEL/NAME.png")
+    add_flag_arguments(posterior)
     add_run_arguments(posterior)
     posterior.set_defaults(func=_run_posterior)
 

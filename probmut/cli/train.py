@@ -1,12 +1,15 @@
 """``probmut train``: train healthy and mutant populations (see docs/training.md).
 
-Registering the subcommand imports nothing heavy; TensorFlow is imported by the handler.
+Registering the subcommand imports nothing heavy; TensorFlow is imported by the handler,
+after every argument that can be checked without it has been.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,41 +20,62 @@ EXAMPLE = """example:
   probmut train --dataset digits --model digits_cnn --instances 20 \\
                 --mutation delete_training_data:3.1,9.29,30.93 --out runs/digits
   probmut train ... --mutation weights_fuzzing:0.05_1@3 --mutation change_activation_function:elu
+  probmut train --list-operators          every operator, its magnitude and default target
 
 magnitudes are VALUE[@TARGET]: a percent (3.1), a Keras name (elu), RATIO_SCALE (0.05_1),
-@LAYER for a layer index (default: first fitting hidden layer), @all for change_label.
+@LAYER for a layer index (default: first fitting hidden layer), @all or @CLASS for
+change_label, @C1+C2 for the class-targeted data operators; an operator without
+magnitudes takes its documented default. DeepMutation's names (DR, LE, NEB, ...) work too.
 """
 
 
 def register(subparsers) -> None:
-    from probmut.train.datasets import DATASETS
+    from probmut.train.datasets import DATASETS, DOWNLOAD_TIMEOUT
     from probmut.train.models import MODELS
-    from probmut.train.operators import OPERATORS
 
     p = subparsers.add_parser(
         "train", help="train healthy and mutant populations (needs the train extra)",
         description="Train N instances of a model, healthy and under each mutation "
                     "magnitude; resumable: re-run the same command to continue.",
-        epilog=EXAMPLE + "operators: " + ", ".join(OPERATORS),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", default="digits", choices=DATASETS,
-                      help="bundled or Keras-cached dataset (default: digits, offline)")
-    data.add_argument("--data", metavar="FILE.npz",
-                      help="your own data: x_train, y_train, x_test, y_test")
+                      help="digits (scikit-learn's, offline; the default) or a Keras data set, "
+                           "read from the Keras cache or downloaded into it on first use")
+    data.add_argument("--data", metavar="FILE.npz|DIR",
+                      help="your own data: an .npz with x_train, y_train, x_test, y_test, or an "
+                           "image folder (DIR/train/CLASS/ and DIR/test/CLASS/, or DIR/CLASS/ "
+                           "with --test-split); gaze_lenet and recommender read other arrays "
+                           "(docs/training.md)")
+    p.add_argument("--image-size", metavar="HxW",
+                   help="image folder: resize every image to HxW (default: the first image's)")
+    p.add_argument("--test-split", type=float, metavar="SHARE",
+                   help="image folder of class folders: hold out SHARE of each class for testing")
+    p.add_argument("--validation-split", type=float, metavar="SHARE",
+                   help="hold out SHARE of each training class as a validation set (default: "
+                        "none; needed by --patience, change_patience, remove_validation_set)")
+    p.add_argument("--download-timeout", type=float, default=DOWNLOAD_TIMEOUT, metavar="SECONDS",
+                   help=f"give up a Keras download that has not started after SECONDS "
+                        f"(default {DOWNLOAD_TIMEOUT:g})")
     p.add_argument("--model", default="digits_cnn",
-                   help=f"{', '.join(MODELS)}, or module:function returning a Keras model "
+                   help=f"{', '.join(MODELS)}, or module:function returning a Keras classifier "
                         "(default: digits_cnn)")
     p.add_argument("--instances", type=int, default=20, help="instances per population (20)")
-    p.add_argument("--mutation", action="append", default=[], metavar="OP:MAG1,MAG2",
-                   help="a mutation and its magnitudes; repeatable")
-    p.add_argument("--out", required=True, type=Path, help="output directory")
+    p.add_argument("--mutation", action="append", default=[], metavar="OP[:MAG1,MAG2]",
+                   help="a mutation and its magnitudes (default: the operator's); repeatable")
+    p.add_argument("--list-operators", action="store_true",
+                   help="print every operator (name, DeepMutation name, level, magnitude, "
+                        "default target, source) and exit; with --json as JSON")
+    p.add_argument("--out", type=Path, help="output directory (required to train)")
     p.add_argument("--name", help="model name in the manifest (default: --out's name)")
     p.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
                    help=f"base seed of every instance's seed (default: {DEFAULT_SEED})")
     p.add_argument("--epochs", type=int, help="override the model's epochs")
     p.add_argument("--batch-size", type=int, help="override the model's batch size")
     p.add_argument("--learning-rate", type=float, help="override the model's learning rate")
+    p.add_argument("--patience", type=int,
+                   help="early stopping on the validation loss after PATIENCE epochs without "
+                        "improvement, for every population (needs --validation-split)")
     p.add_argument("--format", choices=["tidy", "deepcrime"], default="tidy",
                    help="deepcrime: also write DeepCrime's ;-separated files")
     p.add_argument("--stack", default="auto", metavar="K|auto",
@@ -68,6 +92,8 @@ def register(subparsers) -> None:
                    help="Ray CPUs per task (default: --threads)")
     p.add_argument("--gpus-per-task", type=float, default=0, help="Ray GPUs per task (0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the run summary (or --list-operators) as one JSON document")
     p.set_defaults(func=handle)
 
 
@@ -100,32 +126,89 @@ def _stack_size(requested, probe, config, dataset, mutations) -> int:
         return requested
     from probmut.train.stack import auto_stack_size, gpu_budget, member_bytes
 
-    private = dataset.x_train.nbytes if any(m.operator.level == "data" for m in mutations) else 0
+    inputs = dataset.x_train if isinstance(dataset.x_train, tuple) else (dataset.x_train,)
+    private = (sum(x.nbytes for x in inputs)
+               if any(m.operator.level == "data" for m in mutations) else 0)
     size = member_bytes(probe, config.batch_size, private)
     budget = gpu_budget()
     return auto_stack_size(size) if budget is None else auto_stack_size(size, budget)
 
 
+def operator_table(json_output: bool) -> str:
+    """``--list-operators``: the registry as a table (two lines per operator) or JSON."""
+    from probmut.train.operators import OPERATORS
+
+    rows = [op.describe() for op in OPERATORS.values()]
+    if json_output:
+        return json.dumps(rows, indent=2)
+    lines = [f"{'operator':<31}{'alias':<6}{'level':<9}{'default':<19}source",
+             "  magnitude; default target"]
+    for row in rows:
+        lines.append(f"{row['name']:<31}{','.join(row['aliases']) or '-':<6}{row['level']:<9}"
+                     f"{row['default'] or '(layer)':<19}{row['source']}")
+        only = ("; only " + ", ".join(row["tasks"])) if len(row["tasks"]) < 3 else ""
+        note = f"; {row['note']}" if row["note"] else ""
+        lines.append(f"  {row['magnitude']}; {row['default_target']}{only}{note}")
+    return "\n".join(lines)
+
+
+def _summary(args, report, name) -> str:
+    """The run summary: text, or one JSON document with each population's flags."""
+    populations = [{"name": stem, "file": str(args.out / f"{stem}.csv"), "instances": n,
+                    "flags": list(report.flags[stem].flags) if stem in report.flags else [],
+                    "reasons": list(report.flags[stem].reasons) if stem in report.flags else []}
+                   for stem, n in report.counts.items()]
+    if args.json:
+        return json.dumps({"trained": report.trained, "resumed": report.resumed,
+                           "seconds": report.seconds, "failures": report.failures,
+                           "model": name, "manifest": str(args.out / "manifest.toml"),
+                           "populations": populations}, indent=2)
+    rate = report.trained / report.seconds * 60 if report.seconds else 0.0
+    lines = [f"trained {report.trained} instances in {report.seconds:.1f} s "
+             f"({rate:.1f}/min); {report.resumed} were already done"]
+    for population in populations:
+        flagged = "".join(f"  [{flag}: {reason}]" for flag, reason in
+                          zip(population["flags"], population["reasons"], strict=True))
+        lines.append(f"  {population['file']}: {population['instances']} instances{flagged}")
+    lines.append(f"  manifest: {args.out / 'manifest.toml'} (model {name!r})")
+    return "\n".join(lines)
+
+
 def handle(args) -> int:
     """Validate everything (data, model, mutations) before the first instance trains."""
+    if args.list_operators:
+        print(operator_table(args.json))
+        return 0
+    if args.out is None:
+        raise ProbmutError("give --out DIR (where the populations go)")
     stack = _stack(args.stack)
     for flag in ("instances", "jobs", "threads", "epochs", "batch_size"):
         _positive(getattr(args, flag), "--" + flag.replace("_", "-"))
     if args.learning_rate is not None and not args.learning_rate > 0:
         raise ProbmutError(f"--learning-rate must be positive, got {args.learning_rate}")
+    if args.patience is not None and (args.patience < 0 or args.validation_split is None):
+        raise ProbmutError("--patience needs --validation-split and a value of at least 0")
     if args.backend == "local" and args.address:
         raise ProbmutError("--address is for --backend ray")
+    if not args.download_timeout > 0:
+        raise ProbmutError(f"--download-timeout must be positive, got {args.download_timeout}")
+    from probmut.train.datasets import DATASETS, check_data_arguments
+    from probmut.train.models import task_of
+    from probmut.train.operators import parse_mutations
+
+    source = args.dataset
+    if args.data is not None:  # a path, even one spelled like a data set's name
+        source = os.path.join(".", args.data) if args.data in DATASETS else args.data
+    data_options = {"image_size": args.image_size, "test_split": args.test_split,
+                    "validation_split": args.validation_split}
+    check_data_arguments(source, **data_options)
+    mutations = [m for text in args.mutation for m in parse_mutations(text)]
     _require("tensorflow", "train")
     _require("sklearn", "train")
     if args.backend == "ray":
         _require("ray", "ray")
     from probmut.train import backends
-    from probmut.train.operators import parse_mutations
 
-    mutations = [m for text in args.mutation for m in parse_mutations(text)]
-    stems = [m.stem for m in mutations]
-    if len(set(stems)) != len(stems):
-        raise ProbmutError(f"a mutation magnitude is given twice: {stems}")
     if args.backend == "local" and args.jobs * args.threads > backends.cpu_count():
         print(f"probmut train: warning: --jobs {args.jobs} x --threads {args.threads} exceeds "
               f"the {backends.cpu_count()} CPUs here; instances will compete for cores",
@@ -134,23 +217,22 @@ def handle(args) -> int:
 
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import RunSettings
+    from probmut.train.legality import prepare
     from probmut.train.models import build_model, resolve_model
-    from probmut.train.operators import bind
     from probmut.train.run import run_populations
 
-    dataset = load_dataset(args.data or args.dataset)
-    spec = resolve_model(args.model, dataset.input_shape, dataset.n_classes)
+    dataset = load_dataset(source, task=task_of(args.model), **data_options,
+                           download_timeout=args.download_timeout)
+    spec = resolve_model(args.model, dataset.dims)
     overrides = {"epochs": args.epochs, "batch_size": args.batch_size,
-                 "learning_rate": args.learning_rate}
+                 "learning_rate": args.learning_rate, "patience": args.patience}
     config = spec.config.replace(**{k: v for k, v in overrides.items() if v is not None})
-    probe = build_model(spec, dataset.input_shape, dataset.n_classes, config)
-    mutations = [bind(m, probe) for m in mutations]
-    for m in mutations:  # building each mutated model checks the names against Keras
-        if m.operator.level == "training":
-            build_model(spec, dataset.input_shape, dataset.n_classes,
-                        m.operator.apply(config, m.params))
-    settings = RunSettings(dataset=str(args.data or args.dataset), model=args.model,
-                           config=config, seed=args.seed,
+    mutations = prepare(mutations, spec, dataset, config)
+    probe = build_model(spec, dataset.dims, config)
+    stems = [m.stem for m in mutations]
+    if len(set(stems)) != len(stems):
+        raise ProbmutError(f"a mutation magnitude is given twice: {stems}")
+    settings = RunSettings(dataset=source, model=args.model, config=config, seed=args.seed,
                            stack=_stack_size(stack, probe, config, dataset, mutations))
     name = args.name or args.out.resolve().name
     shared = {"dataset": dataset}
@@ -165,12 +247,7 @@ def handle(args) -> int:
         report = run_populations(settings, mutations, args.instances, args.out, backend,
                                  dataset, name=name, deepcrime=args.format == "deepcrime",
                                  progress=not args.no_progress)
-    rate = report.trained / report.seconds * 60 if report.seconds else 0.0
-    print(f"trained {report.trained} instances in {report.seconds:.1f} s "
-          f"({rate:.1f}/min); {report.resumed} were already done")
-    for stem, n in report.counts.items():
-        print(f"  {args.out / (stem + '.csv')}: {n} instances")
-    print(f"  manifest: {args.out / 'manifest.toml'} (model {name!r})")
+    print(_summary(args, report, name))
     if report.failures:
         print(f"{len(report.failures)} instances failed (re-run to retry them):",
               *report.failures[:5], sep="\n  ", file=sys.stderr)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from probmut.errors import ProbmutError
@@ -46,6 +46,7 @@ class Mutation:
     magnitudes: tuple[str, ...]
     files: tuple[Path, ...]
     paired: bool
+    flags: dict[str, tuple[str, ...]] = field(default_factory=dict)  # magnitude -> flags
 
     @property
     def label(self) -> str:
@@ -152,8 +153,10 @@ class Manifest:
         magnitudes = tuple(str(m) for m in spec["magnitudes"])
         pattern = spec["pattern"]
         files = tuple(self.path.parent / pattern.format(magnitude=m) for m in magnitudes)
+        flags = {str(m): tuple(f) for m, f in spec.get("flags", {}).items()}
         return Mutation(model=model, name=name, healthy=self.healthy(model),
-                        magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)))
+                        magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)),
+                        flags=flags)
 
     def mutations(self, model: str | None = None):
         """Every mutation of one model (or of all models), in manifest order."""
@@ -174,13 +177,19 @@ def _toml_value(value) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to a manifest")
 
 
+def _toml_key(key: str) -> str:
+    """A bare key when TOML allows one (letters, digits, ``_``, ``-``), else a quoted one."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else json.dumps(key)
+
+
 def _toml_lines(table: dict, prefix: str) -> list[str]:
     scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
     lines = [f"[{prefix}]"] if prefix and (scalars or not table) else []
-    lines += [f"{key} = {_toml_value(value)}" for key, value in scalars.items()]
+    lines += [f"{_toml_key(key)} = {_toml_value(value)}" for key, value in scalars.items()]
     for key, value in table.items():
         if isinstance(value, dict):
-            sub = _toml_lines(value, f"{prefix}.{key}" if prefix else key)
+            sub = _toml_lines(value, f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key))
             lines += ([""] if lines else []) + sub
     return lines
 
@@ -200,23 +209,45 @@ def write_manifest(path, content: dict, comment: str | None = None) -> None:
     atomic_write_text(path, "\n".join(lines + _toml_lines(content, "")) + "\n")
 
 
-def add_to_manifest(path, model: str, healthy: str, description: str, populations) -> None:
+def add_to_manifest(path, model: str, healthy: str, description: str, populations,
+                    data: dict | None = None) -> None:
     """Add populations to the manifest at ``path`` (created if absent), keeping what is
     there: other models, magnitudes written by earlier runs.
 
-    ``populations`` holds ``(mutation, magnitude, paired)`` triples; each mutation's
-    files are ``{mutation}_{magnitude}.csv`` beside the manifest.
+    ``populations`` holds ``(mutation, magnitude, paired)`` triples, or ``(mutation,
+    magnitude, paired, flags)`` with the population's flags (``["equivalent"]``, ...;
+    written to the mutation's ``flags`` table, magnitude -> list); each mutation's
+    files are ``{mutation}_{magnitude}.csv`` beside the manifest. ``data`` (the data
+    set's provenance: name, source, file hashes, split sizes) becomes the model's
+    ``data`` table.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "manifest.toml")
+    >>> add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "1", False)],
+    ...                 data={"name": "d", "files": {"d.npz": "ab12"}})
+    >>> manifest = Manifest.load(path)
+    >>> manifest.models["m"]["data"]
+    {'name': 'd', 'files': {'d.npz': 'ab12'}}
+    >>> add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "2", False, ["broken"])])
+    >>> Manifest.load(path).mutation("m", "x").flags
+    {'2': ('broken',)}
+    >>> '"d.npz" = "ab12"' in open(path).read()   # keys TOML cannot take bare are quoted
+    True
     """
     path = Path(path)
     content = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     entry = content.setdefault("models", {}).setdefault(model, {})
     entry.update(healthy=healthy, description=description)
+    if data is not None:
+        entry["data"] = data
     known = entry.setdefault("mutations", {})
-    for name, magnitude, paired in populations:
+    for name, magnitude, paired, *flags in populations:
         spec = known.setdefault(name, {"paired": bool(paired),
                                        "pattern": f"{name}_{{magnitude}}.csv",
                                        "magnitudes": []})
         if magnitude not in spec["magnitudes"]:
             spec["magnitudes"].append(magnitude)
+        if flags:
+            spec.setdefault("flags", {})[magnitude] = list(flags[0])
     write_manifest(path, content,
                    "probmut run manifest, written by `probmut train`; paths are relative to it.")

@@ -3,8 +3,9 @@
 Stored next to each population CSV as ``{stem}.outcomes.npz`` with keys ``instance``
 (int64, one id per row), ``correct`` (uint8, ``np.packbits`` of the boolean
 (instances x inputs) matrix along axis 1), ``n_inputs`` and ``labels`` (int64 test
-labels). This module needs only NumPy, so analyses can read the files without
-TensorFlow.
+labels; for a regression or recommendation model, the label buckets of
+:func:`probmut.train.tasks.strata`). This module needs only NumPy, so analyses can read
+the files without TensorFlow.
 
 Examples
 --------

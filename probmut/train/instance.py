@@ -25,6 +25,7 @@ import numpy as np
 
 from probmut.train import models
 from probmut.train.operators import OPERATORS
+from probmut.train.tasks import TASKS
 
 HEALTHY = "healthy"
 
@@ -70,6 +71,8 @@ class InstanceResult:
     correct: np.ndarray  # bool, one entry per test input
     seconds: float
     weights: list | None = None  # trained healthy weights, when the task asked for them
+    # model-level mutants: predictions (or weights) identical to the healthy instance's
+    equivalent: bool | None = None
 
 
 def configure_tensorflow(threads: int) -> None:
@@ -92,8 +95,8 @@ def configure_tensorflow(threads: int) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _spec(model: str, input_shape: tuple, n_classes: int) -> models.ModelSpec:
-    return models.resolve_model(model, input_shape, n_classes)
+def _spec(model: str, dims) -> models.ModelSpec:
+    return models.resolve_model(model, dims)
 
 
 def _trained(settings: RunSettings, data, seed: int, operator=None, params=None):
@@ -103,12 +106,12 @@ def _trained(settings: RunSettings, data, seed: int, operator=None, params=None)
     keras.utils.set_random_seed(seed)
     x, y, config = data.x_train, data.y_train, settings.config
     if operator is not None and operator.level == "data":
-        x, y = operator.apply(x, y, data.n_classes, params, np.random.default_rng(seed))
+        x, y = operator.apply(x, y, data.n_classes, params, np.random.default_rng(seed),
+                              data.task)
     elif operator is not None:
         config = operator.apply(config, params)
-    spec = _spec(settings.model, data.input_shape, data.n_classes)
-    model = models.build_model(spec, data.input_shape, data.n_classes, config)
-    models.fit(model, x, y, data.n_classes, config)
+    model = models.build_model(_spec(settings.model, data.dims), data.dims, config)
+    models.fit(model, x, y, data.dims, data.task, config, data.validation)
     return model
 
 
@@ -131,6 +134,21 @@ def _healthy_model(settings: RunSettings, dataset, instance: int):
     return _trained(settings, dataset, seed)
 
 
+def _mutate_paired(healthy, operator, params, rng, x_test, task):
+    """Apply a model-level operator to a trained healthy model. Returns the mutant, its
+    outputs on ``x_test``, and whether it is equivalent to the healthy model: the same
+    prediction for every test input (classes for a classifier, values otherwise), or
+    (same architecture) the same weights."""
+    weights, outputs = healthy.get_weights(), models.predict(healthy, x_test)
+    mutant = operator.apply(healthy, params, rng)
+    mutant_outputs = models.predict(mutant, x_test)
+    decisions = TASKS[task].decisions
+    equivalent = np.array_equal(decisions(outputs), decisions(mutant_outputs)) or (
+        mutant is healthy and all(np.array_equal(a, b) for a, b in
+                                  zip(weights, mutant.get_weights(), strict=True)))
+    return mutant, mutant_outputs, bool(equivalent)
+
+
 def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResult:
     """Train instance ``task.instance`` of its population on ``dataset`` and score it.
 
@@ -142,20 +160,23 @@ def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResu
     settings = task.settings
     seed = instance_seed(settings.seed, task.instance, task.population)
     operator = OPERATORS[task.operator] if task.operator else None
+    equivalent = None
     if operator is not None and operator.level == "model":
         if healthy_weights is None:
-            model = _healthy_model(settings, dataset, task.instance)
+            healthy = _healthy_model(settings, dataset, task.instance)
         else:
-            spec = _spec(settings.model, dataset.input_shape, dataset.n_classes)
-            model = models.build_model(spec, dataset.input_shape, dataset.n_classes,
-                                       settings.config)
-            model.set_weights(healthy_weights)
-        model = operator.apply(model, task.params, np.random.default_rng(seed))
+            spec = _spec(settings.model, dataset.dims)
+            healthy = models.build_model(spec, dataset.dims, settings.config)
+            healthy.set_weights(healthy_weights)
+        model, outputs, equivalent = _mutate_paired(
+            healthy, operator, task.params, np.random.default_rng(seed), dataset.x_test,
+            dataset.task)
     else:
         model = _trained(settings, dataset, seed, operator, task.params)
-    correct = models.evaluate(model, dataset.x_test, dataset.y_test)
+        outputs = models.predict(model, dataset.x_test)
+    correct = TASKS[dataset.task].correct(outputs, dataset.y_test)
     return InstanceResult(
         population=task.population, instance=task.instance, seed=seed,
         accuracy=float(correct.mean()), correct=correct,
         seconds=time.perf_counter() - start,
-        weights=model.get_weights() if task.keep_weights else None)
+        weights=model.get_weights() if task.keep_weights else None, equivalent=equivalent)

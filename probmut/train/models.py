@@ -1,16 +1,21 @@
 """Model builders, their training settings, and how one model is built, trained and scored.
 
-A model is a function ``build(input_shape, n_classes) -> keras.Model``: the bundled
-``digits_cnn``, ``deepcrime_mnist`` (DeepCrime's MNIST convnet) and ``mlp``, or a user
-function given as ``module:function`` (it may return a compiled model; its optimizer
-and loss then become the defaults). Everything that says *how* to train lives in one
-:class:`TrainConfig`, which source-level mutations change.
+A model is a function ``build(dims) -> keras.Model`` (``dims``: the data's
+:class:`~probmut.train.datasets.ModelDims`) with a task (:mod:`probmut.train.tasks`):
+the bundled classifiers ``digits_cnn``, ``deepcrime_mnist`` (DeepCrime's MNIST convnet)
+and ``mlp``, the regression model ``gaze_lenet`` (DeepCrime's UnityEyes LeNet), the
+recommender ``recommender`` (DeepCrime's MovieLens model), or a user classifier given as
+``module:function``, a function ``(input_shape, n_classes)`` (it may return a compiled
+model; its optimizer and loss then become the defaults). Everything that says *how* to
+train lives in one :class:`TrainConfig`, which source-level mutations change.
 
 Examples
 --------
 >>> config = MODELS["deepcrime_mnist"].config
 >>> config.optimizer, config.learning_rate, config.batch_size, config.epochs
 ('adadelta', 1.0, 128, 12)
+>>> MODELS["gaze_lenet"].task, MODELS["recommender"].task
+('regression', 'recommendation')
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.train.datasets import ModelDims, concat, n_rows
+from probmut.train.tasks import TASKS
 
 
 @dataclass(frozen=True)
@@ -31,9 +38,13 @@ class TrainConfig:
     """How to train: every setting a source-level mutation may change.
 
     ``optimizer`` is a Keras optimizer name or its serialized config (from a user's
-    compiled model); ``learning_rate`` None keeps the optimizer's own. ``layer_changes``
-    holds ``(layer index, attribute, value)`` applied to the built model, e.g.
-    ``(1, "activation", "elu")``.
+    compiled model); ``learning_rate`` None keeps the optimizer's own; ``clip`` is
+    ``("value" | "norm", threshold)`` gradient clipping. ``patience`` turns on early
+    stopping on the validation loss; ``validation`` False trains on the validation set
+    too; ``full_batch`` makes one batch of the whole training set. ``layer_changes``
+    holds ``(layer index, attribute, value)`` applied to the built model's layer configs,
+    e.g. ``(1, "activation", "elu")``; ``structure`` holds ``("remove" | "add", layer
+    index)``: a layer removed, or a fresh copy of it added after it (Sequential models).
     """
 
     epochs: int
@@ -41,7 +52,12 @@ class TrainConfig:
     optimizer: str | dict = "adam"
     learning_rate: float | None = None
     loss: str = "categorical_crossentropy"
-    layer_changes: tuple[tuple[int, str, str], ...] = ()
+    layer_changes: tuple[tuple[int, str, Any], ...] = ()
+    structure: tuple[tuple[str, int], ...] = ()
+    clip: tuple[str, float] | None = None
+    patience: int | None = None
+    validation: bool = True
+    full_batch: bool = False
 
     def replace(self, **changes) -> TrainConfig:
         return dataclasses.replace(self, **changes)
@@ -49,32 +65,33 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    build: Callable[[tuple[int, ...], int], Any]
+    build: Callable[[ModelDims], Any]
     config: TrainConfig
     description: str
+    task: str = "classification"
 
 
-def _digits_cnn(input_shape, n_classes):
+def _digits_cnn(dims):
     from keras import Sequential, layers
 
     return Sequential([
-        layers.Input(input_shape),
+        layers.Input(dims.input_shape),
         layers.Conv2D(16, 3, padding="same", activation="relu"),
         layers.MaxPooling2D(2),
         layers.Conv2D(32, 3, padding="same", activation="relu"),
         layers.Flatten(),
         layers.Dense(64, activation="relu"),
         layers.Dropout(0.25),
-        layers.Dense(n_classes, activation="softmax"),
+        layers.Dense(dims.n_outputs, activation="softmax"),
     ])
 
 
-def _deepcrime_mnist(input_shape, n_classes):
+def _deepcrime_mnist(dims):
     """Keras' MNIST convnet example, the model DeepCrime and the PMT paper mutate."""
     from keras import Sequential, layers
 
     return Sequential([
-        layers.Input(input_shape),
+        layers.Input(dims.input_shape),
         layers.Conv2D(32, 3, activation="relu"),
         layers.Conv2D(64, 3, activation="relu"),
         layers.MaxPooling2D(2),
@@ -82,20 +99,59 @@ def _deepcrime_mnist(input_shape, n_classes):
         layers.Flatten(),
         layers.Dense(128, activation="relu"),
         layers.Dropout(0.5),
-        layers.Dense(n_classes, activation="softmax"),
+        layers.Dense(dims.n_outputs, activation="softmax"),
     ])
 
 
-def _mlp(input_shape, n_classes):
+def _mlp(dims):
     from keras import Sequential, layers
 
     return Sequential([
-        layers.Input(input_shape),
+        layers.Input(dims.input_shape),
         layers.Flatten(),
         layers.Dense(128, activation="relu"),
         layers.Dropout(0.2),
-        layers.Dense(n_classes, activation="softmax"),
+        layers.Dense(dims.n_outputs, activation="softmax"),
     ])
+
+
+def _gaze_lenet(dims):
+    """DeepCrime's UnityEyes gaze model: a LeNet on the eye image, the head pose joined
+    before the linear output (pitch, yaw)."""
+    import keras
+    from keras import layers
+
+    image_shape, pose_shape = dims.input_shape
+    image, pose = keras.Input(image_shape, name="eye"), keras.Input(pose_shape, name="pose")
+    normal = {"kernel_initializer": keras.initializers.RandomNormal(stddev=0.1),
+              "bias_initializer": "zeros"}
+    x = layers.Conv2D(20, 5, activation="relu", **normal)(image)
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Conv2D(50, 5, activation="relu", **normal)(x)
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Flatten()(x)
+    x = layers.Dense(500, activation="relu", kernel_initializer="glorot_normal")(x)
+    x = layers.Concatenate()([pose, x])
+    return keras.Model([image, pose], layers.Dense(dims.n_outputs)(x), name="gaze_lenet")
+
+
+def _recommender(dims):
+    """DeepCrime's MovieLens recommender: user and item embeddings (50, L2 1e-6) and
+    biases; the rating is sigmoid(user . item + biases), one dot product per rating."""
+    import keras
+    from keras import layers
+
+    def embedded(ids, count, size, **options):
+        return layers.Flatten()(layers.Embedding(count, size, **options)(ids))
+
+    users, items = (keras.Input((1,), dtype="int32", name=n) for n in ("user", "item"))
+    vectors = {"embeddings_initializer": "he_normal",
+               "embeddings_regularizer": keras.regularizers.l2(1e-6)}
+    n_users, n_items = dims.vocabulary
+    dot = layers.Dot(axes=1)([embedded(users, n_users, 50, **vectors),
+                              embedded(items, n_items, 50, **vectors)])
+    score = layers.Add()([dot, embedded(users, n_users, 1), embedded(items, n_items, 1)])
+    return keras.Model([users, items], layers.Activation("sigmoid")(score), name="recommender")
 
 
 MODELS = {
@@ -109,10 +165,38 @@ MODELS = {
     "mlp": ModelSpec(_mlp, TrainConfig(epochs=10, batch_size=32, optimizer="adam",
                                        learning_rate=1e-3),
                      "MLP (dense 128, dropout 0.2)"),
+    "gaze_lenet": ModelSpec(_gaze_lenet, TrainConfig(epochs=50, batch_size=128, optimizer="sgd",
+                                                     learning_rate=0.01, loss="angular_error"),
+                            "DeepCrime's UnityEyes LeNet: eye image + head pose -> gaze angles",
+                            task="regression"),
+    "recommender": ModelSpec(_recommender, TrainConfig(epochs=5, batch_size=64, optimizer="adam",
+                                                       learning_rate=1e-3,
+                                                       loss="binary_crossentropy"),
+                             "DeepCrime's MovieLens recommender: user/item embeddings 50",
+                             task="recommendation"),
 }
 
 
-def resolve_model(name: str, input_shape, n_classes) -> ModelSpec:
+def angular_error(y_true, y_pred):
+    """Mean angle (radians) between true and predicted gaze directions, from (pitch,
+    yaw): DeepCrime's lenet loss, in Keras ops (see :func:`probmut.train.tasks.gaze_vectors`)."""
+    from keras import ops
+
+    def vectors(angles):
+        pitch, yaw = angles[:, 0], angles[:, 1]
+        return ops.stack([ops.sin(pitch) * ops.cos(yaw), ops.sin(pitch) * ops.sin(yaw),
+                          ops.cos(pitch)], axis=1)
+
+    p, t = vectors(y_pred), vectors(ops.cast(y_true, y_pred.dtype))
+    cosine = ops.sum(p * t, axis=1) / (ops.norm(p, axis=1) * ops.norm(t, axis=1))
+    return ops.mean(ops.arccos(ops.clip(cosine, -0.99999, 0.99999)))
+
+
+#: Losses known by name besides Keras' own.
+LOSSES = {"angular_error": angular_error}
+
+
+def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     """The :class:`ModelSpec` for a bundled name or a user ``module:function``.
 
     A user function is called once here, so a broken one fails before training.
@@ -124,12 +208,16 @@ def resolve_model(name: str, input_shape, n_classes) -> ModelSpec:
                            "module:function (a function (input_shape, n_classes) -> keras.Model)")
     module_name, _, function_name = name.partition(":")
     try:
-        build = getattr(importlib.import_module(module_name), function_name)
+        function = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as error:
         raise ProbmutError(f"--model {name}: cannot import {function_name} from "
                            f"{module_name} ({error}); the module must be importable "
                            "(on every worker, for --backend ray)") from None
-    model = build(tuple(input_shape), n_classes)
+
+    def build(dims):
+        return function(tuple(dims.input_shape), dims.n_outputs)
+
+    model = build(dims)
     config = TrainConfig(epochs=10, batch_size=32)
     if getattr(model, "optimizer", None) is not None:  # compiled: keep the user's choices
         import keras
@@ -139,48 +227,118 @@ def resolve_model(name: str, input_shape, n_classes) -> ModelSpec:
     return ModelSpec(build, config, f"user model {name}")
 
 
+def task_of(model: str) -> str:
+    """The task of a bundled model; user models (``module:function``) are classifiers."""
+    return MODELS[model].task if model in MODELS else "classification"
+
+
 def layer_table(model) -> str:
     """One line per layer, ``index name (Class)``, for error messages and docs."""
     return "; ".join(f"{i} {layer.name} ({type(layer).__name__})"
                      for i, layer in enumerate(model.layers))
 
 
-def build_model(spec: ModelSpec, input_shape, n_classes, config: TrainConfig):
-    """Build ``spec``'s model with ``config.layer_changes`` applied, compiled per ``config``."""
+#: Weight regularisers by DeepCrime's names, with the factor 0.01 that Keras 2's
+#: ``l1``, ``l2`` and ``l1_l2`` had (Keras 3's ``L1L2()`` defaults to zero factors).
+REGULARISERS = {"l1": ("L1", {"l1": 0.01}), "l2": ("L2", {"l2": 0.01}),
+                "l1_l2": ("L1L2", {"l1": 0.01, "l2": 0.01})}
+
+
+def regulariser(name: str | None):
+    """A Keras regulariser (serialized) for one of ``REGULARISERS``, or None."""
+    if name is None:
+        return None
     import keras
 
-    model = spec.build(tuple(input_shape), n_classes)
-    if config.layer_changes:
-        changes = {}
-        for index, attribute, value in config.layer_changes:
-            changes.setdefault(id(model.layers[index]), {})[attribute] = value
+    class_name, factors = REGULARISERS[name]
+    return keras.regularizers.serialize(getattr(keras.regularizers, class_name)(**factors))
 
-        def clone(layer):
-            layer_config = layer.get_config()
-            layer_config.update(changes.get(id(layer), {}))
-            return type(layer).from_config(layer_config)
 
-        model = keras.models.clone_model(model, clone_function=clone)
-    optimizer = keras.optimizers.get(config.optimizer)
-    if config.learning_rate is not None:
-        optimizer.learning_rate = config.learning_rate
-    model.compile(optimizer=optimizer, loss=config.loss, metrics=["accuracy"])
+def _rebuilt(model, config: TrainConfig):
+    """``model`` rebuilt (fresh weights) with ``config``'s layer changes and structure."""
+    import keras
+
+    changes: dict[int, dict] = {}
+    for index, attribute, value in config.layer_changes:
+        changes.setdefault(index, {})[attribute] = value
+
+    def fresh(index, layer, suffix=""):
+        layer_config = {**layer.get_config(), **{
+            attribute: regulariser(value) if attribute == "kernel_regularizer" else value
+            for attribute, value in changes.get(index, {}).items()}}
+        if suffix:
+            layer_config["name"] = layer.name + suffix
+        return type(layer).from_config(layer_config)
+
+    if not config.structure:
+        position = {id(layer): i for i, layer in enumerate(model.layers)}
+        return keras.models.clone_model(
+            model, clone_function=lambda layer: fresh(position[id(layer)], layer))
+    if not isinstance(model, keras.Sequential):
+        raise ProbmutError("removing or adding layers needs a Sequential model")
+    removed = {i for kind, i in config.structure if kind == "remove"}
+    added = {i for kind, i in config.structure if kind == "add"}
+    layers = [keras.Input(model.inputs[0].shape[1:], dtype=model.inputs[0].dtype)]
+    for index, layer in enumerate(model.layers):
+        if index not in removed:
+            layers.append(fresh(index, layer))
+        if index in added:
+            layers.append(fresh(index, layer, "_added"))
+    return keras.Sequential(layers, name=model.name)
+
+
+def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig):
+    """Build ``spec``'s model with ``config``'s layer changes and structure, compiled per
+    ``config`` (optimizer, learning rate, gradient clipping, loss)."""
+    model = spec.build(dims)
+    if config.layer_changes or config.structure:
+        model = _rebuilt(model, config)
+    model.compile(optimizer=make_optimizer(config), loss=LOSSES.get(config.loss, config.loss))
     return model
 
 
-def _targets(y, n_classes, loss):
-    """Integer labels for sparse losses, one-hot rows for every other loss."""
-    if "sparse" in str(loss):
-        return y
-    return np.eye(n_classes, dtype=np.float32)[y]
+def make_optimizer(config: TrainConfig):
+    """A fresh Keras optimizer per ``config``: its name or config, learning rate and
+    gradient clipping."""
+    import keras
+
+    optimizer = keras.optimizers.get(config.optimizer)
+    if config.learning_rate is not None:
+        optimizer.learning_rate = config.learning_rate
+    if config.clip is not None:
+        serialized = keras.optimizers.serialize(optimizer)
+        serialized["config"].update(clipnorm=None, clipvalue=None, global_clipnorm=None)
+        serialized["config"]["clip" + config.clip[0]] = config.clip[1]
+        optimizer = keras.optimizers.deserialize(serialized)
+    return optimizer
 
 
-def fit(model, x, y, n_classes, config: TrainConfig) -> None:
-    model.fit(x, _targets(y, n_classes, config.loss), epochs=config.epochs,
-              batch_size=config.batch_size, shuffle=True, verbose=0)
+def keras_inputs(x):
+    """Inputs as Keras takes them: one array, or a list of arrays (one per input)."""
+    return list(x) if isinstance(x, tuple) else x
 
 
-def evaluate(model, x_test, y_test) -> np.ndarray:
-    """Boolean vector: did the model classify each test input correctly."""
-    scores = model.predict(x_test, batch_size=1024, verbose=0)
-    return np.argmax(scores, axis=1) == y_test
+def fit(model, x, y, dims: ModelDims, task: str, config: TrainConfig, validation=None):
+    """Train ``model`` on ``(x, y)``. ``validation`` is the dataset's ``(x_val, y_val)``
+    or None: passed to Keras as validation data (early stopping with
+    ``config.patience``), or trained on when ``config.validation`` is False."""
+    import keras
+
+    targets = TASKS[task].targets
+    if validation is not None and not config.validation:
+        x, y, validation = concat(x, validation[0]), np.concatenate([y, validation[1]]), None
+    callbacks = []
+    if config.patience is not None and validation is not None:
+        callbacks.append(keras.callbacks.EarlyStopping(monitor="val_loss",
+                                                       patience=config.patience))
+    if validation is not None:
+        validation = (keras_inputs(validation[0]),
+                      targets(validation[1], dims.n_outputs, config.loss))
+    model.fit(keras_inputs(x), targets(y, dims.n_outputs, config.loss), epochs=config.epochs,
+              batch_size=n_rows(x) if config.full_batch else config.batch_size, shuffle=True,
+              verbose=0, validation_data=validation, callbacks=callbacks)
+
+
+def predict(model, x) -> np.ndarray:
+    """The model's outputs for inputs ``x`` (one array or a tuple of arrays)."""
+    return model.predict(keras_inputs(x), batch_size=1024, verbose=0)

@@ -6,7 +6,8 @@ Layout of an output directory ``OUT``::
     OUT/healthy.csv                        instance,accuracy,seed (one row per instance)
     OUT/healthy.outcomes.npz               per-input outcomes (probmut.io.outcomes)
     OUT/{operator}_{magnitude}.csv         one file per mutant population (+ .outcomes.npz)
-    OUT/.work/settings.json                the shared settings; a resume must match them
+    OUT/.work/settings.json                the shared settings and the data's provenance;
+                                           a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
     OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
 
@@ -30,7 +31,9 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import LockedError, atomic_write, exclusive, remove_orphans
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
-from probmut.io.outcomes import save_outcomes
+from probmut.io.outcomes import load_outcomes, save_outcomes
+from probmut.train.flags import Flags
+from probmut.train.flags import population_flags as flags_of
 from probmut.train.instance import (
     HEALTHY,
     InstanceResult,
@@ -40,6 +43,7 @@ from probmut.train.instance import (
     train_instance,
 )
 from probmut.train.operators import Mutation
+from probmut.train.tasks import TASKS, strata
 
 
 def _record_path(out: Path, population: str, instance: int) -> Path:
@@ -59,11 +63,12 @@ def _record_key(population: str, instance: int) -> str:
 
 
 def _save_record(out: Path, result: InstanceResult) -> None:
+    equivalent = {} if result.equivalent is None else {"equivalent": np.bool_(result.equivalent)}
     write_checked(_record_path(out, result.population, result.instance),
                   _record_key(result.population, result.instance),
                   accuracy=np.float64(result.accuracy), seed=np.int64(result.seed),
                   seconds=np.float64(result.seconds), correct=np.packbits(result.correct),
-                  n_inputs=np.int64(result.correct.size))
+                  n_inputs=np.int64(result.correct.size), **equivalent)
     if result.weights is not None:
         write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
                       **{f"arr_{k}": w for k, w in enumerate(result.weights)})
@@ -100,17 +105,27 @@ def _load_weights(out: Path, instance: int):
     return [data[f"arr_{k}"] for k in range(len(data))]
 
 
-def _check_settings(out: Path, settings: RunSettings) -> None:
-    """Refuse to resume into ``out`` with settings other than those it was started with."""
+def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
+    """Refuse to resume into ``out`` with settings, or data, other than those it was
+    started with. ``data`` is the data set's provenance; its fingerprint and split sizes
+    decide (not, say, the version of the library that loaded it)."""
     path = out / ".work" / "settings.json"
-    current = json.loads(json.dumps(dataclasses.asdict(settings)))
+    identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
+    current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity}))
     if path.exists():
-        previous = {"stack": 1} | json.loads(path.read_text())  # runs from before --stack
+        # runs from before --stack, or from before the data was recorded (not checked)
+        previous = {"stack": 1, "data": identity} | json.loads(path.read_text())
         if previous != current:
             changed = sorted(k for k in current if previous.get(k) != current[k])
+            before = [previous.get(k) for k in changed if k != "data"]
+            if "data" in changed:
+                old = previous.get("data") or {}
+                before.append(f"data {old.get('name')} with {old.get('train')} training and "
+                              f"{old.get('test')} test samples, fingerprint "
+                              f"{str(old.get('fingerprint'))[:12]}")
             raise ProbmutError(f"{out} holds a run with other settings ({', '.join(changed)} "
-                               f"differ: {[previous.get(k) for k in changed]} before); use the "
-                               "same settings to resume, or a new --out")
+                               f"differ: {before} before); use the same settings and data to "
+                               "resume, or a new --out")
     else:
         atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
 
@@ -180,15 +195,32 @@ def _per_task(outcome, count: int) -> list:
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
 
 
+def population_flags(out: Path, population: str, instances: int, dataset,
+                     mutation: Mutation | None) -> Flags:
+    """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
+    _, correct, labels = load_outcomes(out / f"{population}.outcomes.npz")
+    records = []
+    for instance in range(instances):
+        record = _load_record(out, population, instance)
+        if record is not None:
+            records.append(bool(record["equivalent"]) if "equivalent" in record else None)
+    task = TASKS[dataset.task]
+    return flags_of(correct, labels, task.chance(dataset.y_train, dataset.y_test), dataset.task,
+                    equivalent_before=mutation.equivalent if mutation else "",
+                    equivalent_instances=records)
+
+
 @dataclass
 class RunReport:
-    """What a run did: instances trained now, found already done, and failures."""
+    """What a run did: instances trained now, found already done, failures, and each
+    population's instances on disk and flags."""
 
     trained: int = 0
     resumed: int = 0
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)  # population -> instances on disk
+    flags: dict[str, Flags] = field(default_factory=dict)
 
 
 def run_populations(settings: RunSettings, mutations: list[Mutation], instances: int,
@@ -214,7 +246,8 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                      progress) -> RunReport:
     from tqdm import tqdm
 
-    _check_settings(out, settings)
+    provenance = dataset.provenance()
+    _check_settings(out, settings, provenance)
     remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
@@ -235,7 +268,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     if report.resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
-    labels = dataset.y_test
+    labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
@@ -266,10 +299,15 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
             if stem not in report.counts:
                 report.counts[stem] = assemble(out, stem, instances, labels, deepcrime)
         report.counts = {stem: report.counts[stem] for stem in populations}
+        report.flags = {stem: population_flags(out, stem, instances, dataset, m)
+                        for stem, m in populations.items() if report.counts[stem]}
         cfg = settings.config
         add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
                         f"{settings.model} on {settings.dataset}, {instances} instances, "
                         f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
                         "(probmut train)",
-                        [(m.operator.name, m.magnitude, m.operator.paired) for m in mutations])
+                        [(m.operator.name, m.magnitude, m.operator.paired,
+                          list(report.flags[m.stem].flags) if m.stem in report.flags else [])
+                         for m in mutations],
+                        data=provenance)
     return report

@@ -49,6 +49,7 @@ import numpy as np
 
 from probmut.train import models
 from probmut.train.operators import OPERATORS
+from probmut.train.tasks import TASKS
 
 AUTO_STACK = 20
 CPU_BUDGET = 8 * 2**30
@@ -143,9 +144,11 @@ def stack_problem(model, config: models.TrainConfig) -> str | None:
     if problem is None:
         problem = next(filter(None, map(_layer_problem, model.layers)), None)
     if problem is None:
-        import keras
-
-        problem = _optimizer_problem(keras.optimizers.get(config.optimizer))
+        problem = _optimizer_problem(models.make_optimizer(config))
+    if problem is None and config.patience is not None:
+        problem = "early stopping needs Keras' per-epoch validation"
+    if problem is None and not config.validation:
+        problem = "it trains on the validation set too"
     return problem or _loss_problem(config.loss)
 
 
@@ -155,11 +158,13 @@ _PROBLEMS: dict[str, str | None] = {}
 def population_problem(model_name: str, dataset, config: models.TrainConfig) -> str | None:
     """:func:`stack_problem` for the model ``model_name`` trained on ``dataset`` with
     ``config`` (cached per process)."""
-    key = json.dumps([model_name, dataset.input_shape, dataset.n_classes,
+    if dataset.task != "classification":
+        return f"stacked training scores classifiers only (this is a {dataset.task} model)"
+    key = json.dumps([model_name, dataclasses.asdict(dataset.dims),
                       dataclasses.asdict(config)], default=str)
     if key not in _PROBLEMS:
-        spec = models.resolve_model(model_name, dataset.input_shape, dataset.n_classes)
-        model = models.build_model(spec, dataset.input_shape, dataset.n_classes, config)
+        spec = models.resolve_model(model_name, dataset.dims)
+        model = models.build_model(spec, dataset.dims, config)
         _PROBLEMS[key] = stack_problem(model, config)
     return _PROBLEMS[key]
 
@@ -247,9 +252,11 @@ class StackedModel:
                                                               strict=True)):
             kind = type(layer).__name__
             if kind == "Dense":
-                x = layer.activation(_dense(x, *weights, layer.use_bias))
+                x = layer.activation(_dense(x, weights[0], weights[1] if layer.use_bias
+                                            else None, layer.use_bias))
             elif kind == "Conv2D":
-                x = layer.activation(_conv2d(x, *weights, layer))
+                x = layer.activation(_conv2d(x, weights[0], weights[1] if layer.use_bias
+                                             else None, layer))
             elif kind == "Dropout":
                 if training and layer.rate > 0:
                     x = self._dropout(x, layer.rate, step, position)
@@ -325,7 +332,7 @@ def _member_models(spec, data, config, seeds):
     for seed in seeds:  # exactly the solo start: models.fit would begin from these weights
         keras.backend.clear_session()
         keras.utils.set_random_seed(seed)
-        built.append(models.build_model(spec, data.input_shape, data.n_classes, config))
+        built.append(models.build_model(spec, data.dims, config))
     return built
 
 
@@ -354,12 +361,11 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
     starts = np.cumsum([0] + [len(x) for _, x in distinct.values()])
     x_offsets = np.array([starts[distinct[id(x)][0]] for x in xs])[:, None]
     x_pool = tf.constant(np.concatenate([x for _, x in distinct.values()]))
-    y_pool = tf.constant(np.concatenate([models._targets(y, n_classes, config.loss) for y in ys]))
+    targets = TASKS["classification"].targets
+    y_pool = tf.constant(np.concatenate([targets(y, n_classes, config.loss) for y in ys]))
     y_offsets = (np.arange(size) * n)[:, None]
     loss_fn = keras.losses.get(config.loss)
-    optimizer = keras.optimizers.get(config.optimizer)
-    if config.learning_rate is not None:
-        optimizer.learning_rate = config.learning_rate
+    optimizer = models.make_optimizer(config)
     variables = stack.variables
 
     @tf.function(reduce_retracing=True)
@@ -376,8 +382,9 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
     for epoch in range(config.epochs):
         order = np.stack([o[epoch] for o in orders])
         sums, batches = np.zeros(size), 0
-        for start in range(0, n, config.batch_size):
-            rows = order[:, start:start + config.batch_size]
+        batch = n if config.full_batch else config.batch_size
+        for start in range(0, n, batch):
+            rows = order[:, start:start + batch]
             sums += step(tf.constant(rows + x_offsets), tf.constant(rows + y_offsets),
                          tf.constant(number, tf.int64)).numpy()
             batches, number = batches + 1, number + 1
@@ -412,7 +419,7 @@ def member_data(tasks: list, dataset) -> tuple[list, list]:
         if operator is not None and operator.level == "data":
             seed = instance_seed(task.settings.seed, task.instance, task.population)
             x, y = operator.apply(x, y, dataset.n_classes, task.params,
-                                  np.random.default_rng(seed))
+                                  np.random.default_rng(seed), dataset.task)
         xs.append(x)
         ys.append(y)
     return xs, ys
@@ -432,7 +439,7 @@ def train_stack(tasks: list, *, dataset) -> list:
         config = operator.apply(config, tasks[0].params)
     seeds = [instance_seed(settings.seed, t.instance, t.population) for t in tasks]
     xs, ys = member_data(tasks, dataset)
-    spec = models.resolve_model(settings.model, dataset.input_shape, dataset.n_classes)
+    spec = models.resolve_model(settings.model, dataset.dims)
     results = [None] * len(tasks)
     by_size = {}  # a stack trains members with equally many samples together
     for k, y in enumerate(ys):
@@ -458,9 +465,9 @@ def stacked_model(settings, dataset, instance: int, population: str):
     trained in a stack (for model-level mutants whose healthy weights were not kept)."""
     from probmut.train.instance import Task
 
-    spec = models.resolve_model(settings.model, dataset.input_shape, dataset.n_classes)
+    spec = models.resolve_model(settings.model, dataset.dims)
     result = train_stack([Task(settings, population, instance, keep_weights=True)],
                          dataset=dataset)[0]
-    model = models.build_model(spec, dataset.input_shape, dataset.n_classes, settings.config)
+    model = models.build_model(spec, dataset.dims, settings.config)
     model.set_weights(result.weights)
     return model

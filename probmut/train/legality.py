@@ -1,0 +1,114 @@
+"""Before any training: is each mutation legal, and is it equivalent by construction?
+
+Mu et al. (model-mutation testing) find illegal mutations (a shape mismatch after a
+layer is removed or added, an activation a layer cannot take, a loss the output cannot
+feed) to be the main source of false positives. :func:`prepare` builds every mutant
+once, as the run will, and refuses what cannot produce a valid model with one line
+(exit 2 on the command line):
+
+* the target layer fits the operator and the model's task (:func:`~probmut.train.operators.bind`);
+* class targets exist in the data; operators that need a validation set have one;
+* a training-level mutant builds and gives a finite loss on a batch of training data;
+* a model-level mutant applied to an untrained copy of the model gives finite outputs.
+
+It also marks mutants that are equivalent before training: a data operator that leaves
+the training data unchanged, a training operator that leaves every setting and the
+architecture as they are (``change_epochs`` to the model's own number, an activation
+changed to the one it has), or an operator equivalent by design (``data_shuffle``).
+Model-level equivalence is only known after training (see :mod:`probmut.train.flags`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.train.datasets import n_rows, take
+from probmut.train.operators import Mutation, bind
+from probmut.train.tasks import TASKS
+
+
+def _architecture(model) -> list:
+    """Each layer's class and config, without names (which differ between builds)."""
+    return [(type(layer).__name__, {k: v for k, v in layer.get_config().items() if k != "name"})
+            for layer in model.layers]
+
+
+def _settings(config):
+    return dataclasses.replace(config, layer_changes=(), structure=())
+
+
+def _check_classes(label, params, n_classes):
+    wanted = list(params.get("classes") or ()) + list(params.get("pair") or ())
+    missing = [c for c in wanted if c >= n_classes]
+    if missing:
+        raise ProbmutError(f"{label}: class {missing[0]} is not a class of the data "
+                           f"(0 to {n_classes - 1})")
+
+
+def _finite(values) -> bool:
+    return all(np.all(np.isfinite(np.asarray(v))) for v in np.atleast_1d(values))
+
+
+def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
+    """Bind, check and mark every mutation for ``spec``'s model on ``data`` trained per
+    ``config``; returns the bound mutations (``equivalent`` set where it is known now)."""
+    import keras
+
+    from probmut.train import models
+
+    keras.backend.clear_session()  # layer names in messages as in a fresh session: conv2d, ...
+    healthy = models.build_model(spec, data.dims, config)
+    sample = take(data.x_train, np.arange(min(16, n_rows(data.x_train))))
+    targets = data.y_train[: n_rows(sample)]
+    prepared = []
+    for mutation in mutations:
+        mutation = bind(mutation, healthy, data.task)
+        operator, params = mutation.operator, mutation.params
+        label = mutation.label
+        if data.task == "classification":
+            _check_classes(label, params, data.n_classes)
+        if operator.needs_validation and data.validation is None:
+            raise ProbmutError(f"{label}: needs a validation set; give --validation-split "
+                               "SHARE (for the healthy population too)")
+        equivalent = ""
+        if operator.level == "data":
+            x, y = operator.apply(data.x_train, data.y_train, data.n_classes, params,
+                                  np.random.default_rng(0), data.task)
+            if n_rows(x) == n_rows(data.x_train) and np.array_equal(y, data.y_train) and all(
+                    np.array_equal(a, b) for a, b in zip(
+                        x if isinstance(x, tuple) else (x,),
+                        data.x_train if isinstance(x, tuple) else (data.x_train,), strict=True)):
+                equivalent = "it leaves the training data unchanged"
+        elif operator.level == "training":
+            mutated = operator.apply(config, params)
+            try:
+                mutant = models.build_model(spec, data.dims, mutated)
+                loss = mutant.test_on_batch(models.keras_inputs(sample), TASKS[
+                    data.task].targets(targets, data.dims.n_outputs, mutated.loss))
+            except Exception as error:  # Keras reports illegal models in many types
+                raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
+                                   f"; layers: {models.layer_table(healthy)}") from None
+            if not _finite(loss):
+                raise ProbmutError(f"{label}: the mutant's loss on training data is not finite "
+                                   f"({loss}); layers: {models.layer_table(healthy)}")
+            if _settings(mutated) == _settings(config) and \
+                    _architecture(mutant) == _architecture(healthy):
+                equivalent = "the same settings and architecture as the healthy model"
+        else:
+            copy = models.build_model(spec, data.dims, config)
+            try:
+                outputs = models.predict(operator.apply(copy, params, np.random.default_rng(0)),
+                                         sample)
+            except Exception as error:
+                raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
+                                   f"; layers: {models.layer_table(healthy)}") from None
+            if not _finite(outputs):
+                raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
+                                   f"{models.layer_table(healthy)}")
+        if operator.by_design and operator.by_design[0] == "equivalent":
+            equivalent = f"by design: {operator.by_design[1]}"
+        prepared.append(dataclasses.replace(mutation, equivalent=equivalent))
+    return prepared

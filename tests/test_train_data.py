@@ -1,0 +1,298 @@
+"""Training data: Keras' cache and downloads (offline, timeout), image folders, splits,
+provenance in the manifest, and the refused resume with other data.
+
+Nothing here touches the network: Keras' ``urlretrieve`` is replaced by a function that
+fails as an offline machine does (or hangs, for the timeout), and the Keras cache is a
+temporary ``KERAS_HOME``.
+"""
+
+import hashlib
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+import urllib.error
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probmut.errors import ProbmutError
+from probmut.train import datasets
+from probmut.train.datasets import KERAS_DATASETS, load_dataset
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def keras_home(tmp_path, monkeypatch):
+    """An empty Keras home, seen by probmut (``$KERAS_HOME``) and by an already imported
+    Keras (which read ``$KERAS_HOME`` when it was imported)."""
+    pytest.importorskip("tensorflow")
+    from keras.src.backend import config
+
+    home = tmp_path / "keras_home"
+    home.mkdir()
+    monkeypatch.setenv("KERAS_HOME", str(home))
+    monkeypatch.setattr(config, "_KERAS_DIR", str(home))
+    load_dataset.cache_clear()
+    yield home
+    load_dataset.cache_clear()
+
+
+def _offline(calls):
+    """What ``urlretrieve`` does without network (as measured on this machine)."""
+    def urlretrieve(url, filename, reporthook=None):
+        calls.append((url, filename))
+        raise urllib.error.URLError(OSError(-2, "Name or service not known"))
+    return urlretrieve
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    from keras.src.utils import file_utils
+
+    calls = []
+    monkeypatch.setattr(file_utils, "urlretrieve", _offline(calls))
+    return calls
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("name", list(KERAS_DATASETS))
+def test_offline_download_is_one_clear_line(keras_home, offline, name):
+    with pytest.raises(ProbmutError) as error:
+        load_dataset(name)
+    message = str(error.value)
+    first = KERAS_DATASETS[name][0]
+    cache = keras_home / "datasets"
+    # Keras asked for exactly the file our registry names, at the place we name
+    assert offline == [(first.origin, str(cache / first.path))]
+    assert "\n" not in message
+    assert f"{first.path} is not in the Keras cache ({cache})" in message
+    assert "URL fetch failure" in message and "Name or service not known" in message
+    assert f"download {first.origin} to {cache / first.path}" in message
+    assert "--data FILE.npz" in message
+
+
+@pytest.mark.train
+def test_the_command_stops_with_exit_2_before_training(keras_home, offline, tmp_path, capsys):
+    from probmut.cli.main import main
+
+    out = tmp_path / "out"
+    assert main(["train", "--dataset", "fashion_mnist", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("probmut train: error: dataset 'fashion_mnist': "
+                              "fashion-mnist/train-labels-idx1-ubyte.gz is not in the Keras cache")
+    assert "and the other 3 files of fashion_mnist" in err[-1]
+    assert not out.exists()
+
+
+@pytest.mark.train
+def test_a_download_that_does_not_start_is_given_up(keras_home, monkeypatch):
+    import socket
+
+    from keras.src.utils import file_utils
+
+    release = threading.Event()
+
+    def hanging(url, filename, reporthook=None):  # a DNS or proxy that never answers
+        release.wait(30)
+        raise urllib.error.URLError("released by the test")
+
+    monkeypatch.setattr(file_utils, "urlretrieve", hanging)
+    default = socket.getdefaulttimeout()
+    start = time.monotonic()
+    try:
+        with pytest.raises(ProbmutError, match=r"the download of mnist.npz did not start within "
+                                               r"0.3 s \(--download-timeout\); download https"):
+            load_dataset("mnist", download_timeout=0.3)
+        assert time.monotonic() - start < 5
+        assert socket.getdefaulttimeout() == default  # the socket timeout is restored
+    finally:
+        release.set()
+
+
+def _write_mnist(path, n_train=30, n_test=10, seed=0):
+    rng = np.random.default_rng(seed)
+    arrays = {"x_train": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
+              "y_train": np.arange(n_train, dtype=np.uint8) % 10,
+              "x_test": rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
+              "y_test": np.arange(n_test, dtype=np.uint8) % 10}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **arrays)
+    return arrays
+
+
+@pytest.mark.train
+def test_a_cached_file_is_read_through_keras_without_downloading(keras_home, offline,
+                                                                   monkeypatch):
+    from keras.src.utils import file_utils
+
+    path = keras_home / "datasets" / "mnist.npz"
+    arrays = _write_mnist(path)
+    # our synthetic file stands for the real one: let it pass Keras' checksum
+    monkeypatch.setattr(file_utils, "validate_file", lambda *args, **kwargs: True)
+    data = load_dataset("mnist", validation_split=0.2)
+    assert offline == []  # nothing was downloaded
+    # 3 samples per class: round(0.6) = 1 of each of the 10 classes is held out
+    assert data.x_train.shape == (20, 28, 28, 1) and data.x_val.shape == (10, 28, 28, 1)
+    assert np.array_equal(data.x_test[..., 0], arrays["x_test"] / np.float32(255))
+    provenance = data.provenance()
+    assert provenance["files"] == {"mnist.npz": hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert provenance["source"].startswith("keras.datasets.mnist (https://storage.googleapis")
+    assert (provenance["train"], provenance["validation"], provenance["test"]) == (20, 10, 10)
+
+
+@pytest.mark.train
+def test_a_damaged_cached_file_is_named_as_such(keras_home, offline):
+    _write_mnist(keras_home / "datasets" / "mnist.npz")  # fails Keras' checksum
+    with pytest.raises(ProbmutError, match="Keras could not load it from its cache .*checksum"):
+        load_dataset("mnist")
+    assert len(offline) == 1  # Keras tried to download it again
+
+
+# ---------------------------------------------------------------- image folders
+
+def _png(path, image):
+    import tensorflow as tf
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(tf.io.encode_png(image).numpy())
+
+
+def _image(value, shape):
+    """An image whose every pixel is ``value``: its label can be read back from it."""
+    return np.full(shape, value, dtype=np.uint8)
+
+
+def _image_folder(root, per_class, shape, split=True):
+    """3 classes ('cat', 'dog', 'emu'); image k of class c has pixel value 40 c + k + 1."""
+    for c, name in enumerate(["cat", "dog", "emu"]):
+        for k in range(per_class):
+            part = ("train" if k < per_class - 2 else "test") if split else ""
+            _png(root / part / name / f"{k}.png", _image(40 * c + k + 1, shape))
+    return root
+
+
+@pytest.mark.train
+def test_image_folder_with_train_and_test_sub_folders(tmp_path):
+    pytest.importorskip("tensorflow")
+    folder = _image_folder(tmp_path / "pets", per_class=6, shape=(10, 12, 1))
+    data = load_dataset(str(folder))
+    assert data.x_train.shape == (12, 10, 12, 1) and data.x_test.shape == (6, 10, 12, 1)
+    assert data.y_train.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    # every image kept its label and its pixels (no resize: the first image's size)
+    values = np.round(data.x_train[:, 0, 0, 0] * 255).astype(int)
+    assert np.array_equal((values - 1) // 40, data.y_train)
+    assert np.all(data.x_train == data.x_train[:, :1, :1, :])
+    provenance = data.provenance()
+    assert provenance["split"] == "test: the test/ sub-folder"
+    assert "18 images, grayscale, resized to 10x12" in provenance["source"]
+    assert provenance["class_names"] == ["cat", "dog", "emu"]
+    assert list(provenance["files"]) == ["pets/"]
+
+
+@pytest.mark.train
+def test_image_folder_with_a_test_split_and_resizing(tmp_path):
+    pytest.importorskip("tensorflow")
+    folder = _image_folder(tmp_path / "flat", per_class=8, shape=(9, 9, 3), split=False)
+    data = load_dataset(str(folder), test_split=0.25, image_size="4x5")
+    assert data.x_train.shape == (18, 4, 5, 3) and data.x_test.shape == (6, 4, 5, 3)
+    assert np.bincount(data.y_test).tolist() == [2, 2, 2]
+    values = np.round(np.concatenate([data.x_train, data.x_test])[:, 0, 0, 0] * 255).astype(int)
+    assert np.array_equal((values - 1) // 40, np.concatenate([data.y_train, data.y_test]))
+    # train and test are disjoint: 24 different images
+    assert len(np.unique(values)) == 24
+
+
+@pytest.mark.parametrize("layout, args, message", [
+    ({"a/x.png": 1}, {"test_split": 0.2}, "at least two"),
+    ({"a/x.png": 1, "b/notes.txt": 1}, {"test_split": 0.2}, "class folder 'b' holds no images"),
+    ({"a/x.png": 1, "b/y.png": 1}, {}, "give --test-split SHARE"),
+    ({"train/a/x.png": 1, "train/b/x.png": 1, "test/a/x.png": 1, "test/c/x.png": 1}, {},
+     "the same class folders"),
+    ({"train/a/x.png": 1, "train/b/x.png": 1, "test/a/x.png": 1, "test/b/x.png": 1},
+     {"test_split": 0.2}, "--test-split is for a folder of class folders only"),
+    ({"a/x.png": 1, "b/y.png": 1}, {"test_split": 1.0}, "--test-split must be a share"),
+    ({"a/x.png": 1, "b/y.png": 1}, {"test_split": 0.2, "image_size": "big"}, "--image-size"),
+])
+def test_image_folder_problems_are_clear_errors(tmp_path, layout, args, message):
+    for name in layout:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"not read before the checks")
+    with pytest.raises(ProbmutError, match=message):
+        datasets.check_data_arguments(str(tmp_path), **args)
+
+
+@pytest.mark.parametrize("source, args, message", [
+    ("digits", {"test_split": 0.2}, "for an image folder"),
+    ("digits", {"validation_split": 0}, "--validation-split must be a share"),
+    ("missing.npz", {}, "no such file or folder"),
+    ("no_such_set", {}, "unknown dataset 'no_such_set'"),
+])
+def test_data_argument_problems_are_clear_errors(source, args, message):
+    with pytest.raises(ProbmutError, match=message):
+        datasets.check_data_arguments(source, **args)
+
+
+def test_data_arguments_are_checked_before_tensorflow_is_imported(tmp_path):
+    code = ("import sys; from probmut.cli.main import main; "
+            f"code = main(['train', '--data', {str(tmp_path)!r}, '--out', 'x']); "
+            "assert code == 2, code; assert 'tensorflow' not in sys.modules, 'imported'")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "has no train/ and test/ sub-folders: give --test-split SHARE" in result.stderr
+
+
+def test_stratified_split_holds_out_the_rounded_share_of_every_class():
+    y = np.repeat(np.arange(4), [10, 7, 3, 1])
+    kept, held = datasets.stratified_split(y, 0.3)
+    assert np.bincount(y[held], minlength=4).tolist() == [3, 2, 1, 0]  # 3.0, 2.1, 0.9, 0.3
+    assert np.array_equal(np.sort(np.concatenate([kept, held])), np.arange(len(y)))
+    assert np.array_equal(held, datasets.stratified_split(y, 0.3)[1])  # fixed
+
+
+# ---------------------------------------------------------------- provenance and resume
+
+def _tiny_npz(path, seed):
+    rng = np.random.default_rng(seed)
+    np.savez(path, x_train=rng.random((40, 4, 4), dtype=np.float32),
+             y_train=np.arange(40) % 2, x_test=rng.random((10, 4, 4), dtype=np.float32),
+             y_test=np.arange(10) % 2)
+
+
+@pytest.mark.train
+def test_provenance_goes_into_the_manifest_and_other_data_is_refused(tmp_path):
+    pytest.importorskip("tensorflow")
+    from probmut.train.backends import Serial
+    from probmut.train.instance import RunSettings
+    from probmut.train.models import MODELS
+    from probmut.train.run import run_populations
+
+    source = tmp_path / "tiny.npz"
+    _tiny_npz(source, seed=0)
+    settings = RunSettings(str(source), "mlp", MODELS["mlp"].config.replace(epochs=1))
+    out = tmp_path / "run"
+
+    def run():
+        load_dataset.cache_clear()
+        data = load_dataset(str(source), validation_split=0.25)
+        with Serial(1, {"dataset": data}) as backend:
+            run_populations(settings, [], 1, out, backend, data, name="tiny", progress=False)
+        return data
+
+    data = run()
+    recorded = tomllib.loads((out / "manifest.toml").read_text())["models"]["tiny"]["data"]
+    assert recorded == {
+        "name": "tiny", "task": "classification", "source": f"file {source}", "train": 30, "validation": 10, "test": 10,
+        "classes": 2, "input_shape": [4, 4, 1], "fingerprint": data.fingerprint,
+        "split": "the file's train and test sets; validation: 0.25 of each training class "
+                 "(seed 0)",
+        "files": {"tiny.npz": hashlib.sha256(source.read_bytes()).hexdigest()}}
+    run()  # the same data resumes (nothing to do)
+    _tiny_npz(source, seed=1)  # same path and shapes, other numbers
+    with pytest.raises(ProbmutError, match=r"other settings \(data differ: \['data tiny with 30 "
+                                           r"training and 10 test samples, fingerprint"):
+        run()
