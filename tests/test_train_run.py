@@ -112,7 +112,9 @@ def test_same_seed_same_accuracy_in_process(digits_run):
 def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     pytest.importorskip("tensorflow")
     out = tmp_path / "resume"
-    args = [sys.executable, "-m", "probmut", "train", *FAST, "--instances", 6, "--out", out]
+    # Stacks of two: the kill lands between stacks, and resume must finish the rest.
+    stacked = [*FAST, "--stack", "2"]
+    args = [sys.executable, "-m", "probmut", "train", *stacked, "--instances", 6, "--out", out]
     process = subprocess.Popen(list(map(str, args)), cwd=REPO, env=_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     records = out / ".work" / "healthy"
@@ -124,7 +126,7 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     before = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")}
     assert 2 <= len(before) < 6
 
-    result = probmut("train", *FAST, "--instances", 6, "--out", out)
+    result = probmut("train", *stacked, "--instances", 6, "--out", out)
     assert f"trained {6 - len(before)} instances" in result.stdout
     assert f"{len(before)} were already done" in result.stdout
     assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")
@@ -132,7 +134,7 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     _, ids, _ = read_population(out / "healthy.csv")
     assert ids == list(range(6))
     assert not list(out.rglob("*.tmp"))
-    again = probmut("train", *FAST, "--instances", 6, "--out", out)
+    again = probmut("train", *stacked, "--instances", 6, "--out", out)
     assert "trained 0 instances" in again.stdout and "6 were already done" in again.stdout
 
 
