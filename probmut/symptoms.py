@@ -239,7 +239,7 @@ class SymptomStudy(Result):
         everyone = (self.healthy, *self.populations)
         width = max(len("population"), *(len(p.name) for p in everyone)) + 1
         header = (f"{'population':<{width}}{'n':>4}{'crash':>6}{'hang':>5}{'nan':>5}"
-                  f"{'const':>6}{'acc h':>8}{'acc m':>8}{'p-value':>11}{effect:>8}"
+                  f"{'const':>6}{'acc h':>8}{'acc m':>8}{'p-value':>11}{effect:>9}"
                   f"{'time x':>8}{'time p':>9}  symptom")
         lines = [f"Symptoms{' of ' + self.label if self.label else ''} (Jia et al.'s "
                  "classification; accuracy test: kill iff " + self.criterion.describe() + ")",
@@ -250,7 +250,7 @@ class SymptomStudy(Result):
                 f"{p.name:<{width}}{p.instances:>4}{p.crashed:>6}{p.timed_out:>5}"
                 f"{p.diverged:>5}{p.constant:>6}{_format(a and a.mean_healthy, '.4f'):>8}"
                 f"{_format(a and a.mean_mutant, '.4f'):>8}{_format(a and a.p_value, '.4g'):>11}"
-                f"{_format(a and a.effect_size, '.3f'):>8}{_format(t and t.ratio, '.2f'):>8}"
+                f"{_format(a and a.effect_size, '.3f'):>9}{_format(t and t.ratio, '.2f'):>8}"
                 f"{_format(t and t.p_value, '.3g'):>9}  {p.symptom}")
         for p in self.populations:
             for error in p.errors[:2]:
