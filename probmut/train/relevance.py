@@ -249,7 +249,7 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
     from probmut.train.evaluate import instance_ids
 
     neurons = tuple(neurons)
-    instances, names = [], set()
+    instances, names = [], {}
     keras.backend.clear_session()
     pairs = list(zip(paths, instance_ids(paths), strict=True))
     bar = progress_bar(len(pairs), "coverage", enabled=progress, unit="model")
@@ -260,8 +260,9 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
             raise ProbmutError(f"{path}: cannot load the model ({error})") from None
         subject = default_layer(model) if layer is None else layer
         check_model(model, subject, dataset.x_train)
-        names.add(f"{model.layers[subject].name} (layer {subject}, "
-                  f"{model.layers[subject].output.shape[-1]} neurons)")
+        chosen = model.layers[subject]  # layer names differ between builds: not compared
+        shape = f"(layer {subject}, {chosen.output.shape[-1]} neurons)"
+        names.setdefault(f"{type(chosen).__name__} {shape}", f"{chosen.name} {shape}")
         hidden = neuron_layers(model)
         train = activations(model, dataset.x_train, [*hidden, subject])
         test = activations(model, dataset.x_test, [*hidden, subject])
@@ -282,4 +283,5 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
                            " give instances of one architecture")
     settings = {"epsilon": epsilon, "max_clusters": max_clusters, "nc_threshold": nc_threshold,
                 "sections": sections, "top_k": top_k, "seed": seed}
-    return CoverageStudy(names.pop(), neurons, tuple(instances), len(dataset.y_test), settings)
+    return CoverageStudy(next(iter(names.values())), neurons, tuple(instances),
+                         len(dataset.y_test), settings)

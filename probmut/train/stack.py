@@ -438,6 +438,8 @@ def train_stack(tasks: list, *, dataset) -> list:
     :func:`probmut.io.records.loss_diverged`; constant predictions) and, if its task asks,
     its weights and its model as ``.keras`` bytes. Each member's ``seconds`` is its share
     of the stack's time."""
+    import keras
+
     from probmut.io.records import loss_diverged
     from probmut.train.instance import InstanceResult, instance_seed
 
@@ -466,7 +468,8 @@ def train_stack(tasks: list, *, dataset) -> list:
             keep = tasks[k].keep_weights or tasks[k].save_model
             weights = stack.member_weights(j) if keep else None
             model_bytes = None
-            if tasks[k].save_model:
+            if tasks[k].save_model:  # a solo model with the member's weights, named as one
+                keras.backend.clear_session()  # built alone is (the stack is trained)
                 solo = models.build_model(spec, dataset.dims, config)
                 solo.set_weights(weights)
                 model_bytes = models.keras_bytes(solo)
