@@ -41,7 +41,7 @@ from probmut.io.atomic import (
 )
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
-from probmut.io.outcomes import load_outcomes, save_outcomes
+from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
 from probmut.io.populations import write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
 from probmut.train.backends import InstanceTimeout
@@ -264,8 +264,11 @@ def _per_task(outcome, count: int) -> list:
 def population_flags(out: Path, population: str, instances: int, dataset,
                      mutation: Mutation | None) -> Flags:
     """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
-    # crashed and timed-out instances count with their all-False rows: they learnt nothing
-    _, correct, labels = load_outcomes(out / f"{population}.outcomes.npz", keep_failed=True)
+    # crashed and timed-out instances were never scored: not counted either way
+    path = out / f"{population}.outcomes.npz"
+    _, correct, labels = load_outcomes(path, keep_failed=True)
+    correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
+                               dtype=bool)]
     records = []
     for instance in range(instances):
         loaded = _load_record(out, population, instance)
