@@ -38,7 +38,10 @@ STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
          "estimate_color": "tab:blue", "lower_color": "tab:green", "upper_color": "tab:orange",
          "bound_offset": 0.25,
          # Motivating figure: one color per population (matplotlib's cycle).
-         "scatter_alpha": 0.25}
+         "scatter_alpha": 0.25,
+         # Symptoms: one color per instance status.
+         "status_colors": {"ok": "tab:green", "crashed": "tab:red", "timed out": "tab:orange",
+                           "diverged": "tab:purple"}}
 
 
 def _rc():
@@ -263,3 +266,80 @@ def _plot_bayes(study, axes):
                 ax.set_xlim(-0.02, 1.02)
             ax.set_title(f"{comparison.name}: {label}"
                          + ("" if comparison.diagnostics.converged else " (NOT CONVERGED)"))
+
+
+def plot_symptoms(study, *, ax=None, title: str | None = None):
+    """Symptoms of a run (:class:`probmut.symptoms.SymptomStudy`): one row per
+    population (healthy first), the shares of its instances that were ok, crashed,
+    timed out or diverged as stacked bars, the population's symptom written beside it;
+    returns the figure.
+
+    >>> from probmut.io.records import InstanceRecord as R
+    >>> from probmut.symptoms import symptom_study
+    >>> healthy = [R(i, 0.9 + 0.01 * (i % 3)) for i in range(6)]
+    >>> study = symptom_study(healthy, {"m": [R(i, 0.1, status="diverged") for i in range(6)]})
+    >>> fig = plot_symptoms(study)
+    >>> [t.get_text() for t in fig.axes[0].texts]
+    ['baseline', 'nan']
+    """
+    rows = (study.healthy, *study.populations)
+    with _rc():
+        own = ax is None
+        if own:
+            width, _ = STYLE["panel_size"]
+            fig, ax = plt.subplots(figsize=(2.2 * width, 0.3 * len(rows) + 1.0))
+        y = np.arange(len(rows))[::-1]
+        left = np.zeros(len(rows))
+        for status, color in STYLE["status_colors"].items():
+            share = np.array([row.shares[status] for row in rows])
+            ax.barh(y, share, left=left, color=color, label=status, height=0.7)
+            left += share
+        for position, row in zip(y, rows, strict=True):
+            ax.text(1.02, position, row.symptom, va="center", fontsize=STYLE["font_size"])
+        ax.set_yticks(y, [row.name for row in rows])
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of instances")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=6,
+                  frameon=False)
+        if title:
+            ax.set_title(title, pad=18)
+        if own:
+            ax.figure.tight_layout()
+        return ax.figure
+
+
+def plot_coverage(study, *, axes=None, title: str | None = None):
+    """Coverage (:class:`probmut.coverage.CoverageStudy`): IDC of the whole test set per
+    number of important neurons m, one dot per healthy instance (first panel); with a
+    correlation, the mean IDC of each random test subset against its killing (second
+    panel); returns the figure."""
+    correlation = study.correlation
+    panels = 2 if correlation is not None else 1
+    with _rc():
+        fig, grid = _grid(axes, panels, panels)
+        ax = grid.flat[0]
+        for position, m in enumerate(study.neurons):
+            values = study.idc(m)
+            jitter = np.linspace(-0.15, 0.15, values.size) if values.size > 1 else np.zeros(1)
+            ax.scatter(position + jitter, values, s=8, color=STYLE["estimate_color"],
+                       alpha=STYLE["scatter_alpha"] * 2)
+            ax.plot([position - 0.25, position + 0.25], [values.mean()] * 2, color="black",
+                    lw=1.2)
+        ax.set_xticks(range(len(study.neurons)), [f"m={m}" for m in study.neurons])
+        ax.set_ylabel("IDC of the test set")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"IDC per instance, {study.layer.split(' ')[0]}")
+        ax.grid(alpha=0.3)
+        if correlation is not None:
+            ax = grid.flat[1]
+            ax.scatter(correlation.coverage_values, correlation.killing_values, s=8,
+                       color=STYLE["estimate_color"], alpha=0.6)
+            what = {"probability": "mean kill probability", "score": "mutation score"}
+            ax.set_xlabel(f"mean IDC (m={correlation.neurons}) of the subset")
+            ax.set_ylabel(what[correlation.killing])
+            ax.set_title(f"{correlation.subsets} subsets of {correlation.subset_size} inputs: "
+                         f"tau {correlation.tau:.2f} [{correlation.ci_low:.2f}, "
+                         f"{correlation.ci_high:.2f}]")
+            ax.grid(alpha=0.3)
+        _finish(fig, title, axes is None)
+        return fig

@@ -19,6 +19,10 @@ both ways: its speedup, whatever it is. Run from the repository root::
     python scripts/bench_train.py
     python scripts/bench_train.py --json
     python scripts/bench_train.py --instances 10 --mutant-instances 0 --mnist-instances 0
+    python scripts/bench_train.py --instances 10 --save-overhead
+
+``--save-overhead`` measures only what ``--save-models`` costs, in one process without
+start-up noise (see :func:`save_overhead`).
 """
 
 from __future__ import annotations
@@ -121,6 +125,37 @@ def bench(args) -> dict:
     return result
 
 
+def save_overhead(instances: int, epochs: int | None) -> dict:
+    """The cost of --save-models: each digits_cnn instance is trained and recorded twice
+    in this process (one at a time), with and without its model (.keras bytes made as in
+    a worker, written as the driver writes them), the order alternating; the same seeds,
+    so the same work but for the saving."""
+    from probmut.train import run
+    from probmut.train.datasets import load_dataset
+    from probmut.train.instance import RunSettings, Task, configure_tensorflow, train_instance
+    from probmut.train.models import MODELS
+
+    configure_tensorflow(1)
+    data = load_dataset("digits")
+    config = MODELS["digits_cnn"].config
+    settings = RunSettings("digits", "digits_cnn", config.replace(epochs=epochs or config.epochs))
+    train_instance(Task(settings, "healthy", 0), dataset=data)  # warm-up
+    seconds = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for instance in range(instances):
+            for save in ((False, True) if instance % 2 else (True, False)):
+                start = time.perf_counter()
+                result = train_instance(Task(settings, "healthy", instance, save_model=save),
+                                        dataset=data)
+                run._save_record(Path(tmp) / str(save), result)
+                seconds[save].append(time.perf_counter() - start)
+    ratios = sorted(b / a for a, b in zip(seconds[False], seconds[True], strict=True))
+    return {"instances": instances, "seconds_without": round(sum(seconds[False]), 2),
+            "seconds_with": round(sum(seconds[True]), 2),
+            "ratio_total": round(sum(seconds[True]) / sum(seconds[False]), 3),
+            "ratio_median": round(float(ratios[len(ratios) // 2]), 3)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=40, help="healthy digits_cnn (40)")
@@ -130,8 +165,18 @@ def main() -> int:
     parser.add_argument("--mnist-instances", type=int, default=4,
                         help="deepcrime_mnist instances each way (4; 0 skips)")
     parser.add_argument("--mnist-epochs", type=int, default=1, help="deepcrime_mnist epochs (1)")
+    parser.add_argument("--save-overhead", action="store_true",
+                        help="only measure what --save-models costs (--instances instances)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
+    if args.save_overhead:
+        row = save_overhead(args.instances, args.epochs)
+        print(json.dumps(row, indent=2) if args.json else
+              f"--save-models: {row['instances']} digits_cnn instances trained twice in one "
+              f"process, {row['seconds_without']} s without and {row['seconds_with']} s with "
+              f"their models: {row['ratio_total']:.3f}x in total, {row['ratio_median']:.3f}x "
+              "per instance (median); the target is at most 1.10x")
+        return 0
     result = bench(args)
     if args.json:
         print(json.dumps(result, indent=2))

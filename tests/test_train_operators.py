@@ -4,6 +4,8 @@ digits_cnn and DeepCrime MNIST models. No training: operators act on data arrays
 training settings, built models or weights.
 """
 
+import types
+
 import numpy as np
 import pytest
 
@@ -523,7 +525,9 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     calls = []
     model = _model(keras)
     model.compile(optimizer="adam", loss="categorical_crossentropy")
-    monkeypatch.setattr(model, "fit", lambda x, y, **kwargs: calls.append((len(x), kwargs)))
+    history = types.SimpleNamespace(history={"loss": [2.0, 1.0]})
+    monkeypatch.setattr(model, "fit", lambda x, y, **kwargs: calls.append((len(x), kwargs))
+                        or history)
     x, y = np.zeros((50, 8, 8, 1), np.float32), np.arange(50) % 10
     validation = (np.zeros((7, 8, 8, 1), np.float32), np.arange(7) % 10)
     config = TrainConfig(epochs=2, batch_size=16)
@@ -533,8 +537,10 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     models.fit(model, x, y, DIMS["digits_cnn"], "classification",
                config.replace(validation=False, patience=1), validation)
     (n1, first), (n2, second), (n3, third) = calls
+    stops = [[c for c in kwargs["callbacks"] if isinstance(c, keras.callbacks.EarlyStopping)]
+             for kwargs in (first, second, third)]  # beside the symptom watch, always there
     assert (n1, first["batch_size"], first["validation_data"][0].shape[0]) == (50, 16, 7)
-    assert first["callbacks"] == []
+    assert stops[0] == []
     assert (n2, second["batch_size"]) == (50, 50)
-    assert second["callbacks"][0].patience == 1
-    assert (n3, third["validation_data"], third["callbacks"]) == (57, None, [])
+    assert stops[1][0].patience == 1
+    assert (n3, third["validation_data"], stops[2]) == (57, None, [])

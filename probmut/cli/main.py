@@ -20,9 +20,12 @@ from probmut.errors import EXIT_BAD_INPUT, ProbmutError
 _COMMAND_MODULES = [
     "probmut.cli.analysis",
     "probmut.cli.train",
+    "probmut.cli.evaluate",
     "probmut.cli.studies",
     "probmut.cli.bayes",
     "probmut.cli.inputs",
+    "probmut.cli.symptoms",
+    "probmut.cli.coverage",
 ]
 
 #: Exit code when the reader of our output went away (``probmut ... | head``): 128 + SIGPIPE.

@@ -91,6 +91,26 @@ def register(subparsers) -> None:
     p.add_argument("--cpus-per-task", type=float,
                    help="Ray CPUs per task (default: --threads)")
     p.add_argument("--gpus-per-task", type=float, default=0, help="Ray GPUs per task (0)")
+    p.add_argument("--save-models", action="store_true",
+                   help="keep each instance's model as OUT/models/POPULATION/ID.keras "
+                        "(model-level mutants after mutation)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop an instance's training after SECONDS (recorded as timed out); "
+                        "instances then train one at a time (--stack 1) in worker processes, "
+                        "which are killed if an instance cannot stop itself")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="train crashed and timed-out instances again (by default they are "
+                        "recorded once)")
+    search = p.add_argument_group("killable-magnitude search (DeepCrime's binary search)")
+    search.add_argument("--search", metavar="OP:LOW,HIGH",
+                        help="bisect the magnitude of OP between LOW (weak) and HIGH (strong) "
+                             "for the smallest killed magnitude, training only the magnitudes "
+                             "it needs (instead of --mutation)")
+    search.add_argument("--resolution", type=float,
+                        help="stop when the bracket is this narrow (default: 1/16 of the range)")
+    search.add_argument("--criterion", choices=["posterior", "deepcrime"], default=None,
+                        help="killed by the bagged posterior's ratio (default) or by DeepCrime's "
+                             "single test on the whole populations")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true",
                    help="print the run summary (or --list-operators) as one JSON document")
@@ -188,6 +208,13 @@ def handle(args) -> int:
         raise ProbmutError(f"--learning-rate must be positive, got {args.learning_rate}")
     if args.patience is not None and (args.patience < 0 or args.validation_split is None):
         raise ProbmutError("--patience needs --validation-split and a value of at least 0")
+    if args.timeout is not None and not args.timeout > 0:
+        raise ProbmutError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.timeout is not None:  # a time limit is per instance: one instance at a time
+        if stack is not None and stack > 1:
+            raise ProbmutError("--timeout applies to one instance at a time; give --stack 1 "
+                               "(or leave --stack out)")
+        stack = 1
     if args.backend == "local" and args.address:
         raise ProbmutError("--address is for --backend ray")
     if not args.download_timeout > 0:
@@ -209,6 +236,14 @@ def handle(args) -> int:
         _require("ray", "ray")
     from probmut.train import backends
 
+    if args.search and args.mutation:
+        raise ProbmutError("--search trains its own magnitudes; leave out --mutation")
+    if not args.search and (args.resolution is not None or args.criterion is not None):
+        raise ProbmutError("--resolution and --criterion are for --search")
+    if args.search:
+        from probmut.train.search import parse_search
+
+        parse_search(args.search)  # a bad range is an error before anything trains
     if args.backend == "local" and args.jobs * args.threads > backends.cpu_count():
         print(f"probmut train: warning: --jobs {args.jobs} x --threads {args.threads} exceeds "
               f"the {backends.cpu_count()} CPUs here; instances will compete for cores",
@@ -235,21 +270,49 @@ def handle(args) -> int:
     settings = RunSettings(dataset=source, model=args.model, config=config, seed=args.seed,
                            stack=_stack_size(stack, probe, config, dataset, mutations))
     name = args.name or args.out.resolve().name
-    shared = {"dataset": dataset}
-    if args.backend == "ray":
-        backend = backends.RayBackend(args.address, args.cpus_per_task or args.threads,
-                                      args.gpus_per_task, args.threads, shared)
-    elif args.jobs > 1:
-        backend = backends.LocalPool(args.jobs, args.threads, shared)
-    else:
-        backend = backends.Serial(args.threads, shared)
-    with backend:
+    options = dict(deepcrime=args.format == "deepcrime", progress=not args.no_progress,
+                   save_models=args.save_models, timeout=args.timeout,
+                   retry_failed=args.retry_failed)
+    if args.search:
+        return _search(args, settings, dataset, spec, name, options)
+    with _backend(args, {"dataset": dataset}) as backend:
         report = run_populations(settings, mutations, args.instances, args.out, backend,
-                                 dataset, name=name, deepcrime=args.format == "deepcrime",
-                                 progress=not args.no_progress)
+                                 dataset, name=name, **options)
     print(_summary(args, report, name))
+    if report.diverged:
+        print(f"{len(report.diverged)} instances diverged (recorded; see probmut symptoms): "
+              + ", ".join(report.diverged[:5]) + (" ..." if len(report.diverged) > 5 else ""),
+              file=sys.stderr)
     if report.failures:
-        print(f"{len(report.failures)} instances failed (re-run to retry them):",
-              *report.failures[:5], sep="\n  ", file=sys.stderr)
+        print(f"{len(report.failures)} instances failed (recorded; --retry-failed trains them "
+              "again):", *report.failures[:5], sep="\n  ", file=sys.stderr)
         return 1
     return 0
+
+
+def _search(args, settings, dataset, spec, name, options) -> int:
+    from probmut.train.search import parse_search, run_search
+
+    _, low, high, _ = parse_search(args.search)
+    resolution = args.resolution if args.resolution is not None else abs(high - low) / 16
+    with _backend(args, {"dataset": dataset}) as backend:
+        result = run_search(settings, args.search, resolution, args.instances, args.out,
+                            backend, dataset, spec, name=name,
+                            criterion=args.criterion or "posterior", **options)
+    print(result)
+    print(f"populations and manifest: {args.out} (model {name!r})")
+    return 0
+
+
+def _backend(args, shared):
+    """The backend the flags ask for; with --timeout a local run uses worker processes
+    even for --jobs 1, so that an instance stuck inside TensorFlow can be killed."""
+    from probmut.train import backends
+
+    hard = None if args.timeout is None else backends.hard_limit(args.timeout)
+    if args.backend == "ray":
+        return backends.RayBackend(args.address, args.cpus_per_task or args.threads,
+                                   args.gpus_per_task, args.threads, shared, hard)
+    if args.jobs > 1 or hard is not None:
+        return backends.LocalPool(args.jobs, args.threads, shared, hard)
+    return backends.Serial(args.threads, shared)

@@ -210,7 +210,7 @@ def write_manifest(path, content: dict, comment: str | None = None) -> None:
 
 
 def add_to_manifest(path, model: str, healthy: str, description: str, populations,
-                    data: dict | None = None) -> None:
+                    data: dict | None = None, written_by: str = "probmut train") -> None:
     """Add populations to the manifest at ``path`` (created if absent), keeping what is
     there: other models, magnitudes written by earlier runs.
 
@@ -250,4 +250,4 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
         if flags:
             spec.setdefault("flags", {})[magnitude] = list(flags[0])
     write_manifest(path, content,
-                   "probmut run manifest, written by `probmut train`; paths are relative to it.")
+                   f"probmut run manifest, written by `{written_by}`; paths are relative to it.")

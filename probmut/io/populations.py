@@ -6,16 +6,21 @@ Two formats are read, told apart by their header:
   ``true_label;pred_label_model_0;...`` (or ``true_labels``), and a last row holding an
   empty first cell then one accuracy per instance, in instance order.
 - **tidy CSV**: one row per instance with columns ``instance`` and ``accuracy``
-  (comma-separated; other columns are allowed and ignored).
+  (comma-separated; other columns are allowed and ignored). The trainer and ``probmut
+  evaluate`` add the symptom columns of :mod:`probmut.io.records` (:data:`COLUMNS`).
 
 Every value must be an accuracy in [0, 1]. A missing accuracy (empty cell, NaN) is
 dropped with a :class:`MissingAccuracyWarning` naming the file and the instance, or is
-an error with ``strict=True``.
+an error with ``strict=True``. So is a failed instance (``status`` crashed, timed out or
+diverged), with a :class:`~probmut.io.records.FailedInstanceWarning`:
+:func:`read_population` returns only the instances an analysis may count, and
+:func:`read_instances` every record.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 import warnings
@@ -26,10 +31,15 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
+from probmut.io.records import STATUSES, AllFailedError, FailedInstanceWarning, InstanceRecord
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
 #: Instance ids are stored as 64-bit integers.
 _LARGEST_ID = 2**63 - 1
+
+#: The tidy CSV's columns as the trainer writes them (see :func:`write_instances`).
+COLUMNS = ("instance", "accuracy", "seed", "status", "seconds", "loss", "constant",
+           "initial_loss", "loss_history", "error")
 
 
 class MissingAccuracyWarning(UserWarning):
@@ -149,7 +159,25 @@ def _read_deepcrime(lines: list[str], where: str, strict: bool):
     return _drop_missing(values, ids, where, strict)
 
 
-def _read_tidy(lines: list[str], where: str, strict: bool):
+def _drop_failed(values, ids, statuses, where: str, strict: bool):
+    failed = [(i, s) for i, s in zip(ids, statuses, strict=True) if s not in ("", "ok")]
+    if not failed:
+        return values, ids
+    named = ", ".join(f"{i} ({s})" for i, s in failed[:10]) + (" ..." if len(failed) > 10 else "")
+    if strict:
+        raise ProbmutError(f"{where}: failed instance(s) {named}", option="strict")
+    kept = [k for k, s in enumerate(statuses) if s in ("", "ok")]
+    if not kept:
+        raise AllFailedError(f"{where}: every instance failed ({named}); nothing to analyse "
+                           "(see probmut symptoms)")
+    warnings.warn(f"{where}: failed instance(s) {named} dropped: crashed, timed-out and "
+                  "diverged instances are not counted (see probmut symptoms; a strict reading "
+                  "makes this an error)", FailedInstanceWarning, stacklevel=4)
+    return [values[k] for k in kept], [ids[k] for k in kept]
+
+
+def _tidy_rows(lines: list[str], where: str):
+    """The rows of a tidy CSV as dicts with stripped keys and cells, and line numbers."""
     reader = csv.DictReader(lines)
     fields = [f.strip() for f in (reader.fieldnames or [])]
     if "accuracy" not in fields or "instance" not in fields:
@@ -157,17 +185,48 @@ def _read_tidy(lines: list[str], where: str, strict: bool):
             f"{where}: unknown format; expected DeepCrime's (header 'true_label;...') or a "
             f"tidy CSV with columns 'instance,accuracy' (found columns {fields})")
     reader.fieldnames = fields
-    values, ids = [], []
     for line_number, row in enumerate(reader, start=2):
-        instance = (row.get("instance") or "").strip()
+        cells = {k: (v or "").strip() for k, v in row.items() if k is not None}
         try:
-            ids.append(int(instance))
+            cells["instance"] = int(cells.get("instance", ""))
         except ValueError:
-            raise ProbmutError(
-                f"{where}: line {line_number}: instance id {instance!r} is not an integer") from None
-        cell = (row.get("accuracy") or "").strip()
+            raise ProbmutError(f"{where}: line {line_number}: instance id "
+                               f"{row.get('instance')!r} is not an integer") from None
+        status = cells.get("status", "")
+        if status and status not in STATUSES:
+            raise ProbmutError(f"{where}: line {line_number}: unknown status {status!r} "
+                               f"(one of {', '.join(STATUSES)})")
+        yield cells
+
+
+def _read_tidy(lines: list[str], where: str, strict: bool):
+    values, ids, statuses = [], [], []
+    for cells in _tidy_rows(lines, where):
+        ids.append(cells["instance"])
+        cell = cells.get("accuracy", "")
         values.append(math.nan if cell == "" else _parse_float(cell, where, ids[-1]))
+        statuses.append(cells.get("status", ""))
+    values, ids = _drop_failed(values, ids, statuses, where, strict)
     return _drop_missing(values, ids, where, strict)
+
+
+def _lines(path: Path) -> list[str]:
+    if not path.exists():
+        raise ProbmutError(f"{path}: no such file")
+    if path.is_dir():
+        raise ProbmutError(f"{path}: is a directory, expected a population CSV file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ProbmutError(f"{path}: cannot read it as text ({error})") from None
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ProbmutError(f"{path}: the file is empty")
+    return lines
+
+
+def _is_deepcrime(lines: list[str]) -> bool:
+    return lines[0].split(";")[0].strip().lower() in _DEEPCRIME_HEADERS
 
 
 def read_population(path, name: str | None = None, strict: bool = False) -> Population:
@@ -189,20 +248,9 @@ def read_population(path, name: str | None = None, strict: bool = False) -> Popu
     """
     path = Path(path)
     where = str(path)
-    if not path.exists():
-        raise ProbmutError(f"{where}: no such file")
-    if path.is_dir():
-        raise ProbmutError(f"{where}: is a directory, expected a population CSV file")
+    lines = _lines(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ProbmutError(f"{where}: cannot read it as text ({error})") from None
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        raise ProbmutError(f"{where}: the file is empty")
-    first = lines[0].split(";")[0].strip().lower()
-    try:
-        if first in _DEEPCRIME_HEADERS:
+        if _is_deepcrime(lines):
             values, ids = _read_deepcrime(lines, where, strict)
         else:
             values, ids = _read_tidy(lines, where, strict)
@@ -268,6 +316,77 @@ def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Populati
     healthy = as_population(healthy, "healthy")
     mutant = as_population(mutant, "mutant")
     return pair(healthy, mutant) if paired else (healthy, mutant)
+
+
+def _number(text: str) -> str:
+    return "" if not math.isfinite(text) else f"{text:.6g}"
+
+
+def write_instances(path, records) -> None:
+    """Write instance records (:class:`~probmut.io.records.InstanceRecord`) as the tidy
+    CSV with every symptom column (:data:`COLUMNS`), atomically.
+
+    Accuracies are written exactly (``repr``); losses to 6 significant digits, the loss
+    history ``;``-separated; seconds to milliseconds; ``constant`` as 0/1; missing
+    values as empty cells.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "pop.csv")
+    >>> write_instances(path, [InstanceRecord(0, 0.75, 11, seconds=1.5, loss_history=(0.9, 0.5)),
+    ...                        InstanceRecord(1, math.nan, 12, status="crashed", error="E: x, y")])
+    >>> print(open(path).read().strip())
+    instance,accuracy,seed,status,seconds,loss,constant,initial_loss,loss_history,error
+    0,0.75,11,ok,1.500,0.5,,,0.9;0.5,
+    1,,12,crashed,,,,,,"E: x, y"
+    >>> [(r.instance, r.status) for r in read_instances(path)]
+    [(0, 'ok'), (1, 'crashed')]
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for r in records:
+        writer.writerow([
+            r.instance, "" if math.isnan(r.accuracy) else repr(float(r.accuracy)),
+            "" if r.seed is None else r.seed, r.status,
+            "" if math.isnan(r.seconds) else f"{r.seconds:.3f}", _number(r.final_loss),
+            "" if r.constant is None else int(r.constant), _number(r.initial_loss),
+            ";".join(f"{v:.6g}" for v in r.loss_history), r.error])
+    atomic_write_text(path, buffer.getvalue())
+
+
+def _cell_float(cells: dict, key: str, where: str, instance: int) -> float:
+    cell = cells.get(key, "")
+    return math.nan if cell == "" else _parse_float(cell, where, instance)
+
+
+def read_instances(path) -> list[InstanceRecord]:
+    """Every instance record of a population file, failed ones included.
+
+    Tidy CSVs without symptom columns (older runs, other tools) and DeepCrime's files
+    give records with status ``ok`` and unknown symptoms.
+    """
+    path = Path(path)
+    where = str(path)
+    lines = _lines(path)
+    if _is_deepcrime(lines):
+        values, ids = _read_deepcrime(lines, where, strict=False)
+        return [InstanceRecord(int(i), float(v)) for i, v in zip(ids, values, strict=True)]
+    records = []
+    for cells in _tidy_rows(lines, where):
+        instance = cells["instance"]
+        history = cells.get("loss_history", "")
+        constant = cells.get("constant", "")
+        seed = cells.get("seed", "")
+        records.append(InstanceRecord(
+            instance=instance, accuracy=_cell_float(cells, "accuracy", where, instance),
+            seed=int(seed) if seed else None, status=cells.get("status") or "ok",
+            seconds=_cell_float(cells, "seconds", where, instance),
+            loss_history=tuple(_parse_float(v, where, instance) for v in history.split(";"))
+            if history else (),
+            initial_loss=_cell_float(cells, "initial_loss", where, instance),
+            constant=None if constant == "" else constant in ("1", "True", "true"),
+            error=cells.get("error", "")))
+    return records
 
 
 def pair(healthy: Population, mutant: Population) -> tuple[Population, Population]:

@@ -5,16 +5,48 @@ Every backend offers the same two things: ``map_unordered(fn, calls)``, yielding
 (large, read-only: the dataset) that reach every call without being re-sent per call.
 Each worker process sizes TensorFlow's thread pools to ``threads`` and turns on
 deterministic ops, so results are identical whichever backend ran them.
+
+Time limits. A TensorFlow op cannot be interrupted from inside its own process, so a
+call is stopped two ways: the call itself stops training at the first batch end past
+its deadline (``Task.timeout``: the instance is recorded as timed out, its worker
+lives on), and the worker backends stop a call still running ``hard_timeout``
+seconds after it started (:func:`hard_limit`) by killing its worker process (a
+fresh one takes its place) and yield :class:`InstanceTimeout` for it. A worker
+process that dies (out of memory, a segfault in native code) yields
+:class:`WorkerDied`; the other calls go on. :class:`Serial` runs calls in this
+process and has no hard limit.
 """
 
 from __future__ import annotations
 
+import collections
 import multiprocessing
+import multiprocessing.connection
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import signal
+import time
 
 from probmut.errors import ProbmutError
+from probmut.io.records import one_line
 from probmut.train.instance import configure_tensorflow
+
+
+class InstanceTimeout(Exception):
+    """A call ran past the hard time limit; its worker process was killed."""
+
+
+class WorkerDied(Exception):
+    """The worker process running a call died before returning."""
+
+
+def hard_limit(timeout: float) -> float:
+    """Seconds after which a worker backend kills a call given ``timeout``: the
+    timeout plus a grace of half of it (at least 10 s) for the call to stop itself.
+
+    >>> hard_limit(60), hard_limit(4)
+    (90.0, 14.0)
+    """
+    return timeout + max(10.0, 0.5 * timeout)
 
 
 def cpu_count() -> int:
@@ -46,43 +78,145 @@ class Serial:
                 yield index, error
 
 
-_WORKER_SHARED: dict = {}
+def _worker_main(connection, setup, threads: int, shared: dict) -> None:
+    """A worker process: run ``(fn, args)`` jobs from the pipe until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    setup(threads)
+    connection.send(_READY)  # start-up (importing TensorFlow) is not part of any call
+    while True:
+        try:
+            job = connection.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        fn, args = job
+        try:
+            outcome = fn(*args, **shared)
+        except Exception as error:
+            outcome = error
+        try:
+            connection.send(outcome)
+        except Exception as error:  # a result or exception that does not pickle
+            connection.send(RuntimeError(f"cannot return the result: {one_line(error)}"))
 
 
-def _init_worker(threads: int, shared: dict) -> None:
-    configure_tensorflow(threads)
-    _WORKER_SHARED.update(shared)
+_READY = "ready"
 
 
-def _call_with_shared(fn, *args):
-    return fn(*args, **_WORKER_SHARED)
+class _Worker:
+    def __init__(self, context, setup, threads: int, shared: dict):
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_worker_main,
+                                       args=(child, setup, threads, shared), daemon=True)
+        self.process.start()
+        child.close()
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            try:
+                self.connection.send(None)
+            except (OSError, ValueError):
+                kill = True
+            self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.connection.close()
 
 
 class LocalPool:
-    """``jobs`` spawned worker processes on this machine (``--jobs J``)."""
+    """``jobs`` spawned worker processes on this machine (``--jobs J``).
 
-    def __init__(self, jobs: int, threads: int, shared: dict):
-        self.pool = ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker, initargs=(threads, shared))
+    With ``hard_timeout`` a call still running that many seconds after it was handed
+    to a worker is stopped by killing the worker (see the module notes). Each worker
+    runs ``setup(threads)`` once before its first call (default: TensorFlow's thread
+    pools and deterministic ops).
+    """
+
+    def __init__(self, jobs: int, threads: int, shared: dict,
+                 hard_timeout: float | None = None, setup=configure_tensorflow):
+        self.setup = setup
+        self.jobs = jobs
+        self.threads = threads
+        self.shared = shared
+        self.hard_timeout = hard_timeout
+        self.context = multiprocessing.get_context("spawn")
+        self.starting: list[_Worker] = []
+        self.idle: list[_Worker] = []
+        self.busy: dict[_Worker, tuple[int, float]] = {}
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        for worker in self.idle:
+            worker.stop()
+        for worker in [*self.starting, *self.busy]:
+            worker.stop(kill=True)
+        self.starting, self.idle, self.busy = [], [], {}
         return False
 
+    def _replace(self, worker: _Worker) -> None:
+        del self.busy[worker]
+        worker.stop(kill=True)
+        self.starting.append(_Worker(self.context, self.setup, self.threads, self.shared))
+
+    def _check_started(self) -> None:
+        for worker in list(self.starting):
+            if worker.connection.poll():
+                try:
+                    ready = worker.connection.recv() == _READY
+                except (EOFError, OSError):
+                    ready = False
+                if not ready:
+                    raise ProbmutError(f"a worker process failed to start (exit code "
+                                       f"{worker.process.exitcode})")
+                self.starting.remove(worker)
+                self.idle.append(worker)
+            elif not worker.process.is_alive():
+                raise ProbmutError(f"a worker process failed to start (exit code "
+                                   f"{worker.process.exitcode})")
+
     def map_unordered(self, fn, calls):
-        futures = {self.pool.submit(_call_with_shared, fn, *args): index
-                   for index, args in enumerate(calls)}
-        try:
-            for future in as_completed(futures):
-                error = future.exception()
-                yield futures[future], error if error is not None else future.result()
-        finally:
-            for future in futures:
-                future.cancel()
+        queue = collections.deque(enumerate(calls))
+        while len(self.starting) + len(self.idle) + len(self.busy) < min(self.jobs, len(queue)):
+            self.starting.append(_Worker(self.context, self.setup, self.threads, self.shared))
+        while queue or self.busy:
+            self._check_started()
+            while self.idle and queue:
+                worker = self.idle.pop()
+                index, args = queue.popleft()
+                worker.connection.send((fn, args))
+                self.busy[worker] = (index, time.monotonic())
+            wait = None
+            if self.hard_timeout is not None and self.busy:
+                first = min(started for _, started in self.busy.values())
+                wait = max(0.0, first + self.hard_timeout - time.monotonic())
+            handles = [w.connection for w in [*self.busy, *self.starting]]
+            handles += [w.process.sentinel for w in [*self.busy, *self.starting]]
+            multiprocessing.connection.wait(handles, timeout=wait)
+            for worker, (index, started) in list(self.busy.items()):
+                if worker.connection.poll():
+                    try:
+                        outcome = worker.connection.recv()
+                    except (EOFError, OSError):
+                        pass  # died while sending: handled below
+                    else:
+                        del self.busy[worker]
+                        self.idle.append(worker)
+                        yield index, outcome
+                        continue
+                if not worker.process.is_alive():
+                    code = worker.process.exitcode
+                    self._replace(worker)
+                    yield index, WorkerDied(f"the worker process died (exit code {code})")
+                elif (self.hard_timeout is not None
+                      and time.monotonic() - started > self.hard_timeout):
+                    self._replace(worker)
+                    yield index, InstanceTimeout(
+                        f"still running {self.hard_timeout:g} s after it started; its worker "
+                        "process was killed")
 
 
 def _ray_call(fn, threads, *args, **shared):
@@ -95,11 +229,14 @@ class RayBackend:
 
     Connects to ``address`` (an existing cluster, e.g. ``auto`` or ``ray://head:10001``)
     or starts a local Ray instance; reuses a Ray session the caller already started.
-    Shared arguments go once into Ray's object store.
+    Shared arguments go once into Ray's object store. With ``hard_timeout``, only as
+    many tasks as the cluster's CPUs can run at once are submitted, so that a task runs
+    from its submission, and a task still running ``hard_timeout`` seconds later is
+    force-cancelled (its worker process killed).
     """
 
     def __init__(self, address: str | None, cpus: float, gpus: float, threads: int,
-                 shared: dict):
+                 shared: dict, hard_timeout: float | None = None):
         try:
             import ray
         except ImportError:
@@ -112,8 +249,10 @@ class RayBackend:
             except (ConnectionError, ValueError) as error:
                 raise ProbmutError(f"cannot connect to Ray at {address!r}: {error}") from None
             self.started = True
-        self.remote = ray.remote(num_cpus=cpus, num_gpus=gpus)(_ray_call)
+        self.remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_ray_call)
+        self.cpus = cpus
         self.threads = threads
+        self.hard_timeout = hard_timeout
         self.shared = {key: ray.put(value) for key, value in shared.items()}
 
     def __enter__(self):
@@ -124,20 +263,44 @@ class RayBackend:
             self.ray.shutdown()
         return False
 
+    def _slots(self, calls: int) -> int:
+        if self.hard_timeout is None:
+            return calls
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1) // max(self.cpus, 1e-9)))
+
     def map_unordered(self, fn, calls):
         ray = self.ray
-        refs = {self.remote.remote(fn, self.threads, *args, **self.shared): index
-                for index, args in enumerate(calls)}
-        pending = list(refs)
+        calls = list(calls)
+        slots = self._slots(len(calls))
+        pending: dict = {}  # ref -> (index, submitted)
+        submitted = 0
         try:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                try:
-                    yield refs[done[0]], ray.get(done[0])
-                except ray.exceptions.RayTaskError as error:
-                    yield refs[done[0]], error.as_instanceof_cause()
-                except ray.exceptions.RayError as error:  # worker or node lost
-                    yield refs[done[0]], error
+            while pending or submitted < len(calls):
+                while submitted < len(calls) and len(pending) < slots:
+                    ref = self.remote.remote(fn, self.threads, *calls[submitted], **self.shared)
+                    pending[ref] = (submitted, time.monotonic())
+                    submitted += 1
+                wait = None
+                if self.hard_timeout is not None:
+                    first = min(started for _, started in pending.values())
+                    wait = max(0.0, first + self.hard_timeout - time.monotonic())
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=wait)
+                for ref in done:
+                    index, _ = pending.pop(ref)
+                    try:
+                        yield index, ray.get(ref)
+                    except ray.exceptions.RayTaskError as error:
+                        yield index, error.as_instanceof_cause()
+                    except ray.exceptions.RayError as error:  # worker or node lost
+                        yield index, WorkerDied(one_line(error))
+                for ref, (index, started) in list(pending.items()):
+                    if (self.hard_timeout is not None
+                            and time.monotonic() - started > self.hard_timeout):
+                        ray.cancel(ref, force=True)
+                        del pending[ref]
+                        yield index, InstanceTimeout(
+                            f"still running {self.hard_timeout:g} s after it started; its Ray "
+                            "task was cancelled")
         finally:
             for ref in pending:
                 ray.cancel(ref)

@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 import zlib
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from probmut.io.records import InstanceRecord, loss_diverged, one_line
 from probmut.train import models
 from probmut.train.operators import OPERATORS
 from probmut.train.tasks import TASKS
@@ -52,7 +54,9 @@ class RunSettings:
 @dataclass(frozen=True)
 class Task:
     """One instance of one population. ``operator`` None is the healthy population;
-    ``params`` are the mutation's parsed, layer-bound parameters (plain data)."""
+    ``params`` are the mutation's parsed, layer-bound parameters (plain data).
+    ``timeout`` (seconds) stops its training at the next batch end past it;
+    ``save_model`` returns the trained (or mutated) model as ``.keras`` bytes."""
 
     settings: RunSettings
     population: str
@@ -60,19 +64,40 @@ class Task:
     operator: str | None = None
     params: dict | None = None
     keep_weights: bool = False
+    timeout: float | None = None
+    save_model: bool = False
 
 
 @dataclass(frozen=True, eq=False)
 class InstanceResult:
+    """One instance's outcome and symptoms (see :mod:`probmut.io.records`).
+
+    ``correct`` (one bool per test input) is None when the instance was not scored
+    (crashed, timed out); ``loss_history`` is empty for model-level mutants (not
+    trained). A stack of members fills one result per member.
+    """
+
     population: str
     instance: int
     seed: int
     accuracy: float
-    correct: np.ndarray  # bool, one entry per test input
+    correct: np.ndarray | None
     seconds: float
     weights: list | None = None  # trained healthy weights, when the task asked for them
     # model-level mutants: predictions (or weights) identical to the healthy instance's
     equivalent: bool | None = None
+    status: str = "ok"
+    error: str = ""
+    loss_history: tuple[float, ...] = ()
+    initial_loss: float = math.nan
+    constant: bool | None = None
+    model_bytes: bytes | None = None  # the .keras file, when the task asked for it
+
+    def record(self) -> InstanceRecord:
+        return InstanceRecord(
+            instance=self.instance, accuracy=self.accuracy, seed=self.seed, status=self.status,
+            seconds=self.seconds, loss_history=self.loss_history,
+            initial_loss=self.initial_loss, constant=self.constant, error=self.error)
 
 
 def configure_tensorflow(threads: int) -> None:
@@ -99,7 +124,8 @@ def _spec(model: str, dims) -> models.ModelSpec:
     return models.resolve_model(model, dims)
 
 
-def _trained(settings: RunSettings, data, seed: int, operator=None, params=None):
+def _trained(settings: RunSettings, data, seed: int, operator=None, params=None,
+             deadline: float | None = None):
     import keras
 
     keras.backend.clear_session()
@@ -111,8 +137,8 @@ def _trained(settings: RunSettings, data, seed: int, operator=None, params=None)
     elif operator is not None:
         config = operator.apply(config, params)
     model = models.build_model(_spec(settings.model, data.dims), data.dims, config)
-    models.fit(model, x, y, data.dims, data.task, config, data.validation)
-    return model
+    report = models.fit(model, x, y, data.dims, data.task, config, data.validation, deadline)
+    return model, report
 
 
 def stacked(settings: RunSettings, dataset, config: models.TrainConfig) -> bool:
@@ -124,14 +150,15 @@ def stacked(settings: RunSettings, dataset, config: models.TrainConfig) -> bool:
     return population_problem(settings.model, dataset, config) is None
 
 
-def _healthy_model(settings: RunSettings, dataset, instance: int):
-    """Healthy instance ``instance`` retrained as the run trains it, its weights not kept."""
+def _healthy_model(settings: RunSettings, dataset, instance: int, deadline=None):
+    """Healthy instance ``instance`` retrained as the run trains it, its weights not kept:
+    the model and its training report (None when retrained in a stack)."""
     seed = instance_seed(settings.seed, instance, HEALTHY)
     if stacked(settings, dataset, settings.config):
         from probmut.train.stack import stacked_model
 
-        return stacked_model(settings, dataset, instance, HEALTHY)
-    return _trained(settings, dataset, seed)
+        return stacked_model(settings, dataset, instance, HEALTHY), None
+    return _trained(settings, dataset, seed, deadline=deadline)
 
 
 def _mutate_paired(healthy, operator, params, rng, x_test, task):
@@ -155,28 +182,52 @@ def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResu
     Model-level mutants start from healthy instance ``task.instance``: its saved
     ``healthy_weights``, or (if they were not kept) a retraining with the healthy seed,
     which deterministic ops make identical.
+
+    Never raises for a failure of the instance itself: an exception is recorded as
+    status ``crashed`` with its one-line text, a stop at ``task.timeout`` as ``timed
+    out`` (neither is scored), a loss that diverged (see
+    :func:`probmut.io.records.loss_diverged`) or non-finite outputs as ``diverged``.
     """
     start = time.perf_counter()
+    deadline = None if task.timeout is None else time.monotonic() + task.timeout
     settings = task.settings
     seed = instance_seed(settings.seed, task.instance, task.population)
     operator = OPERATORS[task.operator] if task.operator else None
-    equivalent = None
-    if operator is not None and operator.level == "model":
-        if healthy_weights is None:
-            healthy = _healthy_model(settings, dataset, task.instance)
+    result = functools.partial(InstanceResult, task.population, task.instance, seed)
+    report, equivalent = None, None
+    try:
+        if operator is not None and operator.level == "model":
+            if healthy_weights is None:
+                healthy, report = _healthy_model(settings, dataset, task.instance, deadline)
+            else:
+                spec = _spec(settings.model, dataset.dims)
+                healthy = models.build_model(spec, dataset.dims, settings.config)
+                healthy.set_weights(healthy_weights)
+            if report is None or not report.timed_out:
+                model, outputs, equivalent = _mutate_paired(
+                    healthy, operator, task.params, np.random.default_rng(seed),
+                    dataset.x_test, dataset.task)
+                report = None  # the mutant itself is not trained: no loss of its own
         else:
-            spec = _spec(settings.model, dataset.dims)
-            healthy = models.build_model(spec, dataset.dims, settings.config)
-            healthy.set_weights(healthy_weights)
-        model, outputs, equivalent = _mutate_paired(
-            healthy, operator, task.params, np.random.default_rng(seed), dataset.x_test,
-            dataset.task)
-    else:
-        model = _trained(settings, dataset, seed, operator, task.params)
-        outputs = models.predict(model, dataset.x_test)
-    correct = TASKS[dataset.task].correct(outputs, dataset.y_test)
-    return InstanceResult(
-        population=task.population, instance=task.instance, seed=seed,
-        accuracy=float(correct.mean()), correct=correct,
-        seconds=time.perf_counter() - start,
-        weights=model.get_weights() if task.keep_weights else None, equivalent=equivalent)
+            model, report = _trained(settings, dataset, seed, operator, task.params, deadline)
+            if not report.timed_out:
+                outputs = models.predict(model, dataset.x_test)
+        if report is not None and report.timed_out:
+            return result(math.nan, None, time.perf_counter() - start, status="timed out",
+                          error=f"stopped after {task.timeout:g} s (--timeout)",
+                          loss_history=report.losses, initial_loss=report.initial_loss)
+        scored = models.score_outputs(outputs, dataset.y_test, dataset.task)
+    except Exception as error:  # the instance failed, not the run
+        losses = () if report is None else report.losses
+        return result(math.nan, None, time.perf_counter() - start, status="crashed",
+                      error=one_line(error), loss_history=losses)
+    seconds = time.perf_counter() - start
+    losses = () if report is None else report.losses
+    initial = math.nan if report is None else report.initial_loss
+    diverged = loss_diverged(initial, losses) or not scored.finite
+    return result(
+        float(scored.correct.mean()), scored.correct, seconds,
+        weights=model.get_weights() if task.keep_weights else None, equivalent=equivalent,
+        status="diverged" if diverged else "ok", loss_history=losses, initial_loss=initial,
+        constant=scored.constant,
+        model_bytes=models.keras_bytes(model) if task.save_model else None)

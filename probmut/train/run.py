@@ -3,9 +3,10 @@
 Layout of an output directory ``OUT``::
 
     OUT/manifest.toml                      run manifest read by the analysis commands
-    OUT/healthy.csv                        instance,accuracy,seed (one row per instance)
+    OUT/healthy.csv                        one row per instance: accuracy, seed, symptoms
     OUT/healthy.outcomes.npz               per-input outcomes (probmut.io.outcomes)
     OUT/{operator}_{magnitude}.csv         one file per mutant population (+ .outcomes.npz)
+    OUT/models/{population}/{id}.keras     each instance's model (save_models)
     OUT/.work/settings.json                the shared settings and the data's provenance;
                                            a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
@@ -13,12 +14,15 @@ Layout of an output directory ``OUT``::
 
 Every file is written to a temporary name and renamed, so a run killed at any moment
 leaves only whole files; running the same command again trains only what is missing.
+An instance that crashed or timed out is recorded like any other (its symptom record,
+:mod:`probmut.io.records`) and is not trained again unless ``retry_failed``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import time
 import warnings
@@ -28,10 +32,19 @@ from pathlib import Path
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.io.atomic import LockedError, atomic_write, exclusive, remove_orphans
+from probmut.io.atomic import (
+    LockedError,
+    atomic_write,
+    atomic_write_bytes,
+    exclusive,
+    remove_orphans,
+)
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
-from probmut.io.outcomes import load_outcomes, save_outcomes
+from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
+from probmut.io.populations import write_instances
+from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
+from probmut.train.backends import InstanceTimeout
 from probmut.train.flags import Flags
 from probmut.train.flags import population_flags as flags_of
 from probmut.train.instance import (
@@ -39,6 +52,7 @@ from probmut.train.instance import (
     InstanceResult,
     RunSettings,
     Task,
+    instance_seed,
     stacked,
     train_instance,
 )
@@ -62,33 +76,76 @@ def _record_key(population: str, instance: int) -> str:
     return f"record {population} {instance}"
 
 
+def model_path(out: Path, population: str, instance: int) -> Path:
+    """Where ``save_models`` keeps an instance's model."""
+    return Path(out) / "models" / population / f"{instance:05d}.keras"
+
+
 def _save_record(out: Path, result: InstanceResult) -> None:
+    correct = np.zeros(0, bool) if result.correct is None else result.correct
+    if result.model_bytes is not None:  # before the record: a record means "done"
+        atomic_write_bytes(model_path(out, result.population, result.instance),
+                           result.model_bytes)
     equivalent = {} if result.equivalent is None else {"equivalent": np.bool_(result.equivalent)}
     write_checked(_record_path(out, result.population, result.instance),
                   _record_key(result.population, result.instance),
                   accuracy=np.float64(result.accuracy), seed=np.int64(result.seed),
-                  seconds=np.float64(result.seconds), correct=np.packbits(result.correct),
-                  n_inputs=np.int64(result.correct.size), **equivalent)
+                  seconds=np.float64(result.seconds), correct=np.packbits(correct),
+                  n_inputs=np.int64(correct.size), status=np.array(result.status),
+                  error=np.array(result.error),
+                  loss_history=np.array(result.loss_history, dtype=np.float64),
+                  initial_loss=np.float64(result.initial_loss),
+                  constant=np.int8(-1 if result.constant is None else int(result.constant)),
+                  **equivalent)
     if result.weights is not None:
         write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
                       **{f"arr_{k}": w for k, w in enumerate(result.weights)})
 
 
-def _load_record(out: Path, population: str, instance: int) -> dict | None:
-    """A finished instance's record, or None if it is missing or damaged (warned)."""
+def _load_record(out: Path, population: str, instance: int):
+    """A finished instance's record, its outcomes (empty when it was not scored) and,
+    for a model-level mutant, whether it is equivalent to its healthy instance (else
+    None); or None if the record is missing or damaged (warned). Records from before
+    symptoms were recorded read as ``ok`` with unknown symptoms."""
     path = _record_path(out, population, instance)
     if not path.exists():
         return None
     try:
         record = read_checked(path, _record_key(population, instance),
-                              {"accuracy": (), "seed": (), "n_inputs": (), "correct": None})
-        if record["correct"].size != (int(record["n_inputs"]) + 7) // 8:
+                              {"seed": (), "n_inputs": (), "correct": None})
+        status = str(record["status"]) if "status" in record else "ok"
+        if status not in STATUSES:
+            raise DamagedFile(f"unknown status {status!r}")
+        scored = status not in FAILED or status == "diverged"
+        n_inputs = int(record["n_inputs"]) if scored else 0
+        if record["correct"].size != (n_inputs + 7) // 8:
             raise DamagedFile("outcome bits do not fit n_inputs")
-        return record
-    except DamagedFile as problem:
+        accuracy = float(record["accuracy"])
+        if scored != math.isfinite(accuracy):
+            raise DamagedFile(f"accuracy {accuracy} for an instance that is {status}")
+    except (DamagedFile, KeyError, ValueError) as problem:
         warnings.warn(f"{path}: damaged record ({problem}); the instance is trained again",
                       DamagedRecordWarning, stacklevel=2)
         return None
+    constant = int(record["constant"]) if "constant" in record else -1
+    return InstanceRecord(
+        instance=instance, accuracy=accuracy, seed=int(record["seed"]), status=status,
+        seconds=float(record["seconds"]),
+        loss_history=tuple(float(v) for v in record.get("loss_history", ())),
+        initial_loss=float(record.get("initial_loss", math.nan)),
+        constant=None if constant < 0 else bool(constant),
+        error=str(record.get("error", ""))), \
+        np.unpackbits(record["correct"], count=n_inputs).astype(bool), \
+        bool(record["equivalent"]) if "equivalent" in record else None
+
+
+def _failure(task: Task, error: BaseException, seconds: float) -> InstanceResult:
+    """The record of an instance whose call failed outside the instance's own code: its
+    worker was killed at the hard time limit, died, or could not run it."""
+    seed = instance_seed(task.settings.seed, task.instance, task.population)
+    status = "timed out" if isinstance(error, InstanceTimeout) else "crashed"
+    return InstanceResult(task.population, task.instance, seed, math.nan, None, seconds,
+                          status=status, error=one_line(error))
 
 
 def _load_weights(out: Path, instance: int):
@@ -130,29 +187,38 @@ def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
         atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
 
 
+def write_population(path: Path, records, rows, labels) -> None:
+    """Write a population's tidy CSV (``path``) and its outcomes file beside it
+    (``{stem}.outcomes.npz``): one record and one outcome row (None when the instance was
+    not scored) per instance."""
+    path = Path(path)
+    write_instances(path, records)
+    matrix = np.array([np.zeros(len(labels), bool) if row is None else row for row in rows],
+                      dtype=bool).reshape(len(records), len(labels))
+    save_outcomes(path.with_name(f"{path.stem}.outcomes.npz"), [r.instance for r in records],
+                  matrix, labels, records)
+
+
 def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool = False) -> int:
     """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
     ids below ``instances``; returns how many there are. ``deepcrime`` also writes
-    ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format."""
-    ids, accuracies, seeds, rows = [], [], [], []
+    ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format (failed instances
+    left out: that format has no status)."""
+    records, rows = [], []
     for instance in range(instances):
-        record = _load_record(out, population, instance)
-        if record is not None:
-            ids.append(instance)
-            accuracies.append(float(record["accuracy"]))
-            seeds.append(int(record["seed"]))
-            rows.append(np.unpackbits(record["correct"], count=int(record["n_inputs"])))
-    lines = ["instance,accuracy,seed"]
-    lines += [f"{i},{a!r},{s}" for i, a, s in zip(ids, accuracies, seeds, strict=True)]
-    atomic_write(out / f"{population}.csv", lambda h: h.write(("\n".join(lines) + "\n").encode()))
-    matrix = np.array(rows, dtype=bool).reshape(len(ids), len(labels))
-    save_outcomes(out / f"{population}.outcomes.npz", ids, matrix, labels)
+        loaded = _load_record(out, population, instance)
+        if loaded is not None:
+            record, correct, _ = loaded
+            records.append(record)
+            rows.append(correct if correct.size else None)
+    write_population(out / f"{population}.csv", records, rows, labels)
     if deepcrime:
-        header = ";".join(["true_label", *(f"pred_label_model_{i}" for i in ids)])
-        values = ";".join(["", *(repr(a) for a in accuracies)])
+        kept = [r for r in records if not r.failed]
+        header = ";".join(["true_label", *(f"pred_label_model_{r.instance}" for r in kept)])
+        values = ";".join(["", *(repr(r.accuracy) for r in kept)])
         atomic_write(out / f"{population}.deepcrime.csv",
                      lambda h: h.write(f"{header}\n{values}\n".encode()))
-    return len(ids)
+    return len(records)
 
 
 def train_unit(tasks: list[Task], stack: bool, healthy_weights=None, *, dataset) -> list:
@@ -198,12 +264,16 @@ def _per_task(outcome, count: int) -> list:
 def population_flags(out: Path, population: str, instances: int, dataset,
                      mutation: Mutation | None) -> Flags:
     """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
-    _, correct, labels = load_outcomes(out / f"{population}.outcomes.npz")
+    # crashed and timed-out instances were never scored: not counted either way
+    path = out / f"{population}.outcomes.npz"
+    _, correct, labels = load_outcomes(path, keep_failed=True)
+    correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
+                               dtype=bool)]
     records = []
     for instance in range(instances):
-        record = _load_record(out, population, instance)
-        if record is not None:
-            records.append(bool(record["equivalent"]) if "equivalent" in record else None)
+        loaded = _load_record(out, population, instance)
+        if loaded is not None:
+            records.append(loaded[2])
     task = TASKS[dataset.task]
     return flags_of(correct, labels, task.chance(dataset.y_train, dataset.y_test), dataset.task,
                     equivalent_before=mutation.equivalent if mutation else "",
@@ -212,38 +282,63 @@ def population_flags(out: Path, population: str, instances: int, dataset,
 
 @dataclass
 class RunReport:
-    """What a run did: instances trained now, found already done, failures, and each
+    """What a run did: instances trained now, found already done, the ones that failed
+    now (crashed or timed out) or diverged, as ``population instance i: why``, and each
     population's instances on disk and flags."""
 
     trained: int = 0
     resumed: int = 0
     failures: list[str] = field(default_factory=list)
+    diverged: list[str] = field(default_factory=list)
     seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)  # population -> instances on disk
     flags: dict[str, Flags] = field(default_factory=dict)
+    trained_per_population: dict[str, int] = field(default_factory=dict)
 
 
 def run_populations(settings: RunSettings, mutations: list[Mutation], instances: int,
                     out: Path, backend, dataset, *, name: str, deepcrime: bool = False,
-                    progress: bool = True) -> RunReport:
+                    progress: bool = True, save_models: bool = False,
+                    timeout: float | None = None, retry_failed: bool = False) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
 
     ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
-    ``mutations`` must be bound (:func:`probmut.train.operators.bind`).
+    ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``save_models``
+    keeps each instance's model (``models/{population}/{id}.keras``; an instance done
+    without one is trained again to get it); ``timeout`` stops an instance's training
+    after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
+    trains crashed and timed-out instances again.
     """
     out = Path(out)
+    if timeout is not None and settings.stack > 1:
+        raise ProbmutError("a time limit applies to one instance at a time; it cannot be "
+                           "combined with stacked training", option="timeout")
+    options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
+                   timeout=timeout, retry_failed=retry_failed)
     try:
         with exclusive(out / ".work", "lock"):
             return _run_populations(settings, mutations, instances, out, backend, dataset,
-                                    name, deepcrime, progress)
+                                    name, **options)
     except LockedError as error:
         raise ProbmutError(f"{out}: another probmut train is writing to this directory "
                            f"({error}); wait for it to finish or give another --out") from None
 
 
+def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
+    """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
+    loaded = _load_record(out, task.population, task.instance)
+    if loaded is None:
+        return True
+    status = loaded[0].status
+    if retry_failed and status in RETRYABLE:
+        return True
+    return (task.save_model and status not in RETRYABLE
+            and not model_path(out, task.population, task.instance).exists())
+
+
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
-                     progress) -> RunReport:
+                     progress, save_models, timeout, retry_failed) -> RunReport:
     from tqdm import tqdm
 
     provenance = dataset.provenance()
@@ -251,20 +346,24 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
+    options = dict(timeout=timeout, save_model=save_models)
+    # Instance by instance across the populations, so that a change of machine load during
+    # the run slows every population alike (their training seconds are compared).
     trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,
-                          keep_weights=stem == HEALTHY and (bool(model_level) or settings.stack > 1))
-                     for stem, m in populations.items() if m is None or m.operator.level != "model"
-                     for i in range(instances)]
-    derived = [Task(settings, m.stem, i, m.operator.name, m.params)
-               for m in model_level for i in range(instances)]
-    done = {(t.population, t.instance) for t in trained_first + derived
-            if _load_record(out, t.population, t.instance) is not None}
-    is_done = lambda task: (task.population, task.instance) in done  # noqa: E731
-    report = RunReport(resumed=len(done))
+                          keep_weights=stem == HEALTHY and (bool(model_level) or settings.stack > 1),
+                          **options)
+                     for i in range(instances) for stem, m in populations.items()
+                     if m is None or m.operator.level != "model"]
+    derived = [Task(settings, m.stem, i, m.operator.name, m.params, **options)
+               for i in range(instances) for m in model_level]
+    todo_keys = {(t.population, t.instance) for t in trained_first + derived
+                 if _needs_training(out, t, retry_failed)}
+    is_done = lambda task: (task.population, task.instance) not in todo_keys  # noqa: E731
+    report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys))
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
-    bar = tqdm(total=len(trained_first) + len(derived) - report.resumed, unit="inst",
-               desc=f"train {name}", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    bar = tqdm(total=len(todo_keys), unit="inst", desc=f"train {name}", file=sys.stderr,
+               disable=not progress, dynamic_ncols=True)
     if report.resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
@@ -280,11 +379,17 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 tasks = units[index][0]
                 for task, result in zip(tasks, _per_task(outcome, len(tasks)), strict=True):
                     if isinstance(result, BaseException):
-                        report.failures.append(f"{task.population} instance {task.instance}: "
-                                               f"{type(result).__name__}: {result}")
-                    else:
-                        _save_record(out, result)
-                        report.trained += 1
+                        seconds = timeout if isinstance(result, InstanceTimeout) else math.nan
+                        result = _failure(task, result, seconds)
+                    _save_record(out, result)
+                    report.trained += 1
+                    report.trained_per_population[task.population] = \
+                        report.trained_per_population.get(task.population, 0) + 1
+                    where = f"{task.population} instance {task.instance}"
+                    if result.status in RETRYABLE:
+                        report.failures.append(f"{where}: {result.status}: {result.error}")
+                    elif result.status == "diverged":
+                        report.diverged.append(where)
                     left[task.population] -= 1
                     if left[task.population] == 0:
                         report.counts[task.population] = assemble(

@@ -347,10 +347,12 @@ def data_order(seed: int, n: int, epochs: int) -> np.ndarray:
 
 
 def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
-              config: models.TrainConfig, orders: list[np.ndarray]) -> np.ndarray:
+              config: models.TrainConfig, orders: list[np.ndarray]):
     """Train ``stack`` in place: member k on ``(xs[k], ys[k])`` in the order ``orders[k]``
     (epochs x n). All members have the same number of samples. Returns the members'
-    mean training loss per epoch, shape (K, epochs)."""
+    mean training loss per epoch, shape (K, epochs), and each member's loss on its first
+    batch, before any update (its untrained loss, as :func:`probmut.train.models.fit`
+    reports it), shape (K,)."""
     import keras
     import tensorflow as tf
 
@@ -378,6 +380,7 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
         return per_member
 
     history = np.zeros((size, config.epochs))
+    initial = np.full(size, np.nan)
     number = 0
     for epoch in range(config.epochs):
         order = np.stack([o[epoch] for o in orders])
@@ -385,15 +388,18 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
         batch = n if config.full_batch else config.batch_size
         for start in range(0, n, batch):
             rows = order[:, start:start + batch]
-            sums += step(tf.constant(rows + x_offsets), tf.constant(rows + y_offsets),
-                         tf.constant(number, tf.int64)).numpy()
+            losses = step(tf.constant(rows + x_offsets), tf.constant(rows + y_offsets),
+                          tf.constant(number, tf.int64)).numpy()
+            if number == 0:
+                initial = losses.astype(np.float64)
+            sums += losses
             batches, number = batches + 1, number + 1
         history[:, epoch] = sums / batches
-    return history
+    return history, initial
 
 
-def predict_correct(stack: StackedModel, x_test, y_test) -> np.ndarray:
-    """Boolean (K, n_test): did each member classify each test input correctly.
+def predict_classes(stack: StackedModel, x_test) -> np.ndarray:
+    """(K, n_test): each member's predicted class for each test input.
 
     Inputs go through in chunks of at most 256 MiB of activations for the whole stack."""
     import tensorflow as tf
@@ -404,7 +410,7 @@ def predict_correct(stack: StackedModel, x_test, y_test) -> np.ndarray:
         chunk = tf.constant(x_test[start:start + batch])
         x = tf.broadcast_to(chunk[None], [stack.size, *chunk.shape])
         predicted.append(tf.argmax(stack(x, False), axis=-1).numpy())
-    return np.concatenate(predicted, axis=1) == y_test[None]
+    return np.concatenate(predicted, axis=1)
 
 
 def member_data(tasks: list, dataset) -> tuple[list, list]:
@@ -427,8 +433,14 @@ def member_data(tasks: list, dataset) -> tuple[list, list]:
 
 def train_stack(tasks: list, *, dataset) -> list:
     """Train the instances ``tasks`` (one population, not model-level) as one stack and
-    score them; one :class:`~probmut.train.instance.InstanceResult` per task, in order.
-    Each member's ``seconds`` is its share of the stack's time."""
+    score them; one :class:`~probmut.train.instance.InstanceResult` per task, in order,
+    with each member's symptom record (its losses; ``diverged`` by the rule of
+    :func:`probmut.io.records.loss_diverged`; constant predictions) and, if its task asks,
+    its weights and its model as ``.keras`` bytes. Each member's ``seconds`` is its share
+    of the stack's time."""
+    import keras
+
+    from probmut.io.records import loss_diverged
     from probmut.train.instance import InstanceResult, instance_seed
 
     start = time.perf_counter()
@@ -448,16 +460,29 @@ def train_stack(tasks: list, *, dataset) -> list:
         member_seeds = [seeds[k] for k in members]
         stack = StackedModel(_member_models(spec, dataset, config, member_seeds), member_seeds)
         orders = [data_order(s, len(ys[members[0]]), config.epochs) for s in member_seeds]
-        fit_stack(stack, [xs[k] for k in members], [ys[k] for k in members],
-                  dataset.n_classes, config, orders)
-        correct = predict_correct(stack, dataset.x_test, dataset.y_test)
+        history, initial = fit_stack(stack, [xs[k] for k in members], [ys[k] for k in members],
+                                     dataset.n_classes, config, orders)
+        predicted = predict_classes(stack, dataset.x_test)
         for j, k in enumerate(members):
-            results[k] = (correct[j], stack.member_weights(j) if tasks[k].keep_weights else None)
+            losses = tuple(float(v) for v in history[j])
+            keep = tasks[k].keep_weights or tasks[k].save_model
+            weights = stack.member_weights(j) if keep else None
+            model_bytes = None
+            if tasks[k].save_model:  # a solo model with the member's weights, named as one
+                keras.backend.clear_session()  # built alone is (the stack is trained)
+                solo = models.build_model(spec, dataset.dims, config)
+                solo.set_weights(weights)
+                model_bytes = models.keras_bytes(solo)
+            results[k] = dict(
+                correct=predicted[j] == dataset.y_test, loss_history=losses,
+                initial_loss=float(initial[j]),
+                status="diverged" if loss_diverged(float(initial[j]), losses) else "ok",
+                constant=bool(np.all(predicted[j] == predicted[j][0])),
+                weights=weights if tasks[k].keep_weights else None, model_bytes=model_bytes)
     share = (time.perf_counter() - start) / len(tasks)
     return [InstanceResult(population=t.population, instance=t.instance, seed=seed,
-                           accuracy=float(correct.mean()), correct=correct, seconds=share,
-                           weights=weights)
-            for t, seed, (correct, weights) in zip(tasks, seeds, results, strict=True)]
+                           accuracy=float(r["correct"].mean()), seconds=share, **r)
+            for t, seed, r in zip(tasks, seeds, results, strict=True)]
 
 
 def stacked_model(settings, dataset, instance: int, population: str):

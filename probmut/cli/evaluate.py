@@ -1,0 +1,125 @@
+"""``probmut evaluate``: score saved models (.keras, legacy .h5) into population files
+(see docs/training.md, "Scoring models trained elsewhere").
+
+Registering the subcommand imports nothing heavy; TensorFlow is imported by the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from probmut.cli.args import integer
+from probmut.errors import ProbmutError
+
+EXAMPLE = """examples:
+  probmut evaluate runs/digits/models/healthy --dataset digits --out rescored/healthy.csv
+  probmut evaluate trained_models/ --dataset mnist --manifest dc/manifest.toml
+"""
+
+
+def register(subparsers) -> None:
+    from probmut.train.datasets import DATASETS
+
+    p = subparsers.add_parser(
+        "evaluate", help="score saved models (.keras, .h5) into population files",
+        description="Score each model file (one instance) on a test set and write a "
+                    "population CSV with per-input outcomes and symptom columns; or, with "
+                    "--manifest, a population per group of DeepCrime-style files "
+                    "({model}_original_{i}.h5, {model}_{operator}_mutated0_MP_{magnitude}_{i}"
+                    ".h5) or of probmut's models/{population}/{i}.keras, and a manifest.",
+        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="model files, or directories searched for .keras and .h5 files")
+    data = p.add_mutually_exclusive_group(required=True)
+    data.add_argument("--dataset", choices=DATASETS, help="the test set of a known dataset")
+    data.add_argument("--data", metavar="FILE.npz",
+                      help="your own data: x_train, y_train, x_test, y_test")
+    p.add_argument("--task", choices=["classification", "regression", "recommendation"],
+                   default="classification",
+                   help="how an input is scored, as probmut train scores the model's task "
+                        "(default classification; the others need --data FILE.npz)")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", type=Path, metavar="POP.csv",
+                        help="one population: its CSV (outcomes written beside it)")
+    target.add_argument("--manifest", type=Path, metavar="MANIFEST.toml",
+                        help="group the files into populations, write them and a manifest "
+                             "beside MANIFEST.toml")
+    p.add_argument("--name", help="model name in the manifest (default: DeepCrime's model "
+                                  "name, else the manifest's folder name)")
+    p.add_argument("--jobs", type=integer(1, 4096), default=1,
+                   help="models scored at once (local)")
+    p.add_argument("--threads", type=integer(1, 4096), default=1,
+                   help="TensorFlow threads per job")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=handle)
+
+
+def handle(args) -> int:
+    from probmut.cli.train import _require
+
+    _require("tensorflow", "train")
+    from probmut.train import backends
+    from probmut.train.datasets import load_dataset
+    from probmut.train.evaluate import evaluate_population, group_models, instance_ids, model_files
+
+    files = model_files(args.models)
+    dataset = load_dataset(args.data or args.dataset, task=args.task)
+    if args.out is not None:
+        plan = [(args.out, files, instance_ids(files), None)]
+        model = None
+    else:
+        model, groups = group_models(files)
+        if ("healthy", None) not in groups:
+            raise ProbmutError("no healthy models among the files ({model}_original_{i}.h5 or "
+                               "models/healthy/{i}.keras); a manifest needs them")
+        folder = args.manifest.parent
+        plan = []
+        healthy_first = lambda group: (group[0][1] is not None, group[0])  # noqa: E731
+        for (operator, magnitude), members in sorted(groups.items(), key=healthy_first):
+            stem = "healthy" if magnitude is None else f"{operator}_{magnitude}"
+            plan.append((folder / f"{stem}.csv", [p for _, p in members],
+                         [i for i, _ in members], (operator, magnitude)))
+    backends.configure_tensorflow(args.threads)
+    shared = {"dataset": dataset}
+    backend = (backends.LocalPool(args.jobs, args.threads, shared) if args.jobs > 1
+               else backends.Serial(args.threads, shared))
+    written = []
+    with backend:
+        for out, population_files, ids, _ in plan:
+            written.append(evaluate_population(population_files, ids, out, backend, dataset,
+                                               progress=not args.no_progress,
+                                               label=f"evaluate {out.stem}"))
+    document = written[0].to_dict() if args.out is not None else {
+        "populations": [w.to_dict() for w in written], "manifest": str(args.manifest)}
+    if args.manifest is not None:
+        _write_manifest(args, model, dataset, [key for *_, key in plan])
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        for w in written:
+            print(f"{w.file}: {w.instances} instances, mean accuracy {w.accuracy_mean:.6g} on "
+                  f"{len(dataset.y_test)} test inputs of {dataset.name}")
+        if args.manifest is not None:
+            print(f"manifest: {args.manifest}")
+    failures = [f for w in written for f in w.failures]
+    if failures:
+        print(f"{len(failures)} models failed (recorded in the population files):",
+              *failures[:5], sep="\n  ", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_manifest(args, model, dataset, keys) -> None:
+    from probmut.io.manifest import add_to_manifest
+    from probmut.train.operators import OPERATORS
+
+    name = args.name or model or args.manifest.resolve().parent.name
+    mutants = [(operator, magnitude, operator in OPERATORS and OPERATORS[operator].paired)
+               for operator, magnitude in keys if magnitude is not None]
+    add_to_manifest(args.manifest, name, "healthy.csv",
+                    f"saved models scored on {dataset.name} (probmut evaluate)", mutants,
+                    written_by="probmut evaluate")

@@ -1,0 +1,288 @@
+"""What a mutation does to training: each mutant population's symptom, in the manner of
+Jia et al. ("How Do Injected Bugs Affect Deep Learning?", SANER 2022).
+
+Each instance has a symptom record (:mod:`probmut.io.records`): ``ok``, ``crashed``,
+``timed out`` or ``diverged``. A mutant population gets one symptom, from
+:data:`SYMPTOMS`, by this rule:
+
+1. If more than half of its instances failed (crashed, timed out or diverged), its
+   symptom is the most frequent failure: ``crash`` (crashed), ``hang`` (timed out) or
+   ``nan`` (diverged), ties going to the earlier of these.
+2. Otherwise its usable instances (the ones that did not fail) are compared with the
+   healthy population's usable instances:
+
+   - ``no observable difference``: exactly the same accuracies (model-level, paired:
+     instance by instance; source-level: as sorted lists), i.e. the mutation changed
+     nothing the test set can see;
+   - ``significant accuracy change``: the kill criterion's test rejects equal accuracy
+     (``p < alpha``; DeepCrime's GLM test by default), whatever the effect size;
+   - ``insignificant accuracy change``: otherwise.
+
+The accuracy change reports the criterion's p-value and effect size (Cohen's d, or A12
+for ``mannwhitney``) and whether the full criterion (p and effect) kills. The training
+time change has its own test: the ratio of median training seconds (mutant over
+healthy) and the two-sided Mann-Whitney U test on the seconds (normal approximation
+with tie correction), for source-level mutants only: a model-level mutant is derived
+from a trained healthy instance in a fraction of a second, not trained.
+
+Examples
+--------
+>>> from probmut.io.records import InstanceRecord as R
+>>> healthy = [R(i, 0.90 + 0.01 * (i % 3), seconds=10.0 + i % 4) for i in range(12)]
+>>> crashing = [R(i, math.nan, status="crashed", error="ValueError: bad") for i in range(12)]
+>>> classify(healthy, crashing, "ctc").symptom
+'crash'
+>>> slower = [R(i, 0.70 + 0.01 * (i % 3), seconds=30.0 + i % 4) for i in range(12)]
+>>> result = classify(healthy, slower, "slow")
+>>> result.symptom, round(result.time_change.ratio, 3)   # median 31.5 s against 11.5 s
+('significant accuracy change', 2.739)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.io.records import InstanceRecord
+from probmut.killtest import KillCriterion, deepcrime_test, mann_whitney_test
+from probmut.results import Result, plain
+
+#: The symptoms in the order the rule tries them.
+SYMPTOMS = ("crash", "hang", "nan", "no observable difference",
+            "insignificant accuracy change", "significant accuracy change")
+
+#: The symptom a majority of instances with each failure status gives.
+FAILURE_SYMPTOMS = {"crashed": "crash", "timed out": "hang", "diverged": "nan"}
+
+
+@dataclass(frozen=True)
+class AccuracyChange:
+    """The kill criterion's test on the usable instances' accuracies."""
+
+    p_value: float
+    effect_size: float
+    significant: bool
+    killed: bool
+    mean_healthy: float
+    mean_mutant: float
+    n_healthy: int
+    n_mutant: int
+
+
+@dataclass(frozen=True)
+class TimeChange:
+    """Median training seconds, their ratio (mutant / healthy), the Mann-Whitney p."""
+
+    ratio: float
+    p_value: float
+    median_healthy: float
+    median_mutant: float
+
+
+@dataclass(frozen=True)
+class PopulationSymptoms:
+    """One population's symptom with the counts and tests behind it."""
+
+    name: str
+    symptom: str
+    instances: int
+    crashed: int
+    timed_out: int
+    diverged: int
+    constant: int
+    accuracy_change: AccuracyChange | None
+    time_change: TimeChange | None
+    errors: tuple[str, ...] = ()  # the distinct messages of the crashed instances
+
+    def to_dict(self) -> dict:
+        row = asdict(self)
+        row["errors"] = list(self.errors)
+        return row
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """Share of instances per status: ok (of which constant), crashed, timed out,
+        diverged; for the stacked bars of the figure."""
+        n = self.instances
+        ok = n - self.crashed - self.timed_out - self.diverged
+        return {"ok": ok / n, "crashed": self.crashed / n, "timed out": self.timed_out / n,
+                "diverged": self.diverged / n}
+
+
+def _counts(records) -> Counter:
+    return Counter(r.status for r in records)
+
+
+def _usable(records) -> list[InstanceRecord]:
+    return [r for r in records if not r.failed and math.isfinite(r.accuracy)]
+
+
+def _accuracy_change(healthy, mutant, paired: bool, criterion: KillCriterion):
+    if paired:
+        common = sorted({r.instance for r in healthy} & {r.instance for r in mutant})
+        by_id_h = {r.instance: r.accuracy for r in healthy}
+        by_id_m = {r.instance: r.accuracy for r in mutant}
+        x = np.array([by_id_h[i] for i in common])
+        y = np.array([by_id_m[i] for i in common])
+    else:
+        x = np.array([r.accuracy for r in healthy])
+        y = np.array([r.accuracy for r in mutant])
+    if x.size < 2 or y.size < 2:
+        return None, False
+    same = (np.array_equal(x, y) if paired and x.size == len(healthy) == len(mutant)
+            else not paired and np.array_equal(np.sort(x), np.sort(y)))
+    test = deepcrime_test(x, y, criterion)
+    change = AccuracyChange(
+        p_value=test.p_value, effect_size=test.effect_size,
+        significant=bool(test.p_value_exact <= criterion.p_max()), killed=test.killed,
+        mean_healthy=test.mean_healthy, mean_mutant=test.mean_mutant,
+        n_healthy=test.n_healthy, n_mutant=test.n_mutant)
+    return change, bool(same)
+
+
+def _time_change(healthy, mutant):
+    x = np.array([r.seconds for r in healthy if math.isfinite(r.seconds)])
+    y = np.array([r.seconds for r in mutant if math.isfinite(r.seconds)])
+    if x.size < 2 or y.size < 2:
+        return None
+    p, _, _ = mann_whitney_test(x, y)
+    median_h, median_m = float(np.median(x)), float(np.median(y))
+    return TimeChange(ratio=median_m / median_h if median_h > 0 else math.inf,
+                      p_value=float(p), median_healthy=median_h, median_mutant=median_m)
+
+
+def classify(healthy, mutant, name: str, criterion: KillCriterion | None = None,
+             paired: bool = False) -> PopulationSymptoms:
+    """The symptom of a mutant population (records) against the healthy one (see the
+    module notes for the rule).
+
+    Raises :class:`ProbmutError` when the healthy population has fewer than two usable
+    instances, or when the mutant has fewer than two and no failure explains it.
+    """
+    criterion = criterion or KillCriterion()
+    healthy, mutant = list(healthy), list(mutant)
+    if not mutant:
+        raise ProbmutError(f"{name}: no instances")
+    usable_healthy = _usable(healthy)
+    if len(usable_healthy) < 2:
+        raise ProbmutError(f"the healthy population has {len(usable_healthy)} usable instances "
+                           f"of {len(healthy)}; the symptoms need at least 2")
+    counts = _counts(mutant)
+    failures = {status: counts[status] for status in FAILURE_SYMPTOMS}
+    usable = _usable(mutant)
+    change, same = _accuracy_change(usable_healthy, usable, paired, criterion)
+    if sum(failures.values()) > len(mutant) / 2 or (change is None and any(failures.values())):
+        most = max(failures.values())
+        symptom = FAILURE_SYMPTOMS[next(s for s in FAILURE_SYMPTOMS if failures[s] == most)]
+    elif change is None:
+        raise ProbmutError(f"{name}: {len(usable)} usable instances; the symptoms need at "
+                           "least 2")
+    elif same:
+        symptom = "no observable difference"
+    elif change.significant:
+        symptom = "significant accuracy change"
+    else:
+        symptom = "insignificant accuracy change"
+    errors = tuple(dict.fromkeys(r.error for r in mutant if r.status == "crashed" and r.error))
+    return PopulationSymptoms(
+        name=name, symptom=symptom, instances=len(mutant), crashed=failures["crashed"],
+        timed_out=failures["timed out"], diverged=failures["diverged"],
+        constant=sum(bool(r.constant) for r in mutant), accuracy_change=change,
+        time_change=None if paired else _time_change(usable_healthy, usable), errors=errors)
+
+
+def _baseline(healthy, name: str = "healthy") -> PopulationSymptoms:
+    counts = _counts(healthy)
+    return PopulationSymptoms(
+        name=name, symptom="baseline", instances=len(healthy), crashed=counts["crashed"],
+        timed_out=counts["timed out"], diverged=counts["diverged"],
+        constant=sum(bool(r.constant) for r in healthy), accuracy_change=None,
+        time_change=None,
+        errors=tuple(dict.fromkeys(r.error for r in healthy if r.status == "crashed")))
+
+
+def _format(value, spec: str) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else format(value, spec)
+
+
+@dataclass(frozen=True)
+class SymptomStudy(Result):
+    """Symptoms of every mutant population of a run, the healthy population first."""
+
+    healthy: PopulationSymptoms
+    populations: tuple[PopulationSymptoms, ...]
+    criterion: KillCriterion
+    label: str = ""
+
+    def to_dict(self) -> dict:
+        return plain({"populations": [p.to_dict() for p in self.populations],
+                      "healthy": self.healthy.to_dict(), "criterion": self.criterion.describe()})
+
+    def rows(self) -> list[dict]:
+        rows = []
+        for p in (self.healthy, *self.populations):
+            row = {k: v for k, v in p.to_dict().items()
+                   if k not in ("accuracy_change", "time_change", "errors")}
+            change, time_change = p.accuracy_change, p.time_change
+            row |= {f"accuracy_{k}": v for k, v in (asdict(change) if change else {}).items()}
+            row |= {f"time_{k}": v for k, v in (asdict(time_change) if time_change else {}).items()}
+            rows.append(row)
+        return rows
+
+    def __str__(self) -> str:
+        effect = "A12" if self.criterion.kind == "mannwhitney" else "d"
+        everyone = (self.healthy, *self.populations)
+        width = max(len("population"), *(len(p.name) for p in everyone)) + 1
+        header = (f"{'population':<{width}}{'n':>4}{'crash':>6}{'hang':>5}{'nan':>5}"
+                  f"{'const':>6}{'acc h':>8}{'acc m':>8}{'p-value':>11}{effect:>9}"
+                  f"{'time x':>8}{'time p':>9}  symptom")
+        lines = [f"Symptoms{' of ' + self.label if self.label else ''} (Jia et al.'s "
+                 "classification; accuracy test: kill iff " + self.criterion.describe() + ")",
+                 header]
+        for p in everyone:
+            a, t = p.accuracy_change, p.time_change
+            lines.append(
+                f"{p.name:<{width}}{p.instances:>4}{p.crashed:>6}{p.timed_out:>5}"
+                f"{p.diverged:>5}{p.constant:>6}{_format(a and a.mean_healthy, '.4f'):>8}"
+                f"{_format(a and a.mean_mutant, '.4f'):>8}{_format(a and a.p_value, '.4g'):>11}"
+                f"{_format(a and a.effect_size, '.3f'):>9}{_format(t and t.ratio, '.2f'):>8}"
+                f"{_format(t and t.p_value, '.3g'):>9}  {p.symptom}")
+        for p in self.populations:
+            for error in p.errors[:2]:
+                lines.append(f"  {p.name} crashed with: {error}")
+        return "\n".join(lines)
+
+
+def symptom_study(healthy, mutants: dict, criterion: KillCriterion | None = None,
+                  paired=(), label: str = "") -> SymptomStudy:
+    """Classify each mutant population (``name -> records``) against ``healthy``
+    (records); ``paired`` names the model-level ones."""
+    criterion = criterion or KillCriterion()
+    populations = tuple(classify(healthy, records, name, criterion, name in set(paired))
+                        for name, records in mutants.items())
+    return SymptomStudy(_baseline(healthy), populations, criterion, label)
+
+
+def study_from_manifest(manifest, model: str | None = None,
+                        criterion: KillCriterion | None = None) -> SymptomStudy:
+    """The symptoms of every mutation and magnitude of one model of a manifest (by
+    default its only model, or the first)."""
+    from probmut.io.populations import read_instances
+
+    model = model or manifest.model_names()[0]
+    healthy = read_instances(manifest.healthy(model))
+    mutants, paired = {}, []
+    for mutation in manifest.mutations(model):
+        for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
+            name = f"{mutation.name}_{magnitude}"
+            mutants[name] = read_instances(path)
+            if mutation.paired:
+                paired.append(name)
+    if not mutants:
+        raise ProbmutError(f"{manifest.path}: model {model!r} has no mutant populations")
+    return symptom_study(healthy, mutants, criterion, paired, label=model)

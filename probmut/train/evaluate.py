@@ -1,0 +1,207 @@
+"""Score saved models (``.keras``, or legacy ``.h5`` where Keras reads it) into
+population files: ``probmut evaluate``.
+
+Each model file is one instance. Its id is the number at the end of its name
+(``mnist_original_7.h5`` is instance 7, ``models/healthy/00003.keras`` instance 3)
+when every file has a distinct one, else its position in the list. Scoring uses the
+trainer's own :func:`probmut.train.models.score`, so a model saved by ``probmut train
+--save-models`` gets exactly the accuracy and outcomes the trainer wrote.
+
+A file that cannot be loaded or run is an instance with status ``crashed`` (and its
+one-line error); non-finite weights or outputs make it ``diverged``. Training
+symptoms (seconds, losses) are unknown for a saved model and left empty.
+
+Groups of model files (:func:`group_models`) follow one of two layouts:
+
+* DeepCrime's: ``{model}_original_{i}.h5`` (healthy) and
+  ``{model}_{operator}_mutated0_MP_{magnitude}_{i}.h5`` (mutants);
+* probmut's (``--save-models``): ``models/{population}/{i}.keras``, the population
+  ``healthy`` or ``{operator}_{magnitude}``.
+
+Examples
+--------
+>>> instance_ids(["m_original_10.h5", "m_original_2.h5"])
+[10, 2]
+>>> instance_ids(["a.keras", "b.keras"])
+[0, 1]
+>>> model, groups = group_models(["mnist_original_0.h5", "mnist_original_1.h5",
+...     "mnist_delete_training_data_mutated0_MP_3.1_0.h5"])
+>>> model, sorted(groups)
+('mnist', [('delete_training_data', '3.1'), ('healthy', None)])
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.io.records import InstanceRecord, one_line
+
+MODEL_SUFFIXES = (".keras", ".h5")
+_DEEPCRIME_HEALTHY = re.compile(r"^(?P<model>.+?)_original_(?P<i>\d+)$")
+_DEEPCRIME_MUTANT = re.compile(r"^(?P<prefix>.+?)_mutated\d+_MP_(?P<magnitude>.+)_(?P<i>\d+)$")
+_TRAILING_NUMBER = re.compile(r"(\d+)$")
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """One model's record and outcomes (None when it could not be scored)."""
+
+    record: InstanceRecord
+    correct: np.ndarray | None
+
+
+def model_files(paths) -> list[Path]:
+    """The model files named on the command line; a directory gives its ``.keras`` and
+    ``.h5`` files (recursively), sorted."""
+    files = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in MODEL_SUFFIXES)
+        elif path.suffix not in MODEL_SUFFIXES:
+            raise ProbmutError(f"{path}: not a model file (.keras or .h5)")
+        elif not path.exists():
+            raise ProbmutError(f"{path}: no such file")
+        else:
+            files.append(path)
+    if not files:
+        raise ProbmutError(f"no .keras or .h5 model files in {', '.join(map(str, paths))}")
+    return files
+
+
+def instance_ids(paths) -> list[int]:
+    """The number at the end of each file's stem, if every stem has a distinct one;
+    else the positions 0, 1, 2, ..."""
+    numbers = [_TRAILING_NUMBER.search(Path(p).stem) for p in paths]
+    if all(numbers) and len({int(m.group(1)) for m in numbers}) == len(numbers):
+        return [int(m.group(1)) for m in numbers]
+    return list(range(len(paths)))
+
+
+def _operator_and_magnitude(name: str):
+    from probmut.train.operators import OPERATORS
+
+    for operator in sorted(OPERATORS, key=len, reverse=True):
+        if name.startswith(operator + "_"):
+            return operator, name[len(operator) + 1:]
+    return None
+
+
+def group_models(paths) -> tuple[str | None, dict]:
+    """Group model files into populations: ``(model name, {(operator, magnitude):
+    [(instance, path), ...]})`` with ``("healthy", None)`` for the healthy population
+    (see the module notes for the two layouts). Raises :class:`ProbmutError` for a file
+    that fits neither."""
+    groups: dict = {}
+    model = None
+    models_seen = set()
+    unknown = []
+    for path in map(Path, paths):
+        stem = path.stem
+        healthy = _DEEPCRIME_HEALTHY.match(stem)
+        mutant = _DEEPCRIME_MUTANT.match(stem)
+        if healthy:
+            models_seen.add(healthy.group("model"))
+            groups.setdefault(("healthy", None), []).append((int(healthy.group("i")), path))
+        elif mutant:
+            groups.setdefault(("deepcrime", mutant.group("prefix"), mutant.group("magnitude")),
+                              []).append((int(mutant.group("i")), path))
+        elif stem.isdigit() and path.parent.name == "healthy":
+            groups.setdefault(("healthy", None), []).append((int(stem), path))
+        elif stem.isdigit() and _operator_and_magnitude(path.parent.name):
+            key = _operator_and_magnitude(path.parent.name)
+            groups.setdefault(key, []).append((int(stem), path))
+        else:
+            unknown.append(str(path))
+    if unknown:
+        raise ProbmutError(f"cannot tell the population of {unknown[0]}"
+                           + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
+                           + ": expected DeepCrime's {model}_original_{i}.h5 / {model}_{operator}"
+                           "_mutated0_MP_{magnitude}_{i}.h5 or probmut's models/{population}/"
+                           "{i}.keras")
+    if len(models_seen) > 1:
+        raise ProbmutError(f"the files hold several models ({', '.join(sorted(models_seen))}); "
+                           "evaluate one at a time")
+    model = next(iter(models_seen), None)
+    resolved = {}
+    for key, members in groups.items():
+        if key[0] == "deepcrime":  # {model}_{operator}: the operator is what follows the model
+            prefix = key[1]
+            operator = prefix[len(model) + 1:] if model and prefix.startswith(model + "_") \
+                else prefix
+            key = (operator, key[2])
+        resolved.setdefault(key, []).extend(members)
+    for key, members in resolved.items():
+        ids = [i for i, _ in members]
+        if len(set(ids)) != len(ids):
+            raise ProbmutError(f"population {key[0]} {key[1] or ''}: instance ids repeat")
+        members.sort()
+    return model, resolved
+
+
+def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
+    """Load one model file and score it on ``dataset``'s test set."""
+    import keras
+
+    from probmut.train import models
+
+    try:
+        keras.backend.clear_session()
+        model = keras.saving.load_model(path, compile=False)
+        scored = models.score(model, dataset.x_test, dataset.y_test, dataset.task)
+        finite = scored.finite and all(np.isfinite(w).all() for w in model.get_weights())
+    except Exception as error:  # the file is the instance: it failed, not the command
+        return Evaluation(InstanceRecord(instance, math.nan, status="crashed",
+                                         error=one_line(error)), None)
+    return Evaluation(InstanceRecord(instance, float(scored.correct.mean()),
+                                     status="ok" if finite else "diverged",
+                                     constant=scored.constant), scored.correct)
+
+
+@dataclass(frozen=True)
+class EvaluatedPopulation:
+    """What ``evaluate`` wrote for one population."""
+
+    file: Path
+    instances: int
+    accuracy_mean: float
+    failures: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"instances": self.instances,
+                "accuracy_mean": None if math.isnan(self.accuracy_mean) else self.accuracy_mean,
+                "file": str(self.file), "failures": list(self.failures)}
+
+
+def evaluate_population(files, ids, out: Path, backend, dataset, progress: bool = True,
+                        label: str = "evaluate") -> EvaluatedPopulation:
+    """Score ``files`` (instance ``ids``) with ``backend`` and write ``out`` (the tidy
+    CSV) and its ``.outcomes.npz`` beside it."""
+    from probmut.progress import progress as progress_bar
+    from probmut.train.run import write_population
+    from probmut.train.tasks import strata
+
+    results = {}
+    calls = [(path, instance) for path, instance in zip(files, ids, strict=True)]
+    with progress_bar(len(calls), label, enabled=progress, unit="model") as bar:
+        for index, outcome in backend.map_unordered(evaluate_file, calls):
+            instance = ids[index]
+            if isinstance(outcome, BaseException):
+                outcome = Evaluation(InstanceRecord(instance, math.nan, status="crashed",
+                                                    error=one_line(outcome)), None)
+            results[instance] = outcome
+            bar.update()
+    order = sorted(results)
+    records = [results[i].record for i in order]
+    rows = [results[i].correct for i in order]
+    write_population(out, records, rows, strata(dataset.y_test, dataset.task))
+    usable = [r.accuracy for r in records if not r.failed]
+    failures = tuple(f"{files[ids.index(r.instance)]}: {r.status}"
+                     + (f": {r.error}" if r.error else "") for r in records if r.failed)
+    return EvaluatedPopulation(out, len(records),
+                               float(np.mean(usable)) if usable else math.nan, failures)

@@ -1,0 +1,295 @@
+"""DeepCrime's killable-magnitude search: bisection over a mutation's magnitude for the
+smallest magnitude at which the mutant is killed (``probmut train --search``).
+
+The search assumes that killing is monotone in the magnitude between the two ends
+given, ``--search OPERATOR:WEAK,STRONG`` (usually ``LOW,HIGH``; give ``HIGH,LOW`` for
+an operator that gets stronger as its value falls, e.g. ``change_epochs``). It decides
+the strong end first: if it is not killed, no magnitude in the range is. Then the weak
+end: if it is killed, it is the answer. Otherwise it halves the bracket
+``ceil(log2(|STRONG - WEAK| / resolution))`` times, each time training the middle
+magnitude and keeping the half where the decision changes; so it trains at most
+``ceil(log2(range / resolution)) + 2`` magnitudes, fewer when some were trained
+before (a population already complete in the output directory is reused, not
+retrained). It reports the final bracket: the largest magnitude found not killed and
+the smallest found killed, at most ``resolution`` apart.
+
+The decision at each magnitude compares the mutant population with the healthy one:
+by default the bagged posterior's ratio (:func:`probmut.posterior.bagged_posteriors`,
+killed iff ratio > 1); with ``criterion="deepcrime"`` DeepCrime's single test on the
+whole populations. Unlike DeepCrime's own search, which compares the middle
+magnitude with the previous lower bound's population, every magnitude is compared
+with the healthy population. A magnitude all of whose instances failed (crashed,
+timed out or diverged) counts as killed: the mutation is observable.
+
+Examples
+--------
+The bisection on its own, with a known threshold at 37 (no training):
+
+>>> steps = bisect(0, 100, 5, lambda value: (value >= 37, ""), integer=False)
+>>> [(s.value, s.killed) for s in steps]
+[(100, True), (0, False), (50.0, True), (25.0, False), (37.5, True), (31.25, False), (34.38, False)]
+>>> bracket(steps)
+(34.38, 37.5)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from probmut.errors import ProbmutError
+from probmut.results import Result
+
+CRITERIA = ("posterior", "deepcrime")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decided magnitude: its value, the decision and the evidence behind it."""
+
+    value: float
+    killed: bool
+    evidence: str = ""
+    trained: bool = False  # this search trained it (False: found already trained)
+
+
+def max_trained(low: float, high: float, resolution: float) -> int:
+    """The most magnitudes a search trains: ``ceil(log2(range / resolution)) + 2``.
+
+    >>> max_trained(0, 100, 5), max_trained(0, 100, 100)
+    (7, 2)
+    """
+    span = abs(high - low)
+    return (math.ceil(math.log2(span / resolution)) if span > resolution else 0) + 2
+
+
+def _decimals(resolution: float) -> int:
+    return max(0, math.ceil(-math.log10(resolution))) + 2
+
+
+def bisect(weak: float, strong: float, resolution: float, decide, integer: bool) -> list[Step]:
+    """Decide ``strong``, then ``weak``, then bisect (see the module notes).
+
+    ``decide(value)`` returns ``(killed, evidence)`` or ``(killed, evidence, trained)``.
+    Middle values are rounded to two decimals more than ``resolution`` has (to integers
+    for integer-valued operators).
+    """
+    def step(value):
+        killed, evidence, *trained = decide(value)
+        return Step(value, bool(killed), evidence, bool(trained and trained[0]))
+
+    steps = [step(strong)]
+    if not steps[-1].killed:
+        return steps
+    steps.append(step(weak))
+    if steps[-1].killed:
+        return steps
+    for _ in range(max_trained(weak, strong, resolution) - 2):
+        middle = (weak + strong) / 2
+        middle = round(middle) if integer else round(middle, _decimals(resolution))
+        if middle in (weak, strong):
+            break
+        steps.append(step(middle))
+        if steps[-1].killed:
+            strong = middle
+        else:
+            weak = middle
+    return steps
+
+
+def bracket(steps) -> tuple[float | None, float | None]:
+    """``(largest found not killed, smallest found killed)`` in the search's direction;
+    None where the search found none."""
+    if not steps:
+        return None, None
+    strong, weak = steps[0].value, steps[min(1, len(steps) - 1)].value
+    sign = 1 if strong >= weak else -1
+    killed = [s.value for s in steps if s.killed]
+    alive = [s.value for s in steps if not s.killed]
+    return (max(alive, key=lambda v: sign * v) if alive else None,
+            min(killed, key=lambda v: sign * v) if killed else None)
+
+
+def magnitude_text(value: float, integer: bool) -> str:
+    """A magnitude as the operator parses it and the population file is named.
+
+    >>> magnitude_text(12.5, False), magnitude_text(100.0, False), magnitude_text(3, True)
+    ('12.5', '100', '3')
+    """
+    if integer:
+        return str(int(value))
+    return f"{value:.10f}".rstrip("0").rstrip(".")
+
+
+def parse_search(text: str):
+    """``OPERATOR:WEAK,STRONG`` -> ``(operator, weak, strong, integer)``; the operator
+    must take one number as its magnitude."""
+    from probmut.train.operators import OPERATORS
+
+    name, _, ends = text.partition(":")
+    if name not in OPERATORS:
+        raise ProbmutError(f"{text!r}: unknown mutation operator {name!r}", option="search")
+    try:
+        weak, strong = (float(v) for v in ends.split(","))
+    except ValueError:
+        raise ProbmutError(f"{text!r}: give the range as OPERATOR:LOW,HIGH (two numbers)",
+                           option="search") from None
+    if weak == strong:
+        raise ProbmutError(f"{text!r}: the two ends are equal", option="search")
+    operator = OPERATORS[name]
+    try:  # integer-valued operators refuse a fractional magnitude
+        operator.parse("1.5", None)
+        integer = False
+    except ValueError as error:
+        integer = "integer" in str(error)
+    for value in (weak, strong):
+        try:
+            operator.parse(magnitude_text(value, integer and value == int(value)), None)
+        except ValueError as error:
+            raise ProbmutError(f"{name}:{magnitude_text(value, False)}: {error}; the search "
+                               "needs an operator whose magnitude is one number",
+                               option="search") from None
+    return name, weak, strong, integer
+
+
+@dataclass(frozen=True)
+class SearchResult(Result):
+    """A finished search: every decided magnitude, in order, and the final bracket."""
+
+    index = "value"
+    operator: str
+    weak: float
+    strong: float
+    resolution: float
+    steps: tuple[Step, ...]
+    criterion: str
+    integer: bool = False
+
+    @property
+    def bracket(self):
+        return bracket(self.steps)
+
+    @property
+    def trained(self) -> int:
+        return sum(s.trained for s in self.steps)
+
+    def to_dict(self) -> dict:
+        not_killed, killed = self.bracket
+        return {"operator": self.operator, "low": self.weak, "high": self.strong,
+                "resolution": self.resolution, "criterion": self.criterion,
+                "steps": [asdict(s) for s in self.steps],
+                "bracket": {"not_killed": not_killed, "killed": killed},
+                "killable_magnitude": killed,
+                "trained_magnitudes": self.trained,
+                "max_trained_magnitudes": max_trained(self.weak, self.strong, self.resolution)}
+
+    def rows(self) -> list[dict]:
+        return [asdict(s) for s in self.steps]
+
+    def __str__(self) -> str:
+        text = lambda v: magnitude_text(v, self.integer)  # noqa: E731
+        lines = [f"killable-magnitude search: {self.operator} from {text(self.weak)} to "
+                 f"{text(self.strong)}, resolution {self.resolution:g} ({self.criterion})",
+                 f"{'magnitude':>12}  {'trained':<8} {'decision':<11} evidence"]
+        for s in self.steps:
+            lines.append(f"{text(s.value):>12}  {'yes' if s.trained else 'reused':<8} "
+                         f"{'KILLED' if s.killed else 'not killed':<11} {s.evidence}")
+        not_killed, killed = self.bracket
+        if killed is None:
+            lines.append(f"not killed at {text(self.strong)}, the strong end: no magnitude in "
+                         "the range is killable (if killing grows with the magnitude)")
+        elif not_killed is None:
+            lines.append(f"killed at {text(self.weak)}, the weak end: the whole range is "
+                         "killable")
+        else:
+            lines.append(f"bracket: not killed at {text(not_killed)}, killed at {text(killed)} "
+                         f"(width {abs(killed - not_killed):g}); smallest killed magnitude "
+                         f"found: {text(killed)}")
+        lines.append(f"trained {self.trained} magnitudes (at most "
+                     f"{max_trained(self.weak, self.strong, self.resolution)} = ceil(log2(range /"
+                     " resolution)) + 2)")
+        return "\n".join(lines)
+
+
+def _decision(out, stem: str, paired: bool, criterion: str, instances: int):
+    """Killed? and the evidence, from the population files in ``out``."""
+    from probmut.io.populations import read_population
+    from probmut.io.records import AllFailedError
+
+    healthy = read_population(out / "healthy.csv", name="healthy")
+    try:
+        mutant = read_population(out / f"{stem}.csv", name=stem)
+    except AllFailedError:
+        return True, "every instance failed (see probmut symptoms)"
+    if criterion == "deepcrime":
+        from probmut.io.populations import pair
+        from probmut.killtest import deepcrime_test
+
+        if paired:
+            healthy, mutant = pair(healthy, mutant)
+        test = deepcrime_test(healthy, mutant)
+        return test.killed, f"p {test.p_value:.3g}, d {test.effect_size:.3f}"
+    from probmut.posterior import PosteriorSettings, bagged_posteriors
+
+    sample = search_sample(instances)
+    study = bagged_posteriors(healthy, [mutant], PosteriorSettings(sample=sample),
+                              paired=paired, seed=42)
+    post = study.populations[1]
+    return post.killed, (f"ratio {post.ratio:.4g}, mean {post.mean:.3f} "
+                         f"[{post.ci_low:.3f}, {post.ci_high:.3f}]")
+
+
+def search_sample(instances: int) -> int:
+    """Instances per side in each bagged-posterior trial: half the population, at most
+    20 (k close to the population size makes every trial alike)."""
+    return max(2, min(20, instances // 2))
+
+
+def describe_criterion(criterion: str, instances: int) -> str:
+    if criterion == "deepcrime":
+        return "DeepCrime's test on the whole populations, kill iff p < 0.05 and |d| >= 0.5"
+    return (f"bagged posterior, k = {search_sample(instances)} of {instances} instances, "
+            "killed iff ratio > 1, seed 42")
+
+
+def run_search(settings, text: str, resolution: float, instances: int, out, backend, dataset,
+               spec, *, name: str, criterion: str = "posterior", **run_options) -> SearchResult:
+    """Search per ``text`` (``OPERATOR:WEAK,STRONG``), training each needed magnitude's
+    population (and the healthy one) into ``out`` with
+    :func:`probmut.train.run.run_populations` (``run_options`` go to it); ``spec`` is the
+    model's :class:`~probmut.train.models.ModelSpec` (each magnitude is bound and checked
+    for it, as ``--mutation`` is)."""
+    import warnings
+    from pathlib import Path
+
+    from probmut.io.records import FailedInstanceWarning
+    from probmut.train.legality import prepare
+    from probmut.train.operators import parse_mutations
+    from probmut.train.run import run_populations
+
+    if criterion not in CRITERIA:
+        raise ProbmutError(f"unknown search criterion {criterion!r}; one of {', '.join(CRITERIA)}")
+    if not resolution > 0:
+        raise ProbmutError(f"the resolution must be positive, got {resolution}",
+                           option="resolution")
+    operator, weak, strong, integer = parse_search(text)
+    if integer and resolution < 1:
+        resolution = 1.0
+    out = Path(out)
+
+    def decide(value):
+        magnitude = magnitude_text(value, integer)
+        mutation = prepare(parse_mutations(f"{operator}:{magnitude}"), spec, dataset,
+                           settings.config)[0]
+        report = run_populations(settings, [mutation], instances, out, backend, dataset,
+                                 name=name, **run_options)
+        trained = report.trained_per_population.get(mutation.stem, 0) > 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FailedInstanceWarning)  # symptoms report them
+            killed, evidence = _decision(out, mutation.stem, mutation.operator.paired,
+                                         criterion, instances)
+        return killed, evidence, trained
+
+    steps = bisect(weak, strong, resolution, decide, integer)
+    return SearchResult(operator, weak, strong, resolution, tuple(steps),
+                        describe_criterion(criterion, instances), integer)

@@ -1,0 +1,279 @@
+"""Symptom records (files), Jia et al.'s classification, the magnitude search's bisection
+and the grouping of saved models: no TensorFlow (records and decisions are plain data)."""
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from probmut.cli import main
+from probmut.errors import ProbmutError
+from probmut.io.manifest import write_manifest
+from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
+from probmut.io.populations import read_instances, read_population, write_instances
+from probmut.io.records import FailedInstanceWarning, InstanceRecord, loss_diverged
+from probmut.killtest import KillCriterion, deepcrime_test
+from probmut.symptoms import classify, symptom_study
+from probmut.train.evaluate import group_models, instance_ids
+from probmut.train.search import bisect, bracket, max_trained, parse_search
+
+from .conftest import RAW
+
+R = InstanceRecord
+
+
+def healthy_records(n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    return [R(i, float(rng.normal(0.95, 0.01)), seed=i, seconds=float(rng.normal(10, 0.5)),
+              loss_history=(1.0, 0.3), initial_loss=2.3, constant=False) for i in range(n)]
+
+
+def failing(n, status, ok=0, seed=1):
+    rng = np.random.default_rng(seed)
+    bad = [R(i, math.nan if status != "diverged" else 0.1, status=status,
+             error="ValueError: x" if status == "crashed" else "") for i in range(n - ok)]
+    return bad + [R(i, float(rng.normal(0.95, 0.01)), seconds=10.0) for i in range(n - ok, n)]
+
+
+# ---------------------------------------------------------------- files
+
+def test_failed_instances_are_dropped_with_a_warning_naming_them(tmp_path):
+    path = tmp_path / "pop.csv"
+    write_instances(path, [R(0, 0.9, 1), R(1, math.nan, 2, status="crashed", error="E: x, y"),
+                           R(2, 0.1, 3, status="diverged", constant=True), R(3, 0.92, 4),
+                           R(4, math.nan, 5, status="timed out")])
+    with pytest.warns(FailedInstanceWarning, match=r"1 \(crashed\), 2 \(diverged\), 4 \(timed out\)"):
+        population = read_population(path)
+    assert population.ids.tolist() == [0, 3] and population.values.tolist() == [0.9, 0.92]
+    with pytest.raises(ProbmutError, match="failed instance"):
+        read_population(path, strict=True)
+    records = read_instances(path)
+    assert [r.status for r in records] == ["ok", "crashed", "diverged", "ok", "timed out"]
+    assert records[1].error == "E: x, y" and records[2].constant is True
+
+
+def test_every_instance_failed_is_an_error_not_an_empty_population(tmp_path):
+    path = tmp_path / "pop.csv"
+    write_instances(path, [R(0, 0.1, status="diverged"), R(1, 0.1, status="diverged")])
+    with pytest.raises(ProbmutError, match="every instance failed"):
+        read_population(path)
+
+
+def test_records_round_trip_through_csv_and_outcomes(tmp_path):
+    records = [R(0, 2 / 3, 11, seconds=1.25, loss_history=(2.5, float("nan")), initial_loss=2.3,
+                 constant=True, status="diverged"),
+               R(1, math.nan, 12, status="crashed", error="RuntimeError: boom"),
+               R(2, 1 / 3, 13, seconds=2.0, loss_history=(0.5,), initial_loss=2.1, constant=False)]
+    write_instances(tmp_path / "p.csv", records)
+    back = read_instances(tmp_path / "p.csv")
+    assert [r.accuracy for r in back][::2] == [2 / 3, 1 / 3]  # accuracies exactly
+    assert math.isnan(back[0].loss_history[1]) and back[2].loss_history == (0.5,)
+    assert [r.status for r in back] == ["diverged", "crashed", "ok"]
+    correct = np.array([[True, True, False], [False, False, False], [True, False, False]])
+    save_outcomes(tmp_path / "p.outcomes.npz", [0, 1, 2], correct, [1, 2, 3], records)
+    stored = load_outcome_records(tmp_path / "p.outcomes.npz")
+    assert [(r.status, r.constant, r.error) for r in stored] == [
+        ("diverged", True, ""), ("crashed", None, "RuntimeError: boom"), ("ok", False, "")]
+    assert stored[0].loss_history[0] == 2.5 and math.isnan(stored[0].loss_history[1])
+    with pytest.warns(FailedInstanceWarning, match=r"0 \(diverged\), 1 \(crashed\)"):
+        ids, matrix, _ = load_outcomes(tmp_path / "p.outcomes.npz")
+    assert ids.tolist() == [2] and matrix.tolist() == [[True, False, False]]
+    assert load_outcomes(tmp_path / "p.outcomes.npz", keep_failed=True)[0].tolist() == [0, 1, 2]
+
+
+def test_files_without_symptom_columns_read_as_ok(tmp_path):
+    (tmp_path / "old.csv").write_text("instance,accuracy,seed\n0,0.9,5\n1,0.8,6\n")
+    records = read_instances(tmp_path / "old.csv")
+    assert [(r.status, r.seed, r.constant) for r in records] == [("ok", 5, None), ("ok", 6, None)]
+    (tmp_path / "bad.csv").write_text("instance,accuracy,status\n0,0.9,exploded\n")
+    with pytest.raises(ProbmutError, match="unknown status 'exploded'"):
+        read_population(tmp_path / "bad.csv")
+
+
+@pytest.mark.parametrize("initial, losses, diverged", [
+    (2.3, [1.0, 0.4], False), (2.3, [2.3, 4.5], False), (2.3, [2.3, 4.7], True),
+    (2.3, [5e15, 486.0], True), (2.3, [1.0, math.inf], True), (-0.3, [-0.2, 0.1], True),
+    (-0.3, [-0.5, -0.9], False), (math.nan, [1.0], False)])
+def test_divergence_rule(initial, losses, diverged):
+    assert loss_diverged(initial, losses) is diverged
+
+
+# ---------------------------------------------------------------- classification
+
+@pytest.mark.parametrize("status, symptom", [("crashed", "crash"), ("timed out", "hang"),
+                                             ("diverged", "nan")])
+def test_a_majority_of_failures_gives_the_failure_symptom(status, symptom):
+    result = classify(healthy_records(), failing(20, status, ok=9), "m")
+    assert result.symptom == symptom
+    assert (result.crashed, result.timed_out, result.diverged)[
+        ["crashed", "timed out", "diverged"].index(status)] == 11
+    minority = classify(healthy_records(), failing(20, status, ok=11), "m")
+    assert minority.symptom.endswith("accuracy change")  # 9 of 20 is not a majority
+
+
+def test_mixed_failures_take_the_most_frequent_and_ties_go_to_the_earlier():
+    mixed = failing(6, "timed out") + [R(6 + i, math.nan, status="crashed") for i in range(5)]
+    assert classify(healthy_records(), mixed, "m").symptom == "hang"
+    tie = failing(5, "diverged") + [R(5 + i, math.nan, status="timed out") for i in range(5)]
+    assert classify(healthy_records(), tie, "m").symptom == "hang"
+
+
+def test_accuracy_change_is_the_kill_criterions_test():
+    healthy = healthy_records()
+    rng = np.random.default_rng(3)
+    for shift in (0.0, 0.004, 0.02):
+        mutant = [R(i, float(rng.normal(0.95 - shift, 0.01)), seconds=10.0) for i in range(20)]
+        for criterion in (KillCriterion(), KillCriterion(kind="mannwhitney")):
+            result = classify(healthy, mutant, "m", criterion)
+            test = deepcrime_test([r.accuracy for r in healthy], [r.accuracy for r in mutant],
+                                  criterion)
+            change = result.accuracy_change
+            assert (change.p_value, change.effect_size, change.killed) == (
+                test.p_value, test.effect_size, test.killed)
+            expected = ("significant" if test.p_value < 0.05 else "insignificant")
+            assert result.symptom == f"{expected} accuracy change"
+
+
+def test_no_observable_difference_needs_the_same_accuracies():
+    healthy = healthy_records()
+    swapped = [R(i, r.accuracy, seconds=r.seconds) for i, r in enumerate(reversed(healthy))]
+    assert classify(healthy, swapped, "same").symptom == "no observable difference"
+    # paired (model-level): instance i against healthy i, and these differ
+    assert classify(healthy, swapped, "m", paired=True).symptom != "no observable difference"
+    same = [R(r.instance, r.accuracy) for r in reversed(healthy)]
+    assert classify(healthy, same, "same", paired=True).symptom == "no observable difference"
+    nudged = [*same[1:], R(19, same[0].accuracy + 1e-9)]
+    assert classify(healthy, nudged, "m", paired=True).symptom == "insignificant accuracy change"
+
+
+def test_time_change_is_a_mann_whitney_test_on_the_seconds():
+    healthy = healthy_records()
+    rng = np.random.default_rng(4)
+    slow = [R(i, float(rng.normal(0.95, 0.01)), seconds=float(rng.normal(13, 0.5)))
+            for i in range(20)]
+    change = classify(healthy, slow, "slow").time_change
+    x = [r.seconds for r in healthy]
+    y = [r.seconds for r in slow]
+    assert change.p_value == pytest.approx(mannwhitneyu(x, y, method="asymptotic").pvalue,
+                                           rel=1e-10)
+    assert change.ratio == pytest.approx(np.median(y) / np.median(x))
+    assert classify(healthy, slow, "slow", paired=True).time_change is None  # not trained
+
+
+def test_study_json_has_the_documented_fields_and_the_figure_draws(tmp_path):
+    from probmut.plots import plot_symptoms, save
+
+    study = symptom_study(healthy_records(), {"crash": failing(20, "crashed"),
+                                              "nan": failing(20, "diverged", ok=2)})
+    document = json.loads(study.to_json())
+    first = document["populations"][0]
+    assert {"name", "symptom", "instances", "crashed", "timed_out", "diverged", "constant",
+            "accuracy_change", "time_change"} <= set(first)
+    assert [p["symptom"] for p in document["populations"]] == ["crash", "nan"]
+    assert first["errors"] == ["ValueError: x"]
+    assert set(document["populations"][1]["accuracy_change"]) >= {"p_value", "effect_size",
+                                                                   "significant"}
+    figure = save(plot_symptoms(study), tmp_path / "s.png")
+    assert figure.read_bytes()[:4] == b"\x89PNG"
+    assert study.to_frame().loc["crash", "symptom"] == "crash"
+
+
+def test_symptoms_command_on_a_run_directory(tmp_path, capsys):
+    write_instances(tmp_path / "healthy.csv", healthy_records())
+    write_instances(tmp_path / "change_loss_function_ctc.csv", failing(20, "crashed"))
+    write_instances(tmp_path / "weights_fuzzing_0_1.csv",
+                    [R(r.instance, r.accuracy) for r in healthy_records()])
+    write_manifest(tmp_path / "manifest.toml", {"models": {"digits": {
+        "healthy": "healthy.csv", "mutations": {
+            "change_loss_function": {"paired": False, "pattern": "change_loss_function_{magnitude}.csv",
+                                     "magnitudes": ["ctc"]},
+            "weights_fuzzing": {"paired": True, "pattern": "weights_fuzzing_{magnitude}.csv",
+                                "magnitudes": ["0_1"]}}}}})
+    assert main(["symptoms", str(tmp_path), "--json", "--no-plot"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [(p["name"], p["symptom"]) for p in document["populations"]] == [
+        ("change_loss_function_ctc", "crash"), ("weights_fuzzing_0_1", "no observable difference")]
+    assert main(["symptoms", "--no-plot"]) == 2
+    assert "run directory" in capsys.readouterr().err
+
+
+def test_symptoms_of_the_papers_populations_without_records(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["symptoms", "--manifest", str(RAW / "manifest.toml"), "--model", "mnist_dc",
+                     "--paper", "--no-plot"]) == 0
+    text = capsys.readouterr().out
+    assert "delete_training_data_9.29" in text and "significant accuracy change" in text
+
+
+# ---------------------------------------------------------------- magnitude search
+
+@pytest.mark.parametrize("low, high, resolution", [(0, 100, 5), (0, 100, 25), (0.001, 1, 0.01),
+                                                   (100, 0, 10)])
+def test_bisection_brackets_the_threshold_within_the_bound(low, high, resolution):
+    rng = np.random.default_rng(5)
+    for threshold in rng.uniform(min(low, high), max(low, high), 40):
+        strong_side = ((lambda v, t=threshold: v >= t) if high > low
+                       else (lambda v, t=threshold: v <= t))
+        calls = []
+
+        def decide(value, strong_side=strong_side, calls=calls):
+            calls.append(value)
+            return strong_side(value), ""
+
+        steps = bisect(low, high, resolution, decide, integer=False)
+        assert len(calls) == len(set(calls)) <= max_trained(low, high, resolution)
+        not_killed, killed = bracket(steps)
+        assert not strong_side(not_killed) and strong_side(killed)
+        assert abs(killed - not_killed) <= resolution * (1 + 1e-9)
+
+
+def test_bisection_stops_at_the_ends():
+    assert [s.value for s in bisect(0, 100, 5, lambda v: (False, ""), False)] == [100]
+    steps = bisect(0, 100, 5, lambda v: (True, ""), False)
+    assert [s.value for s in steps] == [100, 0] and bracket(steps) == (None, 0)
+
+
+def test_integer_bisection_never_repeats_a_magnitude():
+    steps = bisect(1, 12, 1, lambda v: (v >= 5, ""), integer=True)
+    values = [s.value for s in steps]
+    assert len(values) == len(set(values)) and all(v == int(v) for v in values)
+    assert bracket(steps) == (4, 5)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("nosuch:0,1", "unknown mutation operator"), ("delete_training_data:0", "LOW,HIGH"),
+    ("delete_training_data:5,5", "equal"), ("delete_training_data:0,120", "between 0 and 100"),
+    ("weights_fuzzing:0,1", "one number"), ("change_epochs:0.5,3", "integer")])
+def test_search_ranges_are_checked(text, message):
+    with pytest.raises(ProbmutError, match=message):
+        parse_search(text)
+
+
+def test_integer_operators_are_recognised():
+    assert parse_search("change_epochs:12,1") == ("change_epochs", 12.0, 1.0, True)
+    assert parse_search("delete_training_data:0,100")[3] is False
+
+
+# ---------------------------------------------------------------- evaluate: grouping
+
+def test_deepcrime_and_probmut_model_files_group_into_populations(tmp_path):
+    deepcrime = ["mnist_original_0.h5", "mnist_original_1.h5",
+                 "mnist_delete_training_data_mutated0_MP_3.1_0.h5",
+                 "mnist_delete_training_data_mutated0_MP_3.1_1.h5",
+                 "mnist_change_activation_function_mutated0_MP_elu_0.h5"]
+    model, groups = group_models(deepcrime)
+    assert model == "mnist"
+    assert {k: [i for i, _ in v] for k, v in groups.items()} == {
+        ("healthy", None): [0, 1], ("delete_training_data", "3.1"): [0, 1],
+        ("change_activation_function", "elu"): [0]}
+    ours = [f"models/{p}/{i:05d}.keras" for p in ("healthy", "weights_fuzzing_0.05_1")
+            for i in (2, 0)]
+    model, groups = group_models(ours)
+    assert model is None and groups[("weights_fuzzing", "0.05_1")][0][0] == 0
+    with pytest.raises(ProbmutError, match="cannot tell the population"):
+        group_models(["random.h5"])
+    assert instance_ids(["x_3.keras", "x_3.h5"]) == [0, 1]  # repeated numbers: positions
