@@ -77,18 +77,16 @@ class LineProgress:
 
 
 class _Silent(LineProgress):
-    """No output at all (``--quiet``)."""
+    """No progress output (``--quiet``); :meth:`write`'s messages still show."""
 
     def __init__(self, total: int = 0, *args, **kwargs):
         self.total, self.n, self.closed = total, 0, True
+        self.stream = sys.stderr
 
     def update(self, count: int = 1) -> None:
         self.n += count
 
     def set_postfix(self, refresh: bool = False, **values) -> None:
-        pass
-
-    def write(self, text: str, file=None) -> None:
         pass
 
 

@@ -255,6 +255,10 @@ class SymptomStudy(Result):
         for p in self.populations:
             for error in p.errors[:2]:
                 lines.append(f"  {p.name} crashed with: {error}")
+        if any(p.time_change is None and p.accuracy_change for p in self.populations):
+            lines.append("time x, time p: blank for model-level mutants (derived, not trained) "
+                         "and where training times are unknown (a stack's members share its "
+                         "time: compare training times on runs with --stack 1)")
         return "\n".join(lines)
 
 

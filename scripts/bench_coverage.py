@@ -37,7 +37,7 @@ def bench(run: Path, instances: int, epochs: int) -> dict:
     if len(list(models.glob("*.keras"))) < instances:
         _probmut("train", "--dataset", "digits", "--model", "digits_cnn", "--instances",
                  instances, "--epochs", epochs, "--jobs", 2, "--save-models", "--out", run,
-                 "--no-progress")
+                 "--quiet")
     paths = sorted(models.glob("*.keras"))[:instances]
 
     from probmut.train.datasets import load_dataset
@@ -51,7 +51,7 @@ def bench(run: Path, instances: int, epochs: int) -> dict:
     study = measure_coverage(paths, data, progress=False)
     computation = time.perf_counter() - start
     start = time.perf_counter()
-    _probmut("coverage", run, "--no-plot", "--no-progress", "--json")
+    _probmut("coverage", run, "--no-plot", "--quiet", "--json")
     command = time.perf_counter() - start
     return {"instances": len(paths), "test_inputs": study.test_inputs,
             "neurons": list(study.neurons), "computation_seconds": round(computation, 2),

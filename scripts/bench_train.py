@@ -45,7 +45,7 @@ MAGNITUDES = "0,50"  # null (nothing deleted) and clear (half the training set d
 
 def _train(out: Path, *args) -> float:
     command = [sys.executable, "-m", "probmut", "train", "--jobs", "2", "--out", str(out),
-               "--no-progress", *map(str, args)]
+               "--quiet", *map(str, args)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
     subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True)

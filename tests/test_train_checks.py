@@ -112,7 +112,7 @@ def flagged_run(tmp_path_factory):
     from probmut.cli.main import main
 
     out = tmp_path_factory.mktemp("flags") / "flags"
-    args = ["train", "--instances", "3", "--epochs", "1", "--out", str(out), "--no-progress",
+    args = ["train", "--instances", "3", "--epochs", "1", "--out", str(out), "--quiet",
             "--mutation", "change_epochs:1", "--mutation", "weights_fuzzing:0_1",
             "--mutation", "neurons_freezing:1@4", "--mutation", "delete_training_data:50",
             "--json"]

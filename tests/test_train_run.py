@@ -23,7 +23,7 @@ from probmut.io.populations import COLUMNS, read_instances
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.train
-FAST = ["--dataset", "digits", "--model", "digits_cnn", "--epochs", "2", "--no-progress"]
+FAST = ["--dataset", "digits", "--model", "digits_cnn", "--epochs", "2", "--quiet"]
 
 
 def _env():

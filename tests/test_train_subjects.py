@@ -119,7 +119,7 @@ def test_gaze_and_recommender_runs_through_the_command(tmp_path, capsys):
 
     gaze, ratings = _gaze_npz(tmp_path / "gaze.npz"), _ratings_npz(tmp_path / "ratings.npz")
     assert main(["train", "--model", "gaze_lenet", "--data", str(gaze), "--instances", "2",
-                 "--epochs", "1", "--out", str(tmp_path / "gaze"), "--no-progress", "--json",
+                 "--epochs", "1", "--out", str(tmp_path / "gaze"), "--quiet", "--json",
                  "--mutation", "change_label:20", "--mutation", "delete_training_data:30",
                  "--mutation", "neurons_freezing:0.2"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -128,7 +128,7 @@ def test_gaze_and_recommender_runs_through_the_command(tmp_path, capsys):
         "data"]
     assert data["task"] == "regression" and data["input_shape"] == [[20, 28, 1], [2]]
     assert main(["train", "--model", "recommender", "--data", str(ratings), "--instances", "2",
-                 "--epochs", "1", "--out", str(tmp_path / "movies"), "--no-progress",
+                 "--epochs", "1", "--out", str(tmp_path / "movies"), "--quiet",
                  "--mutation", "unbalance_train_data:50", "--mutation", "change_label:10"]) == 0
     capsys.readouterr()
     # operators that only make sense for classifiers (or image inputs) say so

@@ -44,7 +44,7 @@ def test_every_operator_at_its_default_is_a_real_mutant_on_digits_cnn(tmp_path, 
     flags = {}
     for validation in (False, True):
         chosen = [op.name for op in applicable if op.needs_validation == validation]
-        args = ["train", "--instances", "2", "--epochs", "2", "--jobs", "2", "--no-progress",
+        args = ["train", "--instances", "2", "--epochs", "2", "--jobs", "2", "--quiet",
                 "--json", "--out", str(tmp_path / f"run{validation}")]
         args += ["--validation-split", "0.1"] if validation else []
         assert main(args + [a for name in chosen for a in ("--mutation", name)]) == 0

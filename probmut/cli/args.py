@@ -188,6 +188,11 @@ def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print o
                         help="threads for the Monte-Carlo engine; results do not depend on it "
                              "(default: all cores)")
     parser.add_argument("--json", action="store_true", help=json_help)
+    add_quiet_argument(parser)
+
+
+def add_quiet_argument(parser: argparse.ArgumentParser):
+    """``--quiet``: no progress display; warnings, errors and messages still show."""
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on stderr (warnings and errors still show)")
 

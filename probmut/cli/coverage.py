@@ -14,6 +14,7 @@ from pathlib import Path
 from probmut.cli.args import (
     DEFAULT_SEED,
     add_plot_arguments,
+    add_quiet_argument,
     figure_path,
     integer,
     number,
@@ -93,7 +94,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
                    help=f"seed of k-means, subsets, bootstrap (default: {DEFAULT_SEED})")
     add_plot_arguments(p, "figures/coverage/NAME.png")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_quiet_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=handle)
 
@@ -161,7 +162,7 @@ def handle(args) -> int:
                              epsilon=args.epsilon, max_clusters=args.max_clusters,
                              nc_threshold=args.nc_threshold, sections=args.kmnc_sections,
                              top_k=args.top_k, seed=args.seed, sanity_draws=args.sanity,
-                             progress=not args.no_progress)
+                             progress=not args.quiet)
     if against is not None:
         import dataclasses
 

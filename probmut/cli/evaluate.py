@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from probmut.cli.args import integer
+from probmut.cli.args import add_quiet_argument, integer
 from probmut.errors import ProbmutError
 
 EXAMPLE = """examples:
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
                    help="models scored at once (local)")
     p.add_argument("--threads", type=integer(1, 4096), default=1,
                    help="TensorFlow threads per job")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_quiet_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=handle)
 
@@ -91,7 +91,7 @@ def handle(args) -> int:
     with backend:
         for out, population_files, ids, _ in plan:
             written.append(evaluate_population(population_files, ids, out, backend, dataset,
-                                               progress=not args.no_progress,
+                                               progress=not args.quiet,
                                                label=f"evaluate {out.stem}"))
     document = written[0].to_dict() if args.out is not None else {
         "populations": [w.to_dict() for w in written], "manifest": str(args.manifest)}

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from probmut.cli.args import DEFAULT_SEED, seed_value
+from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, seed_value
 from probmut.errors import ProbmutError
 
 EXAMPLE = """example:
@@ -111,7 +111,7 @@ def register(subparsers) -> None:
     search.add_argument("--criterion", choices=["posterior", "deepcrime"], default=None,
                         help="killed by the bagged posterior's ratio (default) or by DeepCrime's "
                              "single test on the whole populations")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_quiet_argument(p)
     p.add_argument("--json", action="store_true",
                    help="print the run summary (or --list-operators) as one JSON document")
     p.set_defaults(func=handle)
@@ -270,7 +270,7 @@ def handle(args) -> int:
     settings = RunSettings(dataset=source, model=args.model, config=config, seed=args.seed,
                            stack=_stack_size(stack, probe, config, dataset, mutations))
     name = args.name or args.out.resolve().name
-    options = dict(deepcrime=args.format == "deepcrime", progress=not args.no_progress,
+    options = dict(deepcrime=args.format == "deepcrime", progress=not args.quiet,
                    save_models=args.save_models, timeout=args.timeout,
                    retry_failed=args.retry_failed)
     if args.search:

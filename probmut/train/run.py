@@ -339,7 +339,7 @@ def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
 
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
                      progress, save_models, timeout, retry_failed) -> RunReport:
-    from tqdm import tqdm
+    from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
     _check_settings(out, settings, provenance)
@@ -362,8 +362,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys))
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
-    bar = tqdm(total=len(todo_keys), unit="inst", desc=f"train {name}", file=sys.stderr,
-               disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(len(todo_keys), f"train {name}", enabled=progress, unit="instance")
     if report.resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()

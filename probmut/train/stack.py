@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
+import math
 
 import numpy as np
 
@@ -436,14 +436,14 @@ def train_stack(tasks: list, *, dataset) -> list:
     score them; one :class:`~probmut.train.instance.InstanceResult` per task, in order,
     with each member's symptom record (its losses; ``diverged`` by the rule of
     :func:`probmut.io.records.loss_diverged`; constant predictions) and, if its task asks,
-    its weights and its model as ``.keras`` bytes. Each member's ``seconds`` is its share
-    of the stack's time."""
+    its weights and its model as ``.keras`` bytes. A member's ``seconds`` is NaN (unknown):
+    the stack's wall time is shared, not any one instance's training time, and a share
+    of it would make populations look faster or slower than they train alone."""
     import keras
 
     from probmut.io.records import loss_diverged
     from probmut.train.instance import InstanceResult, instance_seed
 
-    start = time.perf_counter()
     settings = tasks[0].settings
     operator = OPERATORS[tasks[0].operator] if tasks[0].operator else None
     config = settings.config
@@ -479,9 +479,8 @@ def train_stack(tasks: list, *, dataset) -> list:
                 status="diverged" if loss_diverged(float(initial[j]), losses) else "ok",
                 constant=bool(np.all(predicted[j] == predicted[j][0])),
                 weights=weights if tasks[k].keep_weights else None, model_bytes=model_bytes)
-    share = (time.perf_counter() - start) / len(tasks)
     return [InstanceResult(population=t.population, instance=t.instance, seed=seed,
-                           accuracy=float(r["correct"].mean()), seconds=share, **r)
+                           accuracy=float(r["correct"].mean()), seconds=math.nan, **r)
             for t, seed, r in zip(tasks, seeds, results, strict=True)]
 
 
