@@ -393,9 +393,10 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                     if left[task.population] == 0:
                         report.counts[task.population] = assemble(
                             out, task.population, instances, labels, deepcrime)
-                    bar.set_postfix(done=report.trained, failed=len(report.failures),
-                                    left=bar.total - bar.n - 1, refresh=False)
-                    bar.update()
+                # one update per unit: a stack's members finish together
+                bar.set_postfix(done=report.trained, failed=len(report.failures),
+                                left=bar.total - bar.n - len(tasks), refresh=False)
+                bar.update(len(tasks))
     finally:
         bar.close()
         report.seconds = time.perf_counter() - start
