@@ -7,11 +7,11 @@ the sub-populations, the estimates (average posterior mean and variance) and the
 bounds (``estimate +- 1.96 se``) by their median and 2.5 / 97.5 percentiles. These are
 the paper's Figures 4/5.
 
-The recommendation reads the study: the smallest n from which on (for every larger
-size studied) the decision, killed or not, is the same in at least 95% of the
-sub-populations, and the 95% band of the posterior mean over sub-populations is
-narrower than a tolerance. Run it on a *pilot* population (say 50 to 100 instances)
-before training hundreds.
+This is a replication of the paper's study: its sub-populations are drawn *without
+replacement from the population at hand*. Sizes above half of that population share
+most of their instances, so their spread understates the spread of fresh instances;
+the study flags those sizes (``overlap``). To predict fresh instances from a pilot, use
+:mod:`probmut.recommend`.
 
 All R x B x N tests of a chunk of sub-populations run in one call of the compiled engine;
 chunks are cached on disk (:mod:`probmut.io.cache`) so reruns are instant and an
@@ -21,8 +21,7 @@ and the chunk's place only: the numbers do not depend on chunking or ``jobs``.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -100,135 +99,22 @@ class SizeResult:
                    "mean_band": self.mean_band, "subpopulations": int(self.means.size)})
 
 
-@dataclass(frozen=True)
-class Recommendation(Result):
-    """The smallest population size that settles the decision and the estimate."""
-
-    size: int | None
-    tolerance: float
-    required_agreement: float
-    population: int
-    suggested_size: int | None
-    message: str
-    per_size: tuple = field(default=())
-
-    @property
-    def reached(self) -> bool:
-        return self.size is not None
-
-    def to_dict(self) -> dict:
-        return {"size": self.size, "reached": self.reached, "tolerance": self.tolerance,
-                "required_agreement": self.required_agreement, "population": self.population,
-                "suggested_size": self.suggested_size, "message": self.message,
-                "per_size": list(self.per_size)}
+#: Sizes above this share of the population overlap so much that their spread
+#: understates the spread of fresh instances.
+OVERLAP_SHARE = 0.5
 
 
-    def __str__(self) -> str:
-        lines = [f"{'n':>5}{'agreement':>11}{'killed':>8}{'mean band':>11}  meets both"]
-        lines += [f"{row['n']:>5}{row['agreement']:>11.0%}{row['killed_share']:>8.0%}"
-                  f"{row['mean_band']:>11.4f}  {'yes' if row['meets'] else 'no'}"
-                  for row in self.per_size]
-        return "\n".join(lines + ["recommendation: " + self.message])
+def overlaps(n: int, population: int) -> bool:
+    """Whether sub-populations of n drawn from ``population`` instances share so many
+    instances that their spread understates fresh instances (n above half of it).
 
+    Two sub-populations of n out of P share n^2 / P instances on average; above n = P/2
+    that is more than half of each.
 
-def _band_scale(sizes, population: int) -> float | None:
-    # c in band(n) = c * sqrt(1/n - 1/P), fitted in log space over sizes with a spread.
-    usable = [(s.n, s.mean_band) for s in sizes if s.mean_band > 0 and s.n < population]
-    if not usable:
-        return None
-    ns, bands = np.array(usable, dtype=np.float64).T
-    return math.exp(np.mean(np.log(bands) - 0.5 * np.log(1 / ns - 1 / population)))
-
-
-#: Sizes above this share of the population cannot settle a recommendation on their own.
-_INFORMATIVE_SHARE = 0.9
-
-
-def recommend(sizes, tolerance: float = 0.1, agreement: float = 0.95,
-              population: int | None = None) -> Recommendation:
-    """Smallest n from which on both criteria hold; else what the trend suggests.
-
-    Parameters
-    ----------
-    sizes : :class:`SizeResult` objects (any order).
-    tolerance : largest acceptable width of the 95% band of the posterior mean.
-    agreement : smallest acceptable share of sub-populations with the majority decision.
-    population : instances available (default the largest n); sub-populations of sizes
-        close to it overlap, so their spread understates that of fresh instances, and a
-        size above 90% of it cannot be the recommendation.
-
-    Notes
-    -----
-    When the band is too wide at every size, it is extrapolated assuming it narrows as
-    ``c * sqrt(1/n - 1/P)`` (sub-populations of n drawn from P instances: the finite
-    population correction), fitted in log space; fresh instances narrow it as
-    ``c / sqrt(n)``, which gives the suggested size ``(c / tolerance)^2``. A rough guide.
+    >>> overlaps(100, 200), overlaps(125, 200)
+    (False, True)
     """
-    if not 0 < tolerance:
-        raise ProbmutError(f"the tolerance must be positive, got {tolerance}")
-    if not 0.5 <= agreement <= 1:
-        raise ProbmutError(f"the required agreement must be in [0.5, 1], got {agreement}")
-    sizes = sorted(sizes, key=lambda s: s.n)
-    population = population or sizes[-1].n
-    rows = [{"n": s.n, "agreement": s.agreement, "killed_share": s.killed_share,
-             "mean_band": s.mean_band,
-             "meets": bool(s.agreement >= agreement and s.mean_band <= tolerance)}
-            for s in sizes]
-    chosen = None
-    for row in reversed(rows):
-        if not row["meets"]:
-            break
-        chosen = row
-    scale = _band_scale(sizes, population)
-    extrapolated = None if scale is None else math.ceil((scale / tolerance) ** 2)
-    trend = ("" if scale is None else
-             f" The band narrows roughly as {scale:.2f}/sqrt(n) for fresh instances: about "
-             f"{extrapolated} per population would bring it under {tolerance:g} (rough "
-             "extrapolation).")
-    last = rows[-1]
-    if chosen is not None and chosen["n"] > _INFORMATIVE_SHARE * population:
-        # Sub-populations of nearly all the instances are nearly identical: their agreement
-        # says nothing about fresh instances.
-        message = (f"Not reached with the {population} instances available: the criteria hold "
-                   f"only from "
-                   f"n = {chosen['n']} on, where every sub-population holds nearly the same "
-                   "instances, so their agreement says nothing about fresh instances; train "
-                   "a larger pilot." + trend)
-        beyond = extrapolated if extrapolated and extrapolated > population else None
-        return Recommendation(None, tolerance, agreement, population, beyond, message,
-                              tuple(rows))
-    if chosen is not None:
-        verdict = "killed" if sizes[rows.index(chosen)].killed_share >= 0.5 else "not killed"
-        message = (f"{chosen['n']} instances per population are enough: from n = {chosen['n']} "
-                   f"on, at least {agreement:.0%} of the sub-populations reach the same decision "
-                   f"({verdict}; {chosen['agreement']:.0%} at n = {chosen['n']}) and the 95% band "
-                   f"of the posterior mean is at most {tolerance:g} wide "
-                   f"({chosen['mean_band']:.3f}).")
-        suggested = chosen["n"]
-        if chosen["n"] > population / 2:
-            message += (f" n is more than half of the {population} instances available: "
-                        "sub-populations overlap and understate the spread of fresh "
-                        "instances; confirm on a larger pilot." + trend)
-            suggested = max(chosen["n"], extrapolated or 0)
-        return Recommendation(chosen["n"], tolerance, agreement, population, suggested,
-                              message, tuple(rows))
-    message = (f"Not reached with the {population} instances available: at n = {last['n']} "
-               f"{last['agreement']:.0%} of the sub-populations agree (needs {agreement:.0%}) "
-               f"and the 95% band of the posterior mean is {last['mean_band']:.3f} wide "
-               f"(tolerance {tolerance:g}).")
-    suggested = None
-    if last["mean_band"] > tolerance and scale is not None:
-        suggested = extrapolated
-        message += trend
-    if last["agreement"] < agreement:
-        split = ", ".join(f"{row['agreement']:.0%}" for row in rows)
-        median = float(np.median(sizes[-1].means))
-        message += (f" Decisions stay split (agreement by size: {split}; median posterior mean "
-                    f"{median:.2f}): the kill probability sits near the decision boundary, "
-                    "so more instances sharpen the estimate but may never settle a yes/no "
-                    "decision; report the posterior mean and its interval instead.")
-    return Recommendation(None, tolerance, agreement, population, suggested, message,
-                          tuple(rows))
+    return n > OVERLAP_SHARE * population
 
 
 @dataclass(frozen=True)
@@ -241,7 +127,6 @@ class SampleSizeStudy(Result):
     repetitions: int
     subpopulations: int
     population: tuple[int, int]
-    recommendation: Recommendation
     paired: bool = False
     seed: int | None = None
 
@@ -249,9 +134,24 @@ class SampleSizeStudy(Result):
     def jackknife(self) -> str:
         return self.settings.jackknife
 
+    @property
+    def available(self) -> int:
+        return min(self.population)
+
+    @property
+    def overlap_note(self) -> str | None:
+        """What the sizes above half of the population mean, or None if there are none."""
+        flagged = [s.n for s in self.sizes if overlaps(s.n, self.available)]
+        if not flagged:
+            return None
+        return (f"n above half of the {self.available} instances ({', '.join(map(str, flagged))}"
+                "): the sub-populations share most of their instances, so their spread "
+                "understates that of fresh instances; `probmut recommend` predicts fresh "
+                "instances")
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "sizes": [s.to_dict() for s in self.sizes],
-                "recommendation": self.recommendation.to_dict(),
+        sizes = [s.to_dict() | {"overlap": overlaps(s.n, self.available)} for s in self.sizes]
+        return {"name": self.name, "sizes": sizes, "overlap_note": self.overlap_note,
                 "subpopulations": self.subpopulations, "repetitions": self.repetitions,
                 "bootstraps": self.settings.bootstraps, "trials": self.settings.trials,
                 "sample": self.settings.sample, "population": list(self.population),
@@ -269,7 +169,8 @@ class SampleSizeStudy(Result):
             for quantity in QUANTITIES:
                 row |= {f"{quantity}_{k}": v for k, v in size.summary(quantity).items()}
             rows.append(row | {"killed_share": size.killed_share, "agreement": size.agreement,
-                               "mean_band": size.mean_band})
+                               "mean_band": size.mean_band,
+                               "overlap": overlaps(size.n, self.available)})
         return pd.DataFrame(rows).set_index("n")
 
     def __str__(self) -> str:
@@ -279,19 +180,22 @@ class SampleSizeStudy(Result):
                  f"{self.population[0]} healthy, {self.population[1]} mutant"
                  + (", paired" if self.paired else "") + ")",
                  "median [2.5%, 97.5%] over sub-populations",
-                 f"{'n':>5}  {'posterior mean':<26}{'MCE lower':>10}{'MCE upper':>10}  "
-                 f"{'variance':<29}{'killed':>7}"]
+                 f"{'n':>6}  {'posterior mean':<26}{'MCE lower':>10}{'MCE upper':>10}  "
+                 f"{'variance':<29}{'killed':>7}{'agreement':>10}{'mean band':>10}"]
         for size in self.sizes:
             mean, var = size.summary("mean"), size.summary("var")
+            mark = "*" if overlaps(size.n, self.available) else " "
             lines.append(
-                f"{size.n:>5}  {mean['median']:.4f} [{mean['low']:.4f}, {mean['high']:.4f}]"
+                f"{size.n:>5}{mark}  {mean['median']:.4f} [{mean['low']:.4f}, {mean['high']:.4f}]"
                 f"{size.summary('mean_lower')['median']:>10.4f}"
                 f"{size.summary('mean_upper')['median']:>10.4f}  "
                 f"{var['median']:.5f} [{var['low']:.5f}, {var['high']:.5f}]"
-                f"{size.killed_share:>7.0%}")
+                f"{size.killed_share:>7.0%}{size.agreement:>10.0%}{size.mean_band:>10.4f}")
+        if self.overlap_note:
+            lines.append("* " + self.overlap_note)
         lines.append(f"settings: {s.describe()}; jackknife: {self.jackknife}"
                      + (f", seed {self.seed}" if self.seed is not None else ""))
-        return "\n".join(lines + ["", str(self.recommendation)])
+        return "\n".join(lines)
 
 
 def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, paired: bool):
@@ -306,8 +210,7 @@ def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, pair
 def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None, *,
                       sizes=paper.SIZES, subpopulations: int = 30, repetitions: int = 100,
                       paired: bool = False, seed=None,
-                      jobs: int | None = None, tolerance: float = 0.1,
-                      agreement: float = 0.95, cache: Cache | None = None, chunk: int = 10,
+                      jobs: int | None = None, cache: Cache | None = None, chunk: int = 10,
                       progress: bool = False, name: str | None = None) -> SampleSizeStudy:
     """The population-size study of ``mutant`` against ``healthy`` (METHOD.md section 6).
 
@@ -321,7 +224,6 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     paired : model-level mutation: sub-populations take the same ids on both sides.
     seed : int or None; sub-populations and tests are derived from it.
     jobs : engine threads; the numbers do not depend on it.
-    tolerance, agreement : the recommendation's criteria (see :func:`recommend`).
     cache : a :class:`~probmut.io.cache.Cache` to reuse and resume chunks.
     chunk : sub-populations per engine call (a unit of caching and of progress).
     progress : show progress on stderr (see :func:`probmut.progress.progress`).
@@ -332,8 +234,8 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     >>> h, m = rng.normal(0.99, 0.002, 60), rng.normal(0.985, 0.002, 60)
     >>> study = sample_size_study(h, m, sizes=(20, 50), subpopulations=5, repetitions=5,
     ...                           seed=1)
-    >>> [s.n for s in study.sizes], study.recommendation.size
-    ([20, 50], 20)
+    >>> [(s.n, overlaps(s.n, 60)) for s in study.sizes]
+    [(20, False), (50, True)]
     """
     from probmut.engine import kill_counts, seed_sequence
     from probmut.io.populations import aligned
@@ -395,6 +297,5 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
                                for a, v in zip(average_mean, average_var, strict=True)])
             results.append(SizeResult(n, average_mean, jackknife_se(means, jackknife),
                                       average_var, jackknife_se(variances, jackknife), killed))
-    advice = recommend(results, tolerance, agreement, available)
     return SampleSizeStudy(name, tuple(results), settings, repetitions, subpopulations,
-                           (h.size, m.size), advice, paired, seed)
+                           (h.size, m.size), paired, seed)

@@ -123,9 +123,10 @@ def test_kill_on_two_different_constant_populations_prints_null_for_infinity(cap
 
 
 @pytest.mark.parametrize("command, argv, says", [
-    ("recommend", ["--tolerance", "inf"], "--tolerance"),
-    ("recommend", ["--tolerance", "1e-300"], "--tolerance"),
-    ("sample-size", ["--agreement", "nan"], "--agreement"),
+    ("recommend", ["--level", "inf"], "--level"),
+    ("recommend", ["--level", "0.5"], "--level"),
+    ("recommend", ["--draws", "nan"], "--draws"),
+    ("sample-size", ["--subpopulations", "nan"], "--subpopulations"),
     ("mce", ["--alpha", "nan"], "--alpha"),
     ("kill", ["--effect", "nan"], "effect-size threshold"),
 ])
@@ -371,7 +372,9 @@ COMMANDS = {"kill": [], "posterior": ["--no-plot", "--sample", "2", *FAST],
             "repeat": ["--repetitions", "2", "--trials", "5", "--sample", "2"],
             "mce": ["--repetitions", "2", "--sample", "2", *FAST],
             "sample-size": ["--subpopulations", "2", "--repetitions", "2", "--no-plot",
-                            "--no-cache", "--sample", "2", *FAST]}
+                            "--no-cache", "--sample", "2", *FAST],
+            "recommend": ["--draws", "10", "--sizes", "2,4", "--reference", "4", "--no-cache",
+                          "--sample", "2", *FAST]}
 
 
 def _numbers(document):

@@ -14,7 +14,7 @@ from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import read_population
 from probmut.posterior import PosteriorSettings
-from probmut.sample_size import SizeResult, recommend, sample_size_study
+from probmut.sample_size import sample_size_study
 
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
 SMALL = PosteriorSettings(bootstraps=20, trials=30)
@@ -72,52 +72,20 @@ def test_curve_approaches_the_papers_values_within_monte_carlo_error(healthy, re
     assert widths[0] > widths[1] > widths[2]
 
 
-def test_recommendation_orders_clear_before_ambiguous(healthy):
-    def advice(magnitude):
-        mutant = _population(f"delete_training_data_mutated0_MP_{magnitude}")
-        return sample_size_study(healthy, mutant, PosteriorSettings(bootstraps=50, trials=50),
-                                 sizes=(25, 50, 100, 150, 190), subpopulations=20,
-                                 repetitions=10, seed=3).recommendation
-
-    clear = advice("30.93")
-    assert clear.reached and clear.size <= 50
-    for magnitude in ("9.29", "12.38"):
-        ambiguous = advice(magnitude)
-        # Needs many instances, or cannot be settled with the 190 available.
-        assert not ambiguous.reached or ambiguous.size >= 4 * clear.size
-        if not ambiguous.reached:
-            assert "Not reached" in ambiguous.message
-            assert ambiguous.suggested_size is None or ambiguous.suggested_size > 190
-
-
-def _synthetic(n, means, killed):
-    means = np.asarray(means, dtype=float)
-    zeros = np.zeros_like(means)
-    return SizeResult(n, means, zeros, zeros + 0.01, zeros, np.asarray(killed))
-
-
-def test_sizes_near_the_whole_population_cannot_be_the_recommendation():
-    # At n = 190 of 200 every sub-population holds nearly the same instances.
-    sizes = [_synthetic(100, np.linspace(0.2, 0.9, 20), [True] * 10 + [False] * 10),
-             _synthetic(190, np.linspace(0.85, 0.86, 20), [True] * 20)]
-    advice = recommend(sizes, tolerance=0.1, population=200)
-    assert not advice.reached and "Not reached" in advice.message
-    assert "nearly the same instances" in advice.message
-    assert recommend(sizes, tolerance=0.1, population=400).size == 190
-
-
-def test_recommend_needs_both_criteria_from_n_on():
-    sizes = [_synthetic(25, np.linspace(0.2, 0.9, 20), [True] * 20),          # band too wide
-             _synthetic(50, np.linspace(0.85, 0.9, 20), [True] * 20),          # meets
-             _synthetic(100, np.linspace(0.86, 0.9, 20), [True] * 19 + [False]),  # meets (95%)
-             _synthetic(150, np.linspace(0.87, 0.9, 20), [True] * 20)]
-    advice = recommend(sizes, tolerance=0.1, population=200)
-    assert advice.size == 50 and advice.reached
-    strict = recommend(sizes, tolerance=0.1, agreement=0.99, population=200)
-    assert strict.size == 150
-    none = recommend(sizes[:1], tolerance=0.1, population=200)
-    assert not none.reached and none.suggested_size > 25
-    assert "Not reached" in none.message
+def test_sizes_above_half_the_population_are_flagged(healthy):
+    mutant = _population("delete_training_data_mutated0_MP_30.93")
+    study = sample_size_study(healthy.subset(healthy.ids[:60]), mutant.subset(mutant.ids[:60]),
+                              SMALL, sizes=(25, 30, 46), subpopulations=3, repetitions=2,
+                              seed=1)
+    assert [row["overlap"] for row in study.to_dict()["sizes"]] == [False, False, True]
+    assert study.to_frame()["overlap"].tolist() == [False, False, True]
+    note = study.to_dict()["overlap_note"]
+    assert "n above half of the 60 instances (46)" in note and "probmut recommend" in note
+    text = str(study)
+    assert "   46*" in text and "* n above half" in text
+    alone = sample_size_study(healthy, mutant, SMALL, sizes=(25,), subpopulations=3,
+                              repetitions=2, seed=1)
+    assert alone.overlap_note is None and "*" not in str(alone)
 
 
 def test_same_numbers_for_any_jobs_and_chunking(healthy):
@@ -182,7 +150,8 @@ def test_cli_json_shape_and_plot(tmp_path):
     assert [s["n"] for s in document["sizes"]] == [25, 50]
     for quantity in ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper"):
         assert set(document["sizes"][0][quantity]) == {"median", "low", "high"}
-    assert {"size", "reached", "tolerance", "message"} <= document["recommendation"].keys()
+    assert [s["overlap"] for s in document["sizes"]] == [False, False]
+    assert "recommendation" not in document and document["overlap_note"] is None
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -26,7 +26,6 @@ from probmut.cli.args import (
 )
 from probmut.cli.emit import emit, emit_many, emit_with_figure
 from probmut.errors import ProbmutError
-from probmut.results import dumps
 
 DEFAULT_CACHE = Path(".probmut_cache")
 
@@ -62,11 +61,9 @@ def _run_mce(args) -> int:
 
 # --- sample-size and recommend ---------------------------------------------------------------
 
-def _sizes(text: str | None, available: int, sample: int) -> list[int]:
-    from probmut.sample_size import default_sizes
-
+def _sizes(text: str | None, default) -> list[int]:
     if not text:
-        return default_sizes(available, sample)
+        return list(default)
     try:
         sizes = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -76,32 +73,32 @@ def _sizes(text: str | None, available: int, sample: int) -> list[int]:
     return sizes
 
 
-def _studies(args):
+def _cache(args):
     from probmut.io.cache import Cache
+
+    return Cache(None if args.no_cache else
+                 writable_directory(Path(args.cache), "cache", "cache"))
+
+
+def _run_sample_size(args) -> int:
     from probmut.io.populations import pair
-    from probmut.sample_size import sample_size_study
+    from probmut.sample_size import default_sizes, sample_size_study
 
     inputs = resolve_inputs(args)
     settings = posterior_settings_from(args, "study_settings")
     inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
-    cache = Cache(None if args.no_cache else
-                  writable_directory(Path(args.cache), "cache", "cache"))
+    cache = _cache(args)
     studies = []
     for mutant in inputs.mutants:
         healthy = inputs.healthy
         if inputs.paired:
             healthy, mutant = pair(healthy, mutant)
-        sizes = _sizes(args.sizes, min(len(healthy), len(mutant)), settings.sample)
+        sizes = _sizes(args.sizes, default_sizes(min(len(healthy), len(mutant)),
+                                                 settings.sample))
         studies.append(sample_size_study(
             healthy, mutant, settings, sizes=sizes, subpopulations=args.subpopulations,
-            repetitions=args.repetitions, paired=inputs.paired,
-            seed=args.seed, jobs=args.jobs, tolerance=args.tolerance,
-            agreement=args.agreement, cache=cache, progress=not args.quiet, name=mutant.name))
-    return inputs, studies
-
-
-def _run_sample_size(args) -> int:
-    inputs, studies = _studies(args)
+            repetitions=args.repetitions, paired=inputs.paired, seed=args.seed,
+            jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
     figure = figure_path(args, inputs.model or "sample_size", f"{inputs.label}_sample_size.png")
     if figure:
         from probmut.plots import plot_sample_size, save
@@ -113,14 +110,35 @@ def _run_sample_size(args) -> int:
     return 0
 
 
+def _first(population, count: int | None):
+    """The first ``count`` instances of a population (all of them without ``--pilot``)."""
+    if count is None:
+        return population
+    if count > len(population):
+        raise ProbmutError(f"--pilot {count}: {population.where} holds only {len(population)} "
+                           "instances", option="pilot")
+    return population.subset(population.ids[:count])
+
+
 def _run_recommend(args) -> int:
-    _, studies = _studies(args)
-    if args.json:
-        documents = [{"name": s.name} | s.recommendation.to_dict() for s in studies]
-        print(dumps(documents[0] if len(documents) == 1 else {"recommendations": documents},
-                         indent=2))
-    else:
-        print("\n\n".join(f"{s.name}:\n{s.recommendation}" for s in studies))
+    from probmut.io.populations import pair
+    from probmut.recommend import DEFAULT_SIZES, recommend
+
+    inputs = resolve_inputs(args)
+    settings = posterior_settings_from(args, "study_settings")
+    sizes = _sizes(args.sizes, DEFAULT_SIZES)
+    cache = _cache(args)
+    results = []
+    for mutant in inputs.mutants:
+        healthy = inputs.healthy
+        if inputs.paired:
+            healthy, mutant = pair(healthy, mutant)
+        results.append(recommend(
+            _first(healthy, args.pilot), _first(mutant, args.pilot), settings, sizes=sizes,
+            draws=args.draws, level=args.level, reference=args.reference,
+            max_instances=args.max_instances, paired=inputs.paired, seed=args.seed,
+            jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
+    emit_many(args, results, "mutants")
     return 0
 
 
@@ -139,7 +157,14 @@ def _run_replicate(args) -> int:
 
 # --- registration -----------------------------------------------------------------------------
 
-def _add_study_arguments(parser: argparse.ArgumentParser):
+def _add_cache_arguments(group):
+    group.add_argument("--cache", default=str(DEFAULT_CACHE),
+                       help=f"directory of cached chunks: reruns are instant and an interrupted "
+                            f"run resumes (default: {DEFAULT_CACHE})")
+    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+
+
+def _add_sample_size_arguments(parser: argparse.ArgumentParser):
     add_population_arguments(parser)
     add_criterion_arguments(parser, PAPER_HELP_MCE)
     add_posterior_arguments(parser)
@@ -152,16 +177,35 @@ def _add_study_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--repetitions", type=integer(2), default=100,
                        help="R repetitions of the whole bagging per sub-population, for its "
                             "Monte-Carlo error (default: 100)")
-    group.add_argument("--tolerance", type=number(1e-6, 1), default=0.1,
-                       help="largest acceptable width of the 95%% band of the posterior mean "
-                            "(default: 0.1)")
-    group.add_argument("--agreement", type=number(0.5, 1), default=0.95,
-                       help="share of sub-populations that must reach the same decision "
-                            "(default: 0.95)")
-    group.add_argument("--cache", default=str(DEFAULT_CACHE),
-                       help="directory of cached chunks: reruns are instant and an interrupted "
-                            f"run resumes (default: {DEFAULT_CACHE})")
-    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    _add_cache_arguments(group)
+    add_run_arguments(parser)
+
+
+def _add_recommend_arguments(parser: argparse.ArgumentParser):
+    from probmut import recommend as defaults
+
+    add_population_arguments(parser)
+    add_criterion_arguments(parser, PAPER_HELP_MCE)
+    add_posterior_arguments(parser)
+    group = parser.add_argument_group("pilot verdict and predictions for fresh instances")
+    group.add_argument("--pilot", type=integer(1), metavar="N",
+                       help="use only the first N instances of each population as the pilot "
+                            "(e.g. to try it on the bundled data)")
+    group.add_argument("--sizes", help="comma-separated population sizes per side to predict "
+                                       f"(default: {','.join(map(str, defaults.DEFAULT_SIZES))})")
+    group.add_argument("--draws", type=integer(10), default=defaults.DRAWS,
+                       help="simulated populations per size and for the verdict "
+                            f"(default: {defaults.DRAWS})")
+    group.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True), default=defaults.LEVEL,
+                       help="predicted probability of the large-population decision at which "
+                            f"the verdict is settled (default: {defaults.LEVEL})")
+    group.add_argument("--reference", type=integer(2), default=defaults.REFERENCE_SIZE,
+                       help="instances per side of the large population whose decision the "
+                            f"verdict predicts (default: {defaults.REFERENCE_SIZE})")
+    group.add_argument("--max-instances", type=integer(2), default=defaults.MAX_INSTANCES,
+                       help="largest population per side to propose for an unsettled verdict "
+                            f"(default: {defaults.MAX_INSTANCES})")
+    _add_cache_arguments(group)
     add_run_arguments(parser)
 
 
@@ -188,21 +232,24 @@ def register(subparsers) -> None:
         "sample-size", help="how the posterior settles with the number of instances",
         description="The population-size study (METHOD.md section 6): for each size n, the MCE "
                     "analysis on random sub-populations of n instances; median and 95% band "
-                    "of the estimates and their MCE bounds, the Figure 4/5 plot, and the "
-                    "recommended number of instances. Writes the figure to "
-                    "figures/MODEL/NAME_sample_size.png (--plot FILE, --no-plot) and its "
-                    "cached chunks to .probmut_cache/ (--cache DIR, --no-cache).")
-    _add_study_arguments(sample_size)
+                    "of the estimates and their MCE bounds, and the Figure 4/5 plot. Sizes "
+                    "above half of the population are flagged: their sub-populations overlap "
+                    "(for how many instances to train, see `probmut recommend`). Writes the "
+                    "figure to figures/MODEL/NAME_sample_size.png (--plot FILE, --no-plot) and "
+                    "its cached chunks to .probmut_cache/ (--cache DIR, --no-cache).")
+    _add_sample_size_arguments(sample_size)
     add_plot_arguments(sample_size, "figures/MODEL/NAME_sample_size.png")
     sample_size.set_defaults(func=_run_sample_size)
 
     recommend = subparsers.add_parser(
-        "recommend", help="how many instances to train (run it on a pilot population)",
-        description="The recommendation of the population-size study alone: the smallest n at "
-                    "which the decision is the same in at least 95% of sub-populations and "
-                    "the 95% band of the posterior mean is narrower than --tolerance; if not "
-                    "reached, what the trend suggests.")
-    _add_study_arguments(recommend)
+        "recommend", help="is a pilot enough? a verdict, and predictions for fresh instances",
+        description="From a pilot (from about 20 instances per side): per mutant, the verdict "
+                    "killed / not killed / not settled that a large population would reach, "
+                    "with the pilot's own uncertainty; for 'not settled', the instances per "
+                    "side that would settle it; and, for fresh populations of each size, the "
+                    "predicted 95%% band of the posterior mean and the share reaching the same "
+                    "decision (docs/recommend.md).")
+    _add_recommend_arguments(recommend)
     recommend.set_defaults(func=_run_recommend)
 
     rep = subparsers.add_parser(

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, seed_value
+from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, integer, seed_value
 from probmut.errors import ProbmutError
 
 EXAMPLE = """example:
@@ -60,7 +60,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", default="digits_cnn",
                    help=f"{', '.join(MODELS)}, or module:function returning a Keras classifier "
                         "(default: digits_cnn)")
-    p.add_argument("--instances", type=int, default=20, help="instances per population (20)")
+    p.add_argument("--instances", type=int, help="instances per population (20)")
     p.add_argument("--mutation", action="append", default=[], metavar="OP[:MAG1,MAG2]",
                    help="a mutation and its magnitudes (default: the operator's); repeatable")
     p.add_argument("--list-operators", action="store_true",
@@ -114,6 +114,22 @@ def register(subparsers) -> None:
     add_quiet_argument(p)
     p.add_argument("--json", action="store_true",
                    help="print the run summary (or --list-operators) as one JSON document")
+    settle = p.add_argument_group(
+        "train until the decision is settled (docs/recommend.md)",
+        "train in rounds; after each, the verdict of `probmut recommend` for every mutant "
+        "still in training; a mutant stops when settled, the healthy population trains while "
+        "any mutant does")
+    settle.add_argument("--until-settled", action="store_true",
+                        help="train in rounds until each mutant's verdict is settled "
+                             "(instead of --instances)")
+    settle.add_argument("--round", type=integer(1), default=10, metavar="N",
+                        help="instances added per round to each population in training "
+                             "(default: 10)")
+    settle.add_argument("--max-instances", type=integer(2), default=200, metavar="N",
+                        help="most instances per population (default: 200)")
+    settle.add_argument("--sample", type=integer(2), default=20, metavar="K",
+                        help="k instances per side in the verdicts' kill tests; the first "
+                             "verdict needs K per side (default: 20)")
     p.set_defaults(func=handle)
 
 
@@ -202,6 +218,10 @@ def handle(args) -> int:
     if args.out is None:
         raise ProbmutError("give --out DIR (where the populations go)")
     stack = _stack(args.stack)
+    if args.until_settled:
+        _check_until_settled(args)
+    elif args.instances is None:
+        args.instances = 20
     for flag in ("instances", "jobs", "threads", "epochs", "batch_size"):
         _positive(getattr(args, flag), "--" + flag.replace("_", "-"))
     if args.learning_rate is not None and not args.learning_rate > 0:
@@ -276,9 +296,14 @@ def handle(args) -> int:
     if args.search:
         return _search(args, settings, dataset, spec, name, options)
     with _backend(args, {"dataset": dataset}) as backend:
-        report = run_populations(settings, mutations, args.instances, args.out, backend,
-                                 dataset, name=name, **options)
-    print(_summary(args, report, name))
+        if args.until_settled:
+            settled = _until_settled(args, settings, mutations, backend, dataset, name, options)
+            report = settled.training
+        else:
+            report = run_populations(settings, mutations, args.instances, args.out, backend,
+                                     dataset, name=name, **options)
+    print(_summary(args, report, name) if not args.until_settled else
+          _settled_summary(args, settled, _summary(args, report, name)))
     if report.diverged:
         print(f"{len(report.diverged)} instances diverged (recorded; see probmut symptoms): "
               + ", ".join(report.diverged[:5]) + (" ..." if len(report.diverged) > 5 else ""),
@@ -316,3 +341,39 @@ def _backend(args, shared):
     if args.jobs > 1 or hard is not None:
         return backends.LocalPool(args.jobs, args.threads, shared, hard)
     return backends.Serial(args.threads, shared)
+
+
+# --- --until-settled -----------------------------------------------------------------------
+
+def _check_until_settled(args) -> None:
+    if args.instances is not None:
+        raise ProbmutError("give either --instances or --until-settled (with --max-instances), "
+                           "not both")
+    if not args.mutation:
+        raise ProbmutError("--until-settled needs at least one --mutation")
+    if args.search:
+        raise ProbmutError("give either --search or --until-settled, not both")
+    if args.sample > args.max_instances:
+        raise ProbmutError(f"--sample {args.sample} is more than --max-instances "
+                           f"{args.max_instances}: no verdict could be reached")
+
+
+def _until_settled(args, settings, mutations, backend, dataset, name, options):
+    from probmut.posterior import PosteriorSettings
+    from probmut.train.rounds import train_until_settled
+
+    return train_until_settled(settings, mutations, args.out, backend, dataset, name=name,
+                               analysis=PosteriorSettings(sample=args.sample),
+                               round_size=args.round, max_instances=args.max_instances,
+                               seed=args.seed, **options)
+
+
+def _settled_summary(args, settled, summary: str) -> str:
+    """The run summary with each mutant's last verdict and the rounds' files."""
+    if args.json:
+        return json.dumps(json.loads(summary) | settled.to_dict(), indent=2)
+    lines = [summary, f"  rounds: {args.out / 'rounds.txt'} and rounds.json "
+                      f"({len(settled.rounds)} rounds)"]
+    lines += [f"  {stem}: {v['verdict']} with {v['instances']} instances: {v['message']}"
+              for stem, v in settled.final.items()]
+    return "\n".join(lines)

@@ -296,26 +296,51 @@ class RunReport:
     trained_per_population: dict[str, int] = field(default_factory=dict)
 
 
-def run_populations(settings: RunSettings, mutations: list[Mutation], instances: int,
+def instance_targets(instances, populations: dict) -> dict[str, int]:
+    """Instances per population: ``instances`` is one number for all, or a mapping from
+    population stem to its own number (missing: 0). A model-level mutant derives from
+    healthy instances: it cannot have more of them than the healthy population.
+
+    >>> instance_targets(3, {HEALTHY: None, "x_1": None})
+    {'healthy': 3, 'x_1': 3}
+    """
+    if isinstance(instances, dict):
+        targets = {stem: int(instances.get(stem, 0)) for stem in populations}
+    else:
+        targets = dict.fromkeys(populations, int(instances))
+    for stem, mutation in populations.items():
+        if mutation is not None and mutation.operator.level == "model" \
+                and targets[stem] > targets[HEALTHY]:
+            raise ProbmutError(f"{stem} derives from healthy instances: it cannot have more "
+                               f"instances ({targets[stem]}) than the healthy population "
+                               f"({targets[HEALTHY]})")
+    return targets
+
+
+def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     out: Path, backend, dataset, *, name: str, deepcrime: bool = False,
                     progress: bool = True, save_models: bool = False,
-                    timeout: float | None = None, retry_failed: bool = False) -> RunReport:
+                    timeout: float | None = None, retry_failed: bool = False,
+                    note_resumed: bool = True) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
 
+    ``instances`` is one number for every population or a mapping from population stem
+    to its own (:func:`instance_targets`; the rounds of :mod:`probmut.train.rounds`).
     ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
     ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``save_models``
     keeps each instance's model (``models/{population}/{id}.keras``; an instance done
     without one is trained again to get it); ``timeout`` stops an instance's training
     after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
     trains crashed and timed-out instances again.
+    ``note_resumed``: say on stderr how many instances were already done.
     """
     out = Path(out)
     if timeout is not None and settings.stack > 1:
         raise ProbmutError("a time limit applies to one instance at a time; it cannot be "
                            "combined with stacked training", option="timeout")
     options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
-                   timeout=timeout, retry_failed=retry_failed)
+                   timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed)
     try:
         with exclusive(out / ".work", "lock"):
             return _run_populations(settings, mutations, instances, out, backend, dataset,
@@ -338,7 +363,7 @@ def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
 
 
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
-                     progress, save_models, timeout, retry_failed) -> RunReport:
+                     progress, save_models, timeout, retry_failed, note_resumed) -> RunReport:
     from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
@@ -346,16 +371,18 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
+    targets = instance_targets(instances, populations)
     options = dict(timeout=timeout, save_model=save_models)
     # Instance by instance across the populations, so that a change of machine load during
     # the run slows every population alike (their training seconds are compared).
     trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,
                           keep_weights=stem == HEALTHY and (bool(model_level) or settings.stack > 1),
                           **options)
-                     for i in range(instances) for stem, m in populations.items()
-                     if m is None or m.operator.level != "model"]
+                     for i in range(max(targets.values())) for stem, m in populations.items()
+                     if (m is None or m.operator.level != "model") and i < targets[stem]]
     derived = [Task(settings, m.stem, i, m.operator.name, m.params, **options)
-               for i in range(instances) for m in model_level]
+               for i in range(max(targets.values())) for m in model_level
+               if i < targets[m.stem]]
     todo_keys = {(t.population, t.instance) for t in trained_first + derived
                  if _needs_training(out, t, retry_failed)}
     is_done = lambda task: (task.population, task.instance) not in todo_keys  # noqa: E731
@@ -363,7 +390,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
     bar = progress_bar(len(todo_keys), f"train {name}", enabled=progress, unit="instance")
-    if report.resumed:
+    if report.resumed and note_resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
@@ -392,7 +419,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                     left[task.population] -= 1
                     if left[task.population] == 0:
                         report.counts[task.population] = assemble(
-                            out, task.population, instances, labels, deepcrime)
+                            out, task.population, targets[task.population], labels, deepcrime)
                 # one update per unit: a stack's members finish together
                 bar.set_postfix(done=report.trained, failed=len(report.failures),
                                 left=bar.total - bar.n - len(tasks), refresh=False)
@@ -402,13 +429,14 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         report.seconds = time.perf_counter() - start
         for stem in populations:
             if stem not in report.counts:
-                report.counts[stem] = assemble(out, stem, instances, labels, deepcrime)
+                report.counts[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
         report.counts = {stem: report.counts[stem] for stem in populations}
-        report.flags = {stem: population_flags(out, stem, instances, dataset, m)
+        report.flags = {stem: population_flags(out, stem, targets[stem], dataset, m)
                         for stem, m in populations.items() if report.counts[stem]}
         cfg = settings.config
         add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
-                        f"{settings.model} on {settings.dataset}, {instances} instances, "
+                        f"{settings.model} on {settings.dataset}, {max(targets.values())} "
+                        "instances, "
                         f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
                         "(probmut train)",
                         [(m.operator.name, m.magnitude, m.operator.paired,

@@ -1,0 +1,452 @@
+"""How many instances must I train? A verdict and fresh-instance predictions from a pilot.
+
+From a *pilot* (a few healthy and mutant instances, from about 20 per side) this module
+predicts what the bagged posterior (METHOD.md section 3) would give on populations of
+*fresh* instances, and whether the pilot already settles the decision a large population
+would reach. The method, its assumptions and its validation on the bundled data:
+docs/recommend.md.
+
+Model of fresh instances
+    The pilot's shape, smoothed: an instance is a pilot instance picked at random plus
+    a normal kernel jitter (Silverman's bandwidth), rescaled so that instances keep the
+    pilot's mean and unbiased covariance (the shrunk smoothed bootstrap). Smoothing
+    matters: populations made of copies of a few pilot values make the kill tests see
+    less spread than fresh instances have. Paired (model-level) pilots are smoothed as
+    (healthy, mutant) pairs with their covariance, so a fresh pair keeps the pairing.
+
+Predictions per population size n
+    ``draws`` simulated populations of n fresh instances per side, each analysed exactly
+    as a real one (the compiled engine; the same B, N, k, criterion and Beta fit): the
+    95% band of their posterior means, and the share judged as a large population
+    would be. These describe fresh instances *if the mutant is as the pilot shows*.
+
+Verdict: the pilot's own uncertainty
+    Where the shape's location and spread come from is uncertain too: for the verdict,
+    each simulated population of ``reference`` instances (200, the paper's size) places
+    the smoothed shape at a draw from the posterior of the mean and covariance under a
+    normal model (Jeffreys prior: covariance from an inverse Wishart with P - 1 degrees
+    of freedom around the pilot's, mean normal around the pilot's with covariance / P).
+    The share of these populations judged killed is the predicted probability that a
+    large population is killed. ``killed`` when it is at least ``level``, ``not
+    killed`` when at most ``1 - level``, else ``not settled``. (Resampling the pilot
+    instead, a double bootstrap, was measured to be overconfident: it cannot see that a
+    small pilot's spread is often too small; docs/recommend.md.)
+
+Instances needed
+    For a verdict that is not settled: the smallest n at which a verdict computed from n
+    instances per side would be settled with probability 0.8, if the truth is what the
+    pilot estimates. A latent-normal reading of the verdict: the predicted probability
+    p of a kill is ``Phi(t)`` for a latent effect t in units of its current spread;
+    that spread has a part from the pilot (variance proportional to 1/P) and a part
+    from the large population itself (1/reference). A pilot of n has latent estimate
+    ``N(t, (1/n) / (1/P + 1/reference))`` and settles when it is at least
+    ``Phi^-1(level)`` of its own spread away from 0. When no n up to 100 times
+    ``max_instances`` does so with probability 0.8, the kill probability sits too close
+    to the decision boundary: even a perfectly known mutant would split populations of
+    ``reference`` instances between both decisions.
+
+Every random step derives from the seed; each block (one size, or the verdict) has its
+own streams, so its numbers do not depend on the other sizes asked for, on ``jobs`` or
+on the cache.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.results import Result
+
+if TYPE_CHECKING:  # the command line reads this module's defaults without the heavy imports
+    from probmut.io.cache import Cache
+    from probmut.posterior import PosteriorSettings
+
+#: Population sizes of the prediction table, below and above a typical pilot.
+DEFAULT_SIZES = (25, 50, 100, 200, 400)
+#: "A large population": the paper's 200 instances per side.
+REFERENCE_SIZE = 200
+#: A verdict is settled when the predicted probability of the large-population decision
+#: reaches this level: the smallest of 0.85, 0.9, 0.925, 0.95 and 0.975 at which settled
+#: verdicts agreed with the whole populations in at least 98% of the MNIST pilots of 25
+#: and of 50 instances (docs/recommend.md); the other models validate it.
+LEVEL = 0.95
+#: ``needed`` asks a verdict from n instances to be settled with this probability.
+POWER = 0.8
+#: Simulated populations per block (per size, and for the verdict).
+DRAWS = 100
+#: Largest population per side ``needed`` may propose.
+MAX_INSTANCES = 1000
+#: Names the simulation in cache keys: a change of method does not reuse old blocks.
+METHOD = "smoothed shape, normal-model posterior 1"
+
+
+def _median_and_band(values) -> dict:
+    return {"median": float(np.median(values)), "low": float(np.quantile(values, 0.025)),
+            "high": float(np.quantile(values, 0.975))}
+
+
+@dataclass(frozen=True)
+class SizePrediction:
+    """Simulated fresh populations of n instances per side: their posterior means and
+    decisions (killed or not) under the bagged posterior."""
+
+    n: int
+    means: np.ndarray
+    killed: np.ndarray
+
+    @property
+    def band(self) -> tuple[float, float]:
+        """The 95% band (2.5th and 97.5th percentiles) of the posterior mean."""
+        return float(np.quantile(self.means, 0.025)), float(np.quantile(self.means, 0.975))
+
+    @property
+    def mean_band(self) -> float:
+        low, high = self.band
+        return high - low
+
+    @property
+    def killed_share(self) -> float:
+        return float(self.killed.mean())
+
+    def agreement(self, killed: bool) -> float:
+        """Share of the populations that reach the decision ``killed``."""
+        return self.killed_share if killed else 1.0 - self.killed_share
+
+    def to_dict(self, killed: bool) -> dict:
+        low, high = self.band
+        return {"n": self.n, "median": float(np.median(self.means)), "band_low": low,
+                "band_high": high, "mean_band": self.mean_band,
+                "agreement": self.agreement(killed), "killed_share": self.killed_share}
+
+
+@dataclass(frozen=True)
+class Recommendation(Result):
+    """The verdict of a pilot and its predictions for fresh instances (one mutant).
+
+    ``reference_means`` are the posterior means of the verdict's simulated populations
+    of the reference size (with the pilot's uncertainty); ``p_killed`` is the share of
+    them judged killed. ``needed`` is the pilot's size when the verdict is settled.
+    """
+
+    name: str
+    verdict: str
+    needed: int | None
+    p_killed: float
+    reference_means: np.ndarray
+    sizes: tuple[SizePrediction, ...]
+    pilot: tuple[int, int]
+    message: str
+    settings: PosteriorSettings
+    level: float = LEVEL
+    reference: int = REFERENCE_SIZE
+    max_instances: int = MAX_INSTANCES
+    draws: int = DRAWS
+    paired: bool = False
+    seed: int | None = None
+
+    index = "n"
+
+    @property
+    def leaning(self) -> bool:
+        """The decision the pilot leans to (killed if ``p_killed >= 0.5``)."""
+        return self.p_killed >= 0.5
+
+    @property
+    def predicted_mean(self) -> dict:
+        """Median and 95% band of the posterior mean of a large population, with the
+        pilot's uncertainty."""
+        return _median_and_band(self.reference_means)
+
+    def rows(self) -> list[dict]:
+        return [s.to_dict(self.leaning) for s in self.sizes]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "verdict": self.verdict, "needed": self.needed,
+                "p_killed": self.p_killed, "level": self.level,
+                "predicted_mean": self.predicted_mean, "reference_size": self.reference,
+                "pilot": list(self.pilot), "population": min(self.pilot),
+                "per_size": self.rows(), "message": self.message,
+                "max_instances": self.max_instances, "draws": self.draws,
+                "paired": self.paired, "seed": self.seed, "settings": self.settings.describe()}
+
+    def __str__(self) -> str:
+        decision = "judged " + ("killed" if self.leaning else "not killed")
+        lines = [f"{self.name}: pilot of {self.pilot[0]} healthy and {self.pilot[1]} mutant "
+                 "instances" + (", paired" if self.paired else "") + "; fresh instances "
+                 f"predicted from {self.draws} simulated populations per size",
+                 f"{'n':>5}  {'posterior mean [95% band]':<26}{'band':>7}{decision:>19}"]
+        for row in self.rows():
+            lines.append(f"{row['n']:>5}  {row['median']:.3f} [{row['band_low']:.3f}, "
+                         f"{row['band_high']:.3f}]{'':<5}{row['mean_band']:>7.3f}"
+                         f"{row['agreement']:>19.0%}")
+        verdict = "KILLED" if self.verdict == "killed" else self.verdict
+        lines.append(f"verdict: {verdict}: {self.message}")
+        return "\n".join(lines)
+
+
+# --- the model of fresh instances ---------------------------------------------------------
+
+def bandwidth(size: int, dimensions: int = 1) -> float:
+    """Silverman's normal-reference kernel bandwidth, in units of the data's spread.
+
+    >>> round(bandwidth(25), 3), round(bandwidth(25, 2), 3)
+    (0.556, 0.585)
+    """
+    return (4 / (dimensions + 2)) ** (1 / (dimensions + 4)) * size ** (-1 / (dimensions + 4))
+
+
+def _symmetric_root(matrices: np.ndarray, power: float = 0.5) -> np.ndarray:
+    """``matrices ** power`` of symmetric positive semi-definite (..., D, D) matrices
+    (negative powers act on the non-zero eigenvalues only: a pseudo-inverse root)."""
+    values, vectors = np.linalg.eigh(matrices)
+    values = np.clip(values, 0, None)
+    scale = np.max(values, axis=-1, keepdims=True)
+    kept = values > 1e-12 * np.where(scale > 0, scale, 1)
+    powered = np.where(kept, np.where(kept, values, 1) ** power, 0)
+    return np.einsum("...ij,...j,...kj->...ik", vectors, powered, vectors)
+
+
+def _shape(rng, sample: np.ndarray, draws: int, n: int) -> np.ndarray:
+    """``draws`` x n standardised instances of the pilot's smoothed shape: a pilot
+    instance picked at random (whitened: zero mean, identity covariance) plus a normal
+    kernel jitter, rescaled so that the draws keep mean 0 and identity covariance (the
+    shrunk smoothed bootstrap). ``sample`` is (P, D); returns (draws, n, D)."""
+    size, dimensions = sample.shape
+    deviations = sample - sample.mean(axis=0)
+    whitened = deviations @ _symmetric_root(np.cov(sample.T, ddof=1).reshape(
+        dimensions, dimensions), -0.5)
+    h = bandwidth(size, dimensions)
+    picked = whitened[rng.integers(0, size, (draws, n))]
+    jitter = rng.standard_normal((draws, n, dimensions))
+    return (math.sqrt(size / (size - 1)) * picked + h * jitter) / math.sqrt(1 + h * h)
+
+
+def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: bool):
+    """``draws`` populations of n fresh instances like the pilot ``sample`` (P, D).
+
+    The pilot's smoothed shape, placed at the pilot's mean and unbiased covariance; with
+    ``uncertain``, at a draw from their posterior under a normal model instead (Jeffreys
+    prior: covariance ~ inverse Wishart(P - 1, (P - 1) S), mean ~ normal(mean,
+    covariance / P)), one draw per population. Returns (draws, n, D).
+
+    >>> rng = np.random.default_rng(0)
+    >>> sample = rng.normal(0.9, 0.01, (25, 1))
+    >>> fresh = _fresh_instances(rng, sample, 400, 50, uncertain=False)
+    >>> fresh.shape, bool(np.isclose(fresh.std(), sample.std(ddof=1), rtol=0.02))
+    ((400, 50, 1), True)
+    """
+    size, dimensions = sample.shape
+    centre = np.broadcast_to(sample.mean(axis=0), (draws, dimensions))
+    root = np.broadcast_to(_symmetric_root(np.cov(sample.T, ddof=1).reshape(
+        dimensions, dimensions)), (draws, dimensions, dimensions))
+    if uncertain:  # Bartlett: W ~ Wishart(P - 1, I / (P - 1)); covariance S^1/2 W^-1 S^1/2
+        freedom = size - 1
+        bartlett = np.zeros((draws, dimensions, dimensions))
+        for i in range(dimensions):
+            bartlett[:, i, i] = np.sqrt(rng.chisquare(freedom - i, draws))
+            bartlett[:, i, :i] = rng.standard_normal((draws, i))
+        wishart = bartlett @ bartlett.transpose(0, 2, 1) / freedom
+        root = root @ _symmetric_root(wishart, -0.5)
+        centre = centre + np.einsum("rij,rj->ri", root,
+                                    rng.standard_normal((draws, dimensions))) / math.sqrt(size)
+    shape = _shape(rng, sample, draws, n)
+    return centre[:, None, :] + np.einsum("rij,rnj->rni", root, shape)
+
+
+def _populations(rng, h, m, n: int, draws: int, paired: bool, uncertain: bool):
+    """Healthy and mutant rows of ``draws`` populations of n fresh instances."""
+    if paired:
+        both = _fresh_instances(rng, np.column_stack([h, m]), draws, n, uncertain)
+        return both[..., 0], both[..., 1]
+    return (_fresh_instances(rng, h[:, None], draws, n, uncertain)[..., 0],
+            _fresh_instances(rng, m[:, None], draws, n, uncertain)[..., 0])
+
+
+def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, jobs):
+    """Posterior mean, decision and posterior variance of every row."""
+    from probmut.engine import kill_counts
+    from probmut.mce import ratio_of
+    from probmut.posterior import beta_mean_var, fit_beta_batch
+
+    counts = kill_counts(np.clip(healthy, 0, 1), np.clip(mutant, 0, 1),
+                         bootstraps=settings.bootstraps, trials=settings.trials,
+                         sample=settings.sample, paired=paired, criterion=settings.criterion,
+                         seed=seed, jobs=jobs).reshape(len(healthy), -1)
+    a, b = fit_beta_batch(counts, settings.trials, settings.fit, settings.grid_step,
+                          settings.solver)
+    means, variances = beta_mean_var(a, b)
+    killed = np.array([ratio_of(mu, v, settings.trials) > settings.threshold
+                       for mu, v in zip(means, variances, strict=True)])
+    return means, killed, variances
+
+
+# --- the verdict and the instances needed ---------------------------------------------------
+
+def _boundary(settings: PosteriorSettings, variance: float) -> float:
+    """Posterior mean at which the decision flips, for a posterior of this variance."""
+    from probmut.mce import ratio_of
+
+    low, high = 1e-6, 1 - 1e-6
+    for _ in range(60):
+        middle = (low + high) / 2
+        spread = min(variance, 0.5 * middle * (1 - middle))
+        if ratio_of(middle, spread, settings.trials) > settings.threshold:
+            high = middle
+        else:
+            low = middle
+    return (low + high) / 2
+
+
+#: ``needed`` looks this many times beyond the larger of the pilot and the cap.
+_SEARCH = 100
+
+
+def _needed(p_killed: float, draws: int, pilot: float, level: float, reference: int,
+            max_instances: int) -> int | None:
+    """Instances per side that would settle the verdict (module notes), ignoring the cap;
+    None if no size up to ``_SEARCH`` times the cap would.
+
+    >>> _needed(0.10, 100, 25, 0.95, 200, 1000), _needed(0.35, 100, 25, 0.95, 200, 1000)
+    (114, None)
+    """
+    from scipy import special
+
+    p = min(max(p_killed, 0.5 / draws), 1 - 0.5 / draws)
+    latent = abs(float(special.ndtri(p)))
+    unit = 1 / pilot + 1 / reference
+    n = np.arange(math.floor(pilot) + 1, _SEARCH * max(max_instances, math.ceil(pilot)) + 1)
+    spread = np.sqrt((1 / n + 1 / reference) / unit)
+    chance = special.ndtr((latent - special.ndtri(level) * spread) / np.sqrt(1 / n / unit))
+    reached = np.flatnonzero(chance >= POWER)
+    return int(n[reached[0]]) if reached.size else None
+
+
+def _message(verdict, p_killed, level, needed, mean, boundary, reference, max_instances,
+             pilot):
+    band = f"{mean['median']:.2f} [{mean['low']:.2f}, {mean['high']:.2f}]"
+    if verdict != "not settled":
+        share = p_killed if verdict == "killed" else 1 - p_killed
+        return (f"a large population ({reference} per side) would be judged {verdict} with "
+                f"predicted probability {share:.2f} (at least {level:g}), the uncertainty of "
+                f"the {pilot}-instance pilot included; its posterior mean would be about "
+                f"{band}.")
+    why = (f"a large population ({reference} per side) would be judged killed with predicted "
+           f"probability {p_killed:.2f}, between {1 - level:.2g} and {level:g}; its posterior "
+           f"mean would be about {band}, decision boundary {boundary:.2f}.")
+    if needed is None:
+        return (why + " At the pilot's estimate the kill probability sits so close to the "
+                f"boundary that populations of {reference} split between both decisions "
+                "however well the mutant is known: more instances sharpen the estimate but do "
+                "not settle the decision; report the posterior mean and its interval instead.")
+    odds = f"(with probability {POWER:g}, if the kill probability is near the pilot's estimate)"
+    if needed <= max_instances:
+        return why + f" About {needed} instances per side would settle it {odds}."
+    return (why + f" It would take about {needed} instances per side {odds}, more than "
+            f"{max_instances}: report the posterior mean and its interval instead.")
+
+
+def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
+              sizes=DEFAULT_SIZES, draws: int = DRAWS, level: float = LEVEL,
+              reference: int = REFERENCE_SIZE, max_instances: int = MAX_INSTANCES,
+              paired: bool = False, seed=None, jobs: int | None = None,
+              cache: Cache | None = None, progress: bool = False,
+              name: str | None = None) -> Recommendation:
+    """The verdict of a pilot and its predictions for fresh instances (module notes).
+
+    Parameters
+    ----------
+    healthy, mutant : the pilot: :class:`~probmut.io.populations.Population` or arrays
+        of accuracies, each at least the sample size k.
+    settings : how every simulated population is analysed (default
+        :class:`PosteriorSettings`: B = N = 100, k = 20).
+    sizes : population sizes n per side of the prediction table (each at least k).
+    draws : simulated populations per size, and for the verdict.
+    level : predicted probability at which the verdict is settled.
+    reference : size of "a large population", whose decision the verdict predicts.
+    max_instances : largest population per side ``needed`` may propose.
+    paired : model-level mutation: ids drawn jointly (populations aligned by id).
+    seed, jobs : same seed, same numbers, for any ``jobs``.
+    cache : a :class:`~probmut.io.cache.Cache` to reuse blocks across runs.
+    progress : show progress on stderr (see :func:`probmut.progress.progress`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> h, m = rng.normal(0.99, 0.002, 25), rng.normal(0.986, 0.002, 25)
+    >>> advice = recommend(h, m, sizes=(25, 100), draws=40, seed=1)
+    >>> advice.verdict, [s.n for s in advice.sizes]
+    ('killed', [25, 100])
+    """
+    from probmut.engine import seed_sequence
+    from probmut.io.cache import Cache, cache_key
+    from probmut.io.populations import aligned
+    from probmut.posterior import PosteriorSettings
+    from probmut.progress import progress as progress_display
+
+    settings = settings or PosteriorSettings()
+    healthy, mutant = aligned(healthy, mutant, paired)
+    name = name or mutant.name
+    h, m = healthy.values, mutant.values
+    k = settings.sample
+    if min(h.size, m.size) < k:
+        raise ProbmutError(
+            f"the pilot holds {h.size} healthy and {m.size} mutant instances, fewer than the "
+            f"sample size k = {k}: train at least {k} per side (or lower --sample)",
+            option="sample")
+    if paired and h.size < 3:  # the (healthy, mutant) covariance needs 2 degrees of freedom
+        raise ProbmutError(f"a paired pilot needs at least 3 instances, got {h.size}")
+    sizes = sorted({int(n) for n in sizes})
+    if not sizes or sizes[0] < k:
+        raise ProbmutError(f"population sizes must be at least the sample size k = {k}; got "
+                           f"{sizes or 'none'}", option="sizes")
+    if draws < 10:
+        raise ProbmutError(f"draws must be at least 10, got {draws}", option="draws")
+    if not 0.5 < level < 1:
+        raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
+    if reference < k or max_instances < k:
+        raise ProbmutError(f"the reference size and max instances must be at least k = {k}")
+    root = seed_sequence(seed)
+    cache = cache or Cache(None)
+    blocks = [("verdict", reference)] + [("size", n) for n in sizes]
+    shapes = {"means": (draws,), "killed": (draws,), "variances": (draws,)}
+    results = {}
+    with progress_display(len(blocks), f"recommend {name}", enabled=progress,
+                          unit="block") as bar:
+        for role, n in blocks:
+            key = cache_key("recommend", METHOD, h, m, paired, settings, draws, root.entropy,
+                            role, n)
+            stored = cache.get(key, shapes=shapes)
+            if stored is None:
+                draw_stream, engine_stream = np.random.SeedSequence(
+                    root.entropy, spawn_key=(int(role == "verdict"), n)).spawn(2)
+                rows = _populations(np.random.default_rng(draw_stream), h, m, n, draws, paired,
+                                    uncertain=role == "verdict")
+                means, killed, variances = _analyse(*rows, settings, paired, engine_stream,
+                                                    jobs)
+                stored = {"means": means, "killed": killed, "variances": variances}
+                cache.put(key, **stored)
+            results[(role, n)] = stored
+            bar.update()
+    verdict_block = results[("verdict", reference)]
+    predictions = tuple(SizePrediction(n, results[("size", n)]["means"],
+                                       results[("size", n)]["killed"]) for n in sizes)
+    p_killed = float(np.mean(verdict_block["killed"]))
+    verdict = ("killed" if p_killed >= level else "not killed" if p_killed <= 1 - level
+               else "not settled")
+    boundary = _boundary(settings, float(np.median(verdict_block["variances"])))
+    pilot = min(h.size, m.size)
+    needed = pilot
+    if verdict == "not settled":
+        effective = 2 / (1 / h.size + 1 / m.size)  # the pilot's size for a difference
+        needed = _needed(p_killed, draws, effective, level, reference, max_instances)
+    message = _message(verdict, p_killed, level, needed, _median_and_band(verdict_block["means"]),
+                       boundary, reference, max_instances, pilot)
+    if needed is not None and needed > max_instances:
+        needed = None
+    return Recommendation(name, verdict, needed, p_killed, verdict_block["means"], predictions,
+                          (h.size, m.size), message, settings, level, reference,
+                          max_instances, draws, paired, seed)

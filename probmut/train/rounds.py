@@ -1,0 +1,169 @@
+"""Train until the decision is settled: rounds of instances, a pilot verdict after each.
+
+Each round adds ``round_size`` instances to every mutant population still in training
+(up to ``max_instances``), and the healthy population follows the largest of them: it
+goes on while any mutant needs it. After the round, :func:`probmut.recommend.recommend`
+judges every mutant in training on the instances trained so far (model-level mutants
+against the healthy instances they derive from); a mutant stops when its verdict is
+settled (killed or not killed) or when it reaches ``max_instances``. Verdicts need at
+least k instances per side; rounds before that only train.
+
+The output directory gains ``rounds.json`` and ``rounds.txt`` (one row per round: the
+instances of each population and each verdict), rewritten after every round. A resumed
+run replays the rounds from the records on disk: finished instances are not retrained
+and the verdicts, cached under ``.work/verdicts``, are the same, so it continues where
+it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from probmut.io.atomic import atomic_write_text
+from probmut.train.instance import HEALTHY
+from probmut.train.run import RunReport, run_populations
+
+#: Verdict of a population that has fewer than k instances so far.
+TOO_FEW = "too few instances"
+
+
+@dataclass
+class SettleReport:
+    """What a run until settled did: the training report and every round's verdicts."""
+
+    training: RunReport = field(default_factory=RunReport)
+    rounds: list[dict] = field(default_factory=list)
+    final: dict[str, dict] = field(default_factory=dict)  # mutant stem -> last verdict
+
+    def to_dict(self) -> dict:
+        return {"rounds": self.rounds, "final": self.final}
+
+    def table(self) -> str:
+        """The rounds as a readable table: instances and verdict per population."""
+        stems = list(self.final)
+        cells = [[("-" if (v := record["verdicts"].get(stem)) is None else
+                   _short(v, record["instances"][stem])) for stem in stems]
+                 for record in self.rounds]
+        widths = [max([len(stem)] + [len(row[j]) for row in cells])
+                  for j, stem in enumerate(stems)]
+        lines = [f"{'round':>5}{HEALTHY:>9}  "
+                 + "  ".join(f"{s:<{w}}" for s, w in zip(stems, widths, strict=True))]
+        for record, row in zip(self.rounds, cells, strict=True):
+            lines.append(f"{record['round']:>5}{record['instances'][HEALTHY]:>9}  "
+                         + "  ".join(f"{c:<{w}}" for c, w in zip(row, widths, strict=True)))
+        lines.append("")
+        lines += [f"{stem}: {v['verdict']} with {v['instances']} instances: {v['message']}"
+                  for stem, v in self.final.items()]
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def _short(verdict: dict, instances: int) -> str:
+    word = verdict["verdict"]
+    if word == TOO_FEW:
+        return f"{instances} {word}"
+    if word == "killed":
+        word = "KILLED"
+    detail = f"P(killed) {verdict['p_killed']:.2f}"
+    if word == "not settled":
+        detail += (f", ~{verdict['needed']} needed" if verdict["needed"] else ", out of reach")
+    return f"{instances} {word} ({detail})"
+
+
+def _verdict(out: Path, mutation, settings, *, level, max_instances, seed, cache) -> dict:
+    """The pilot verdict of one mutant on the instances trained so far."""
+    from probmut.io.populations import read_population
+    from probmut.recommend import recommend
+
+    healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
+    mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
+    paired = mutation.operator.paired
+    if paired:
+        healthy = healthy.subset(mutant.ids)
+    n = min(len(healthy), len(mutant))
+    if n < settings.sample:
+        return {"verdict": TOO_FEW, "p_killed": None, "needed": None, "instances": len(mutant),
+                "message": f"verdicts need at least k = {settings.sample} instances per side"}
+    advice = recommend(healthy, mutant, settings, sizes=(n,), level=level,
+                       max_instances=max_instances, paired=paired, seed=seed, cache=cache,
+                       name=mutation.stem)
+    return {"verdict": advice.verdict, "p_killed": advice.p_killed, "needed": advice.needed,
+            "instances": len(mutant), "message": advice.message}
+
+
+def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
+                        analysis, round_size: int = 10, max_instances: int = 200,
+                        level: float | None = None, seed: int = 0, **options) -> SettleReport:
+    """Train in rounds until every mutant's verdict is settled or it reaches
+    ``max_instances`` (see the module notes).
+
+    Parameters
+    ----------
+    settings, mutations, out, backend, dataset, name : as for
+        :func:`probmut.train.run.run_populations`; ``options`` (``deepcrime``,
+        ``progress``, ``save_models``, ...) go to it unchanged.
+    analysis : :class:`~probmut.posterior.PosteriorSettings` of the verdicts.
+    round_size : instances added per round to each population still in training.
+    max_instances : most instances per population.
+    level : the verdict's level (default :data:`probmut.recommend.LEVEL`).
+    seed : seed of the verdicts.
+
+    One line per round (instances and verdicts) goes to stderr, also without ``progress``
+    (which shows the training's progress bars).
+    """
+    from probmut.io.cache import Cache
+    from probmut.recommend import LEVEL
+
+    out = Path(out)
+    level = LEVEL if level is None else level
+    cache = Cache(out / ".work" / "verdicts")
+    targets = {HEALTHY: 0} | {m.stem: 0 for m in mutations}
+    report = SettleReport()
+    training = {m.stem: m for m in mutations}
+    number, on_disk = 0, 0
+    while training:
+        number += 1
+        for stem in training:
+            targets[stem] = min(targets[stem] + round_size, max_instances)
+        targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
+        run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
+                              note_resumed=False, **options)
+        _add(report.training, run, on_disk)
+        if run.resumed > on_disk:
+            print(f"round {number}: {run.resumed - on_disk} instances were already done in "
+                  f"{out}", file=sys.stderr)
+        on_disk = sum(run.counts.values())
+        if run.failures:
+            break
+        verdicts = {}
+        for stem, mutation in list(training.items()):
+            verdicts[stem] = verdict = _verdict(out, mutation, analysis, level=level,
+                                                max_instances=max_instances, seed=seed,
+                                                cache=cache)
+            report.final[stem] = verdict
+            if verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances:
+                del training[stem]
+        report.rounds.append({"round": number, "instances": dict(targets),
+                              "verdicts": verdicts})
+        _write(out, report)
+        print(f"round {number}: {HEALTHY} {targets[HEALTHY]}; "
+              + "; ".join(f"{stem} {_short(v, targets[stem])}"
+                          + ("" if stem in training else ", stops")
+                          for stem, v in verdicts.items()), file=sys.stderr)
+    return report
+
+
+def _add(total: RunReport, run: RunReport, on_disk: int) -> None:
+    """Add a round's report; ``on_disk``: instances there after the previous round."""
+    total.trained += run.trained
+    total.resumed += run.resumed - on_disk  # found done, beyond the previous rounds' own
+    total.failures += run.failures
+    total.seconds += run.seconds
+    total.counts = run.counts
+
+
+def _write(out: Path, report: SettleReport) -> None:
+    atomic_write_text(out / "rounds.json", json.dumps(report.to_dict(), indent=1) + "\n")
+    atomic_write_text(out / "rounds.txt", report.table() + "\n")

@@ -1,0 +1,196 @@
+"""Pilot verdicts and fresh-instance predictions (probmut.recommend, `probmut recommend`)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import probmut.engine
+from probmut.cli import main
+from probmut.io.cache import Cache
+from probmut.io.populations import pair, read_population
+from probmut.posterior import PosteriorSettings
+from probmut.recommend import _fresh_instances, recommend
+
+from .conftest import RAW
+
+MNIST = RAW / "mnist"
+
+
+def _mnist(name):
+    return read_population(MNIST / f"results_mnist_{name}.csv", name=name)
+
+
+@pytest.fixture(scope="module")
+def healthy():
+    return _mnist("original")
+
+
+def _dtd(magnitude):
+    return _mnist(f"delete_training_data_mutated0_MP_{magnitude}")
+
+
+def test_overlap_defect_regression(healthy):
+    """Instances 0-59 of MNIST healthy and delete_training_data 18.57: the old
+    recommendation drew sub-populations of the pilot itself and called 46 instances
+    enough with a band of 0.10. Sub-populations of 46 measured on the bundled data give
+    0.47 (disjoint sets) to 0.58 (drawn outside the pilot); the prediction must be of
+    that order, not 0.1."""
+    advice = recommend(healthy.values[:60], _dtd("18.57").values[:60], sizes=(25, 46, 200),
+                       seed=42)
+    small, size, large = advice.sizes
+    # 100 draws estimate a 95% band to about 10% (relative): 0.3 is far below 0.47.
+    assert 0.3 < size.mean_band < 0.7
+    # The band of fresh instances narrows with n but stays wide near the pilot's size.
+    assert small.mean_band > size.mean_band * 0.9 > large.mean_band
+
+
+def _disjoint_verdicts(healthy, mutant, pilots=8, size=25):
+    return [recommend(healthy.values[size * j:size * (j + 1)],
+                      mutant.values[size * j:size * (j + 1)], sizes=(size,), seed=7).verdict
+            for j in range(pilots)]
+
+
+@pytest.mark.slow
+def test_verdicts_on_clear_and_ambiguous_mutants(healthy):
+    """Disjoint pilots of the whole populations (30.93 killed with posterior mean 0.99;
+    3.1 not killed with 0.15, Cohen's d 0.29; 9.29 not killed with 0.46, a coin toss)."""
+    clear = _disjoint_verdicts(healthy, _dtd("30.93"))
+    assert clear.count("killed") >= 7 and "not killed" not in clear
+    # 25 instances per side pin Cohen's d down to about +-0.55 (95%): too little to rule
+    # out the two-sided kill boundary |d| = 0.62 for 3.1 (d = 0.29) at the verdict's
+    # level. It is never called killed; 50 instances per side can call it not killed.
+    weak = _disjoint_verdicts(healthy, _dtd("3.1"))
+    assert "killed" not in weak
+    assert "not killed" in _disjoint_verdicts(healthy, _dtd("3.1"), pilots=4, size=50)
+    ambiguous = _disjoint_verdicts(healthy, _dtd("9.29"))
+    assert ambiguous.count("not settled") >= 6
+    assert _disjoint_verdicts(healthy, _dtd("9.29"), pilots=4, size=50) == ["not settled"] * 4
+    whole = recommend(healthy, _dtd("9.29"), sizes=(200,), seed=7)
+    assert whole.verdict == "not settled" and "so close to the boundary" in whole.message
+
+
+def test_unsettled_verdict_says_how_many_or_why_not(healthy):
+    ambiguous = recommend(healthy.values[25:50], _dtd("9.29").values[25:50], sizes=(25, 50),
+                          seed=7)
+    assert ambiguous.verdict == "not settled"
+    assert 0.1 < ambiguous.p_killed < 0.9
+    if ambiguous.needed is None:
+        assert "so close to the boundary" in ambiguous.message
+    else:
+        assert ambiguous.needed > 25 and f"About {ambiguous.needed}" in ambiguous.message
+        capped = recommend(healthy.values[25:50], _dtd("9.29").values[25:50], sizes=(25, 50),
+                           seed=7, max_instances=ambiguous.needed - 1)
+        assert capped.verdict == "not settled" and capped.needed is None
+        assert f"It would take about {ambiguous.needed} instances" in capped.message
+    weak = recommend(healthy.values[:25], _dtd("3.1").values[:25], sizes=(25,), seed=7)
+    assert weak.verdict == "not settled" and 25 < weak.needed <= 1000
+    assert f"About {weak.needed} instances per side would settle it" in weak.message
+    capped = recommend(healthy.values[:25], _dtd("3.1").values[:25], sizes=(25,), seed=7,
+                       max_instances=weak.needed - 1)
+    assert capped.needed is None and f"It would take about {weak.needed}" in capped.message
+
+
+def test_paired_pilot_draws_ids_jointly(healthy):
+    frozen = _mnist("neurons_freezing_mutated0_MP_0.2")
+    h, m = pair(healthy, frozen)
+    advice = recommend(h.subset(h.ids[:25]), m.subset(m.ids[:25]), sizes=(25,), paired=True,
+                       seed=1)
+    assert advice.verdict == "killed" and advice.paired
+    # Joint draws keep the pairs' correlation; independent ones would not.
+    rng = np.random.default_rng(0)
+    sample = np.column_stack([h.values[:25], m.values[:25]])
+    fresh = _fresh_instances(rng, sample, 200, 50, uncertain=False)
+    correlation = np.corrcoef(fresh[..., 0].ravel(), fresh[..., 1].ravel())[0, 1]
+    expected = np.corrcoef(h.values[:25], m.values[:25])[0, 1]
+    assert correlation == pytest.approx(expected, abs=0.05)
+
+
+def test_same_numbers_for_any_jobs_sizes_and_cache(healthy, tmp_path, monkeypatch):
+    mutant = _dtd("12.38")
+    small = PosteriorSettings(bootstraps=20, trials=30)
+    kwargs = dict(draws=20, seed=3)
+    one = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(25, 60), jobs=1,
+                    **kwargs)
+    two = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(60,), jobs=2,
+                    cache=Cache(tmp_path), **kwargs)
+    assert np.array_equal(one.sizes[1].means, two.sizes[0].means)
+    assert np.array_equal(one.reference_means, two.reference_means)
+    calls = []
+    real = probmut.engine.kill_counts
+    monkeypatch.setattr(probmut.engine, "kill_counts",
+                        lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    again = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(60,),
+                      cache=Cache(tmp_path), **kwargs)
+    assert calls == [] and again.to_dict() == two.to_dict()
+
+
+def test_smoothed_draws_keep_mean_and_unbiased_variance():
+    rng = np.random.default_rng(4)
+    sample = rng.normal(0.9, 0.01, (20, 1))
+    fresh = _fresh_instances(rng, sample, 2000, 20, uncertain=False)
+    assert fresh.mean() == pytest.approx(sample.mean(), abs=0.01 / np.sqrt(40000) * 5)
+    assert fresh.var() == pytest.approx(sample.var(ddof=1), rel=0.02)
+    assert np.unique(fresh).size == fresh.size  # not confined to the pilot's 20 values
+
+
+def test_cli_json_and_text(capsys):
+    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                 "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
+                 "--draws", "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
+                 "--json"])
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    first, second = document["mutants"]
+    assert first["name"] == "30.93" and first["verdict"] == "killed"
+    assert first["pilot"] == [25, 25] and first["needed"] == 25
+    assert [row["n"] for row in first["per_size"]] == [25, 50]
+    assert {"n", "mean_band", "agreement", "killed_share"} <= set(first["per_size"][0])
+    assert second["verdict"] in ("not killed", "not settled")
+    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--draws", "20",
+                 "--bootstraps", "20", "--trials", "30", "--no-cache"])
+    text = capsys.readouterr().out
+    assert code == 0 and "verdict: KILLED: a large population" in text
+    assert "posterior mean [95% band]" in text
+
+
+def _bad(capsys, *argv):
+    code = main(["recommend", *map(str, argv)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--pilot", "10"], "fewer than the sample size k = 20"),
+    (["--pilot", "500"], "holds only 200 instances"),
+    (["--pilot", "0"], "argument --pilot: must be at least 1"),
+    (["--pilot", "25", "--sizes", "25,x"], "expected comma-separated integers"),
+    (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
+    (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
+    (["--pilot", "25", "--draws", "3"], "argument --draws: must be at least 10"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    err = _bad(capsys, "--model", "mnist", "--mutation", "delete_training_data",
+               "--magnitudes", "30.93", "--no-cache", *argv)
+    assert message in err
+
+
+def test_unpaired_ids_in_paired_mode(capsys, tmp_path):
+    (tmp_path / "h.csv").write_text("instance,accuracy\n" + "".join(
+        f"{i},{0.9 + i / 1000}\n" for i in range(25)))
+    (tmp_path / "m.csv").write_text("instance,accuracy\n" + "".join(
+        f"{i + 5},{0.8 + i / 1000}\n" for i in range(25)))
+    err = _bad(capsys, tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--no-cache")
+    assert "same instance ids" in err
+
+
+def test_a_paired_pilot_of_two_is_refused(capsys, tmp_path):
+    """Found by the property test of test_bad_input: the pairs' covariance needs P >= 3."""
+    for name in ("h.csv", "m.csv"):
+        (tmp_path / name).write_text("instance,accuracy\n0,0.0\n1,0.0\n")
+    err = _bad(capsys, tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--sample", "2",
+               "--sizes", "2", "--reference", "4", "--no-cache")
+    assert "a paired pilot needs at least 3 instances" in err

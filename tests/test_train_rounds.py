@@ -1,0 +1,179 @@
+"""Training until the decision is settled (probmut.train.rounds, `train --until-settled`).
+
+The loop's logic runs on a synthetic backend (accuracies drawn per population, no
+TensorFlow): rounds, stopping, the healthy population following the mutants, paired
+mutants following healthy ids, the round records, and resuming after an interruption.
+One end-to-end run on digits goes through the real trainer and command.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probmut.posterior import PosteriorSettings
+from probmut.train.instance import HEALTHY, InstanceResult, RunSettings, instance_seed
+from probmut.train.models import TrainConfig
+from probmut.train.operators import parse_mutations
+from probmut.train.rounds import train_until_settled
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS = np.zeros(2000, dtype=np.int64)
+#: Mean accuracy per population: a clear mutant, an ambiguous one, a paired one.
+MEANS = {HEALTHY: 0.90, "delete_training_data_90": 0.85, "change_label_20": 0.8876}
+SPREAD = 0.01
+
+
+class SyntheticBackend:
+    """Instances whose accuracy is drawn from each population's normal distribution
+    (paired mutants: their healthy instance's accuracy minus a small drop)."""
+
+    def __init__(self, interrupt_after: int | None = None):
+        self.interrupt_after = interrupt_after
+        self.trained = []
+
+    def map_unordered(self, fn, calls):
+        for index, (tasks, _, _) in enumerate(calls):
+            results = []
+            for task in tasks:
+                if self.interrupt_after is not None and len(self.trained) == self.interrupt_after:
+                    raise KeyboardInterrupt
+                results.append(self._result(task))
+            yield index, results
+
+    def _result(self, task):
+        seed = instance_seed(0, task.instance, task.population)
+        if task.population in MEANS:
+            accuracy = np.random.default_rng(seed).normal(MEANS[task.population], SPREAD)
+        else:  # model-level: derived from healthy instance i
+            healthy = np.random.default_rng(instance_seed(0, task.instance, HEALTHY))
+            accuracy = healthy.normal(MEANS[HEALTHY], SPREAD) - 0.02
+        correct = np.zeros(LABELS.size, dtype=bool)
+        correct[:round(accuracy * LABELS.size)] = True
+        self.trained.append((task.population, task.instance))
+        return InstanceResult(task.population, task.instance, seed, float(correct.mean()),
+                              correct, 0.0)
+
+
+class SyntheticData:
+    """What the run needs of a data set, without data."""
+
+    task = "classification"
+    y_test = LABELS
+    y_train = np.arange(2000) % 10
+
+    def provenance(self):
+        return {"name": "synthetic", "train": 0, "validation": 0, "test": LABELS.size,
+                "fingerprint": "none", "source": "synthetic"}
+
+
+SETTINGS = RunSettings("synthetic", "none", TrainConfig(epochs=1, batch_size=1))
+MUTATIONS = [m for text in ("delete_training_data:90", "change_label:20",
+                            "neurons_freezing:0.5")
+             for m in parse_mutations(text)]
+ANALYSIS = PosteriorSettings(bootstraps=30, trials=30, sample=5)
+
+
+def _run(out, backend, capsys=None):
+    return train_until_settled(SETTINGS, MUTATIONS, out, backend,
+                               SyntheticData(), name="synthetic",
+                               analysis=ANALYSIS, round_size=5, max_instances=20, seed=1,
+                               progress=False)
+
+
+def _ids(path):
+    return [int(line.split(",")[0]) for line in Path(path).read_text().splitlines()[1:]]
+
+
+def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
+    backend = SyntheticBackend()
+    report = _run(tmp_path, backend)
+    rounds = json.loads((tmp_path / "rounds.json").read_text())
+    assert rounds == json.loads(json.dumps(report.to_dict()))
+    first = rounds["rounds"][0]
+    assert first["instances"][HEALTHY] == 5
+    # The clear mutant is settled after the first round and trains no more.
+    assert first["verdicts"]["delete_training_data_90"]["verdict"] == "killed"
+    assert len(_ids(tmp_path / "delete_training_data_90.csv")) == 5
+    assert all("delete_training_data_90" not in r["verdicts"] for r in rounds["rounds"][1:])
+    # The ambiguous one goes on to the cap, and the healthy population with it.
+    final = rounds["final"]["change_label_20"]
+    assert final["instances"] == 20 and final["verdict"] == "not settled"
+    assert "predicted probability" in final["message"]
+    assert len(_ids(tmp_path / "healthy.csv")) == 20
+    # The paired mutant is derived from healthy instances: never more, the same ids.
+    paired = _ids(tmp_path / "neurons_freezing_0.5.csv")
+    assert paired == list(range(len(paired))) and len(paired) <= 20
+    assert [r["instances"][HEALTHY] for r in rounds["rounds"]] == [5, 10, 15, 20]
+    table = (tmp_path / "rounds.txt").read_text()
+    assert "KILLED" in table.splitlines()[1] and "change_label_20: not settled" in table
+    assert "round 1: healthy 5;" in capsys.readouterr().err
+    # Each instance was trained once.
+    assert len(backend.trained) == len(set(backend.trained)) == report.training.trained
+
+
+def test_resume_after_an_interruption_gives_the_same_rounds(tmp_path):
+    reference = _run(tmp_path / "whole", SyntheticBackend())
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "cut", SyntheticBackend(interrupt_after=23))
+    records = sorted((tmp_path / "cut" / ".work").rglob("*.npz"))
+    before = {p: p.stat().st_mtime_ns for p in records}
+    resumed_backend = SyntheticBackend()
+    resumed = _run(tmp_path / "cut", resumed_backend)
+    assert resumed.to_dict() == reference.to_dict()
+    assert resumed.training.resumed == 23
+    assert len(resumed_backend.trained) == reference.training.trained - 23
+    assert {p: p.stat().st_mtime_ns for p in records} == before  # not retrained
+    for name in ("rounds.json", "rounds.txt", "healthy.csv", "change_label_20.csv"):
+        assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+@pytest.mark.train
+@pytest.mark.slow
+def test_train_until_settled_on_digits(tmp_path):
+    """One round of 4 instances per side (k = 4) through the real trainer and command: 90%
+    of the training data deleted is killed at once; 20% of the labels changed is near the
+    boundary, stops at the cap, and the output says why it is not settled. (Resuming is
+    the synthetic test's; the trainer's own resume is test_train_run's.)"""
+    pytest.importorskip("tensorflow")
+    out = tmp_path / "settle"
+    result = subprocess.run(
+        [sys.executable, "-m", "probmut", "train", "--dataset", "digits", "--model",
+         "digits_cnn", "--epochs", "2", "--quiet", "--until-settled", "--round", "4",
+         "--max-instances", "4", "--sample", "4", "--mutation", "delete_training_data:90",
+         "--mutation", "change_label:20", "--out", str(out)],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    rounds = json.loads((out / "rounds.json").read_text())
+    (first,) = rounds["rounds"]
+    assert first["instances"] == {HEALTHY: 4, "delete_training_data_90": 4,
+                                  "change_label_20": 4}
+    assert first["verdicts"]["delete_training_data_90"]["verdict"] == "killed"
+    assert "round 1: healthy 4; delete_training_data_90 4 KILLED" in result.stderr
+    label = rounds["final"]["change_label_20"]
+    assert label["verdict"] == "not settled"
+    assert f"change_label_20: not settled with 4 instances: {label['message']}" in result.stdout
+    assert "rounds: " in result.stdout and (out / "rounds.txt").exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--instances", "5", "--mutation", "change_label:20"], "either --instances or --until-settled"),
+    ([], "--until-settled needs at least one --mutation"),
+    (["--mutation", "change_label:20", "--sample", "30", "--max-instances", "20"],
+     "--sample 30 is more than --max-instances 20"),
+    (["--mutation", "change_label:20", "--round", "0"], "argument --round: must be at least 1"),
+])
+def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):
+    from probmut.cli import main
+
+    code = main(["train", "--until-settled", "--out", str(tmp_path / "x"), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
