@@ -268,7 +268,13 @@ def welch_test(x, y):
     vx = ssx / (kx - 1) / kx
     vy = ssy / (ky - 1) / ky
     se2 = vx + vy
-    df = se2 * se2 / (vx * vx / (kx - 1) + vy * vy / (ky - 1))
+    if not se2 > 0.0:  # variances below the smallest float: no evidence either way
+        return 1.0, 0.0, 0.0
+    # Welch-Satterthwaite df from the shares of se2 (the squares of tiny variances would
+    # underflow to 0 and divide by zero: e.g. [0, 0] against [0, 4.5e-122]).
+    a = vx / se2
+    b = vy / se2
+    df = 1.0 / (a * a / (kx - 1) + b * b / (ky - 1))
     d = diff / math.sqrt((ssx + ssy) / (kx + ky - 2))
     return _student_t_two_sided(diff * diff / se2, df), d, -d
 

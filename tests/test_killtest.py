@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 
 from probmut import paper
 from probmut.errors import ProbmutError
@@ -208,3 +209,14 @@ def test_batch_refuses_rows_with_nan_or_inf():
     x[3, 4] = 0.9
     with pytest.raises(ProbmutError, match=r"row 4 .* \(mutant side; 1 such rows\)"):
         deepcrime_test_batch(x, y, KillCriterion(kind="wilcoxon"))
+
+
+@pytest.mark.parametrize("kind", ["welch", "deepcrime", "mannwhitney"])
+def test_tiny_values_give_scipys_answer_not_a_division_by_zero(kind):
+    # One constant sample against one whose spread is tiny in absolute terms: Welch's df
+    # once squared variances of about 1e-244 and divided by an underflowed zero.
+    x, y = np.array([0.0, 0.0]), np.array([0.0, 4.5e-122])
+    result = deepcrime_test(x, y, KillCriterion(kind=kind))
+    if kind == "welch":
+        assert result.p_value == pytest.approx(stats.ttest_ind(x, y, equal_var=False).pvalue)
+    assert 0 < result.p_value <= 1 and not result.killed
