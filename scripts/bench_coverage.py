@@ -9,7 +9,7 @@ imported), and the whole ``probmut coverage`` command as a user runs it (start-u
 included). Run from the repository root::
 
     python scripts/bench_coverage.py
-    python scripts/bench_coverage.py --run /tmp/cov20 --json
+    python scripts/bench_coverage.py --run runs/cov20 --json
 """
 
 from __future__ import annotations
