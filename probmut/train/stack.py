@@ -326,13 +326,18 @@ def _conv2d(x, kernel, bias, layer):
 # ---------------------------------------------------------------- training a stack
 
 def _member_models(spec, data, config, seeds):
+    import gc
+
     import keras
 
     built = []
     for seed in seeds:  # exactly the solo start: models.fit would begin from these weights
-        keras.backend.clear_session()
+        # a fresh session without its garbage collection (three quarters of a build's
+        # time): the weights depend on the seed and the session's state, not on memory
+        keras.backend.clear_session(free_memory=False)
         keras.utils.set_random_seed(seed)
         built.append(models.build_model(spec, data.dims, config))
+    gc.collect()
     return built
 
 
@@ -369,8 +374,10 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
     loss_fn = keras.losses.get(config.loss)
     optimizer = models.make_optimizer(config)
     variables = stack.variables
+    optimizer.build(variables)
+    rows_spec = tf.TensorSpec([size, None], tf.int64)  # one trace for every batch size
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(input_signature=[rows_spec, rows_spec, tf.TensorSpec([], tf.int64)])
     def step(x_rows, y_rows, number):
         x, y = tf.gather(x_pool, x_rows), tf.gather(y_pool, y_rows)
         with tf.GradientTape() as tape:
@@ -468,8 +475,8 @@ def train_stack(tasks: list, *, dataset) -> list:
             keep = tasks[k].keep_weights or tasks[k].save_model
             weights = stack.member_weights(j) if keep else None
             model_bytes = None
-            if tasks[k].save_model:  # a solo model with the member's weights, named as one
-                keras.backend.clear_session()  # built alone is (the stack is trained)
+            if tasks[k].save_model:  # a solo model with the member's weights, its layers
+                keras.backend.clear_session(free_memory=False)  # named as if built alone
                 solo = models.build_model(spec, dataset.dims, config)
                 solo.set_weights(weights)
                 model_bytes = models.keras_bytes(solo)
