@@ -14,7 +14,9 @@ magnitude (``--mutant-instances`` each) and the bagged-posterior decisions
 (``probmut posterior --sample 8``) are compared. Then DeepCrime's MNIST model on
 synthetic MNIST-shaped data (60000 + 10000 random 28 x 28 images with labels from a
 fixed random linear rule, made here), a few instances for ``--mnist-epochs`` epochs,
-both ways: its speedup, whatever it is. Run from the repository root::
+one at a time and as one stack of all of them (``--stack N``: ``auto`` trains this
+model one at a time, its steps being too large for stacking to pay): the speedup of
+stacking it, whatever it is. Run from the repository root::
 
     python scripts/bench_train.py
     python scripts/bench_train.py --json
@@ -22,7 +24,10 @@ both ways: its speedup, whatever it is. Run from the repository root::
     python scripts/bench_train.py --instances 10 --save-overhead
 
 ``--save-overhead`` measures only what ``--save-models`` costs, in one process without
-start-up noise (see :func:`save_overhead`).
+start-up noise (see :func:`save_overhead`); ``--crossover`` only the per-step times
+alone and stacked behind ``--stack auto``'s threshold (see :func:`crossover`)::
+
+    python scripts/bench_train.py --crossover
 """
 
 from __future__ import annotations
@@ -74,9 +79,9 @@ def _synthetic_mnist(path: Path) -> None:
     np.savez(path, x_train=x[:60000], y_train=y[:60000], x_test=x[60000:], y_test=y[60000:])
 
 
-def _ways(tmp: Path, name: str, instances: int, *args) -> dict:
+def _ways(tmp: Path, name: str, instances: int, *args, stacked: str = "auto") -> dict:
     row = {}
-    for way, stack in (("baseline", "1"), ("stacked", "auto")):
+    for way, stack in (("baseline", "1"), ("stacked", stacked)):
         seconds = _train(tmp / f"{name}_{way}", "--instances", instances, "--stack", stack, *args)
         row[way] = {"seconds": round(seconds, 2),
                     "instances_per_min": round(instances / seconds * 60, 2)}
@@ -120,7 +125,8 @@ def bench(args) -> dict:
             result["deepcrime_mnist"] = {
                 "instances": args.mnist_instances, "epochs": args.mnist_epochs,
                 **_ways(tmp, "mnist", args.mnist_instances, "--data", data, "--model",
-                        "deepcrime_mnist", "--epochs", args.mnist_epochs)}
+                        "deepcrime_mnist", "--epochs", args.mnist_epochs,
+                        stacked=str(args.mnist_instances))}  # auto trains it one at a time
         result["load_average_end"] = os.getloadavg()
     return result
 
@@ -156,6 +162,61 @@ def save_overhead(instances: int, epochs: int | None) -> dict:
             "ratio_median": round(float(ratios[len(ratios) // 2]), 3)}
 
 
+CROSSOVER = [("digits_cnn", 8, 32), ("digits_cnn", 8, 128), ("digits_cnn", 8, 256),
+             ("deepcrime_mnist", 28, 16)]  # (model, image side, batch size)
+
+
+def crossover(members: int = 8, steps: int = 40) -> list[dict]:
+    """Per instance and training step, one thread, in this process: a model trained
+    alone (``model.fit``) against a stack of ``members``, at growing step sizes (the
+    measurement behind ``--stack auto``'s threshold, ``stack.CPU_STEP_FLOPS``). Random
+    inputs; times are differences between 4 epochs and 1, so tracing and start-up
+    cancel."""
+    import keras
+
+    from probmut.train import models, stack
+    from probmut.train.datasets import ModelDims
+    from probmut.train.instance import configure_tensorflow
+
+    configure_tensorflow(1)
+    rows = []
+    for name, side, batch in CROSSOVER:
+        dims = ModelDims(input_shape=(side, side, 1), n_outputs=10)
+        rng = np.random.default_rng(0)
+        x = rng.random((batch * steps, side, side, 1), dtype=np.float32)
+        y = rng.integers(0, 10, batch * steps)
+        spec = models.resolve_model(name, dims)
+        config = spec.config.replace(batch_size=batch)
+        member = type("Data", (), {"dims": dims})()
+        seeds = list(range(members))
+
+        def alone(epochs):
+            keras.backend.clear_session()
+            keras.utils.set_random_seed(0)
+            model = models.build_model(spec, dims, config)
+            start = time.perf_counter()
+            models.fit(model, x, y, dims, "classification", config.replace(epochs=epochs))
+            return time.perf_counter() - start
+
+        def stacked(epochs):
+            built = stack._member_models(spec, member, config, seeds)
+            trained = stack.StackedModel(built, seeds)
+            orders = [stack.data_order(seed, len(y), epochs) for seed in seeds]
+            start = time.perf_counter()
+            stack.fit_stack(trained, [x] * members, [y] * members, 10,
+                            config.replace(epochs=epochs), orders)
+            return time.perf_counter() - start
+
+        probe = models.build_model(spec, dims, config)
+        one = (alone(4) - alone(1)) / (3 * steps)
+        many = (stacked(4) - stacked(1)) / (3 * steps * members)
+        rows.append({"model": name, "batch": batch,
+                     "step_mflop": round(stack.step_flops(probe, batch) / 1e6),
+                     "alone_ms": round(one * 1000, 2), "stacked_ms": round(many * 1000, 2),
+                     "stacked_speedup": round(one / many, 2)})
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=40, help="healthy digits_cnn (40)")
@@ -167,8 +228,18 @@ def main() -> int:
     parser.add_argument("--mnist-epochs", type=int, default=1, help="deepcrime_mnist epochs (1)")
     parser.add_argument("--save-overhead", action="store_true",
                         help="only measure what --save-models costs (--instances instances)")
+    parser.add_argument("--crossover", action="store_true",
+                        help="only measure per-step times alone and stacked at growing step "
+                             "sizes (the threshold of --stack auto)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
+    if args.crossover:
+        rows = crossover()
+        print(json.dumps(rows, indent=2) if args.json else "\n".join(
+            f"{r['model']:16} batch {r['batch']:4} {r['step_mflop']:6} MFLOP/step: alone "
+            f"{r['alone_ms']:6.2f} ms, stacked {r['stacked_ms']:6.2f} ms per instance-step "
+            f"({r['stacked_speedup']:.2f}x)" for r in rows))
+        return 0
     if args.save_overhead:
         row = save_overhead(args.instances, args.epochs)
         print(json.dumps(row, indent=2) if args.json else

@@ -143,3 +143,31 @@ def test_an_unsupported_layer_falls_back_to_one_at_a_time_with_a_message(tmp_pat
     message = capsys.readouterr().err
     assert "healthy: training one instance at a time: layer batch_normalization" in message
     assert "(BatchNormalization) cannot be stacked" in message
+
+
+def test_auto_stacks_small_models_trains_large_ones_alone_and_a_resume_keeps_its_size(
+        tmp_path, digits, capsys, monkeypatch):
+    import json
+    from types import SimpleNamespace
+
+    from probmut.cli.train import _stack_size
+    from probmut.train import models, stack
+    from probmut.train.datasets import ModelDims
+
+    monkeypatch.setattr(stack, "gpu_budget", lambda: None)  # the CPU rule, on any machine
+
+    def auto(name, dims, out):
+        spec = models.resolve_model(name, dims)
+        probe = models.build_model(spec, dims, spec.config)
+        data = SimpleNamespace(x_train=np.zeros((10, *dims.input_shape), np.float32))
+        return _stack_size(None, probe, spec.config, data, [], out)
+
+    mnist = ModelDims(input_shape=(28, 28, 1), n_outputs=10)
+    assert auto("digits_cnn", digits.dims, tmp_path / "a") == stack.AUTO_STACK
+    assert capsys.readouterr().err == ""
+    assert auto("deepcrime_mnist", mnist, tmp_path / "b") == 1
+    assert "about 9,210 MFLOP per instance, and above 50 MFLOP" in capsys.readouterr().err
+    (tmp_path / "c" / ".work").mkdir(parents=True)
+    (tmp_path / "c" / ".work" / "settings.json").write_text(json.dumps({"stack": 4}))
+    assert auto("deepcrime_mnist", mnist, tmp_path / "c") == 4  # as the run began
+    assert _stack_size(3, None, None, None, [], tmp_path / "c") == 3  # explicit wins

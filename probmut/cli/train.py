@@ -80,7 +80,8 @@ def register(subparsers) -> None:
                    help="deepcrime: also write DeepCrime's ;-separated files")
     p.add_argument("--stack", default="auto", metavar="K|auto",
                    help="train K instances of a population at once as one model (default "
-                        "auto: 20, fewer for large models; 1: one at a time with model.fit)")
+                        "auto: up to 20 for small models, 1 on a CPU for models whose "
+                        "training step is large; 1: one at a time with model.fit)")
     p.add_argument("--jobs", type=int, default=1,
                    help="units (stacks, or single instances) trained at once (local)")
     p.add_argument("--threads", type=int, default=1,
@@ -156,17 +157,34 @@ def _stack(text: str) -> int | None:
     return value
 
 
-def _stack_size(requested, probe, config, dataset, mutations) -> int:
-    """The run's stack size: ``requested``, or the automatic choice for ``probe``."""
+def _stack_size(requested, probe, config, dataset, mutations, out: Path) -> int:
+    """The run's stack size: ``requested``; or the size of the run in ``out`` being
+    resumed; or the automatic choice for ``probe``: one at a time on a CPU when a
+    member's training step is large (saying so), else as many members as fit the
+    memory budget."""
+    from probmut.train.run import recorded_stack
+
     if requested is not None:
         return requested
-    from probmut.train.stack import auto_stack_size, gpu_budget, member_bytes
+    if (recorded := recorded_stack(out)) is not None:
+        return recorded
+    from probmut.train.datasets import n_rows
+    from probmut.train.stack import (CPU_STEP_FLOPS, auto_stack_size, gpu_budget,
+                                     member_bytes, step_flops)
 
+    batch = n_rows(dataset.x_train) if config.full_batch else config.batch_size
+    budget = gpu_budget()
+    flops = step_flops(probe, batch)
+    if budget is None and flops > CPU_STEP_FLOPS:
+        print(f"probmut train: --stack auto: one instance at a time: a training step of this "
+              f"model costs about {flops / 1e6:,.0f} MFLOP per instance, and above "
+              f"{CPU_STEP_FLOPS / 1e6:.0f} MFLOP stacking is slower on a CPU (--stack K "
+              "overrides)", file=sys.stderr)
+        return 1
     inputs = dataset.x_train if isinstance(dataset.x_train, tuple) else (dataset.x_train,)
     private = (sum(x.nbytes for x in inputs)
                if any(m.operator.level == "data" for m in mutations) else 0)
-    size = member_bytes(probe, config.batch_size, private)
-    budget = gpu_budget()
+    size = member_bytes(probe, batch, private)
     return auto_stack_size(size) if budget is None else auto_stack_size(size, budget)
 
 
@@ -288,7 +306,8 @@ def handle(args) -> int:
     if len(set(stems)) != len(stems):
         raise ProbmutError(f"a mutation magnitude is given twice: {stems}")
     settings = RunSettings(dataset=source, model=args.model, config=config, seed=args.seed,
-                           stack=_stack_size(stack, probe, config, dataset, mutations))
+                           stack=_stack_size(stack, probe, config, dataset, mutations,
+                                             args.out))
     name = args.name or args.out.resolve().name
     options = dict(deepcrime=args.format == "deepcrime", progress=not args.quiet,
                    save_models=args.save_models, timeout=args.timeout,

@@ -162,6 +162,16 @@ def _load_weights(out: Path, instance: int):
     return [data[f"arr_{k}"] for k in range(len(data))]
 
 
+def recorded_stack(out: Path) -> int | None:
+    """The stack size of the run already in ``out`` (1 for runs from before ``--stack``),
+    or None when there is none to resume: ``--stack auto`` resumes with it."""
+    path = out / ".work" / "settings.json"
+    try:
+        return int(json.loads(path.read_text()).get("stack", 1))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
 def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes

@@ -53,6 +53,13 @@ from probmut.train.tasks import TASKS
 
 AUTO_STACK = 20
 CPU_BUDGET = 8 * 2**30
+# A member's training step (floating-point operations) above which ``--stack auto``
+# trains one at a time on a CPU: there a step is mostly computation, which the
+# stacked kernels do more slowly than Keras' own. Per instance-step, one thread, two
+# runs of ``scripts/bench_train.py --crossover``: digits_cnn at batch 32 (22 MFLOP)
+# stacked 1.72x / 1.58x as fast as alone, batch 128 (89 MFLOP) 1.09x / 0.82x, batch
+# 256 (179 MFLOP) 0.74x / 0.87x, deepcrime_mnist at batch 16 (1.2 GFLOP) 0.70x / 0.51x.
+CPU_STEP_FLOPS = 50e6
 # Optimizers whose update of a weight reads only that weight, its gradient and its
 # own slots (moments, accumulators): on stacked weights, each member's own optimiser.
 ELEMENTWISE_OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "Nadam",
@@ -188,6 +195,25 @@ def member_bytes(model, batch_size: int, private_data_bytes: int = 0) -> int:
     gradients, temporaries), and its own copy of a mutated training set."""
     weights = sum(int(np.prod(w.shape)) for w in model.weights)
     return 4 * (4 * weights + 3 * batch_size * sample_floats(model)) + private_data_bytes
+
+
+def step_flops(model, batch_size: int) -> int:
+    """Estimated floating-point operations of one training step of one instance: six
+    per multiply-add of its Dense and Conv2D layers (two forward, four backward) per
+    sample, times the batch.
+
+    >>> import keras
+    >>> model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(3)])
+    >>> step_flops(model, batch_size=8)  # 6 x (4 x 3) x 8
+    576
+    """
+    macs = 0
+    for layer in model.layers:
+        kind = type(layer).__name__
+        if kind in ("Dense", "Conv2D"):
+            pixels = int(np.prod(layer.output.shape[1:-1])) if kind == "Conv2D" else 1
+            macs += pixels * int(np.prod(layer.kernel.shape))
+    return 6 * macs * batch_size
 
 
 def auto_stack_size(member_bytes: int, budget_bytes: int = CPU_BUDGET) -> int:
