@@ -286,6 +286,7 @@ def handle(args) -> int:
         print(f"probmut train: warning: --jobs {args.jobs} x --threads {args.threads} exceeds "
               f"the {backends.cpu_count()} CPUs here; instances will compete for cores",
               file=sys.stderr)
+    pool = _early_pool(args)  # its workers import TensorFlow beside this process
     backends.configure_tensorflow(args.threads)  # before TensorFlow does anything here
 
     from probmut.train.datasets import load_dataset
@@ -313,8 +314,8 @@ def handle(args) -> int:
                    save_models=args.save_models, timeout=args.timeout,
                    retry_failed=args.retry_failed)
     if args.search:
-        return _search(args, settings, dataset, spec, name, options)
-    with _backend(args, {"dataset": dataset}) as backend:
+        return _search(args, settings, dataset, spec, name, options, pool)
+    with _backend(args, {"dataset": dataset}, pool) as backend:
         if args.until_settled:
             settled = _until_settled(args, settings, mutations, backend, dataset, name, options)
             report = settled.training
@@ -334,12 +335,12 @@ def handle(args) -> int:
     return 0
 
 
-def _search(args, settings, dataset, spec, name, options) -> int:
+def _search(args, settings, dataset, spec, name, options, pool) -> int:
     from probmut.train.search import parse_search, run_search
 
     _, low, high, _ = parse_search(args.search)
     resolution = args.resolution if args.resolution is not None else abs(high - low) / 16
-    with _backend(args, {"dataset": dataset}) as backend:
+    with _backend(args, {"dataset": dataset}, pool) as backend:
         result = run_search(settings, args.search, resolution, args.instances, args.out,
                             backend, dataset, spec, name=name,
                             criterion=args.criterion or "posterior", **options)
@@ -348,17 +349,31 @@ def _search(args, settings, dataset, spec, name, options) -> int:
     return 0
 
 
-def _backend(args, shared):
-    """The backend the flags ask for; with --timeout a local run uses worker processes
-    even for --jobs 1, so that an instance stuck inside TensorFlow can be killed."""
+def _early_pool(args):
+    """The run's local worker processes, started now so that they import TensorFlow
+    while this process loads the data and checks the mutations; None when the run
+    needs none. With --timeout a local run uses worker processes even for --jobs 1, so
+    that an instance stuck inside TensorFlow can be killed."""
     from probmut.train import backends
 
+    if args.backend != "local" or (args.jobs == 1 and args.timeout is None):
+        return None
     hard = None if args.timeout is None else backends.hard_limit(args.timeout)
+    return backends.LocalPool(args.jobs, args.threads, {}, hard).start()
+
+
+def _backend(args, shared, pool):
+    """The backend the flags ask for: ``pool`` (from :func:`_early_pool`) given
+    ``shared``, Ray, or this process."""
+    from probmut.train import backends
+
+    if pool is not None:
+        pool.shared.update(shared)
+        return pool
     if args.backend == "ray":
+        hard = None if args.timeout is None else backends.hard_limit(args.timeout)
         return backends.RayBackend(args.address, args.cpus_per_task or args.threads,
                                    args.gpus_per_task, args.threads, shared, hard)
-    if args.jobs > 1 or hard is not None:
-        return backends.LocalPool(args.jobs, args.threads, shared, hard)
     return backends.Serial(args.threads, shared)
 
 

@@ -78,11 +78,16 @@ class Serial:
                 yield index, error
 
 
-def _worker_main(connection, setup, threads: int, shared: dict) -> None:
-    """A worker process: run ``(fn, args)`` jobs from the pipe until told to stop."""
+def _worker_main(connection, setup, threads: int) -> None:
+    """A worker process: receive the shared arguments once it has started, then run
+    ``(fn, args)`` jobs from the pipe until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     setup(threads)
     connection.send(_READY)  # start-up (importing TensorFlow) is not part of any call
+    try:
+        shared = connection.recv()
+    except EOFError:
+        return
     while True:
         try:
             job = connection.recv()
@@ -105,10 +110,10 @@ _READY = "ready"
 
 
 class _Worker:
-    def __init__(self, context, setup, threads: int, shared: dict):
+    def __init__(self, context, setup, threads: int):
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_worker_main,
-                                       args=(child, setup, threads, shared), daemon=True)
+        self.process = context.Process(target=_worker_main, args=(child, setup, threads),
+                                       daemon=True)
         self.process.start()
         child.close()
 
@@ -131,7 +136,9 @@ class LocalPool:
     With ``hard_timeout`` a call still running that many seconds after it was handed
     to a worker is stopped by killing the worker (see the module notes). Each worker
     runs ``setup(threads)`` once before its first call (default: TensorFlow's thread
-    pools and deterministic ops).
+    pools and deterministic ops), then receives ``shared``. :meth:`start` starts the
+    workers early, so that they import TensorFlow while the caller prepares ``shared``
+    (filled in before the first :meth:`map_unordered`).
     """
 
     def __init__(self, jobs: int, threads: int, shared: dict,
@@ -160,7 +167,13 @@ class LocalPool:
     def _replace(self, worker: _Worker) -> None:
         del self.busy[worker]
         worker.stop(kill=True)
-        self.starting.append(_Worker(self.context, self.setup, self.threads, self.shared))
+        self.starting.append(_Worker(self.context, self.setup, self.threads))
+
+    def start(self) -> LocalPool:
+        """Start the workers now, before any call (each begins its set-up)."""
+        while len(self.starting) + len(self.idle) + len(self.busy) < self.jobs:
+            self.starting.append(_Worker(self.context, self.setup, self.threads))
+        return self
 
     def _check_started(self) -> None:
         for worker in list(self.starting):
@@ -172,6 +185,7 @@ class LocalPool:
                 if not ready:
                     raise ProbmutError(f"a worker process failed to start (exit code "
                                        f"{worker.process.exitcode})")
+                worker.connection.send(self.shared)
                 self.starting.remove(worker)
                 self.idle.append(worker)
             elif not worker.process.is_alive():
@@ -181,7 +195,7 @@ class LocalPool:
     def map_unordered(self, fn, calls):
         queue = collections.deque(enumerate(calls))
         while len(self.starting) + len(self.idle) + len(self.busy) < min(self.jobs, len(queue)):
-            self.starting.append(_Worker(self.context, self.setup, self.threads, self.shared))
+            self.starting.append(_Worker(self.context, self.setup, self.threads))
         while queue or self.busy:
             self._check_started()
             while self.idle and queue:
