@@ -166,14 +166,40 @@ CROSSOVER = [("digits_cnn", 8, 32), ("digits_cnn", 8, 128), ("digits_cnn", 8, 25
              ("deepcrime_mnist", 28, 16)]  # (model, image side, batch size)
 
 
+def _seconds_alone(spec, dims, config, x, y, epochs: int) -> float:
+    """Training time of one model alone with ``model.fit`` (build excluded)."""
+    import keras
+
+    from probmut.train import models
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(0)
+    model = models.build_model(spec, dims, config)
+    start = time.perf_counter()
+    models.fit(model, x, y, dims, "classification", config.replace(epochs=epochs))
+    return time.perf_counter() - start
+
+
+def _seconds_stacked(spec, dims, config, x, y, members: int, epochs: int) -> float:
+    """Training time of a stack of ``members`` on the same data (build excluded)."""
+    from probmut.train import stack
+
+    seeds = list(range(members))
+    built = stack._member_models(spec, type("Data", (), {"dims": dims})(), config, seeds)
+    trained = stack.StackedModel(built, seeds)
+    orders = [stack.data_order(seed, len(y), epochs) for seed in seeds]
+    start = time.perf_counter()
+    stack.fit_stack(trained, [x] * members, [y] * members, 10, config.replace(epochs=epochs),
+                    orders)
+    return time.perf_counter() - start
+
+
 def crossover(members: int = 8, steps: int = 40) -> list[dict]:
     """Per instance and training step, one thread, in this process: a model trained
     alone (``model.fit``) against a stack of ``members``, at growing step sizes (the
     measurement behind ``--stack auto``'s threshold, ``stack.CPU_STEP_FLOPS``). Random
     inputs; times are differences between 4 epochs and 1, so tracing and start-up
     cancel."""
-    import keras
-
     from probmut.train import models, stack
     from probmut.train.datasets import ModelDims
     from probmut.train.instance import configure_tensorflow
@@ -187,29 +213,11 @@ def crossover(members: int = 8, steps: int = 40) -> list[dict]:
         y = rng.integers(0, 10, batch * steps)
         spec = models.resolve_model(name, dims)
         config = spec.config.replace(batch_size=batch)
-        member = type("Data", (), {"dims": dims})()
-        seeds = list(range(members))
-
-        def alone(epochs):
-            keras.backend.clear_session()
-            keras.utils.set_random_seed(0)
-            model = models.build_model(spec, dims, config)
-            start = time.perf_counter()
-            models.fit(model, x, y, dims, "classification", config.replace(epochs=epochs))
-            return time.perf_counter() - start
-
-        def stacked(epochs):
-            built = stack._member_models(spec, member, config, seeds)
-            trained = stack.StackedModel(built, seeds)
-            orders = [stack.data_order(seed, len(y), epochs) for seed in seeds]
-            start = time.perf_counter()
-            stack.fit_stack(trained, [x] * members, [y] * members, 10,
-                            config.replace(epochs=epochs), orders)
-            return time.perf_counter() - start
-
+        data = (spec, dims, config, x, y)
+        one = (_seconds_alone(*data, 4) - _seconds_alone(*data, 1)) / (3 * steps)
+        many = ((_seconds_stacked(*data, members, 4) - _seconds_stacked(*data, members, 1))
+                / (3 * steps * members))
         probe = models.build_model(spec, dims, config)
-        one = (alone(4) - alone(1)) / (3 * steps)
-        many = (stacked(4) - stacked(1)) / (3 * steps * members)
         rows.append({"model": name, "batch": batch,
                      "step_mflop": round(stack.step_flops(probe, batch) / 1e6),
                      "alone_ms": round(one * 1000, 2), "stacked_ms": round(many * 1000, 2),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from probmut.errors import ProbmutError
 from probmut.io.manifest import Manifest
-from probmut.io.populations import Population, read_population
+from probmut.io.populations import Population, pair, read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
 
 DEFAULT_SEED = 42
@@ -96,6 +96,12 @@ class Inputs:
     @property
     def populations(self) -> list[Population]:
         return [self.healthy, *self.mutants]
+
+    def pairs(self) -> list[tuple[Population, Population]]:
+        """(healthy, mutant) for each mutant, aligned by instance id when paired."""
+        if self.paired:
+            return [pair(self.healthy, mutant) for mutant in self.mutants]
+        return [(self.healthy, mutant) for mutant in self.mutants]
 
     def require(self, count: int, what: str, option: str | None = None) -> None:
         """Every population holds at least ``count`` instances; ``what`` says why."""

@@ -81,7 +81,6 @@ def _cache(args):
 
 
 def _run_sample_size(args) -> int:
-    from probmut.io.populations import pair
     from probmut.sample_size import default_sizes, sample_size_study
 
     inputs = resolve_inputs(args)
@@ -89,10 +88,7 @@ def _run_sample_size(args) -> int:
     inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
     cache = _cache(args)
     studies = []
-    for mutant in inputs.mutants:
-        healthy = inputs.healthy
-        if inputs.paired:
-            healthy, mutant = pair(healthy, mutant)
+    for healthy, mutant in inputs.pairs():
         sizes = _sizes(args.sizes, default_sizes(min(len(healthy), len(mutant)),
                                                  settings.sample))
         studies.append(sample_size_study(
@@ -121,7 +117,6 @@ def _first(population, count: int | None):
 
 
 def _run_recommend(args) -> int:
-    from probmut.io.populations import pair
     from probmut.recommend import DEFAULT_SIZES, recommend
 
     inputs = resolve_inputs(args)
@@ -129,10 +124,7 @@ def _run_recommend(args) -> int:
     sizes = _sizes(args.sizes, DEFAULT_SIZES)
     cache = _cache(args)
     results = []
-    for mutant in inputs.mutants:
-        healthy = inputs.healthy
-        if inputs.paired:
-            healthy, mutant = pair(healthy, mutant)
+    for healthy, mutant in inputs.pairs():
         results.append(recommend(
             _first(healthy, args.pilot), _first(mutant, args.pilot), settings, sizes=sizes,
             draws=args.draws, level=args.level, reference=args.reference,

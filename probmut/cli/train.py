@@ -169,8 +169,13 @@ def _stack_size(requested, probe, config, dataset, mutations, out: Path) -> int:
     if (recorded := recorded_stack(out)) is not None:
         return recorded
     from probmut.train.datasets import n_rows
-    from probmut.train.stack import (CPU_STEP_FLOPS, auto_stack_size, gpu_budget,
-                                     member_bytes, step_flops)
+    from probmut.train.stack import (
+        CPU_STEP_FLOPS,
+        auto_stack_size,
+        gpu_budget,
+        member_bytes,
+        step_flops,
+    )
 
     batch = n_rows(dataset.x_train) if config.full_batch else config.batch_size
     budget = gpu_budget()
