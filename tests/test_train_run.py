@@ -170,7 +170,8 @@ def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsy
 
 
 @pytest.mark.slow
-def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path):
+@pytest.mark.parametrize("stack", [1, 3], ids=["one at a time", "stacked"])
+def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path, stack):
     ray = pytest.importorskip("ray")
     pytest.importorskip("tensorflow")
     from probmut.train.backends import RayBackend, Serial
@@ -181,7 +182,7 @@ def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path):
     from probmut.train.run import run_populations
 
     data = load_dataset("digits")
-    settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=1))
+    settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=1), stack=stack)
     mutations = [m for text in ["change_label:60", "weights_fuzzing:0.5_2@4"]
                  for m in parse_mutations(text)]
     ray.init(num_cpus=2, include_dashboard=False,
