@@ -7,12 +7,12 @@ would reach. The method, its assumptions and its validation on the bundled data:
 docs/recommend.md.
 
 Model of fresh instances
-    The pilot's shape, smoothed: an instance is a pilot instance picked at random plus
-    a normal kernel jitter (Silverman's bandwidth), rescaled so that instances keep the
-    pilot's mean and unbiased covariance (the shrunk smoothed bootstrap). Smoothing
-    matters: populations made of copies of a few pilot values make the kill tests see
-    less spread than fresh instances have. Paired (model-level) pilots are smoothed as
-    (healthy, mutant) pairs with their covariance, so a fresh pair keeps the pairing.
+    The pilot resampled: an instance is a pilot instance picked at random (with
+    replacement), its deviation from the pilot's mean stretched by sqrt(P / (P - 1)) so
+    that instances keep the pilot's mean and unbiased covariance. Paired (model-level)
+    pilots are resampled as (healthy, mutant) pairs, so a fresh pair keeps the pairing.
+    (A smoothed resample, with a normal kernel jitter, predicted the measured bands less
+    well on the bundled data: docs/recommend.md, table (d).)
 
 Predictions per population size n
     ``draws`` simulated populations of n fresh instances per side, each analysed exactly
@@ -23,7 +23,7 @@ Predictions per population size n
 Verdict: the pilot's own uncertainty
     Where the shape's location and spread come from is uncertain too: for the verdict,
     each simulated population of ``reference`` instances (200, the paper's size) places
-    the smoothed shape at a draw from the posterior of the mean and covariance under a
+    the pilot's shape at a draw from the posterior of the mean and covariance under a
     normal model (Jeffreys prior: covariance from an inverse Wishart with P - 1 degrees
     of freedom around the pilot's, mean normal around the pilot's with covariance / P).
     The share of these populations judged killed is the predicted probability that a
@@ -81,7 +81,7 @@ DRAWS = 100
 #: Largest population per side ``needed`` may propose.
 MAX_INSTANCES = 1000
 #: Names the simulation in cache keys: a change of method does not reuse old blocks.
-METHOD = "smoothed shape, normal-model posterior 1"
+METHOD = "resampled shape, normal-model posterior 2"
 
 
 def _median_and_band(values) -> dict:
@@ -190,15 +190,6 @@ class Recommendation(Result):
 
 # --- the model of fresh instances ---------------------------------------------------------
 
-def bandwidth(size: int, dimensions: int = 1) -> float:
-    """Silverman's normal-reference kernel bandwidth, in units of the data's spread.
-
-    >>> round(bandwidth(25), 3), round(bandwidth(25, 2), 3)
-    (0.556, 0.585)
-    """
-    return (4 / (dimensions + 2)) ** (1 / (dimensions + 4)) * size ** (-1 / (dimensions + 4))
-
-
 def _symmetric_root(matrices: np.ndarray, power: float = 0.5) -> np.ndarray:
     """``matrices ** power`` of symmetric positive semi-definite (..., D, D) matrices
     (negative powers act on the non-zero eigenvalues only: a pseudo-inverse root)."""
@@ -211,24 +202,23 @@ def _symmetric_root(matrices: np.ndarray, power: float = 0.5) -> np.ndarray:
 
 
 def _shape(rng, sample: np.ndarray, draws: int, n: int) -> np.ndarray:
-    """``draws`` x n standardised instances of the pilot's smoothed shape: a pilot
-    instance picked at random (whitened: zero mean, identity covariance) plus a normal
-    kernel jitter, rescaled so that the draws keep mean 0 and identity covariance (the
-    shrunk smoothed bootstrap). ``sample`` is (P, D); returns (draws, n, D)."""
+    """``draws`` x n standardised instances of the pilot's shape: pilot instances picked
+    at random with replacement, whitened and stretched so that the draws keep mean 0 and
+    identity covariance (P / (P - 1) for the biased sample covariance). ``sample`` is
+    (P, D); returns (draws, n, D)."""
     size, dimensions = sample.shape
     deviations = sample - sample.mean(axis=0)
     whitened = deviations @ _symmetric_root(np.cov(sample.T, ddof=1).reshape(
         dimensions, dimensions), -0.5)
-    h = bandwidth(size, dimensions)
-    picked = whitened[rng.integers(0, size, (draws, n))]
-    jitter = rng.standard_normal((draws, n, dimensions))
-    return (math.sqrt(size / (size - 1)) * picked + h * jitter) / math.sqrt(1 + h * h)
+    return math.sqrt(size / (size - 1)) * whitened[rng.integers(0, size, (draws, n))]
 
 
-def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: bool):
+def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: bool,
+                     shape=None):
     """``draws`` populations of n fresh instances like the pilot ``sample`` (P, D).
 
-    The pilot's smoothed shape, placed at the pilot's mean and unbiased covariance; with
+    The pilot's resampled shape (or ``shape(rng, sample, draws, n)``, standardised draws
+    of another; scripts/pilot_validation.py compares one), placed at the pilot's mean and unbiased covariance; with
     ``uncertain``, at a draw from their posterior under a normal model instead (Jeffreys
     prior: covariance ~ inverse Wishart(P - 1, (P - 1) S), mean ~ normal(mean,
     covariance / P)), one draw per population. Returns (draws, n, D).
@@ -253,17 +243,17 @@ def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: boo
         root = root @ _symmetric_root(wishart, -0.5)
         centre = centre + np.einsum("rij,rj->ri", root,
                                     rng.standard_normal((draws, dimensions))) / math.sqrt(size)
-    shape = _shape(rng, sample, draws, n)
-    return centre[:, None, :] + np.einsum("rij,rnj->rni", root, shape)
+    standardised = (shape or _shape)(rng, sample, draws, n)
+    return centre[:, None, :] + np.einsum("rij,rnj->rni", root, standardised)
 
 
-def _populations(rng, h, m, n: int, draws: int, paired: bool, uncertain: bool):
+def _populations(rng, h, m, n: int, draws: int, paired: bool, uncertain: bool, shape=None):
     """Healthy and mutant rows of ``draws`` populations of n fresh instances."""
     if paired:
-        both = _fresh_instances(rng, np.column_stack([h, m]), draws, n, uncertain)
+        both = _fresh_instances(rng, np.column_stack([h, m]), draws, n, uncertain, shape)
         return both[..., 0], both[..., 1]
-    return (_fresh_instances(rng, h[:, None], draws, n, uncertain)[..., 0],
-            _fresh_instances(rng, m[:, None], draws, n, uncertain)[..., 0])
+    return (_fresh_instances(rng, h[:, None], draws, n, uncertain, shape)[..., 0],
+            _fresh_instances(rng, m[:, None], draws, n, uncertain, shape)[..., 0])
 
 
 def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, jobs):

@@ -83,10 +83,10 @@ def test_unsettled_verdict_says_how_many_or_why_not(healthy):
                            seed=7, max_instances=ambiguous.needed - 1)
         assert capped.verdict == "not settled" and capped.needed is None
         assert f"It would take about {ambiguous.needed} instances" in capped.message
-    weak = recommend(healthy.values[:25], _dtd("3.1").values[:25], sizes=(25,), seed=7)
+    weak = recommend(healthy.values[50:75], _dtd("3.1").values[50:75], sizes=(25,), seed=7)
     assert weak.verdict == "not settled" and 25 < weak.needed <= 1000
     assert f"About {weak.needed} instances per side would settle it" in weak.message
-    capped = recommend(healthy.values[:25], _dtd("3.1").values[:25], sizes=(25,), seed=7,
+    capped = recommend(healthy.values[50:75], _dtd("3.1").values[50:75], sizes=(25,), seed=7,
                        max_instances=weak.needed - 1)
     assert capped.needed is None and f"It would take about {weak.needed}" in capped.message
 
@@ -125,13 +125,15 @@ def test_same_numbers_for_any_jobs_sizes_and_cache(healthy, tmp_path, monkeypatc
     assert calls == [] and again.to_dict() == two.to_dict()
 
 
-def test_smoothed_draws_keep_mean_and_unbiased_variance():
+def test_resampled_draws_keep_mean_and_unbiased_variance():
     rng = np.random.default_rng(4)
     sample = rng.normal(0.9, 0.01, (20, 1))
     fresh = _fresh_instances(rng, sample, 2000, 20, uncertain=False)
     assert fresh.mean() == pytest.approx(sample.mean(), abs=0.01 / np.sqrt(40000) * 5)
     assert fresh.var() == pytest.approx(sample.var(ddof=1), rel=0.02)
-    assert np.unique(fresh).size == fresh.size  # not confined to the pilot's 20 values
+    # Each draw is a pilot instance, its deviation from the mean stretched by sqrt(P/(P-1)).
+    stretched = sample.mean() + (sample - sample.mean()) * np.sqrt(20 / 19)
+    assert np.allclose(np.unique(fresh.round(12)), np.sort(stretched.ravel().round(12)))
 
 
 def test_cli_json_and_text(capsys):
