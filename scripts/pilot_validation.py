@@ -50,7 +50,7 @@ from probmut.io.cache import Cache, cache_key
 from probmut.io.manifest import Manifest
 from probmut.io.populations import pair, read_population
 from probmut.posterior import PosteriorSettings, bagged_posteriors, beta_mean_var, fit_beta_batch
-from probmut.recommend import recommend
+from probmut.recommend import POWER, recommend
 
 PILOT_SIZES = (25, 50)
 BAND_SIZES = (25, 50, 100)
@@ -216,19 +216,51 @@ def report_verdicts(results):
     return summary
 
 
-def report_needed(results):
-    """Pilots of 25 not settled whose `needed` was at most 50: was their 50 settled?"""
-    proposed = settled = 0
+def needed_check(args, results):
+    """Pilots of 25 left unsettled with a `needed` the populations can supply, grown to
+    `needed` instances per side (the first `needed` of the pilot's own order, so the 25
+    are kept): is the grown pilot's verdict settled, as `needed` predicts with
+    probability 0.8, and does it agree with the whole population?"""
+    cache = Cache(Path(args.out) / ".cache")
+    data = {label: (h, m, paired) for label, _, h, m, paired in magnitudes()}
+    grown = []
     for entry in results:
-        for small, large in zip(entry["pilots"]["25"], entry["pilots"]["50"], strict=True):
-            if small["verdict"] == "not settled" and small["needed"] and small["needed"] <= 50:
-                proposed += 1
-                settled += large["verdict"] != "not settled"
-    print(f"\n`needed` check: {proposed} pilots of 25 were not settled with needed <= 50 (a "
-          f"verdict at the needed size settled with probability 0.8 by the model); "
-          f"{settled} of them ({settled / max(proposed, 1):.0%}) were settled when the same "
-          "pilot grew to 50.\n")
-    return {"proposed": proposed, "settled": settled}
+        h, m, paired = data[entry["magnitude"]]
+        for j, pilot in enumerate(entry["pilots"]["25"]):
+            needed = pilot["needed"]
+            if pilot["verdict"] != "not settled" or needed is None or needed > min(h.size,
+                                                                                   m.size):
+                continue
+            rng = np.random.default_rng(np.random.SeedSequence(args.seed,
+                                                               spawn_key=(entry["index"], j)))
+            order_h = rng.permutation(h.size)
+            order_m = order_h if paired else rng.permutation(m.size)
+            advice = recommend(h[order_h[:needed]], m[order_m[:needed]],
+                               sizes=(SETTINGS.sample,), draws=args.draws, paired=paired,
+                               seed=args.seed + j, jobs=args.jobs, cache=cache,
+                               name=entry["magnitude"])
+            grown.append({"magnitude": entry["magnitude"], "needed": needed,
+                          "p_killed": pilot["p_killed"], "verdict": advice.verdict,
+                          "grown_p_killed": advice.p_killed,
+                          "agrees": (advice.verdict == "killed") == entry["reference_killed"]})
+    settled = [x for x in grown if x["verdict"] != "not settled"]
+    print("\n## `needed`: pilots of 25 grown to the size it proposes\n")
+    print(f"{len(grown)} pilots of 25 were not settled with a `needed` of at most the "
+          "population's size (200); each grown to `needed` instances per side (its own 25 "
+          "kept, the rest drawn in the pilot's order from the other instances) and judged "
+          f"again. `needed` predicts a settled verdict with probability {POWER:g} if the "
+          f"truth is what the pilot estimates. Settled: {len(settled)} of {len(grown)} "
+          f"({len(settled) / max(len(grown), 1):.0%}); agreeing with the whole population: "
+          f"{sum(x['agrees'] for x in settled)} of {len(settled)}.\n")
+    if grown:
+        print("| magnitude | P(killed) at 25 | needed | verdict at needed (P(killed)) |")
+        print("|---|---|---|---|")
+        for x in sorted(grown, key=lambda x: x["needed"]):
+            print(f"| {x['magnitude']} | {x['p_killed']:.2f} | {x['needed']} | {x['verdict']} "
+                  f"({x['grown_p_killed']:.2f}) |")
+        print()
+    return {"grown": len(grown), "settled": len(settled),
+            "agree": sum(x["agrees"] for x in settled), "pilots": grown}
 
 
 #: Bands closer than this (absolute) count as matching: posterior means pinned at their
@@ -482,7 +514,7 @@ def main() -> None:
     print(f"{len(results)} magnitudes x {args.pilots} pilots of {' and '.join(map(str, PILOT_SIZES))} "
           f"instances per side; recommend defaults ({args.draws} draws per block); "
           f"{args.measured} measured sub-populations per pilot and size; seed {args.seed}\n")
-    summary = {"verdicts": report_verdicts(results), "needed": report_needed(results),
+    summary = {"verdicts": report_verdicts(results), "needed": needed_check(args, results),
                "bands": report_bands(results), "fpc_check": fpc_check(args),
                "smoothing": smoothing_ablation(args, results)}
     summary["benchmark_seconds"] = benchmark()
