@@ -119,7 +119,7 @@ def run(args):
                                    cache=cache, name=label)
                 entry["pilots"][str(p)].append({
                     "verdict": advice.verdict, "p_killed": advice.p_killed,
-                    "needed": advice.needed,
+                    "needed": advice.needed, "needed_chance": advice.needed_chance,
                     "bands": {str(s.n): s.mean_band for s in advice.sizes}})
                 outside_h, outside_m = order_h[p:], order_m[p:]
                 for n in BAND_SIZES:
@@ -240,7 +240,8 @@ def needed_check(args, results):
                                seed=args.seed + j, jobs=args.jobs, cache=cache,
                                name=entry["magnitude"])
             grown.append({"magnitude": entry["magnitude"], "needed": needed,
-                          "p_killed": pilot["p_killed"], "verdict": advice.verdict,
+                          "p_killed": pilot["p_killed"], "chance": pilot["needed_chance"],
+                          "verdict": advice.verdict,
                           "grown_p_killed": advice.p_killed,
                           "agrees": (advice.verdict == "killed") == entry["reference_killed"]})
     settled = [x for x in grown if x["verdict"] != "not settled"]
@@ -249,15 +250,18 @@ def needed_check(args, results):
           "population's size (200); each grown to `needed` instances per side (its own 25 "
           "kept, the rest drawn in the pilot's order from the other instances) and judged "
           f"again. `needed` predicts a settled verdict with probability {POWER:g} if the "
-          f"truth is what the pilot estimates. Settled: {len(settled)} of {len(grown)} "
+          "truth is what the pilot estimates; `needed_chance`, with the pilot's uncertainty, "
+          f"{np.mean([x['chance'] for x in grown]) if grown else float('nan'):.2f} on "
+          f"average. Settled: {len(settled)} of {len(grown)} "
           f"({len(settled) / max(len(grown), 1):.0%}); agreeing with the whole population: "
           f"{sum(x['agrees'] for x in settled)} of {len(settled)}.\n")
     if grown:
-        print("| magnitude | P(killed) at 25 | needed | verdict at needed (P(killed)) |")
-        print("|---|---|---|---|")
+        print("| magnitude | P(killed) at 25 | needed | needed_chance | verdict at needed "
+              "(P(killed)) |")
+        print("|---|---|---|---|---|")
         for x in sorted(grown, key=lambda x: x["needed"]):
-            print(f"| {x['magnitude']} | {x['p_killed']:.2f} | {x['needed']} | {x['verdict']} "
-                  f"({x['grown_p_killed']:.2f}) |")
+            print(f"| {x['magnitude']} | {x['p_killed']:.2f} | {x['needed']} | "
+                  f"{x['chance']:.2f} | {x['verdict']} ({x['grown_p_killed']:.2f}) |")
         print()
     return {"grown": len(grown), "settled": len(settled),
             "agree": sum(x["agrees"] for x in settled), "pilots": grown}

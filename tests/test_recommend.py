@@ -86,9 +86,13 @@ def test_unsettled_verdict_says_how_many_or_why_not(healthy):
     weak = recommend(healthy.values[50:75], _dtd("3.1").values[50:75], sizes=(25,), seed=7)
     assert weak.verdict == "not settled" and 25 < weak.needed <= 1000
     assert f"About {weak.needed} instances per side would settle it" in weak.message
+    # Grown from 25 to more than 50, the pilot's own uncertainty lowers the promised 0.8.
+    assert 0 < weak.needed_chance < 0.8
+    assert f"about {weak.needed_chance:.2f} for this pilot grown" in weak.message
     capped = recommend(healthy.values[50:75], _dtd("3.1").values[50:75], sizes=(25,), seed=7,
                        max_instances=weak.needed - 1)
     assert capped.needed is None and f"It would take about {weak.needed}" in capped.message
+    assert capped.needed_chance is None
 
 
 def test_paired_pilot_draws_ids_jointly(healthy):
