@@ -217,54 +217,62 @@ def report_verdicts(results):
 
 
 def needed_check(args, results):
-    """Pilots of 25 left unsettled with a `needed` the populations can supply, grown to
-    `needed` instances per side (the first `needed` of the pilot's own order, so the 25
-    are kept): is the grown pilot's verdict settled, as `needed` predicts with
-    probability 0.8, and does it agree with the whole population?"""
+    """Pilots left unsettled with a `needed` the populations can supply, grown to
+    `needed` instances per side (the first `needed` of the pilot's own order, so the
+    pilot's instances are kept): is the grown pilot's verdict settled, as `needed`
+    predicts with probability 0.8 and `needed_chance` with the pilot's uncertainty, and
+    does it agree with the whole population?"""
     cache = Cache(Path(args.out) / ".cache")
     data = {label: (h, m, paired) for label, _, h, m, paired in magnitudes()}
     grown = []
-    for entry in results:
-        h, m, paired = data[entry["magnitude"]]
-        for j, pilot in enumerate(entry["pilots"]["25"]):
-            needed = pilot["needed"]
-            if pilot["verdict"] != "not settled" or needed is None or needed > min(h.size,
-                                                                                   m.size):
-                continue
-            rng = np.random.default_rng(np.random.SeedSequence(args.seed,
-                                                               spawn_key=(entry["index"], j)))
-            order_h = rng.permutation(h.size)
-            order_m = order_h if paired else rng.permutation(m.size)
-            advice = recommend(h[order_h[:needed]], m[order_m[:needed]],
-                               sizes=(SETTINGS.sample,), draws=args.draws, paired=paired,
-                               seed=args.seed + j, jobs=args.jobs, cache=cache,
-                               name=entry["magnitude"])
-            grown.append({"magnitude": entry["magnitude"], "needed": needed,
-                          "p_killed": pilot["p_killed"], "chance": pilot["needed_chance"],
-                          "verdict": advice.verdict,
-                          "grown_p_killed": advice.p_killed,
-                          "agrees": (advice.verdict == "killed") == entry["reference_killed"]})
-    settled = [x for x in grown if x["verdict"] != "not settled"]
-    print("\n## `needed`: pilots of 25 grown to the size it proposes\n")
-    print(f"{len(grown)} pilots of 25 were not settled with a `needed` of at most the "
-          "population's size (200); each grown to `needed` instances per side (its own 25 "
-          "kept, the rest drawn in the pilot's order from the other instances) and judged "
-          f"again. `needed` predicts a settled verdict with probability {POWER:g} if the "
-          "truth is what the pilot estimates; `needed_chance`, with the pilot's uncertainty, "
-          f"{np.mean([x['chance'] for x in grown]) if grown else float('nan'):.2f} on "
-          f"average. Settled: {len(settled)} of {len(grown)} "
-          f"({len(settled) / max(len(grown), 1):.0%}); agreeing with the whole population: "
-          f"{sum(x['agrees'] for x in settled)} of {len(settled)}.\n")
+    for p in PILOT_SIZES:
+        for entry in results:
+            h, m, paired = data[entry["magnitude"]]
+            for j, pilot in enumerate(entry["pilots"][str(p)]):
+                needed = pilot["needed"]
+                if (pilot["verdict"] != "not settled" or needed is None
+                        or needed > min(h.size, m.size)):
+                    continue
+                rng = np.random.default_rng(np.random.SeedSequence(
+                    args.seed, spawn_key=(entry["index"], j)))
+                order_h = rng.permutation(h.size)
+                order_m = order_h if paired else rng.permutation(m.size)
+                advice = recommend(h[order_h[:needed]], m[order_m[:needed]],
+                                   sizes=(SETTINGS.sample,), draws=args.draws, paired=paired,
+                                   seed=args.seed + j, jobs=args.jobs, cache=cache,
+                                   name=entry["magnitude"])
+                grown.append({"pilot": p, "magnitude": entry["magnitude"], "needed": needed,
+                              "p_killed": pilot["p_killed"], "chance": pilot["needed_chance"],
+                              "verdict": advice.verdict, "grown_p_killed": advice.p_killed,
+                              "agrees": (advice.verdict == "killed")
+                              == entry["reference_killed"]})
+    print("\n## `needed`: unsettled pilots grown to the size it proposes\n")
+    print("Every pilot not settled with a `needed` of at most the population's size (200), "
+          "grown to `needed` instances per side (its own instances kept, the rest drawn in "
+          "the pilot's order from the other instances) and judged again. `needed` predicts a "
+          f"settled verdict with probability {POWER:g} if the truth is what the pilot "
+          "estimates; `needed_chance` is that chance with the pilot's uncertainty.\n")
+    print("| pilot | grown pilots | mean needed_chance | settled | settled verdicts agreeing |")
+    print("|---|---|---|---|---|")
+    summary = {}
+    for p in PILOT_SIZES:
+        cell = [x for x in grown if x["pilot"] == p]
+        settled = [x for x in cell if x["verdict"] != "not settled"]
+        agree = sum(x["agrees"] for x in settled)
+        chance = float(np.mean([x["chance"] for x in cell])) if cell else float("nan")
+        print(f"| {p} | {len(cell)} | {chance:.2f} | {len(settled)} "
+              f"({len(settled) / max(len(cell), 1):.0%}) | {agree} of {len(settled)} |")
+        summary[str(p)] = {"grown": len(cell), "mean_chance": chance,
+                           "settled": len(settled), "agree": agree}
     if grown:
-        print("| magnitude | P(killed) at 25 | needed | needed_chance | verdict at needed "
-              "(P(killed)) |")
-        print("|---|---|---|---|---|")
-        for x in sorted(grown, key=lambda x: x["needed"]):
-            print(f"| {x['magnitude']} | {x['p_killed']:.2f} | {x['needed']} | "
+        print("\n| pilot | magnitude | P(killed) at the pilot | needed | needed_chance | "
+              "verdict at needed (P(killed)) |")
+        print("|---|---|---|---|---|---|")
+        for x in sorted(grown, key=lambda x: (x["pilot"], x["needed"])):
+            print(f"| {x['pilot']} | {x['magnitude']} | {x['p_killed']:.2f} | {x['needed']} | "
                   f"{x['chance']:.2f} | {x['verdict']} ({x['grown_p_killed']:.2f}) |")
         print()
-    return {"grown": len(grown), "settled": len(settled),
-            "agree": sum(x["agrees"] for x in settled), "pilots": grown}
+    return {"sizes": summary, "pilots": grown}
 
 
 #: Bands closer than this (absolute) count as matching: posterior means pinned at their
