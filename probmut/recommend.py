@@ -174,7 +174,8 @@ class Recommendation(Result):
 
     def to_dict(self) -> dict:
         return {"name": self.name, "verdict": self.verdict, "needed": self.needed,
-                "needed_chance": self.needed_chance, "p_killed": self.p_killed, "level": self.level,
+                "needed_chance": self.needed_chance, "p_killed": self.p_killed,
+                "level": self.level,
                 "predicted_mean": self.predicted_mean, "reference_size": self.reference,
                 "pilot": list(self.pilot), "population": min(self.pilot),
                 "per_size": self.rows(), "message": self.message,
@@ -226,10 +227,10 @@ def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: boo
     """``draws`` populations of n fresh instances like the pilot ``sample`` (P, D).
 
     The pilot's resampled shape (or ``shape(rng, sample, draws, n)``, standardised draws
-    of another; scripts/pilot_validation.py compares one), placed at the pilot's mean and unbiased covariance; with
-    ``uncertain``, at a draw from their posterior under a normal model instead (Jeffreys
-    prior: covariance ~ inverse Wishart(P - 1, (P - 1) S), mean ~ normal(mean,
-    covariance / P)), one draw per population. Returns (draws, n, D).
+    of another; scripts/pilot_validation.py compares one), placed at the pilot's mean
+    and unbiased covariance; with ``uncertain``, at a draw from their posterior under a
+    normal model instead (Jeffreys prior: covariance ~ inverse Wishart(P - 1, (P - 1) S),
+    mean ~ normal(mean, covariance / P)), one draw per population. Returns (draws, n, D).
 
     >>> rng = np.random.default_rng(0)
     >>> sample = rng.normal(0.9, 0.01, (25, 1))
