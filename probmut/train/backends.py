@@ -171,9 +171,13 @@ class LocalPool:
 
     def start(self) -> LocalPool:
         """Start the workers now, before any call (each begins its set-up)."""
-        while len(self.starting) + len(self.idle) + len(self.busy) < self.jobs:
-            self.starting.append(_Worker(self.context, self.setup, self.threads))
+        self._grow(self.jobs)
         return self
+
+    def _grow(self, count: int) -> None:
+        """Start workers until there are ``count`` (starting, idle or busy)."""
+        while len(self.starting) + len(self.idle) + len(self.busy) < count:
+            self.starting.append(_Worker(self.context, self.setup, self.threads))
 
     def _check_started(self) -> None:
         for worker in list(self.starting):
@@ -194,8 +198,7 @@ class LocalPool:
 
     def map_unordered(self, fn, calls):
         queue = collections.deque(enumerate(calls))
-        while len(self.starting) + len(self.idle) + len(self.busy) < min(self.jobs, len(queue)):
-            self.starting.append(_Worker(self.context, self.setup, self.threads))
+        self._grow(min(self.jobs, len(queue)))
         while queue or self.busy:
             self._check_started()
             while self.idle and queue:
