@@ -1,6 +1,8 @@
 """Pilot verdicts and fresh-instance predictions (probmut.recommend, `probmut recommend`)."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from probmut.io.populations import pair, read_population
 from probmut.posterior import PosteriorSettings
 from probmut.recommend import _fresh_instances, recommend
 
-from .conftest import RAW
+from .conftest import RAW, ROOT
 
 MNIST = RAW / "mnist"
 
@@ -200,3 +202,22 @@ def test_a_paired_pilot_of_two_is_refused(capsys, tmp_path):
     err = _bad(capsys, tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--sample", "2",
                "--sizes", "2", "--reference", "4", "--no-cache")
     assert "a paired pilot needs at least 3 instances" in err
+
+
+@pytest.mark.slow
+def test_pilot_validation_quick_run_reports_every_part_reproducibly(tmp_path):
+    """scripts/pilot_validation.py --quick: every part and the targets printed, the summary
+    saved, and a rerun (from its cache) prints the same tables."""
+    command = [sys.executable, str(ROOT / "scripts" / "pilot_validation.py"), "--quick",
+               "--out", str(tmp_path)]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    for heading in ("## (a)", "## (b)", "## (c)", "## (d)", "## (e)", "## Targets"):
+        assert heading in first.stdout
+    summary = json.loads((tmp_path / "pilot_validation.json").read_text())["summary"]
+    assert {key.split(" ", 1)[1] for key in summary["normal_floor"]} == {
+        "real (a, b)", "normal, one population of 200 (as a, b)", "normal, fresh populations"}
+    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    before_timings = [run.stdout.split("## Benchmark")[0] for run in (first, again)]
+    assert before_timings[0] == before_timings[1]
