@@ -169,12 +169,33 @@ def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsy
     assert not (tmp_path / "out").exists()  # nothing trained, nothing written
 
 
+def test_thread_pools_sized_too_late_get_a_warning():
+    """TensorFlow used before configure_tensorflow keeps its pools; stacked results depend
+    on their size, so asking for another size warns (asking again for the same does not)."""
+    pytest.importorskip("tensorflow")
+    script = (
+        "import warnings, tensorflow as tf\n"
+        "from probmut.train.instance import configure_tensorflow\n"
+        "warnings.simplefilter('error')\n"
+        "configure_tensorflow(1)\n"
+        "tf.constant(1.0) + 1\n"
+        "configure_tensorflow(1)\n"  # the same size again: silent
+        "try:\n"
+        "    configure_tensorflow(2)\n"
+        "except RuntimeWarning as warning:\n"
+        "    print(warning)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert "before probmut could size its thread pools (1 threads, asked 2)" in done.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stack", [1, 3], ids=["one at a time", "stacked"])
 def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path, stack):
     ray = pytest.importorskip("ray")
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import RayBackend, Serial
+    from probmut.train.backends import LocalPool, RayBackend
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import RunSettings
     from probmut.train.models import MODELS
@@ -188,8 +209,10 @@ def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path, stack):
     ray.init(num_cpus=2, include_dashboard=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
     try:
+        # Both sides in fresh processes: this one's TensorFlow may already run with other
+        # pools, and stacked kernels add in an order that depends on their size.
         for name, backend in [("ray", RayBackend(None, 1, 0, 1, {"dataset": data})),
-                              ("local", Serial(1, {"dataset": data}))]:
+                              ("local", LocalPool(1, 1, {"dataset": data}))]:
             with backend:
                 run_populations(settings, mutations, 3, tmp_path / name, backend, data,
                                 name="digits", progress=False)

@@ -19,6 +19,7 @@ import functools
 import math
 import os
 import time
+import warnings
 import zlib
 from dataclasses import dataclass
 
@@ -104,7 +105,10 @@ def configure_tensorflow(threads: int) -> None:
     """Size TensorFlow's thread pools and turn on deterministic ops (once per process).
 
     Call before any TensorFlow work in the process; a process whose runtime is already
-    initialised (a reused Ray worker) keeps its pools.
+    initialised (a reused Ray worker) keeps its pools. Stacked kernels add in an order
+    that depends on the pool size, so pools of another size than ``threads`` (TensorFlow
+    used before this call) get a warning: the files then differ, by float rounding, from
+    a run with ``--threads threads``.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
@@ -114,8 +118,15 @@ def configure_tensorflow(threads: int) -> None:
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-    except RuntimeError:
-        pass
+    except RuntimeError:  # already initialised: keep the pools, say so if they differ
+        current = tf.config.threading.get_intra_op_parallelism_threads()
+        if current != threads:
+            warnings.warn(
+                f"TensorFlow was initialised in this process before probmut could size its "
+                f"thread pools ({current or 'its default'} threads, asked {threads}): "
+                f"results may differ by float rounding from a run with --threads {threads}; "
+                "call probmut.train.instance.configure_tensorflow first", RuntimeWarning,
+                stacklevel=2)
     tf.config.experimental.enable_op_determinism()
 
 
