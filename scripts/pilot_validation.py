@@ -449,26 +449,42 @@ def smoothing_ablation(args, results):
           "resampled pilot instance plus a normal kernel jitter of Silverman's bandwidth, "
           "shrunk to keep the covariance) instead of the resampled one; the same level, "
           "draws, measures and measured bands.\n")
-    print("| pilot | shape | settled | settled verdicts agreeing | band within x1.5, n = 25 "
-          "| n = 50 |")
-    print("|---|---|---|---|---|---|")
+    _comparison_header("shape")
     rows = {}
     for p in PILOT_SIZES:
         for name, entries in (("resampled (probmut)", results), ("smoothed", smoothed)):
-            verdicts = [(x["verdict"], e["reference_killed"]) for e in entries
-                        for x in e["pilots"][str(p)]]
-            settled = [(v == "killed") == killed for v, killed in verdicts if v != "not settled"]
-            within = {}
-            for n in (25, 50):
-                ratios = [_ratio(float(np.median([x["bands"][str(n)] for x in e["pilots"][str(p)]]))
-                                 * fpc(n), e["measured"][f"{p}/{n}"]) for e in entries]
-                within[n] = float(np.mean([1 / 1.5 <= r <= 1.5 for r in ratios]))
-            print(f"| {p} | {name} | {len(settled) / len(verdicts):.1%} | "
-                  f"{np.mean(settled):.1%} ({sum(settled)} of {len(settled)}) | "
-                  f"{within[25]:.0%} | {within[50]:.0%} |")
-            rows[f"{p} {name}"] = {"settled": len(settled) / len(verdicts),
-                                   "agree": float(np.mean(settled)), "within": within}
+            rows[f"{p} {name}"] = _comparison_row(p, name, entries, *_as_measured(p))
     return rows
+
+
+def _as_measured(p):
+    """How (a) and (b) read an entry: the reference decision, the measured band (pilot
+    size p) and the finite-population factor that makes a prediction comparable to it."""
+    return (lambda e: e["reference_killed"], lambda e, n: e["measured"][f"{p}/{n}"], fpc)
+
+
+def _comparison_header(column):
+    print(f"| pilot | {column} | settled | settled verdicts agreeing | band within x1.5, "
+          "n = 25 | n = 50 |")
+    print("|---|---|---|---|---|---|")
+
+
+def _comparison_row(p, name, entries, killed, measured, factor):
+    """Print one row of a comparison table for pilots of p and return its numbers:
+    ``killed(entry)`` is the reference decision, ``measured(entry, n)`` the measured band
+    and ``factor(n)`` what the predicted band is scaled by before the ratio."""
+    verdicts = [(x["verdict"], killed(e)) for e in entries for x in e["pilots"][str(p)]]
+    settled = [(v == "killed") == k for v, k in verdicts if v != "not settled"]
+    within = {}
+    for n in (25, 50):
+        ratios = [_ratio(float(np.median([x["bands"][str(n)] for x in e["pilots"][str(p)]]))
+                         * factor(n), measured(e, n)) for e in entries]
+        within[n] = float(np.mean([1 / 1.5 <= r <= 1.5 for r in ratios]))
+    print(f"| {p} | {name} | {len(settled) / len(verdicts):.1%} | "
+          f"{np.mean(settled):.1%} ({sum(settled)} of {len(settled)}) | "
+          f"{within[25]:.0%} | {within[50]:.0%} |")
+    return {"settled": len(settled) / len(verdicts), "agree": float(np.mean(settled)),
+            "within": within}
 
 
 def _normal_model(h, m, paired):
@@ -547,30 +563,15 @@ def normal_floor(args, results):
           "populations per measured band all drawn from the model (no factor needed). What "
           "the normal rows miss, a pilot cannot know; the gap between them is the "
           "measurement's.\n")
-    print("| pilot | data | settled | settled verdicts agreeing | band within x1.5, n = 25 "
-          "| n = 50 |")
-    print("|---|---|---|---|---|---|")
+    _comparison_header("data")
     rows = {}
+    fresh = (lambda e: e["killed"], lambda e, n: e["measured"][n], lambda n: 1.0)
     for p in PILOT_SIZES:
-        as_measured = (lambda e: e["reference_killed"], lambda e, n, p=p: e["measured"][f"{p}/{n}"],
-                       fpc)
-        for name, entries, killed, measured, factor in (
-                ("real (a, b)", results, *as_measured),
-                ("normal, one population of 200 (as a, b)", finite, *as_measured),
-                ("normal, fresh populations", floor, lambda e: e["killed"],
-                 lambda e, n: e["measured"][n], lambda n: 1.0)):
-            verdicts = [(x["verdict"], killed(e)) for e in entries for x in e["pilots"][str(p)]]
-            settled = [(v == "killed") == k for v, k in verdicts if v != "not settled"]
-            within = {}
-            for n in (25, 50):
-                ratios = [_ratio(float(np.median([x["bands"][str(n)] for x in e["pilots"][str(p)]]))
-                                 * factor(n), measured(e, n)) for e in entries]
-                within[n] = float(np.mean([1 / 1.5 <= r <= 1.5 for r in ratios]))
-            print(f"| {p} | {name} | {len(settled) / len(verdicts):.1%} | "
-                  f"{np.mean(settled):.1%} ({sum(settled)} of {len(settled)}) | "
-                  f"{within[25]:.0%} | {within[50]:.0%} |")
-            rows[f"{p} {name}"] = {"settled": len(settled) / len(verdicts),
-                                   "agree": float(np.mean(settled)), "within": within}
+        for name, entries, reading in (
+                ("real (a, b)", results, _as_measured(p)),
+                ("normal, one population of 200 (as a, b)", finite, _as_measured(p)),
+                ("normal, fresh populations", floor, fresh)):
+            rows[f"{p} {name}"] = _comparison_row(p, name, entries, *reading)
     return rows
 
 
