@@ -9,6 +9,9 @@ import pytest
 
 from probmut.io.manifest import Manifest
 from probmut.io.populations import pair, read_population
+from probmut.train.instance import set_tensorflow_environment
+
+set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "raw_data"

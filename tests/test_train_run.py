@@ -169,25 +169,35 @@ def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsy
     assert not (tmp_path / "out").exists()  # nothing trained, nothing written
 
 
-def test_thread_pools_sized_too_late_get_a_warning():
-    """TensorFlow used before configure_tensorflow keeps its pools; stacked results depend
-    on their size, so asking for another size warns (asking again for the same does not)."""
+def test_tensorflow_set_up_before_probmut_gets_a_warning():
+    """TensorFlow set up before configure_tensorflow keeps its kernels and pools, and
+    results depend on both: importing it first or asking for other pools warns; asking
+    again for the same set-up does not."""
     pytest.importorskip("tensorflow")
     script = (
-        "import warnings, tensorflow as tf\n"
+        "import warnings, sys\n"
         "from probmut.train.instance import configure_tensorflow\n"
         "warnings.simplefilter('error')\n"
-        "configure_tensorflow(1)\n"
-        "tf.constant(1.0) + 1\n"
-        "configure_tensorflow(1)\n"  # the same size again: silent
+        "if sys.argv[1] == 'early':\n"
+        "    import tensorflow\n"
         "try:\n"
+        "    configure_tensorflow(1)\n"
+        "    import tensorflow as tf\n"
+        "    tf.constant(1.0) + 1\n"
+        "    configure_tensorflow(1)\n"  # the same set-up again: silent
         "    configure_tensorflow(2)\n"
         "except RuntimeWarning as warning:\n"
         "    print(warning)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert done.returncode == 0, done.stderr
-    assert "before probmut could size its thread pools (1 threads, asked 2)" in done.stdout
+    environment = {key: value for key, value in os.environ.items()
+                   if key != "TF_ENABLE_ONEDNN_OPTS"}
+    printed = {}
+    for when in ("early", "late"):
+        done = subprocess.run([sys.executable, "-c", script, when], capture_output=True,
+                              text=True, cwd=REPO, env={**environment, "PYTHONPATH": str(REPO)})
+        assert done.returncode == 0, done.stderr
+        printed[when] = done.stdout
+    assert "imported before probmut could choose its kernels (oneDNN)" in printed["early"]
+    assert "before probmut could size its thread pools (1 threads, asked 2)" in printed["late"]
 
 
 @pytest.mark.slow
