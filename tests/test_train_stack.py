@@ -166,7 +166,7 @@ def test_auto_stacks_small_models_trains_large_ones_alone_and_a_resume_keeps_its
     assert auto("digits_cnn", digits.dims, tmp_path / "a") == stack.AUTO_STACK
     assert capsys.readouterr().err == ""
     assert auto("deepcrime_mnist", mnist, tmp_path / "b") == 1
-    assert "about 9,210 MFLOP per instance, and above 50 MFLOP" in capsys.readouterr().err
+    assert "about 9,210 MFLOP per instance, and above 100 MFLOP" in capsys.readouterr().err
     (tmp_path / "c" / ".work").mkdir(parents=True)
     (tmp_path / "c" / ".work" / "settings.json").write_text(json.dumps({"stack": 4}))
     assert auto("deepcrime_mnist", mnist, tmp_path / "c") == 4  # as the run began

@@ -56,10 +56,11 @@ CPU_BUDGET = 8 * 2**30
 # A member's training step (floating-point operations) above which ``--stack auto``
 # trains one at a time on a CPU: there a step is mostly computation, which the
 # stacked kernels do more slowly than Keras' own. Per instance-step, one thread, two
-# runs of ``scripts/bench_train.py --crossover``: digits_cnn at batch 32 (22 MFLOP)
-# stacked 1.72x / 1.58x as fast as alone, batch 128 (89 MFLOP) 1.09x / 0.82x, batch
-# 256 (179 MFLOP) 0.74x / 0.87x, deepcrime_mnist at batch 16 (1.2 GFLOP) 0.70x / 0.51x.
-CPU_STEP_FLOPS = 50e6
+# runs of ``scripts/bench_train.py --crossover`` with oneDNN's kernels: digits_cnn at
+# batch 32 (22 MFLOP) stacked 2.08x / 2.14x as fast as alone, batch 128 (89 MFLOP)
+# 2.01x / 1.62x, batch 256 (179 MFLOP) 0.87x / 0.86x, deepcrime_mnist at batch 16
+# (1.2 GFLOP) 0.74x / 0.59x.
+CPU_STEP_FLOPS = 100e6
 # Optimizers whose update of a weight reads only that weight, its gradient and its
 # own slots (moments, accumulators): on stacked weights, each member's own optimiser.
 ELEMENTWISE_OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "Nadam",
