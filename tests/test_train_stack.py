@@ -171,3 +171,18 @@ def test_auto_stacks_small_models_trains_large_ones_alone_and_a_resume_keeps_its
     (tmp_path / "c" / ".work" / "settings.json").write_text(json.dumps({"stack": 4}))
     assert auto("deepcrime_mnist", mnist, tmp_path / "c") == 4  # as the run began
     assert _stack_size(3, None, None, None, [], tmp_path / "c") == 3  # explicit wins
+
+
+@pytest.mark.slow
+def test_a_run_leaving_workers_idle_says_which_stack_size_keeps_them_busy(tmp_path, capsys):
+    """One population of 4 with --jobs 2 is one stack (auto): the run names --stack 2,
+    with which it gets no such line."""
+    pytest.importorskip("tensorflow")
+    from probmut.cli.main import main
+
+    common = ["train", "--instances", "4", "--epochs", "1", "--jobs", "2", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "auto")]) == 0
+    assert ("1 stack of 4 instances for --jobs 2 leaves 1 worker idle; --stack 2 keeps 2 "
+            "busy" in capsys.readouterr().err)
+    assert main([*common, "--stack", "2", "--out", str(tmp_path / "two")]) == 0
+    assert "idle" not in capsys.readouterr().err

@@ -266,6 +266,30 @@ def _units(tasks: list[Task], settings: RunSettings, dataset, say) -> list[tuple
     return [(group, True, None) for group in stacks.values()] + units
 
 
+def idle_workers(units: list[tuple], jobs: int) -> str | None:
+    """What to say when ``jobs`` workers get fewer ``units`` (from :func:`_units`) than
+    there are workers and a smaller stack would feed them, or None. The stack size does
+    not follow the number of workers on its own: it changes results by float rounding,
+    and the same seed must give the same files whatever the number of workers.
+
+    >>> stack = lambda n: ([None] * n, True, None)  # a unit stacking n instances
+    >>> print(idle_workers([stack(20)], jobs=2))
+    1 stack of 20 instances for --jobs 2 leaves 1 worker idle; --stack 10 keeps 2 busy (the stack size changes results by float rounding, so it does not follow --jobs)
+    >>> idle_workers([stack(20)] * 4, jobs=2) is None
+    True
+    """
+    sizes = [len(tasks) for tasks, is_stack, _ in units if is_stack]
+    if not sizes or len(units) >= jobs:
+        return None
+    smaller = math.ceil(max(sizes) / math.ceil(jobs / len(units)))
+    busy = min(jobs, len(units) - len(sizes) + sum(math.ceil(n / smaller) for n in sizes))
+    idle = jobs - len(units)
+    return (f"{len(sizes)} stack{'s' * (len(sizes) > 1)} of {'up to ' * (min(sizes) < max(sizes))}"
+            f"{max(sizes)} instances for --jobs {jobs} leave{'s' * (len(sizes) == 1)} {idle} "
+            f"worker{'s' * (idle > 1)} idle; --stack {smaller} keeps {busy} busy (the stack "
+            "size changes results by float rounding, so it does not follow --jobs)")
+
+
 def _per_task(outcome, count: int) -> list:
     """A unit's results, or its one exception for each of its ``count`` tasks."""
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
@@ -411,6 +435,9 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 units = [([t], False, _load_weights(out, t.instance)) for t in todo]
             else:
                 units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr))
+                idle = idle_workers(units, getattr(backend, "jobs", 1))
+                if idle and not report.resumed:  # advice for a run's start, not its resume
+                    bar.write(f"probmut train: {idle}", file=sys.stderr)
             for index, outcome in backend.map_unordered(train_unit, units):
                 tasks = units[index][0]
                 for task, result in zip(tasks, _per_task(outcome, len(tasks)), strict=True):
