@@ -2,6 +2,7 @@
 (or where $PROBMUT_REFERENCE points, e.g. from a git worktree)."""
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,9 +10,19 @@ import pytest
 
 from probmut.io.manifest import Manifest
 from probmut.io.populations import pair, read_population
-from probmut.train.instance import set_tensorflow_environment
+from probmut.train.instance import configure_tensorflow, set_tensorflow_environment
 
 set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    """Size TensorFlow's thread pools as `probmut train` does (one thread) before the
+    first test that may run it: whichever test comes first in a worker, the pools are
+    then those of a run (a test that imports TensorFlow itself calls
+    configure_tensorflow first, as probmut's own code does)."""
+    if "tensorflow" in sys.modules:
+        configure_tensorflow(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "raw_data"
