@@ -282,6 +282,8 @@ def idle_workers(units: list[tuple], jobs: int) -> str | None:
     if not sizes or len(units) >= jobs:
         return None
     smaller = math.ceil(max(sizes) / math.ceil(jobs / len(units)))
+    if smaller == max(sizes):  # stacks of one cannot be split further
+        return None
     busy = min(jobs, len(units) - len(sizes) + sum(math.ceil(n / smaller) for n in sizes))
     idle = jobs - len(units)
     return (f"{len(sizes)} stack{'s' * (len(sizes) > 1)} of {'up to ' * (min(sizes) < max(sizes))}"
