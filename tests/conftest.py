@@ -15,14 +15,18 @@ from probmut.train.instance import configure_tensorflow, set_tensorflow_environm
 set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
 
 
+_tensorflow_configured = False
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
-    """Size TensorFlow's thread pools as `probmut train` does (one thread) before the
-    first test that may run it: whichever test comes first in a worker, the pools are
-    then those of a run (a test that imports TensorFlow itself calls
-    configure_tensorflow first, as probmut's own code does)."""
-    if "tensorflow" in sys.modules:
+    """Once a test module has imported TensorFlow, size its thread pools as `probmut
+    train` does (one thread) before any test runs it: whichever test a worker runs
+    first, the pools are those of a run."""
+    global _tensorflow_configured
+    if not _tensorflow_configured and "tensorflow" in sys.modules:
         configure_tensorflow(1)
+        _tensorflow_configured = True
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "raw_data"
