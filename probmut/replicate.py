@@ -17,6 +17,7 @@ accuracies, settings and seed): a second run only redraws, an interrupted run re
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -162,11 +163,18 @@ def _deepcrime(manifest, out, report, bar):
                                  "p_value": result.p_value, "effect_size": result.effect_size,
                                  "killed": result.killed, "n_healthy": result.n_healthy,
                                  "n_mutant": result.n_mutant,
-                                 "note": "; ".join(str(w.message) for w in caught)})
+                                 "note": _relative_note(caught, manifest.path.parent)})
                     caught.clear()
             bar.update()
     _write_frame(pd.DataFrame(rows).set_index(["model", "mutation", "magnitude"]),
                  out / "deepcrime_table.csv", report)
+
+
+def _relative_note(caught, data_root) -> str:
+    """The warnings of one row, files named relative to the data folder, so that the
+    table is the same on every machine."""
+    prefix = f"{data_root}{os.sep}"
+    return "; ".join(str(w.message).replace(prefix, "") for w in caught)
 
 
 def _motivating(manifest, plan, out, cache, seed, report, bar):

@@ -53,6 +53,12 @@ def test_quick_parts_and_cached_rerun(tmp_path):
     # METHOD.md: DeepCrime's own instances kill 9.29, 18.57 and 30.93.
     assert row.set_index("magnitude").killed.to_dict() == {
         "3.1": False, "9.29": True, "12.38": False, "18.57": True, "30.93": True}
+    # A missing accuracy is noted with the file named inside the data folder, so the
+    # committed table does not depend on where the project is checked out.
+    notes = table.set_index(["model", "mutation", "magnitude"]).note
+    assert notes["lenet", "change_label", "3.12"] == (
+        "deepcrime_comp/results_lenet_change_label_mutated0_MP_3.12_dc.csv: no accuracy for "
+        "instance(s) [15]; dropped (a strict reading makes this an error)")
     motivating = pd.read_csv(tmp_path / "motivating_table.csv").set_index("population")
     assert motivating.loc["healthy", "pass_rate_mean"] < 0.2
     assert motivating.loc["30.93", "pass_rate_mean"] > 0.9
