@@ -23,7 +23,7 @@ Parts (``--only``, comma-separated; default all):
 
 Usage::
 
-    python scripts/bench.py                   # everything (about 20 minutes)
+    python scripts/bench.py                   # everything (about 6 minutes)
     python scripts/bench.py --only engine,mce,cli --json
 """
 
