@@ -173,6 +173,66 @@ def test_auto_stacks_small_models_trains_large_ones_alone_and_a_resume_keeps_its
     assert _stack_size(3, None, None, None, [], tmp_path / "c") == 3  # explicit wins
 
 
+def test_on_a_gpu_auto_fits_the_stack_to_its_memory_and_stacks_large_models_too(
+        tmp_path, digits, capsys, monkeypatch):
+    """With a GPU budget, auto takes as many members as fit it (at least 2, at most
+    AUTO_STACK) and does not send large models to one-at-a-time training (that rule is
+    the CPU's). The budget is patched: the decision, not the GPU, is tested here."""
+    from types import SimpleNamespace
+
+    from probmut.cli.train import _stack_size
+    from probmut.train import models, stack
+    from probmut.train.datasets import ModelDims
+
+    def auto(name, dims, budget, out):
+        monkeypatch.setattr(stack, "gpu_budget", lambda: budget)
+        spec = models.resolve_model(name, dims)
+        probe = models.build_model(spec, dims, spec.config)
+        data = SimpleNamespace(x_train=np.zeros((10, *dims.input_shape), np.float32))
+        member = stack.member_bytes(probe, spec.config.batch_size)
+        return _stack_size(None, probe, spec.config, data, [], out), member
+
+    mnist = ModelDims(input_shape=(28, 28, 1), n_outputs=10)
+    size, member = auto("deepcrime_mnist", mnist, 2**40, tmp_path / "a")
+    assert size == stack.AUTO_STACK and capsys.readouterr().err == ""
+    size, _ = auto("deepcrime_mnist", mnist, 7 * member + member // 2, tmp_path / "b")
+    assert size == 7
+    size, _ = auto("digits_cnn", digits.dims, 1, tmp_path / "c")
+    assert size == 2
+
+
+def test_gpu_budget_is_half_the_memory_nvidia_smi_reports(monkeypatch):
+    import shutil
+    import subprocess
+    from types import SimpleNamespace
+
+    import tensorflow as tf
+
+    from probmut.train import stack
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: ["GPU:0"])
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(subprocess, "run",
+                        lambda *a, **k: SimpleNamespace(stdout="16384\n16384\n"))
+    assert stack.gpu_budget() == 8 * 2**30
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(stdout="N/A\n"))
+    assert stack.gpu_budget() is None
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    assert stack.gpu_budget() is None
+
+
+def test_on_a_real_gpu_the_budget_is_read():
+    """Runs only where TensorFlow sees a GPU and nvidia-smi is installed."""
+    import shutil
+
+    tf = pytest.importorskip("tensorflow")
+    if not tf.config.list_physical_devices("GPU") or shutil.which("nvidia-smi") is None:
+        pytest.skip("no GPU here: the budget's decision is tested with a patched budget")
+    from probmut.train import stack
+
+    assert stack.gpu_budget() > 2**28  # half of any GPU's memory exceeds 256 MiB
+
+
 @pytest.mark.slow
 def test_a_run_leaving_workers_idle_says_which_stack_size_keeps_them_busy(tmp_path, capsys):
     """One population of 4 with --jobs 2 is one stack (auto): the run names --stack 2,
