@@ -141,6 +141,11 @@ def test_a_negative_seed_is_refused(capsys, command):
     refused(capsys, command, HEALTHY, MUTANT, "--seed", "-5", says="--seed: must be at least 0")
 
 
+def test_an_unknown_option_points_at_the_help_of_its_command(capsys):
+    line = refused(capsys, "kill", HEALTHY, MUTANT, "--sample", "30", says="--sample 30")
+    assert line.startswith("probmut kill: error:") and line.endswith("(see probmut kill --help)")
+
+
 def test_an_instance_id_too_large_for_int64(capsys, tmp_path):
     path = tidy(tmp_path / "big.csv", [(10**25, 0.9), (1, 0.91)])
     refused(capsys, "kill", path, MUTANT, says="instance id 10000000000000000000000000 is outside")

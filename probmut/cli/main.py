@@ -49,7 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    parser.set_defaults(commands=subparsers.choices)
     return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments; an unknown option is reported by the command it was given to, so
+    that the message points at that command's help (``probmut kill --help``)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        owner = args.commands.get(args.command, parser)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
@@ -66,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; no display needed
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except SystemExit as stop:  # --help, --version, or a bad option (already reported)
         return int(stop.code or 0)
     if args.command is None:
