@@ -1,6 +1,11 @@
 """Stacked training (--stack): a member computes what it would alone, has its own data,
 and stacks resume, reproduce and fall back like single instances."""
 
+import os
+import platform
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -9,12 +14,13 @@ pytestmark = pytest.mark.train
 
 def tiny_cnn(input_shape, n_classes):
     """Every stacked layer kind, no dropout: one- and many-channel convolutions, strides,
-    valid and same padding, pooling, flatten, dense."""
+    dilation, valid and same padding, pooling, flatten, dense."""
     from keras import Sequential, layers
 
     return Sequential([
         layers.Input(input_shape),
         layers.Conv2D(4, 3, padding="same", activation="relu"),
+        layers.Conv2D(4, 3, dilation_rate=2, padding="same", activation="relu"),
         layers.MaxPooling2D(2),
         layers.Conv2D(6, 3, strides=2, activation="relu"),
         layers.Flatten(),
@@ -40,11 +46,19 @@ def digits():
     return load_dataset("digits")
 
 
-def test_a_member_trains_exactly_as_the_same_instance_alone(digits):
+@pytest.mark.parametrize("grouped", [True, False], ids=["grouped-conv", "patch-conv"])
+def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch, grouped):
     """Stack of 3 vs Keras' own train_on_batch on each member from the same start and
     data order: same initial weights bit for bit, same trained weights up to float
-    rounding (14 Adam steps move the weights by about 0.1; rounding leaves ~1e-6)."""
+    rounding (14 Adam steps move the weights by about 0.1; rounding leaves ~1e-6). Both
+    ways of stacking a convolution: one grouped convolution, and (where TensorFlow
+    cannot train that) depthwise and patch-matrix convolutions."""
     from probmut.train import models
+    from probmut.train import stack as stacking
+
+    if grouped and not stacking.grouped_convolution_trains():
+        pytest.skip("this TensorFlow cannot train a grouped convolution (oneDNN is off)")
+    monkeypatch.setattr(stacking, "grouped_convolution_trains", lambda: grouped)
     from probmut.train.stack import StackedModel, _member_models, data_order, fit_stack
 
     spec = models.ModelSpec(lambda dims: tiny_cnn(dims.input_shape, dims.n_outputs),
@@ -68,6 +82,21 @@ def test_a_member_trains_exactly_as_the_same_instance_alone(digits):
         moved = max(np.abs(a - b).max() for a, b in zip(member, start[k], strict=True))
         differ = max(np.abs(a - b).max() for a, b in zip(member, alone.get_weights(), strict=True))
         assert moved > 0.05 and differ < 2e-5, (moved, differ)
+
+
+@pytest.mark.parametrize("onednn, trains", [("1", True), ("0", False)])
+def test_grouped_convolutions_are_used_exactly_where_tensorflow_trains_them(onednn, trains):
+    """oneDNN's CPU kernels train a grouped convolution; TensorFlow's own refuse its
+    gradient, and the probe then sends stacks to patch matrices (tested above)."""
+    if trains and platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("oneDNN's grouped convolution gradient is checked on x86-64 only")
+    probe = ("from probmut.train.instance import configure_tensorflow\n"
+             "configure_tensorflow(1)\n"
+             "from probmut.train.stack import grouped_convolution_trains\n"
+             "print(grouped_convolution_trains())\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": onednn}, check=True)
+    assert result.stdout.split()[-1] == str(trains), result.stderr[-2000:]
 
 
 def test_each_member_gets_its_own_mutated_training_set(digits):

@@ -12,8 +12,10 @@ one Keras does when it trains that instance alone:
   (a fresh permutation per epoch from its own seed), in batches of ``batch_size`` with
   a smaller last batch, as ``model.fit(shuffle=True)`` does;
 * layers: a Dense layer is a batched matrix product ``(K, B, in) @ (K, in, out)``; a
-  Conv2D layer is a depthwise convolution when it has one input channel and otherwise
-  an image-patch matrix (``extract_patches``) times the member's kernel, both exactly a
+  Conv2D layer is one grouped convolution whose group k is member k (the members'
+  channels side by side), where TensorFlow trains one (oneDNN's CPU kernels, cuDNN),
+  else a depthwise convolution when it has one input channel and otherwise an
+  image-patch matrix (``extract_patches``) times the member's kernel, each exactly a
   convolution; weightless per-sample layers (pooling, flatten, activations, ...) run
   on the K x B samples at once; Dropout draws each member's masks from its own seed;
 * loss: the sum over members of each member's mean loss over its batch, so the
@@ -42,6 +44,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 
@@ -59,7 +62,12 @@ CPU_BUDGET = 8 * 2**30
 # runs of ``scripts/bench_train.py --crossover`` with oneDNN's kernels: digits_cnn at
 # batch 32 (22 MFLOP) stacked 2.08x / 2.14x as fast as alone, batch 128 (89 MFLOP)
 # 2.01x / 1.62x, batch 256 (179 MFLOP) 0.87x / 0.86x, deepcrime_mnist at batch 16
-# (1.2 GFLOP) 0.74x / 0.59x.
+# (1.2 GFLOP) 0.74x / 0.59x. With grouped convolutions (another machine, AMD EPYC with
+# AVX-512, two runs) the stacked step is faster at 89 MFLOP and above (stacked ms per
+# instance-step 1.21 / 1.20 against 1.83 with patch matrices at 89, 2.41 / 2.52 against
+# 3.57 at 179, 14.5 / 13.9 against 20.6 for deepcrime_mnist): the crossover moves up,
+# but patch matrices remain where TensorFlow cannot train a grouped convolution, so
+# the threshold stays where both ways win.
 CPU_STEP_FLOPS = 100e6
 # Optimizers whose update of a weight reads only that weight, its gradient and its
 # own slots (moments, accumulators): on stacked weights, each member's own optimiser.
@@ -179,7 +187,9 @@ def population_problem(model_name: str, dataset, config: models.TrainConfig) -> 
 
 def sample_floats(model) -> int:
     """Floats one sample occupies in a stacked forward pass: every layer's output, plus
-    the image patches of each convolution computed as a patch matrix."""
+    the image patches of each convolution as if computed as a patch matrix (counted
+    also where a grouped convolution needs none, so that the stack size does not depend
+    on which kernels this TensorFlow has)."""
     total = 0
     for layer in model.layers:
         if type(layer).__name__ == "InputLayer":
@@ -326,14 +336,56 @@ def _per_sample(layer, x):
     return _unmerge(layer(_merge(x)), x.shape[0])
 
 
+@functools.cache
+def grouped_convolution_trains() -> bool:
+    """Whether this TensorFlow trains a grouped convolution (an input of G x C channels,
+    a kernel of C input channels): oneDNN's CPU kernels and cuDNN do; TensorFlow's own
+    CPU kernels compute its forward pass but refuse its gradient."""
+    import tensorflow as tf
+
+    images, kernel, strides = [1, 3, 3, 2], [3, 3, 1, 2], [1, 1, 1, 1]
+
+    @tf.function  # as a training step runs it: a graph
+    def gradient():  # its two kernels, called directly (see below); returned, so kept
+        return (tf.raw_ops.Conv2DBackpropInput(input_sizes=images, filter=tf.ones(kernel),
+                                               out_backprop=tf.ones(images), strides=strides,
+                                               padding="SAME"),
+                tf.raw_ops.Conv2DBackpropFilter(input=tf.ones(images), filter_sizes=kernel,
+                                                out_backprop=tf.ones(images), strides=strides,
+                                                padding="SAME"))
+
+    # init_scope: run now, also when first asked while a step is being traced (a
+    # gradient tape records nothing there, hence the kernels called directly)
+    with tf.init_scope():
+        try:
+            gradient()
+        except tf.errors.OpError:
+            return False
+    return True
+
+
 def _conv2d(x, kernel, bias, layer):
-    """Member k's 2-D convolution of x[k] (K, B, H, W, C) with kernel[k] (K, h, w, C, O)."""
+    """Member k's 2-D convolution of x[k] (K, B, H, W, C) with kernel[k] (K, h, w, C, O):
+    one grouped convolution whose group k is member k, where TensorFlow trains one
+    (:func:`grouped_convolution_trains`); else a depthwise convolution for one input
+    channel and an image-patch matrix times each member's kernel otherwise."""
     import tensorflow as tf
 
     size, channels, filters = x.shape[0], x.shape[-1], kernel.shape[-1]
     (kh, kw), strides = layer.kernel_size, [1, *layer.strides, 1]
     rates, padding = [1, *layer.dilation_rate, 1], layer.padding.upper()
-    if channels == 1 and tuple(layer.dilation_rate) == (1, 1):
+    if grouped_convolution_trains():
+        # members side by side on the channel axis: (B, H, W, K * C), member-major
+        shape = tf.shape(x)
+        images = tf.reshape(tf.transpose(x, [1, 2, 3, 0, 4]),
+                            [shape[1], shape[2], shape[3], size * channels])
+        filt = tf.reshape(tf.transpose(kernel, [1, 2, 3, 0, 4]),
+                          [kh, kw, channels, size * filters])
+        y = tf.nn.conv2d(images, filt, strides, padding, dilations=rates)
+        shape = tf.shape(y)
+        y = tf.reshape(y, [shape[0], shape[1], shape[2], size, filters])
+        y = tf.transpose(y, [3, 0, 1, 2, 4])
+    elif channels == 1 and tuple(layer.dilation_rate) == (1, 1):
         # one input channel: member k is channel k of a depthwise convolution
         images = tf.transpose(x[..., 0], [1, 2, 3, 0])  # (B, H, W, K)
         filt = tf.transpose(kernel[:, :, :, 0, :], [1, 2, 0, 3])  # (h, w, K, O)
