@@ -336,6 +336,15 @@ def _per_sample(layer, x):
     return _unmerge(layer(_merge(x)), x.shape[0])
 
 
+def _members_from_channels(y, size, filters):
+    """(B, H, W, K * O), member-major channels -> (K, B, H, W, O)."""
+    import tensorflow as tf
+
+    shape = tf.shape(y)
+    return tf.transpose(tf.reshape(y, [shape[0], shape[1], shape[2], size, filters]),
+                        [3, 0, 1, 2, 4])
+
+
 @functools.cache
 def grouped_convolution_trains() -> bool:
     """Whether this TensorFlow trains a grouped convolution (an input of G x C channels,
@@ -381,18 +390,14 @@ def _conv2d(x, kernel, bias, layer):
                             [shape[1], shape[2], shape[3], size * channels])
         filt = tf.reshape(tf.transpose(kernel, [1, 2, 3, 0, 4]),
                           [kh, kw, channels, size * filters])
-        y = tf.nn.conv2d(images, filt, strides, padding, dilations=rates)
-        shape = tf.shape(y)
-        y = tf.reshape(y, [shape[0], shape[1], shape[2], size, filters])
-        y = tf.transpose(y, [3, 0, 1, 2, 4])
+        y = _members_from_channels(tf.nn.conv2d(images, filt, strides, padding,
+                                                dilations=rates), size, filters)
     elif channels == 1 and tuple(layer.dilation_rate) == (1, 1):
         # one input channel: member k is channel k of a depthwise convolution
         images = tf.transpose(x[..., 0], [1, 2, 3, 0])  # (B, H, W, K)
         filt = tf.transpose(kernel[:, :, :, 0, :], [1, 2, 0, 3])  # (h, w, K, O)
-        y = tf.nn.depthwise_conv2d(images, filt, strides, padding)  # (B, H', W', K * O)
-        shape = tf.shape(y)
-        y = tf.reshape(y, [shape[0], shape[1], shape[2], size, filters])
-        y = tf.transpose(y, [3, 0, 1, 2, 4])
+        y = _members_from_channels(tf.nn.depthwise_conv2d(images, filt, strides, padding),
+                                   size, filters)
     else:
         patches = tf.image.extract_patches(_merge(x), [1, kh, kw, 1], strides, rates, padding)
         shape = tf.shape(patches)  # (K * B, H', W', h * w * C), ordered (h, w, C)
