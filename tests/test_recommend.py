@@ -12,7 +12,7 @@ from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
 from probmut.posterior import PosteriorSettings
-from probmut.recommend import _fresh_instances, recommend
+from probmut.recommend import LEVEL, _fresh_instances, recommend
 
 from .conftest import RAW, ROOT
 
@@ -215,6 +215,14 @@ def test_pilot_validation_quick_run_reports_every_part_reproducibly(tmp_path):
     for heading in ("## (a)", "## (b)", "## (c)", "## (d)", "## (e)", "## Targets"):
         assert heading in first.stdout
     summary = json.loads((tmp_path / "pilot_validation.json").read_text())["summary"]
+    # the levels table's columns for all models, at the default level, are table (a)'s
+    rows = [line.split(" | ") for line in first.stdout.splitlines()
+            if line.startswith(f"| {LEVEL} | ")]
+    for row in rows:
+        cell = summary["verdicts"][f"{row[1]} all 77"]
+        assert row[6] == f"{cell['settled'] / cell['pilots']:.1%}"
+        assert row[7].rstrip(" |") == f"{cell['agree'] / max(cell['settled'], 1):.1%}"
+    assert len(rows) == 2
     assert {key.split(" ", 1)[1] for key in summary["normal_floor"]} == {
         "real (a, b)", "normal, one population of 200 (as a, b)", "normal, fresh populations"}
     again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
