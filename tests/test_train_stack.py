@@ -14,7 +14,9 @@ pytestmark = pytest.mark.train
 
 def tiny_cnn(input_shape, n_classes):
     """Every stacked layer kind, no dropout: one- and many-channel convolutions, strides,
-    dilation, valid and same padding, pooling, flatten, dense."""
+    dilation, valid and same padding, pooling, flatten, dense; between convolutions
+    layers that run on the members' channels side by side (pooling, an elementwise
+    activation) and one that cannot (a softmax over the channels)."""
     from keras import Sequential, layers
 
     return Sequential([
@@ -22,6 +24,8 @@ def tiny_cnn(input_shape, n_classes):
         layers.Conv2D(4, 3, padding="same", activation="relu"),
         layers.Conv2D(4, 3, dilation_rate=2, padding="same", activation="relu"),
         layers.MaxPooling2D(2),
+        layers.Activation("tanh"),
+        layers.Conv2D(5, 1, activation="softmax"),
         layers.Conv2D(6, 3, strides=2, activation="relu"),
         layers.Flatten(),
         layers.Dense(8, activation="tanh"),
