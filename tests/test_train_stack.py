@@ -50,13 +50,17 @@ def digits():
     return load_dataset("digits")
 
 
-@pytest.mark.parametrize("grouped", [True, False], ids=["grouped-conv", "patch-conv"])
-def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch, grouped):
+@pytest.mark.parametrize("grouped, optimizer", [(True, "adam"), (False, "adam"),
+                                                (True, "rmsprop")],
+                         ids=["grouped-conv", "patch-conv", "grouped-conv-rmsprop"])
+def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch, grouped,
+                                                             optimizer):
     """Stack of 3 vs Keras' own train_on_batch on each member from the same start and
     data order: same initial weights bit for bit, same trained weights up to float
     rounding (14 Adam steps move the weights by about 0.1; rounding leaves ~1e-6). Both
     ways of stacking a convolution: one grouped convolution, and (where TensorFlow
-    cannot train that) depthwise and patch-matrix convolutions."""
+    cannot train that) depthwise and patch-matrix convolutions; Adam through
+    TensorFlow's fused kernel, RMSprop through Keras' own update."""
     from probmut.train import models
     from probmut.train import stack as stacking
 
@@ -66,7 +70,8 @@ def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch,
     from probmut.train.stack import StackedModel, _member_models, data_order, fit_stack
 
     spec = models.ModelSpec(lambda dims: tiny_cnn(dims.input_shape, dims.n_outputs),
-                            models.TrainConfig(epochs=2, batch_size=32, learning_rate=1e-2),
+                            models.TrainConfig(epochs=2, batch_size=32, learning_rate=1e-2,
+                                               optimizer=optimizer),
                             "tiny")
     x, y, seeds = digits.x_train[:200], digits.y_train[:200], [11, 22, 33]
     built = _member_models(spec, digits, spec.config, seeds)
@@ -86,6 +91,32 @@ def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch,
         moved = max(np.abs(a - b).max() for a, b in zip(member, start[k], strict=True))
         differ = max(np.abs(a - b).max() for a, b in zip(member, alone.get_weights(), strict=True))
         assert moved > 0.05 and differ < 2e-5, (moved, differ)
+
+
+def test_only_a_plain_adam_takes_the_fused_update(digits):
+    """Adam with an option the fused kernel does not have (AMSGrad, weight decay,
+    clipping, a schedule), and every other optimizer, keep Keras' own update."""
+    import keras
+
+    from probmut.train import models
+    from probmut.train.stack import _fused_adam
+
+    weights = [keras.Variable(np.zeros((2, 3), "float32"))]
+
+    def fused(optimizer, **options):
+        if not isinstance(optimizer, keras.optimizers.Optimizer):
+            optimizer = models.make_optimizer(models.TrainConfig(
+                epochs=1, batch_size=8, optimizer=optimizer, **options))
+        optimizer.build(weights)
+        return _fused_adam(optimizer, weights) is not None
+
+    assert fused("adam") and fused("adam", learning_rate=0.01)
+    assert not fused({"class_name": "Adam", "config": {"amsgrad": True}})
+    assert not fused({"class_name": "Adam", "config": {"weight_decay": 0.01}})
+    assert not fused("adam", clip=("value", 1.0))
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=10, decay_rate=0.9)
+    assert not fused(keras.optimizers.Adam(learning_rate=schedule))
+    assert not fused("sgd") and not fused("adamw") and not fused("rmsprop")
 
 
 @pytest.mark.parametrize("onednn, trains", [("1", True), ("0", False)])

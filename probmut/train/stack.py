@@ -488,6 +488,43 @@ def data_order(seed: int, n: int, epochs: int) -> np.ndarray:
     return np.stack([rng.permutation(n) for _ in range(epochs)])
 
 
+def _fused_adam(optimizer, variables):
+    """For a plain Keras Adam (no AMSGrad, weight decay, moving average, clipping, loss
+    scaling, accumulation or schedule), its update of ``variables`` as TensorFlow's fused
+    Adam kernel: one pass over each weight and its two moments instead of Keras' ten
+    elementwise operations, which on a stack's weights cost a fifth of a digits_cnn step.
+    The same update as Keras' (epsilon outside the square root, the step's bias
+    corrections in the learning rate), equal up to float rounding; Keras' own slots and
+    step counter are the state. None for any other optimizer."""
+    import keras
+    import tensorflow as tf
+
+    schedule = keras.optimizers.schedules.LearningRateSchedule
+    if not (type(optimizer) is keras.optimizers.Adam and not optimizer.amsgrad
+            and optimizer.weight_decay is None and not optimizer.use_ema
+            and optimizer.clipnorm is None and optimizer.clipvalue is None
+            and optimizer.global_clipnorm is None and optimizer.loss_scale_factor is None
+            and not optimizer.gradient_accumulation_steps
+            and not isinstance(optimizer._learning_rate, schedule)):
+        return None
+    slots = [(optimizer._momentums[optimizer._get_variable_index(v)],
+              optimizer._velocities[optimizer._get_variable_index(v)]) for v in variables]
+    beta_1, beta_2, epsilon = (tf.constant(value, tf.float32) for value in
+                               (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon))
+
+    def update(gradients):
+        step = tf.cast(optimizer.iterations + 1, tf.float32)
+        rate = tf.cast(optimizer.learning_rate, tf.float32)
+        for variable, (m, v), gradient in zip(variables, slots, gradients, strict=True):
+            tf.raw_ops.ResourceApplyAdam(
+                var=variable.handle, m=m.handle, v=v.handle, beta1_power=beta_1 ** step,
+                beta2_power=beta_2 ** step, lr=rate, beta1=beta_1, beta2=beta_2,
+                epsilon=epsilon, grad=gradient)
+        optimizer.iterations.assign_add(1)
+
+    return update
+
+
 def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
               config: models.TrainConfig, orders: list[np.ndarray]):
     """Train ``stack`` in place: member k on ``(xs[k], ys[k])`` in the order ``orders[k]``
@@ -512,6 +549,8 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
     optimizer = models.make_optimizer(config)
     variables = stack.variables
     optimizer.build(variables)
+    update = _fused_adam(optimizer, variables) or functools.partial(optimizer.apply,
+                                                                    trainable_variables=variables)
     rows_spec = tf.TensorSpec([size, None], tf.int64)  # one trace for every batch size
 
     @tf.function(input_signature=[rows_spec, rows_spec, tf.TensorSpec([], tf.int64)])
@@ -520,7 +559,7 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
         with tf.GradientTape() as tape:
             per_member = tf.reduce_mean(loss_fn(y, stack(x, True, number)), axis=1)
             total = tf.reduce_sum(per_member)  # d total / d member k = its own mean loss
-        optimizer.apply(tape.gradient(total, variables), variables)
+        update(tape.gradient(total, variables))
         return per_member
 
     history = np.zeros((size, config.epochs))
