@@ -87,10 +87,13 @@ PER_SAMPLE_LAYERS = {
 # (Activation only with an elementwise function: :data:`ELEMENTWISE_ACTIVATIONS`.)
 CHANNELWISE_LAYERS = {"Activation", "ReLU", "LeakyReLU", "ELU", "Identity", "MaxPooling2D",
                       "AveragePooling2D", "ZeroPadding2D", "Cropping2D", "UpSampling2D"}
-# Activation functions (by name) that compute each value on its own.
-ELEMENTWISE_ACTIVATIONS = {"linear", "relu", "relu6", "leaky_relu", "elu", "selu", "gelu",
-                           "silu", "swish", "mish", "sigmoid", "hard_sigmoid", "hard_silu",
-                           "tanh", "softplus", "softsign", "exponential"}
+# Keras' activation functions (by their __name__) that compute each value on its own
+# (not softmax, log_softmax, sparsemax or glu, which combine the channels).
+ELEMENTWISE_ACTIVATIONS = {"linear", "relu", "relu6", "leaky_relu", "elu", "selu", "celu",
+                           "gelu", "silu", "mish", "sigmoid", "hard_sigmoid", "hard_silu",
+                           "sparse_sigmoid", "tanh", "hard_tanh", "tanh_shrink", "softplus",
+                           "sparse_plus", "squareplus", "softsign", "soft_shrink",
+                           "hard_shrink", "threshold", "exponential"}
 
 
 # ---------------------------------------------------------------- what can be stacked
