@@ -518,11 +518,11 @@ def _fused_adam(optimizer, variables):
     def update(gradients):
         step = tf.cast(optimizer.iterations + 1, tf.float32)
         rate = tf.cast(optimizer.learning_rate, tf.float32)
+        powers = {"beta1_power": beta_1 ** step, "beta2_power": beta_2 ** step}  # once a step
         for variable, (m, v), gradient in zip(variables, slots, gradients, strict=True):
-            tf.raw_ops.ResourceApplyAdam(
-                var=variable.handle, m=m.handle, v=v.handle, beta1_power=beta_1 ** step,
-                beta2_power=beta_2 ** step, lr=rate, beta1=beta_1, beta2=beta_2,
-                epsilon=epsilon, grad=gradient)
+            tf.raw_ops.ResourceApplyAdam(var=variable.handle, m=m.handle, v=v.handle, lr=rate,
+                                         beta1=beta_1, beta2=beta_2, epsilon=epsilon,
+                                         grad=gradient, **powers)
         optimizer.iterations.assign_add(1)
 
     return update
