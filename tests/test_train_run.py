@@ -279,3 +279,28 @@ def same_but_seconds(first, second):
     """Two populations' records agree in everything but the measured seconds."""
     strip = lambda records: [repr(dataclasses.replace(r, seconds=0.0)) for r in records]  # noqa: E731
     return strip(first) == strip(second)
+
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
+    """A KeyboardInterrupt raised inside a finalizer (TensorFlow runs many) is only
+    printed by Python; the run remembers the Ctrl-C and stops after the unit, quietly."""
+    from probmut.train.run import _Interrupts
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is handled by the test runner here")
+    printed = []  # what Python would print as "Exception ignored in ..."
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)
+
+    class Finalized:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+
+    interrupts = _Interrupts()
+    try:
+        Finalized()  # collected at once: the KeyboardInterrupt is raised in __del__
+        assert interrupts.requested
+    finally:
+        interrupts.restore()
+    assert printed == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.unraisablehook == printed.append

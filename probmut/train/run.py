@@ -23,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -386,6 +388,36 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                            f"({error}); wait for it to finish or give another --out") from None
 
 
+class _Interrupts:
+    """Ctrl-C stops a run even when TensorFlow swallows it: a KeyboardInterrupt raised
+    inside a finalizer (TensorFlow runs many) is only printed as "Exception ignored", so
+    SIGINT is also remembered (``requested``, which the run checks after each unit), and
+    such a swallowed KeyboardInterrupt is not printed. Only in the main thread, and only
+    over Python's own SIGINT handler; :meth:`restore` puts back what was there."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handler), sys.unraisablehook
+            sys.unraisablehook = self._unraisable
+
+    def _handler(self, signum, frame):
+        self.requested = True
+        raise KeyboardInterrupt
+
+    def _unraisable(self, info):
+        if not issubclass(info.exc_type, KeyboardInterrupt):
+            self._previous[1](info)
+
+    def restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous[0])
+            sys.unraisablehook = self._previous[1]
+            self._previous = None
+
+
 def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
     """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
     loaded = _load_record(out, task.population, task.instance)
@@ -430,6 +462,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
+    interrupts = _Interrupts()
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
@@ -463,7 +496,10 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 bar.set_postfix(done=report.trained, failed=len(report.failures),
                                 left=bar.total - bar.n - len(tasks), refresh=False)
                 bar.update(len(tasks))
+                if interrupts.requested:
+                    raise KeyboardInterrupt
     finally:
+        interrupts.restore()
         bar.close()
         report.seconds = time.perf_counter() - start
         for stem in populations:
