@@ -127,6 +127,10 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     process.wait()
     before = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")}
     assert 2 <= len(before) < 6
+    # the manifest, written before training, knows the population is not written yet
+    unfinished = probmut("symptoms", out, "--no-plot", check=False)
+    assert unfinished.returncode == 2
+    assert "resume: healthy has 0 of 6 instances (the run stopped early" in unfinished.stderr
 
     result = probmut("train", *stacked, "--instances", 6, "--out", out)
     assert f"trained {6 - len(before)} instances" in result.stdout
@@ -138,6 +142,52 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     assert not list(out.rglob("*.tmp"))
     again = probmut("train", *stacked, "--instances", 6, "--out", out)
     assert "trained 0 instances" in again.stdout and "6 were already done" in again.stdout
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_path):
+    """Ctrl-C in the middle of a run (issue 32): the analyses name each population short
+    of its target, --strict refuses, the JSON says so; the same command finishes the run
+    and the analyses read it as complete."""
+    pytest.importorskip("tensorflow")
+    out = tmp_path / "rs3"
+    train = ["train", *FAST, "--instances", 6, "--stack", 1,
+             "--mutation", "delete_training_data:10,50", "--out", out]
+    process = subprocess.Popen([sys.executable, "-m", "probmut", *map(str, train)], cwd=REPO,
+                               env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    second = out / ".work" / "delete_training_data_50" / "00001.npz"  # 2 of each population
+    deadline = time.monotonic() + 300
+    while not second.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "interrupted; completed work is kept" in stderr
+    counts = {stem: len(read_population(out / f"{stem}.csv")[1])
+              for stem in ["healthy", "delete_training_data_10", "delete_training_data_50"]}
+    assert all(2 <= n < 6 for n in counts.values()), counts
+
+    by_name = ["--manifest", out / "manifest.toml", "--model", "rs3",
+               "--mutation", "delete_training_data"]
+    result = probmut("kill", *by_name, "--json")
+    assert [line.removeprefix("probmut: warning: ") for line in result.stderr.splitlines()
+            if "stopped early" in line] == [
+        f"rs3: {stem} has {n} of 6 instances (the run stopped early: rerun the same "
+        "`probmut train` command to finish it)" for stem, n in counts.items()]
+    document = json.loads(result.stdout)
+    assert document["complete"] is False
+    assert {e["population"]: e["instances"] for e in document["completeness"]} == counts
+    strict = probmut("kill", *by_name, "--strict", check=False)
+    assert strict.returncode == 2 and strict.stdout == ""
+    assert "probmut kill: error: rs3: healthy has" in strict.stderr
+
+    probmut(*train)  # the same command finishes the run
+    finished = probmut("kill", *by_name, "--json", "--strict")
+    assert "stopped early" not in finished.stderr
+    document = json.loads(finished.stdout)
+    assert document["complete"] is True
+    assert [e["instances"] for e in document["completeness"]] == [6, 6, 6]
 
 
 @pytest.mark.slow

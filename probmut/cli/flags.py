@@ -14,7 +14,6 @@ import sys
 
 from probmut.errors import ProbmutError
 from probmut.io.manifest import Manifest
-from probmut.results import dumps
 
 
 def add_flag_arguments(parser) -> None:
@@ -73,7 +72,7 @@ def with_flags(document: dict, flags) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class Flagged:
-    """A printable result (``__str__``, ``to_json``) with its populations' flags."""
+    """A printable result (``__str__``, ``to_dict``) with its populations' flags."""
 
     result: object
     flags: dict | None
@@ -81,5 +80,5 @@ class Flagged:
     def __str__(self) -> str:
         return str(self.result) + flags_note(self.flags)
 
-    def to_json(self) -> str:
-        return dumps(with_flags(self.result.to_dict(), self.flags))
+    def to_dict(self) -> dict:
+        return with_flags(self.result.to_dict(), self.flags)

@@ -83,8 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from probmut.io.populations import noting_completeness
+
     try:
-        return int(args.func(args) or 0)
+        with noting_completeness():  # the JSON output says whether the runs read are complete
+            return int(args.func(args) or 0)
     except ProbmutError as error:
         hint = f" ({flag(error.option)})" if error.option else ""
         print(f"probmut {args.command}: error: {error}{hint}", file=sys.stderr)

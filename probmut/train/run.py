@@ -44,7 +44,7 @@ from probmut.io.atomic import (
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
-from probmut.io.populations import write_instances
+from probmut.io.populations import IncompleteRunWarning, write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
 from probmut.train.backends import InstanceTimeout
 from probmut.train.flags import Flags
@@ -304,7 +304,9 @@ def population_flags(out: Path, population: str, instances: int, dataset,
     """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
     # crashed and timed-out instances were never scored: not counted either way
     path = out / f"{population}.outcomes.npz"
-    _, correct, labels = load_outcomes(path, keep_failed=True)
+    with warnings.catch_warnings():  # an interrupted run is short here: the analyses say so
+        warnings.simplefilter("ignore", IncompleteRunWarning)
+        _, correct, labels = load_outcomes(path, keep_failed=True)
     correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
                                dtype=bool)]
     records = []
@@ -457,6 +459,8 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys))
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
+    # the targets first: a run stopped at any moment from here on is known as unfinished
+    _write_manifest(out, name, settings, mutations, targets, provenance)
     bar = progress_bar(len(todo_keys), f"train {name}", enabled=progress, unit="instance")
     if report.resumed and note_resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
@@ -508,14 +512,21 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         report.counts = {stem: report.counts[stem] for stem in populations}
         report.flags = {stem: population_flags(out, stem, targets[stem], dataset, m)
                         for stem, m in populations.items() if report.counts[stem]}
-        cfg = settings.config
-        add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
-                        f"{settings.model} on {settings.dataset}, {max(targets.values())} "
-                        "instances, "
-                        f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
-                        "(probmut train)",
-                        [(m.operator.name, m.magnitude, m.operator.paired,
-                          list(report.flags[m.stem].flags) if m.stem in report.flags else [])
-                         for m in mutations],
-                        data=provenance)
+        _write_manifest(out, name, settings, mutations, targets, provenance, report.flags)
     return report
+
+
+def _write_manifest(out: Path, name: str, settings: RunSettings, mutations, targets: dict,
+                    provenance: dict, flags: dict[str, Flags] | None = None) -> None:
+    """Add the run's populations to ``OUT/manifest.toml`` with their targets (instances
+    per population) and, once assembled, their ``flags`` (population stem -> Flags)."""
+    cfg = settings.config
+    add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
+                    f"{settings.model} on {settings.dataset}, {max(targets.values())} instances, "
+                    f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
+                    "(probmut train)",
+                    [(m.operator.name, m.magnitude, m.operator.paired,
+                      *([] if flags is None else
+                        [list(flags[m.stem].flags) if m.stem in flags else []]))
+                     for m in mutations],
+                    data=provenance, targets={f"{stem}.csv": n for stem, n in targets.items()})
