@@ -8,6 +8,9 @@ once, as the run will, and refuses what cannot produce a valid model with one li
 
 * the target layer fits the operator and the model's task (:func:`~probmut.train.operators.bind`);
 * class targets exist in the data; operators that need a validation set have one;
+* a data-level mutant leaves training data to learn from: samples, finite values and, for
+  a classifier, two classes or more (checked on one draw: how many samples of each class
+  an operator keeps does not depend on it);
 * a training-level mutant builds and gives a finite loss on a batch of training data;
 * a model-level mutant applied to an untrained copy of the model gives finite outputs.
 
@@ -25,7 +28,7 @@ import dataclasses
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.datasets import n_rows, take
+from probmut.train.datasets import check_training_set, n_rows, take
 from probmut.train.operators import Mutation, bind
 from probmut.train.tasks import TASKS
 
@@ -77,6 +80,7 @@ def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
         if operator.level == "data":
             x, y = operator.apply(data.x_train, data.y_train, data.n_classes, params,
                                   np.random.default_rng(0), data.task)
+            check_training_set(label, x, y, data.task, "mutated training set")
             if n_rows(x) == n_rows(data.x_train) and np.array_equal(y, data.y_train) and all(
                     np.array_equal(a, b) for a, b in zip(
                         x if isinstance(x, tuple) else (x,),
