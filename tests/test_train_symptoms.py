@@ -215,3 +215,59 @@ def test_coverage_needs_saved_models(tmp_path, capsys):
     (tmp_path / "manifest.toml").write_text('[models.x]\nhealthy = "healthy.csv"\n')
     assert main(["coverage", str(tmp_path), "--no-plot"]) == 2
     assert "--save-models" in capsys.readouterr().err
+
+
+@pytest.fixture
+def model_folder(tmp_path):
+    """A folder of two files named as models (their content is not read before the
+    checks below)."""
+    folder = tmp_path / "models" / "healthy"
+    folder.mkdir(parents=True)
+    for i in range(2):
+        (folder / f"{i:05d}.keras").write_bytes(b"PK")
+    return folder
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["{m}/00000.keras", "{m}/00000.keras", "--out", "{t}/p.csv"],
+     "{m}/00000.keras: given twice; each model file is one instance, name it once"),
+    (["{m}", "{m}/00001.keras", "--out", "{t}/p.csv"], "{m}/00001.keras: given twice"),
+    (["{m}/00000.keras", "{m}/../healthy/00000.keras", "--out", "{t}/p.csv"],
+     "{m}/../healthy/00000.keras: given twice (as {m}/00000.keras)"),
+    (["{m}/00000.keras", "--out", "{t}"],
+     "{t}: is a directory; give a file name for the population file (--out)"),
+    (["{m}/00000.keras", "--out", "{t}/" + "p" * 300 + ".csv"], "File name too long"),
+    (["{m}/00000.keras", "--out", "{t}/" + "p" * 246 + ".csv"],
+     "p.outcomes.npz: File name too long"),  # the CSV's name fits, its outcomes file's not
+    (["{m}", "--manifest", "{t}"], "{t}: is a directory; give a file name for the manifest"),
+])
+def test_evaluate_refuses_what_it_cannot_score_or_write(tmp_path, capsys, model_folder, argv,
+                                                        says):
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    fill = {"m": model_folder, "t": tmp_path}
+    assert main(["evaluate", *(a.format(**fill) for a in argv), "--dataset", "digits"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("probmut evaluate: error: "), err
+    assert says.format(**fill) in err[0], err[0]
+    assert not list(tmp_path.glob("p*"))  # nothing written
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"", "the file is empty"),
+    (b"random bytes, not a zip archive",
+     "not a .keras model (a .keras file is a zip archive; this one is damaged or another kind "
+     "of file)"),
+])
+def test_evaluate_says_what_is_wrong_with_a_damaged_model_file(tmp_path, capsys, content, says):
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    model = tmp_path / "m.keras"
+    model.write_bytes(content)
+    assert main(["evaluate", str(model), "--dataset", "digits", "--out", str(tmp_path / "p.csv"),
+                 "--quiet"]) == 1  # a model that cannot be scored is a crashed instance
+    assert f"1 model failed (recorded in the population files):\n  {model}: crashed: {says}" \
+        in capsys.readouterr().err
+    assert [(r.status, r.error) for r in read_instances(tmp_path / "p.csv")] == [("crashed", says)]

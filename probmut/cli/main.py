@@ -3,7 +3,8 @@
 Each feature module registers its own subcommands through a ``register(subparsers)``
 function listed in ``_COMMAND_MODULES``; a handler returns the exit code. Bad input
 (a bad option value, or :class:`probmut.errors.ProbmutError` from anywhere below) is
-reported in one line without a traceback, with exit code 2.
+reported in one line without a traceback, with exit code 2; so is an operating-system
+error on a named file (a name too long, a folder where a file is wanted, no permission).
 """
 
 from __future__ import annotations
@@ -101,3 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         # /dev/null so that the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except OSError as error:
+        if error.filename is None:  # not about a file: unexpected, keep the traceback
+            raise
+        # a file name too long, a folder where a file is wanted, no permission, ...
+        print(f"probmut {args.command}: error: {error.filename}: {error.strerror}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -189,7 +189,8 @@ def check_keras_name(mutation: Mutation) -> None:
     try:
         getattr(keras, kind).get(mutation.params["name"])
     except (ValueError, TypeError):
-        raise ProbmutError(f"{mutation.label}: unknown Keras {kind[:-1]} "
+        singular = "loss" if kind == "losses" else kind.removesuffix("s")
+        raise ProbmutError(f"{mutation.label}: unknown Keras {singular} "
                            f"{mutation.params['name']!r} (see keras.{kind})") from None
 
 
