@@ -144,12 +144,13 @@ def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_
 @pytest.mark.slow
 def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     out, _ = symptoms_run
-    text = probmut("train", *FAST, "--search", "delete_training_data:0,100", "--resolution",
+    # DeepCrime's bound for the operator: 99 (at 100 no training data is left, refused)
+    text = probmut("train", *FAST, "--search", "delete_training_data:0,99", "--resolution",
                    "50", "--criterion", "deepcrime", "--instances", 2, "--out", out).stdout
-    assert "trained 3 magnitudes (at most 3 = " in text  # ceil(log2(100 / 50)) + 2
+    assert "trained 3 magnitudes (at most 3 = " in text  # ceil(log2(99 / 50)) + 2
     lines = text.splitlines()
     decided = [line.split()[:2] for line in lines[2:5]]
-    assert [value for value, _ in decided] == ["100", "0", "50"]
+    assert [value for value, _ in decided] == ["99", "0", "49.5"]
     assert all(trained == "yes" for _, trained in decided)
     assert any(line.startswith(("bracket: not killed at", "killed at 0")) for line in lines)
 
@@ -165,11 +166,18 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     config = spec.config.replace(epochs=1)
     with Serial(1, {"dataset": data}) as backend:
         settings = RunSettings("digits", "digits_cnn", config, seed=42, stack=20)  # as the CLI
-        again = run_search(settings, "delete_training_data:0,100",
+        again = run_search(settings, "delete_training_data:0,99",
                            50, 2, out, backend, data, spec,
                            name="digits", criterion="deepcrime", progress=False)
-    assert again.trained == 0 and [s.value for s in again.steps] == [100, 0, 50]
+    assert again.trained == 0 and [s.value for s in again.steps] == [99, 0, 49.5]
     assert str(again).splitlines()[-2] in lines
+    # a range whose strong end leaves no training data is refused before training
+    refused = probmut("train", *FAST, "--search", "delete_training_data:0,100",
+                      "--instances", 2, "--out", out, check=False)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1] == (
+        "probmut train: error: --mutation delete_training_data:100: the mutated training set "
+        "holds no samples (magnitude 100 of the search delete_training_data:0,100: narrow its "
+        "range) (--search)")
 
 
 def test_an_instance_past_its_timeout_stops_and_is_recorded_as_timed_out():

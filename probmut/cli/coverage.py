@@ -111,9 +111,12 @@ def _source(args):
         if not models.is_dir():
             raise ProbmutError(f"{run} has no saved models (models/healthy); train it with "
                                "--save-models, or give model files")
+        from probmut.io.manifest import population_target
         from probmut.io.populations import read_instances
 
-        read_instances(run / "healthy.csv", args.strict)  # a run that stopped early is named
+        healthy = run / "healthy.csv"
+        if healthy.exists() or population_target(healthy):  # a run that stopped early is named
+            read_instances(healthy, args.strict)
         dataset = args.data or args.dataset
         if dataset is None:
             settings = run / ".work" / "settings.json"
