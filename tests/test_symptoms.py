@@ -157,7 +157,7 @@ def test_a_mutant_that_changes_nothing_is_significant_5_percent_of_the_time(pair
         x = rng.normal(0.95, 0.01, (simulations, k))
         y = (x + rng.normal(0.0, 0.004, (simulations, k)) if paired
              else rng.normal(0.95, 0.01, (simulations, k)))
-        significant = np.mean([accuracy_p_value(a, b, paired) < 0.05 for a, b in zip(x, y)])
+        significant = np.mean([accuracy_p_value(a, b, paired) < 0.05 for a, b in zip(x, y, strict=True)])
         assert abs(significant - 0.05) < tolerance, (k, significant)
         if not paired:
             normal_tail = np.mean(deepcrime_test_batch(x, y)[0] < 0.05)

@@ -229,6 +229,8 @@ def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
                                    f"{', '.join(manifest.mutation_names(args.model))})")
             return Inputs(healthy, [], args.paired, args.model)
         mutation = manifest.mutation(args.model, args.mutation)
+        if not args.magnitudes:
+            mutation.require_magnitudes()
         chosen = (args.magnitudes.split(",") if args.magnitudes else mutation.magnitudes)
         mutants = [read_population(mutation.file_for(m.strip()), name=m.strip(),
                                    strict=args.strict) for m in chosen]

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, integer, seed_value
+from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, integer, number, seed_value
 from probmut.errors import ProbmutError
 
 EXAMPLE = """example:
@@ -102,6 +102,13 @@ def register(subparsers) -> None:
     p.add_argument("--retry-failed", action="store_true",
                    help="train crashed and timed-out instances again (by default they are "
                         "recorded once)")
+    p.add_argument("--max-error-rate", type=number(0, 1, high_open=True), metavar="R",
+                   help="DeepMutation's quality control: remove a mutant population whose "
+                        "instances get wrong, on average, more than the share R of the test "
+                        "inputs their original model gets right (the healthy instance each "
+                        "derives from; for source-level mutants every healthy instance, "
+                        "averaged); it keeps its files, is listed as removed and left out of "
+                        "the manifest's magnitudes")
     search = p.add_argument_group("killable-magnitude search (DeepCrime's binary search)")
     search.add_argument("--search", metavar="OP:LOW,HIGH",
                         help="bisect the magnitude of OP between LOW (weak) and HIGH (strong) "
@@ -212,10 +219,15 @@ def operator_table(json_output: bool) -> str:
 
 
 def _summary(args, report, name) -> str:
-    """The run summary: text, or one JSON document with each population's flags."""
+    """The run summary: text, or one JSON document with each population's flags, why it
+    is a survivor and why the quality control removed it (null when it is not)."""
+    from probmut.train.flags import Flags
+
+    found = {stem: report.flags.get(stem, Flags()) for stem in report.counts}
     populations = [{"name": stem, "file": str(args.out / f"{stem}.csv"), "instances": n,
-                    "flags": list(report.flags[stem].flags) if stem in report.flags else [],
-                    "reasons": list(report.flags[stem].reasons) if stem in report.flags else []}
+                    "flags": list(found[stem].flags), "reasons": list(found[stem].reasons),
+                    "survivor": found[stem].survivor or None,
+                    "removed": report.removed.get(stem)}
                    for stem, n in report.counts.items()]
     if args.json:
         return json.dumps({"trained": report.trained, "resumed": report.resumed,
@@ -226,8 +238,9 @@ def _summary(args, report, name) -> str:
     lines = [f"trained {report.trained} instances in {report.seconds:.1f} s "
              f"({rate:.1f}/min); {report.resumed} were already done"]
     for population in populations:
-        flagged = "".join(f"  [{flag}: {reason}]" for flag, reason in
-                          zip(population["flags"], population["reasons"], strict=True))
+        removed = [("removed", population["removed"])] if population["removed"] else []
+        flagged = "".join(f"  [{word}: {reason}]"
+                          for word, reason in found[population["name"]].items() + removed)
         lines.append(f"  {population['file']}: {population['instances']} instances{flagged}")
     lines.append(f"  manifest: {args.out / 'manifest.toml'} (model {name!r})")
     return "\n".join(lines)
@@ -281,6 +294,9 @@ def handle(args) -> int:
 
     if args.search and args.mutation:
         raise ProbmutError("--search trains its own magnitudes; leave out --mutation")
+    if args.max_error_rate is not None and (args.search or args.until_settled):
+        raise ProbmutError("--max-error-rate applies to a run of --instances, not to --search or "
+                           "--until-settled (whose decisions would count removed mutants)")
     if not args.search and (args.resolution is not None or args.criterion is not None):
         raise ProbmutError("--resolution and --criterion are for --search")
     if args.search:
@@ -317,7 +333,7 @@ def handle(args) -> int:
     name = args.name or args.out.resolve().name
     options = dict(deepcrime=args.format == "deepcrime", progress=not args.quiet,
                    save_models=args.save_models, timeout=args.timeout,
-                   retry_failed=args.retry_failed)
+                   retry_failed=args.retry_failed, max_error_rate=args.max_error_rate)
     if args.search:
         return _search(args, settings, dataset, spec, name, options, pool)
     with _backend(args, {"dataset": dataset}, pool) as backend:

@@ -11,11 +11,12 @@ once, as the run will, and refuses what cannot produce a valid model with one li
 * a training-level mutant builds and gives a finite loss on a batch of training data;
 * a model-level mutant applied to an untrained copy of the model gives finite outputs.
 
-It also marks mutants that are equivalent before training: a data operator that leaves
-the training data unchanged, a training operator that leaves every setting and the
-architecture as they are (``change_epochs`` to the model's own number, an activation
-changed to the one it has), or an operator equivalent by design (``data_shuffle``).
-Model-level equivalence is only known after training (see :mod:`probmut.train.flags`).
+It also marks mutants that are equivalent before training, found by applying them: a
+data operator that leaves the training data unchanged or only reorders it
+(:func:`probmut.train.flags.data_equivalence`; ``data_shuffle``), a training operator
+that leaves every setting and the architecture as they are (``change_epochs`` to the
+model's own number, an activation changed to the one it has). Model-level equivalence
+is only known after the mutants are derived (see :mod:`probmut.train.flags`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.train.datasets import n_rows, take
+from probmut.train.flags import data_equivalence
 from probmut.train.operators import Mutation, bind
 from probmut.train.tasks import TASKS
 
@@ -77,11 +79,7 @@ def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
         if operator.level == "data":
             x, y = operator.apply(data.x_train, data.y_train, data.n_classes, params,
                                   np.random.default_rng(0), data.task)
-            if n_rows(x) == n_rows(data.x_train) and np.array_equal(y, data.y_train) and all(
-                    np.array_equal(a, b) for a, b in zip(
-                        x if isinstance(x, tuple) else (x,),
-                        data.x_train if isinstance(x, tuple) else (data.x_train,), strict=True)):
-                equivalent = "it leaves the training data unchanged"
+            equivalent = data_equivalence(x, y, data.x_train, data.y_train)
         elif operator.level == "training":
             mutated = operator.apply(config, params)
             try:
@@ -108,7 +106,5 @@ def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
             if not _finite(outputs):
                 raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
                                    f"{models.layer_table(healthy)}")
-        if operator.by_design and operator.by_design[0] == "equivalent":
-            equivalent = f"by design: {operator.by_design[1]}"
         prepared.append(dataclasses.replace(mutation, equivalent=equivalent))
     return prepared
