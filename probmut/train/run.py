@@ -45,7 +45,6 @@ from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcom
 from probmut.io.populations import write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
 from probmut.train.backends import InstanceTimeout
-from probmut.train.datasets import n_rows
 from probmut.train.flags import (
     DIFFERENT,
     SAME_TEST_PREDICTIONS,
@@ -331,7 +330,7 @@ def population_flags(out: Path, population: str, instances: int, dataset,
     task = TASKS[dataset.task]
     return flags_of(correct, labels, task.chance(dataset.y_train, dataset.y_test), dataset.task,
                     equivalent_before=mutation.equivalent if mutation else "",
-                    matches=matches, training_inputs=n_rows(dataset.x_train))
+                    matches=matches, training_inputs=len(dataset.y_train))
 
 
 def _usable_outcomes(out: Path, population: str) -> tuple[np.ndarray, np.ndarray]:
