@@ -149,6 +149,7 @@ def _load_record(out: Path, population: str, instance: int):
 
 
 def _match(record) -> str | None:
+    """The record's match with its healthy instance (see :func:`_load_record`)."""
     if "match" in record:
         return str(record["match"])
     if "equivalent" in record:  # written before the training inputs were compared
