@@ -212,10 +212,12 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
 
 
 def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None, *,
-                      repetitions: int = 100, paired: bool = False, seed=None, jobs: int | None = None, name: str | None = None) -> MCEResult:
+                      repetitions: int = 100, paired: bool = False, seed=None,
+                      jobs: int | None = None, name: str | None = None,
+                      report=None) -> MCEResult:
     """MCE of the bagged posterior of ``mutant`` against ``healthy``, from populations.
 
-    All R x B x N DeepCrime tests run in one call of the compiled engine.
+    All R x B x N DeepCrime tests run in the compiled engine.
 
     Parameters
     ----------
@@ -225,6 +227,8 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
         :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.mce_settings`).
     repetitions : R (the paper: 100).
     seed, jobs : see :func:`probmut.engine.kill_counts`; same seed, same numbers.
+    report : called with the number of kill tests run, as they run (a progress bar's
+        ``update``); R * B * N in all.
 
     Examples
     --------
@@ -243,8 +247,9 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     if repetitions < 2:
         raise ProbmutError(f"the Monte-Carlo error needs at least 2 repetitions, got "
                            f"{repetitions}", option="repetitions")
-    counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps, trials=settings.trials,
-                         sample=settings.sample, repetitions=repetitions, paired=paired,
-                         criterion=settings.criterion, seed=seed, jobs=jobs)
+    counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps,
+                         trials=settings.trials, sample=settings.sample,
+                         repetitions=repetitions, paired=paired, criterion=settings.criterion,
+                         seed=seed, jobs=jobs, report=report)
     return mce_from_kill_counts(counts, settings, name=name, paired=paired,
                                 seed=seed, source="populations")

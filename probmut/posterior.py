@@ -424,7 +424,7 @@ def study_from_kill_counts(baseline_counts, mutant_counts, names, settings: Post
 
 def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = None, *,
                       paired: bool = False, seed=None, jobs: int | None = None,
-                      names=None) -> PosteriorStudy:
+                      names=None, report=None) -> PosteriorStudy:
     """Bagged posteriors of the healthy baseline (healthy vs itself) and each mutant.
 
     Parameters
@@ -436,6 +436,8 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     seed, jobs : see :func:`probmut.engine.kill_counts`. Every population pair is run
         with the same seed (common random numbers): a mutant's numbers do not depend on
         which other mutants are analysed with it, nor on their order.
+    report : called with the number of kill tests run, as they run (a progress bar's
+        ``update``); ``(1 + len(mutants)) * B * N`` in all.
 
     Examples
     --------
@@ -460,7 +462,8 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
         h, m = aligned(h, m, paired)
         return kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
                            trials=settings.trials, sample=settings.sample, paired=paired,
-                           criterion=settings.criterion, seed=stream, jobs=jobs)
+                           criterion=settings.criterion, seed=stream, jobs=jobs,
+                           report=report)
 
     baseline = counts(healthy, healthy)
     mutant_counts = [counts(healthy, m) for m in mutants]

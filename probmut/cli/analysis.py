@@ -19,7 +19,7 @@ from probmut.cli.args import (
     posterior_settings_from,
     resolve_inputs,
 )
-from probmut.cli.emit import emit, emit_with_figure
+from probmut.cli.emit import emit, emit_with_figure, tests_progress
 from probmut.cli.flags import (
     Flagged,
     add_flag_arguments,
@@ -51,11 +51,14 @@ def _run_repeat(args) -> int:
         inputs.mutants = [pair(inputs.healthy, mutant)[1] for mutant in inputs.mutants]
     populations = [inputs.healthy] + inputs.mutants
     names = ["healthy (false positives)"] + [m.name for m in inputs.mutants]
-    results = tuple(
-        repeated_tests(inputs.healthy, population, repetitions=args.repetitions,
-                       trials=args.trials, sample=args.sample, pool=args.pool,
-                       paired=inputs.paired, criterion=criterion, seed=args.seed, name=name)
-        for population, name in zip(populations, names, strict=True))
+    total = len(populations) * args.repetitions * args.trials
+    with tests_progress(args, total, "repeat") as bar:
+        results = tuple(
+            repeated_tests(inputs.healthy, population, repetitions=args.repetitions,
+                           trials=args.trials, sample=args.sample, pool=args.pool,
+                           paired=inputs.paired, criterion=criterion, seed=args.seed,
+                           name=name, report=bar.update)
+            for population, name in zip(populations, names, strict=True))
     emit(args, RepeatStudy(results, criterion, inputs.paired, args.seed))
     return 0
 
@@ -89,8 +92,11 @@ def _run_posterior(args) -> int:
     else:
         inputs, flags = exclude_flagged(args, resolve_inputs(args), manifest_flags(args))
         inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
-        study = bagged_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
-                                  seed=args.seed, jobs=args.jobs)
+        total = len(inputs.populations) * settings.bootstraps * settings.trials
+        with tests_progress(args, total, "posterior") as bar:
+            study = bagged_posteriors(inputs.healthy, inputs.mutants, settings,
+                                      paired=inputs.paired, seed=args.seed, jobs=args.jobs,
+                                      report=bar.update)
     if figure:
         from probmut.plots import plot_posteriors, save
 

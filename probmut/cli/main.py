@@ -3,7 +3,9 @@
 Each feature module registers its own subcommands through a ``register(subparsers)``
 function listed in ``_COMMAND_MODULES``; a handler returns the exit code. Bad input
 (a bad option value, or :class:`probmut.errors.ProbmutError` from anywhere below) is
-reported in one line without a traceback, with exit code 2.
+reported in one line without a traceback, with exit code 2. Ctrl-C stops any command
+with one line and exit code 130; a command that keeps its completed work (it sets the
+default ``resumes=True``; ``--no-cache`` turns it off) says that rerunning it resumes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ _COMMAND_MODULES = [
 
 #: Exit code when the reader of our output went away (``probmut ... | head``): 128 + SIGPIPE.
 EXIT_BROKEN_PIPE = 141
+#: Exit code after Ctrl-C: 128 + SIGINT, as shells report it.
+EXIT_INTERRUPTED = 130
 
 
 class Parser(argparse.ArgumentParser):
@@ -90,9 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"probmut {args.command}: error: {error}{hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(f"probmut {args.command}: interrupted; completed work is kept, run the same "
-              "command again to resume", file=sys.stderr)
-        return 130
+        resumes = getattr(args, "resumes", False) and not getattr(args, "no_cache", False)
+        print(f"probmut {args.command}: interrupted"
+              + ("; completed work is kept, run the same command again to resume"
+                 if resumes else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader closed the pipe (e.g. `| head`): stop quietly. Point stdout at
         # /dev/null so that the interpreter's final flush does not fail again.

@@ -24,7 +24,7 @@ from probmut.cli.args import (
     resolve_inputs,
     writable_directory,
 )
-from probmut.cli.emit import emit, emit_many, emit_with_figure
+from probmut.cli.emit import emit, emit_many, emit_with_figure, tests_progress
 from probmut.errors import ProbmutError
 
 DEFAULT_CACHE = Path(".probmut_cache")
@@ -51,10 +51,13 @@ def _run_mce(args) -> int:
         return 0
     inputs = resolve_inputs(args)
     inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
-    results = [monte_carlo_error(inputs.healthy, mutant, settings, repetitions=args.repetitions,
-                                 paired=inputs.paired, seed=args.seed,
-                                 jobs=args.jobs, name=mutant.name)
-               for mutant in inputs.mutants]
+    total = len(inputs.mutants) * args.repetitions * settings.bootstraps * settings.trials
+    with tests_progress(args, total, "mce") as bar:
+        results = [monte_carlo_error(inputs.healthy, mutant, settings,
+                                     repetitions=args.repetitions, paired=inputs.paired,
+                                     seed=args.seed, jobs=args.jobs, name=mutant.name,
+                                     report=bar.update)
+                   for mutant in inputs.mutants]
     emit_many(args, results, "results")
     return 0
 
@@ -231,7 +234,7 @@ def register(subparsers) -> None:
                     "its cached chunks to .probmut_cache/ (--cache DIR, --no-cache).")
     _add_sample_size_arguments(sample_size)
     add_plot_arguments(sample_size, "figures/MODEL/NAME_sample_size.png")
-    sample_size.set_defaults(func=_run_sample_size)
+    sample_size.set_defaults(resumes=True, func=_run_sample_size)
 
     recommend = subparsers.add_parser(
         "recommend", help="is a pilot enough? a verdict, and predictions for fresh instances",
@@ -242,7 +245,7 @@ def register(subparsers) -> None:
                     "predicted 95%% band of the posterior mean and the share reaching the same "
                     "decision (docs/recommend.md).")
     _add_recommend_arguments(recommend)
-    recommend.set_defaults(func=_run_recommend)
+    recommend.set_defaults(resumes=True, func=_run_recommend)
 
     rep = subparsers.add_parser(
         "replicate", help="regenerate the paper's figures and tables from raw_data/",
@@ -262,4 +265,4 @@ def register(subparsers) -> None:
     rep.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     rep.add_argument("--manifest", help="manifest TOML (default: the bundled raw_data)")
     add_run_arguments(rep, json_help="print the list of files written as JSON")
-    rep.set_defaults(func=_run_replicate)
+    rep.set_defaults(resumes=True, func=_run_replicate)
