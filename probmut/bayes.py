@@ -449,6 +449,35 @@ def _skewness(values) -> float:
     return float(np.mean(centered**3) / spread**3) if spread > 0 else 0.0
 
 
+@contextmanager
+def _ctrl_c_stops():
+    """Ctrl-C stops the sampling with KeyboardInterrupt. PyMC catches it and returns the
+    draws made so far (or fails on too few): after a SIGINT nothing it returns is used."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = []
+
+    def note(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    except Exception:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
+
+
 def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
                     paired: bool = False, seed=None, name: str | None = None,
                     progressbar: bool = False) -> BayesComparison:
@@ -486,7 +515,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     sampler_seed = int(sampler_stream.generate_state(1)[0])
     h, m = healthy.values, mutant.values
     model, (c, s, r) = _build_model(h, m, paired, settings.likelihood)
-    with model, _quiet_pymc(), warnings.catch_warnings():
+    with model, _quiet_pymc(), _ctrl_c_stops(), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         idata = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,

@@ -199,3 +199,29 @@ def test_strongly_skewed_data_get_a_note():
     assert "difference skewness" in res.skew_problem()
     symmetric = model_posterior(*synthetic(7), BayesSettings(draws=300, tune=300), seed=2)
     assert symmetric.skew_problem() is None
+
+
+def test_ctrl_c_during_sampling_stops_and_no_draw_is_analysed(monkeypatch):
+    """PyMC catches Ctrl-C and returns the draws made so far (or fails on too few):
+    after a SIGINT, model_posterior raises KeyboardInterrupt (exit 130 on the command
+    line) instead of analysing a truncated chain."""
+    import os
+    import signal
+    import time
+
+    import pymc
+
+    def interrupted(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler runs here
+        except KeyboardInterrupt:
+            pass  # as PyMC does: what it returns now is the draws so far
+        return None
+
+    monkeypatch.setattr(pymc, "sample", interrupted)
+    healthy, mutant = synthetic()
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        model_posterior(healthy, mutant, SHORT, seed=1)
+    assert signal.getsignal(signal.SIGINT) is before  # restored
