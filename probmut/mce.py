@@ -27,7 +27,7 @@ statistical analyses. The American Statistician 63(2), 2009.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -155,7 +155,9 @@ class MCEResult(Result):
                 "repetitions": self.repetitions, "ratio": ratio if math.isfinite(ratio) else None,
                 "killed": self.killed, "jackknife": self.jackknife, "paired": self.paired,
                 "seed": self.seed, "source": self.source, "fit": self.settings.fit,
-                "grid_step": self.settings.grid_step, "settings": self.settings.describe()}
+                "grid_step": self.settings.grid_step, "bootstraps": self.settings.bootstraps,
+                "settings": self.settings.describe(
+                    None if self.source == "populations" else str(self.settings.bootstraps))}
 
 
     def to_frame(self):
@@ -192,7 +194,7 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
     kill_counts : int array (R, B), e.g. ``load_kill_rates("reps.npy", 100)``.
     settings : fit, grid, solver, jackknife and trials (default
         :class:`PosteriorSettings`; the paper's MCE exactly:
-        :func:`probmut.paper.mce_settings`).
+        :func:`probmut.paper.mce_settings`); B is the counts' own.
 
     Examples
     --------
@@ -204,7 +206,8 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
     counts = np.asarray(kill_counts)
     if counts.ndim != 2:
         raise ProbmutError(f"kill counts for the MCE must be R x B (2-D), got shape {counts.shape}")
-    settings = settings or PosteriorSettings()
+    # The counts' own number of resamples, whatever the settings said.
+    settings = replace(settings or PosteriorSettings(), bootstraps=counts.shape[1])
     means, variances = repetition_moments(counts, settings)
     return MCEResult(name, means, variances, float(jackknife_se(means, settings.jackknife)),
                      float(jackknife_se(variances, settings.jackknife)), settings, paired,

@@ -82,14 +82,24 @@ class PosteriorSettings:
             raise ProbmutError(f"unknown jackknife {self.jackknife!r}; choose one of "
                                f"{', '.join(JACKKNIFES)}")
 
-    def describe(self) -> str:
+    def describe(self, saved_bootstraps: str | None = None) -> str:
+        """The settings in words. For kill counts saved by another run, give their number
+        of bootstrap resamples as ``saved_bootstraps``: the words then say only what is
+        known of them (not the kill test nor the sample size that produced them).
+
+        >>> PosteriorSettings().describe(saved_bootstraps="7")[:56]
+        'B=7 bootstraps x N=100 trials, from saved kill counts; B'
+        """
         fit = ("least squares on a grid of step " + f"{self.grid_step:g}"
                if self.fit == "lsq" else "moment matching")
         interval = {"hdi": "highest-density", "equal-tailed": "equal-tailed",
                     "normal": "mean +- 1.96 sd (normal approximation)"}[self.interval]
-        return (f"B={self.bootstraps} bootstraps x N={self.trials} trials of {self.sample} vs "
-                f"{self.sample} instances; kill iff {self.criterion.describe()}; Beta fit: {fit}; "
-                f"{self.mass:.0%} interval: {interval}; killed iff ratio > {self.threshold:g}")
+        tests = (f"B={saved_bootstraps} bootstraps x N={self.trials} trials, from saved kill "
+                 "counts" if saved_bootstraps is not None else
+                 f"B={self.bootstraps} bootstraps x N={self.trials} trials of {self.sample} vs "
+                 f"{self.sample} instances; kill iff {self.criterion.describe()}")
+        return (f"{tests}; Beta fit: {fit}; {self.mass:.0%} interval: {interval}; killed iff "
+                f"ratio > {self.threshold:g}")
 
 
 # --- Beta summaries -------------------------------------------------------------------
@@ -416,13 +426,36 @@ class PosteriorStudy(Result):
     def baseline(self) -> PopulationPosterior:
         return self.populations[0]
 
+    @property
+    def saved(self) -> bool:
+        """The kill counts were not computed here (e.g. read from saved kill rates): their
+        number of resamples is theirs, their kill test and sample size are not known."""
+        return self.source != "populations"
+
+    def _saved_bootstraps(self) -> list[int]:
+        return [int(np.size(p.kill_counts)) for p in self.populations]
+
+    def describe(self) -> str:
+        """The settings in words (see :meth:`PosteriorSettings.describe`)."""
+        if not self.saved:
+            return self.settings.describe()
+        counts = self._saved_bootstraps()
+        if len(set(counts)) == 1:
+            return self.settings.describe(saved_bootstraps=str(counts[0]))
+        return self.settings.describe(saved_bootstraps=", ".join(
+            f"{n} ({p.name})" for n, p in zip(counts, self.populations, strict=True)))
+
     def to_dict(self) -> dict:
         rows = [p.to_dict() for p in self.populations]
+        detail = {k: v for k, v in asdict(self.settings).items() if k != "criterion"}
+        if self.saved:
+            counts = self._saved_bootstraps()
+            detail.pop("sample")
+            detail["bootstraps"] = counts[0] if len(set(counts)) == 1 else counts
+        else:
+            detail["criterion"] = asdict(self.settings.criterion)
         return {"populations": rows, "paired": self.paired, "seed": self.seed,
-                "source": self.source, "settings": self.settings.describe(),
-                "settings_detail": {k: v for k, v in asdict(self.settings).items()
-                                    if k != "criterion"} | {
-                    "criterion": asdict(self.settings.criterion)}}
+                "source": self.source, "settings": self.describe(), "settings_detail": detail}
 
 
     def to_frame(self):
@@ -440,7 +473,7 @@ class PosteriorStudy(Result):
             lines.append(
                 f"{p.name:<22}{p.mean:>8.4f}  [{p.ci_low:.3f}, {p.ci_high:.3f}]  "
                 f"{p.h_sound:>9.5f}{p.h_mutant:>10.5f}{p.ratio:>11.6g}  {above:>8}  {verdict}")
-        lines.append(f"settings: {self.settings.describe()}"
+        lines.append(f"settings: {self.describe()}"
                      + (", paired by instance id" if self.paired else "")
                      + (f", seed {self.seed}" if self.seed is not None else ""))
         return "\n".join(lines)

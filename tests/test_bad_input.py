@@ -413,3 +413,57 @@ def test_any_files_and_options_give_exit_0_or_2_and_strict_json(capsys, tmp_path
     else:
         document = strict_json(out)
         assert not any(math.isnan(value) for value in _numbers(document))
+
+
+# --- issue 32: settings that were not used, options that cannot apply ---------------------------
+
+def _saved_rates(tmp_path, bootstraps=7):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "base.npy", rng.binomial(100, 0.05, bootstraps) / 100)
+    np.save(tmp_path / "mut.npy", rng.binomial(100, 0.6, (2, bootstraps)) / 100)
+    return tmp_path / "base.npy", tmp_path / "mut.npy"
+
+
+def test_posterior_on_saved_kill_rates_reports_the_files_settings(capsys, tmp_path):
+    """The number of bootstraps comes from the files (7 here, not the default 100); the
+    kill test and its sample size were the saving run's, so the settings do not claim
+    any ("20 vs 20 instances" was printed)."""
+    base, mutants = _saved_rates(tmp_path)
+    code, out, err = run(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot")
+    assert code == 0, err
+    settings = out.splitlines()[-1]
+    assert settings.startswith("settings: B=7 bootstraps x N=100 trials, from saved kill counts;")
+    assert "vs" not in settings and "kill iff p" not in settings and "seed" not in settings
+    code, out, _ = run(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot", "--json")
+    detail = strict_json(out)["settings_detail"]
+    assert detail["bootstraps"] == 7 and "sample" not in detail and "criterion" not in detail
+
+
+def test_mce_on_saved_kill_rates_reports_the_files_bootstraps(capsys, tmp_path):
+    np.save(tmp_path / "reps.npy", np.random.default_rng(1).binomial(100, 0.3, (5, 9)))
+    code, out, _ = run(capsys, "mce", "--kill-rates", tmp_path / "reps.npy", "--json")
+    document = strict_json(out)
+    assert code == 0 and document["bootstraps"] == 9 and document["repetitions"] == 5
+    assert document["settings"].startswith("B=9 bootstraps x N=100 trials, from saved")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--bootstraps", "100"], "--bootstraps cannot apply to saved kill rates"),
+    (["--sample", "10"], "--sample cannot apply"),
+    (["--boot", "5", "--samp=10"], "--bootstraps, --sample cannot apply"),
+    (["--seed", "42"], "--seed cannot apply"),
+    (["--alpha", "0.01"], "--alpha cannot apply"),
+    (["--criterion", "welch"], "--criterion cannot apply"),
+    (["--paired"], "--paired cannot apply"),
+])
+def test_options_that_cannot_apply_to_saved_kill_rates_are_refused(capsys, tmp_path, argv,
+                                                                    says):
+    base, mutants = _saved_rates(tmp_path)
+    refused(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot", *argv, says=says)
+
+
+def test_mce_refuses_repetitions_with_saved_kill_rates(capsys, tmp_path):
+    np.save(tmp_path / "reps.npy", np.random.default_rng(1).binomial(100, 0.3, (5, 9)))
+    refused(capsys, "mce", "--kill-rates", tmp_path / "reps.npy", "--repetitions", "7",
+            says="--repetitions cannot apply to saved kill rates: their repetitions and "
+                 "bootstraps are the file's rows and columns")

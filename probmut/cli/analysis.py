@@ -17,6 +17,7 @@ from probmut.cli.args import (
     integer,
     manifest_magnitudes,
     posterior_settings_from,
+    refuse_given,
     resolve_inputs,
 )
 from probmut.cli.emit import emit, emit_with_figure, tests_progress
@@ -30,6 +31,15 @@ from probmut.cli.flags import (
 )
 from probmut.errors import ProbmutError
 from probmut.io.populations import pair
+
+#: What saved kill rates fix: options that cannot apply to them (their bootstraps are the
+#: files'; the populations, the kill test, its sample size and the seed were the saving
+#: run's), and why.
+SAVED_RATES_FIX = ("bootstraps", "sample", "criterion", "alpha", "effect", "direction",
+                   "round_p", "seed", "jobs", "paired", "strict", "exclude_flagged")
+SAVED_RATES_REASON = ("to saved kill rates: their bootstraps come from the files, and the "
+                      "kill test, its sample size and the seed were those of the run that "
+                      "saved them")
 
 
 def _run_kill(args) -> int:
@@ -76,6 +86,7 @@ def _run_posterior(args) -> int:
     if args.kill_rates:
         if len(args.kill_rates) != 2 or args.files:
             raise ProbmutError("--kill-rates takes two files: BASELINE.npy MUTANTS.npy")
+        refuse_given(args, SAVED_RATES_FIX, SAVED_RATES_REASON)
         baseline = load_kill_rates(args.kill_rates[0], settings.trials)
         mutants = load_kill_rates(args.kill_rates[1], settings.trials)
         mutants = mutants[None, :] if mutants.ndim == 1 else mutants
@@ -88,7 +99,7 @@ def _run_posterior(args) -> int:
         if len(names) != len(mutants) + 1:
             raise ProbmutError(f"{len(names) - 1} names for {len(mutants)} mutant rows")
         study = study_from_kill_counts(baseline, list(mutants), names, settings,
-                                       paired=args.paired, source="saved kill rates")
+                                       source="saved kill rates")
     else:
         inputs, flags = exclude_flagged(args, resolve_inputs(args), manifest_flags(args))
         inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")

@@ -73,6 +73,27 @@ def number(low: float, high: float, *, low_open: bool = False, high_open: bool =
     return parse
 
 
+def flag(option: str) -> str:
+    """The command-line flag of a setting: ``sample`` -> ``--sample``."""
+    return "--" + option.replace("_", "-")
+
+
+def refuse_given(args, options, reason: str) -> None:
+    """Refuse the options among ``options`` (their dests) that were given on the command
+    line (``args.given``, recorded by :class:`probmut.cli.main.Parser`) but cannot apply:
+    ``reason`` says why, after "cannot apply".
+
+    >>> refuse_given(argparse.Namespace(given={"sample"}), ["bootstraps", "sample"],
+    ...              "to saved kill rates")
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: --sample cannot apply to saved kill rates
+    """
+    given = [option for option in options if option in getattr(args, "given", ())]
+    if given:
+        raise ProbmutError(f"{', '.join(map(flag, given))} cannot apply {reason}")
+
+
 #: A seed: any non-negative integer (NumPy's SeedSequence takes arbitrarily large ones).
 seed_value = integer(0, 2**128)
 

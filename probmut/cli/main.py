@@ -17,6 +17,7 @@ import sys
 import warnings
 
 from probmut import __version__
+from probmut.cli.args import flag
 from probmut.errors import EXIT_BAD_INPUT, ProbmutError
 
 _COMMAND_MODULES = [
@@ -37,10 +38,22 @@ EXIT_INTERRUPTED = 130
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with a usage error in one line (``probmut kill: error: ...``), exit 2."""
+    """argparse, with a usage error in one line (``probmut kill: error: ...``), exit 2,
+    and a record of the options given on the command line (``args.given``, their dests),
+    so that a command can refuse an option that cannot apply, even at its default value."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.given: set[str] = set()
 
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _get_values(self, action, arg_strings):
+        # argparse calls this for each action found on the command line, and only those.
+        if action.option_strings:
+            self.given.add(action.dest)
+        return super()._get_values(action, arg_strings)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,19 +74,15 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
     """The arguments; an unknown option is reported by the command it was given to, so
     that the message points at that command's help (``probmut kill --help``)."""
     args, unknown = parser.parse_known_args(argv)
+    owner = args.commands.get(args.command, parser)
     if unknown:
-        owner = args.commands.get(args.command, parser)
         owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.given = frozenset(owner.given)
     return args
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"probmut: warning: {message}", file=sys.stderr)
-
-
-def flag(option: str) -> str:
-    """The command-line flag of a setting: ``sample`` -> ``--sample``."""
-    return "--" + option.replace("_", "-")
 
 
 def main(argv: list[str] | None = None) -> int:

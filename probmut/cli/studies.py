@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probmut.cli.analysis import SAVED_RATES_FIX, SAVED_RATES_REASON
 from probmut.cli.args import (
     PAPER_HELP_MCE,
     PLOT_DIR,
@@ -21,6 +22,7 @@ from probmut.cli.args import (
     integer,
     number,
     posterior_settings_from,
+    refuse_given,
     resolve_inputs,
     writable_directory,
 )
@@ -40,13 +42,17 @@ def _run_mce(args) -> int:
     if args.kill_rates:
         if args.files or args.model:
             raise ProbmutError("give either --kill-rates or populations, not both")
+        refuse_given(args, (*SAVED_RATES_FIX, "repetitions", "mutation", "magnitudes",
+                            "manifest"),
+                     SAVED_RATES_REASON.replace("their bootstraps come from the files",
+                                                "their repetitions and bootstraps are the "
+                                                "file's rows and columns"))
         counts = load_kill_rates(args.kill_rates, settings.trials)
         if counts.ndim != 2 or counts.shape[0] < 2:
             raise ProbmutError(f"{args.kill_rates}: needs an R x B array of kill rates, one row "
                                f"per repetition and at least 2 rows; got shape {counts.shape}",
                                option="kill_rates")
-        emit(args, mce_from_kill_counts(counts, settings,
-                                        name=Path(args.kill_rates).stem, paired=args.paired,
+        emit(args, mce_from_kill_counts(counts, settings, name=Path(args.kill_rates).stem,
                                         source="saved kill rates"))
         return 0
     inputs = resolve_inputs(args)
