@@ -467,3 +467,41 @@ def test_mce_refuses_repetitions_with_saved_kill_rates(capsys, tmp_path):
     refused(capsys, "mce", "--kill-rates", tmp_path / "reps.npy", "--repetitions", "7",
             says="--repetitions cannot apply to saved kill rates: their repetitions and "
                  "bootstraps are the file's rows and columns")
+
+
+# --- issue 32: what was silently ignored or defaulted ----------------------------------------
+
+@pytest.mark.parametrize("content, says", [
+    ("instance,accuracy\n0,0.9\n1,0.91,0.5\n2,0.92\n", "line 3 holds 3 cells, the header 2"),
+    ("instance,accuracy\n0,0.9\n1\n2,0.92\n", "line 3 holds 1 cell, the header 2"),
+    ("instance,accuracy,accuracy\n0,0.9,0.1\n1,0.91,0.2\n",
+     "the header has 2 columns named 'accuracy'"),
+    ("instance,accuracy,instance\n0,0.9,5\n1,0.91,6\n",
+     "the header has 2 columns named 'instance'"),
+    ("true_label;pred_label_model_0;pred_label_model_1\n1;1;1\n1;1\n;0.9;0.8\n",
+     "line 3 holds 2 cells, the header 3"),
+], ids=["extra cell", "missing cell", "two accuracy columns", "two instance columns",
+        "DeepCrime"])
+def test_a_ragged_or_ambiguous_csv_is_refused_naming_the_line_or_column(capsys, tmp_path,
+                                                                         content, says):
+    path = tmp_path / "pop.csv"
+    path.write_text(content)
+    refused(capsys, "kill", path, HEALTHY, says=f"pop.csv: {says}")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["posterior", HEALTHY, MUTANT, "--plot", "x.png", "--no-plot"],
+     "give either --plot FILE or --no-plot, not both"),
+    (["posterior", HEALTHY, MUTANT, "--names", "a", "--no-plot"],
+     "--names cannot apply without --kill-rates"),
+    (["sample-size", HEALTHY, MUTANT, "--sizes", "", "--no-plot"],
+     "argument --sizes: expected comma-separated population sizes, got '' (an empty item)"),
+    (["sample-size", HEALTHY, MUTANT, "--sizes", "10,,20", "--no-plot"],
+     "got '10,,20' (an empty item)"),
+    (["recommend", HEALTHY, MUTANT, "--sizes", "25,x"], "got '25,x'"),
+    (["posterior", "--model", "mnist", "--mutation", "delete_training_data", "--magnitudes",
+      "3.1,", "--no-plot"], "argument --magnitudes: expected comma-separated magnitudes"),
+    (["replicate", "--only", "figure3,,deepcrime"], "argument --only"),
+])
+def test_contradictory_or_empty_options_are_refused(capsys, argv, says):
+    refused(capsys, *argv, says=says)

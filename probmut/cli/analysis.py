@@ -12,6 +12,7 @@ from probmut.cli.args import (
     add_posterior_arguments,
     add_run_arguments,
     add_sample_argument,
+    comma_list,
     criterion_from,
     figure_path,
     integer,
@@ -93,7 +94,7 @@ def _run_posterior(args) -> int:
         if baseline.ndim != 1 or mutants.ndim != 2:
             raise ProbmutError("--kill-rates: BASELINE must be 1-D (B,), MUTANTS (B,) or "
                                "(mutants, B)")
-        names = ["healthy"] + (args.names.split(",") if args.names else
+        names = ["healthy"] + (args.names or
                                manifest_magnitudes(args) or
                                [f"mutant {i}" for i in range(1, len(mutants) + 1)])
         if len(names) != len(mutants) + 1:
@@ -101,6 +102,8 @@ def _run_posterior(args) -> int:
         study = study_from_kill_counts(baseline, list(mutants), names, settings,
                                        source="saved kill rates")
     else:
+        refuse_given(args, ["names"], "without --kill-rates: populations are named by their "
+                     "files or magnitudes")
         inputs, flags = exclude_flagged(args, resolve_inputs(args), manifest_flags(args))
         inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
         total = len(inputs.populations) * settings.bootstraps * settings.trials
@@ -157,7 +160,8 @@ def register(subparsers) -> None:
     add_population_arguments(posterior)
     posterior.add_argument("--kill-rates", nargs="+", metavar="NPY",
                            help="analyse saved kill rates instead: BASELINE.npy MUTANTS.npy")
-    posterior.add_argument("--names", help="comma-separated mutant names for --kill-rates")
+    posterior.add_argument("--names", type=comma_list(str, "names"),
+                           help="comma-separated mutant names for --kill-rates")
     add_criterion_arguments(posterior, PAPER_HELP_POSTERIOR)
     add_posterior_arguments(posterior)
     add_plot_arguments(posterior, "figures/MODEL/NAME.png")

@@ -18,6 +18,7 @@ from probmut.cli.args import (
     add_population_arguments,
     add_posterior_arguments,
     add_run_arguments,
+    comma_list,
     figure_path,
     integer,
     number,
@@ -70,18 +71,6 @@ def _run_mce(args) -> int:
 
 # --- sample-size and recommend ---------------------------------------------------------------
 
-def _sizes(text: str | None, default) -> list[int]:
-    if not text:
-        return list(default)
-    try:
-        sizes = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes:
-        raise ProbmutError(f"expected comma-separated integers, got {text!r}", option="sizes")
-    return sizes
-
-
 def _cache(args):
     from probmut.io.cache import Cache
 
@@ -98,8 +87,7 @@ def _run_sample_size(args) -> int:
     cache = _cache(args)
     studies = []
     for healthy, mutant in inputs.pairs():
-        sizes = _sizes(args.sizes, default_sizes(min(len(healthy), len(mutant)),
-                                                 settings.sample))
+        sizes = args.sizes or default_sizes(min(len(healthy), len(mutant)), settings.sample)
         studies.append(sample_size_study(
             healthy, mutant, settings, sizes=sizes, subpopulations=args.subpopulations,
             repetitions=args.repetitions, paired=inputs.paired, seed=args.seed,
@@ -130,7 +118,7 @@ def _run_recommend(args) -> int:
 
     inputs = resolve_inputs(args)
     settings = posterior_settings_from(args, "study_settings")
-    sizes = _sizes(args.sizes, DEFAULT_SIZES)
+    sizes = args.sizes or DEFAULT_SIZES
     cache = _cache(args)
     results = []
     for healthy, mutant in inputs.pairs():
@@ -148,7 +136,7 @@ def _run_recommend(args) -> int:
 def _run_replicate(args) -> int:
     from probmut.replicate import PARTS, replicate
 
-    parts = args.only.split(",") if args.only else list(PARTS)
+    parts = args.only or list(PARTS)
     report = replicate(Path(args.out), quick=args.quick, jobs=args.jobs, seed=args.seed,
                        cache_dir=None if args.no_cache else args.cache, manifest=args.manifest,
                        parts=parts, progress=not args.quiet)
@@ -170,7 +158,8 @@ def _add_sample_size_arguments(parser: argparse.ArgumentParser):
     add_criterion_arguments(parser, PAPER_HELP_MCE)
     add_posterior_arguments(parser)
     group = parser.add_argument_group("population-size study")
-    group.add_argument("--sizes", help="comma-separated population sizes (default: the "
+    group.add_argument("--sizes", type=comma_list(int, "population sizes"),
+                       help="comma-separated population sizes (default: the "
                                        "paper's 25,50,...,175,190 for 200 instances; else 8 "
                                        "sizes up to 95%% of the population)")
     group.add_argument("--subpopulations", type=integer(1), default=30,
@@ -192,7 +181,8 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--pilot", type=integer(1), metavar="N",
                        help="use only the first N instances of each population as the pilot "
                             "(e.g. to try it on the bundled data)")
-    group.add_argument("--sizes", help="comma-separated population sizes per side to predict "
+    group.add_argument("--sizes", type=comma_list(int, "population sizes"),
+                       help="comma-separated population sizes per side to predict "
                                        f"(default: {','.join(map(str, defaults.DEFAULT_SIZES))})")
     group.add_argument("--draws", type=integer(10), default=defaults.DRAWS,
                        help="simulated populations per size and for the verdict "
@@ -264,7 +254,8 @@ def register(subparsers) -> None:
                      help="reduced settings (about a minute; for CI), not the paper's numbers")
     rep.add_argument("--out", default=str(PLOT_DIR),
                      help=f"output directory (default: {PLOT_DIR})")
-    rep.add_argument("--only", help="comma-separated parts: figure3 (with the ratio table), "
+    rep.add_argument("--only", type=comma_list(str, "parts"),
+                     help="comma-separated parts: figure3 (with the ratio table), "
                                     "deepcrime, motivating, sample-size (default: all)")
     rep.add_argument("--cache", default=None,
                      help="cache directory (default: OUT/.probmut_cache)")
