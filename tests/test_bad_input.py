@@ -505,3 +505,52 @@ def test_a_ragged_or_ambiguous_csv_is_refused_naming_the_line_or_column(capsys, 
 ])
 def test_contradictory_or_empty_options_are_refused(capsys, argv, says):
     refused(capsys, *argv, says=says)
+
+
+# --- issue 32: the analysis commands' last tracebacks and misleading messages -----------------
+
+def test_replicate_into_a_file_is_refused(capsys, tmp_path):
+    (tmp_path / "afile").write_text("")
+    refused(capsys, "replicate", "--out", tmp_path / "afile", "--quick",
+            says="afile: is a file, not a directory (the output)")
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--sample", "5", "--sizes", "1000000000"], "(--sizes)"),
+    (["--sizes", "25", "--reference", "1000000000"], "(--reference)"),
+])
+def test_recommend_refuses_huge_populations_before_allocating(capsys, argv, option):
+    line = refused(capsys, "recommend", HEALTHY, MUTANT, "--no-cache", *argv,
+                   says="100 simulated populations of 1,000,000,000 instances per side exceed "
+                        "the limit of 16,777,216")
+    assert line.endswith(option)
+
+
+def test_a_request_beyond_the_memory_is_one_line(capsys, monkeypatch):
+    import probmut.engine
+
+    def too_large(*args, **kwargs):
+        raise MemoryError("Unable to allocate 745. GiB for an array")
+
+    monkeypatch.setattr(probmut.engine, "kill_counts", too_large)
+    refused(capsys, "posterior", HEALTHY, MUTANT, "--no-plot",
+            says="not enough memory (Unable to allocate 745. GiB for an array); ask for fewer")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["posterior", "--kill-rates", HEALTHY, HEALTHY, "--no-plot"],
+     "a text file ('true_label;pred_label_model_0;pred_label'...), not a NumPy .npy array of "
+     "kill rates; population files are given without --kill-rates"),
+    (["mce", "--kill-rates", HEALTHY], "not a NumPy .npy array of kill rates"),
+    (["inputs", HEALTHY, MUTANT], "not a probmut outcomes file (a text file: 'true_label;"),
+    (["coverage", "nope"], "nope: no such file or directory"),
+])
+def test_a_file_of_another_kind_is_named_for_what_it_is(capsys, argv, says):
+    line = refused(capsys, *argv, says=says)
+    assert "allow_pickle" not in line
+
+
+def test_recommend_help_shows_a_single_percent_sign(capsys):
+    assert main(["recommend", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "95%%" not in out and "predicted 95%" in " ".join(out.split())

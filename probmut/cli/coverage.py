@@ -114,6 +114,9 @@ def _source(args):
                                    "--dataset or --data")
             dataset = json.loads(settings.read_text())["dataset"]
         return model_files([models]), dataset, run.resolve().name
+    missing = [source for source in args.source if not Path(source).exists()]
+    if missing:
+        raise ProbmutError(f"{missing[0]}: no such file or directory")
     if not (args.data or args.dataset):
         raise ProbmutError("model files need --dataset or --data (the test set to cover)")
     return model_files(args.source), args.data or args.dataset, "models"

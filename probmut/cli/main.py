@@ -3,9 +3,10 @@
 Each feature module registers its own subcommands through a ``register(subparsers)``
 function listed in ``_COMMAND_MODULES``; a handler returns the exit code. Bad input
 (a bad option value, or :class:`probmut.errors.ProbmutError` from anywhere below) is
-reported in one line without a traceback, with exit code 2. Ctrl-C stops any command
-with one line and exit code 130; a command that keeps its completed work (it sets the
-default ``resumes=True``; ``--no-cache`` turns it off) says that rerunning it resumes.
+reported in one line without a traceback, with exit code 2, and so is a request too large
+for the memory (numpy's MemoryError). Ctrl-C stops any command with one line and exit
+code 130; a command that keeps its completed work (it sets the default ``resumes=True``;
+``--no-cache`` turns it off) says that rerunning it resumes.
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     except ProbmutError as error:
         hint = f" ({flag(error.option)})" if error.option else ""
         print(f"probmut {args.command}: error: {error}{hint}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError as error:  # a request beyond the limits checked before allocating
+        detail = f" ({error})" if str(error) else ""
+        print(f"probmut {args.command}: error: not enough memory{detail}; ask for fewer "
+              "instances, bootstraps, trials or draws", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         resumes = getattr(args, "resumes", False) and not getattr(args, "no_cache", False)

@@ -137,6 +137,9 @@ def _run_replicate(args) -> int:
     from probmut.replicate import PARTS, replicate
 
     parts = args.only or list(PARTS)
+    writable_directory(Path(args.out), "output", "out")
+    if args.cache and not args.no_cache:
+        writable_directory(Path(args.cache), "cache", "cache")
     report = replicate(Path(args.out), quick=args.quick, jobs=args.jobs, seed=args.seed,
                        cache_dir=None if args.no_cache else args.cache, manifest=args.manifest,
                        parts=parts, progress=not args.quiet)
@@ -238,7 +241,7 @@ def register(subparsers) -> None:
                     "killed / not killed / not settled that a large population would reach, "
                     "with the pilot's own uncertainty; for 'not settled', the instances per "
                     "side that would settle it; and, for fresh populations of each size, the "
-                    "predicted 95%% band of the posterior mean and the share reaching the same "
+                    "predicted 95% band of the posterior mean and the share reaching the same "
                     "decision (docs/recommend.md).")
     _add_recommend_arguments(recommend)
     recommend.set_defaults(resumes=True, func=_run_recommend)

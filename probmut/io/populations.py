@@ -431,6 +431,26 @@ def pair(healthy: Population, mutant: Population) -> tuple[Population, Populatio
     return healthy.subset(order), mutant.subset(order)
 
 
+def text_start(path, length: int = 40) -> str | None:
+    """The start of the file's first line if the file is text (e.g. a CSV given where a
+    NumPy file was expected), else None: for messages that say what a file is.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "h.csv")
+    >>> _ = open(path, "w").write("instance,accuracy\\n0,0.9\\n")
+    >>> text_start(path)
+    'instance,accuracy'
+    """
+    with open(path, "rb") as file:
+        head = file.read(4 * length)
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    line = text.splitlines()[0] if text.strip() else ""
+    return line[:length] if line.isprintable() and line.strip() else None
+
+
 def load_kill_rates(path, trials: int) -> np.ndarray:
     """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
 
@@ -441,6 +461,10 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise ProbmutError(f"{path}: no such file")
+    text = text_start(path)
+    if text is not None:
+        raise ProbmutError(f"{path}: a text file ({text!r}...), not a NumPy .npy array of kill "
+                           "rates; population files are given without --kill-rates")
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
