@@ -37,7 +37,7 @@ MAX_RESAMPLES = 2**27
 #: Work of one kernel call per thread, in random draws (a k-vs-k test draws 2k positions
 #: and takes about as long as 2k + 8 draws): about 0.1 s of one core. The kernel does not
 #: return to Python before it is done, so this bounds how long Ctrl-C and a progress
-#: display wait; the calls' overhead is a few microseconds each.
+#: display wait; the calls' overhead is tens of microseconds each.
 CALL_WORK = 2 * 10**7
 #: Largest memory of the tasks kept between calls (their resamples, positions and streams).
 CALL_MEMORY = 2**24

@@ -35,12 +35,15 @@ from probmut.io.populations import pair
 
 #: What saved kill rates fix: options that cannot apply to them (their bootstraps are the
 #: files'; the populations, the kill test, its sample size and the seed were the saving
-#: run's), and why.
+#: run's).
 SAVED_RATES_FIX = ("bootstraps", "sample", "criterion", "alpha", "effect", "direction",
                    "round_p", "seed", "jobs", "paired", "strict", "exclude_flagged")
-SAVED_RATES_REASON = ("to saved kill rates: their bootstraps come from the files, and the "
-                      "kill test, its sample size and the seed were those of the run that "
-                      "saved them")
+
+
+def saved_rates_reason(fixed: str) -> str:
+    """Why an option cannot apply to saved kill rates; ``fixed`` says what the files fix."""
+    return (f"to saved kill rates: their {fixed}, and the kill test, its sample size and the "
+            "seed were those of the run that saved them")
 
 
 def _run_kill(args) -> int:
@@ -87,7 +90,7 @@ def _run_posterior(args) -> int:
     if args.kill_rates:
         if len(args.kill_rates) != 2 or args.files:
             raise ProbmutError("--kill-rates takes two files: BASELINE.npy MUTANTS.npy")
-        refuse_given(args, SAVED_RATES_FIX, SAVED_RATES_REASON)
+        refuse_given(args, SAVED_RATES_FIX, saved_rates_reason("bootstraps come from the files"))
         baseline = load_kill_rates(args.kill_rates[0], settings.trials)
         mutants = load_kill_rates(args.kill_rates[1], settings.trials)
         mutants = mutants[None, :] if mutants.ndim == 1 else mutants

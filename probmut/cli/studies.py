@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from probmut.cli.analysis import SAVED_RATES_FIX, SAVED_RATES_REASON
+from probmut.cli.analysis import SAVED_RATES_FIX, saved_rates_reason
 from probmut.cli.args import (
     PAPER_HELP_MCE,
     PLOT_DIR,
@@ -45,9 +45,8 @@ def _run_mce(args) -> int:
             raise ProbmutError("give either --kill-rates or populations, not both")
         refuse_given(args, (*SAVED_RATES_FIX, "repetitions", "mutation", "magnitudes",
                             "manifest"),
-                     SAVED_RATES_REASON.replace("their bootstraps come from the files",
-                                                "their repetitions and bootstraps are the "
-                                                "file's rows and columns"))
+                     saved_rates_reason("repetitions and bootstraps are the file's rows and "
+                                        "columns"))
         counts = load_kill_rates(args.kill_rates, settings.trials)
         if counts.ndim != 2 or counts.shape[0] < 2:
             raise ProbmutError(f"{args.kill_rates}: needs an R x B array of kill rates, one row "
