@@ -138,7 +138,7 @@ def register(subparsers) -> None:
     settle.add_argument("--sample", type=integer(2), default=20, metavar="K",
                         help="k instances per side in the verdicts' kill tests; the first "
                              "verdict needs K per side (default: 20)")
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, resumes=True)
 
 
 def _positive(value, flag):
