@@ -176,8 +176,6 @@ def stack_problem(model, config: models.TrainConfig) -> str | None:
         problem = _optimizer_problem(models.make_optimizer(config))
     if problem is None and config.patience is not None:
         problem = "early stopping needs Keras' per-epoch validation"
-    if problem is None and not config.validation:
-        problem = "it trains on the validation set too"
     return problem or _loss_problem(config.loss)
 
 
