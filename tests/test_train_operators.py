@@ -307,7 +307,7 @@ def test_same_seed_same_mutation():
     ("change_epochs:0", "at least 1"),
     ("change_batch_size:2.5", "an integer"),
     ("change_learning_rate:0", "learning rate"),
-    ("change_dropout_rate:1", r"in \[0, 1\)"),
+    ("change_dropout_rate:1.5", "between 0 and 1"),   # DeepCrime's largest rate is 1
     ("add_weights_regularisation:l3", "one of l1, l2, l1_l2"),
     ("change_gradient_clipping:max_0.5", "T, value_T or norm_T"),
     ("change_gradient_clipping:0", "clip threshold must be at least"),

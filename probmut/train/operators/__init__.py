@@ -171,7 +171,7 @@ OPERATORS = {op.name: op for op in [
              layer_kind="regulariser"),
     Operator("change_dropout_rate", "training", magnitudes.rate,
              training.layer_change("rate", key="value"),
-             "RATE[@LAYER|@each]: a Dropout layer's rate becomes RATE (in [0, 1))", "0.75", _DC,
+             "RATE[@LAYER|@each]: a Dropout layer's rate becomes RATE (in [0, 1])", "0.75", _DC,
              layer_kind="dropout"),
     Operator("add_bias", "training", magnitudes.layer_only,
              training.layer_change("use_bias", True),

@@ -41,17 +41,14 @@ def count(n: int, share: float, per: float = 1) -> int:
     return int(n * share / per)
 
 
-def number(text: str, what: str, low: float, high: float = math.inf, *, integer=False,
-           below_high=False):
+def number(text: str, what: str, low: float, high: float = math.inf, *, integer=False):
     try:
         value = int(text) if integer else float(text)
     except ValueError:
         raise ValueError(f"{what} must be {'an integer' if integer else 'a number'}, "
                          f"got {text!r}") from None
-    too_high = value >= high if below_high else value > high
-    if value < low or too_high or not math.isfinite(value):
-        bound = (f"at least {low:g}" if high == math.inf else
-                 f"in [{low:g}, {high:g})" if below_high else f"between {low:g} and {high:g}")
+    if value < low or value > high or not math.isfinite(value):
+        bound = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
         raise ValueError(f"{what} must be {bound}, got {text}")
     return value
 
@@ -185,8 +182,7 @@ def regulariser_name(value, target):
 
 
 def rate(value, target):
-    return {"value": number(value, "dropout rate", 0, 1, below_high=True),
-            "layer": layer(target)}
+    return {"value": number(value, "dropout rate", 0, 1), "layer": layer(target)}
 
 
 def clip(value, target):
