@@ -117,6 +117,15 @@ def test_data_level_counts(api):
     assert "equivalent before training: it leaves the training data unchanged" in text
 
 
+def test_targets_say_which_classes(api):
+    text = str(api("digits_cnn", ["LE:10", "change_label:10@3+4",
+                                  "make_output_classes_overlap:10@1-2", "change_label:10"]))
+    assert [line for line in text.splitlines() if "target:" in line] == [
+        "  target: every label", "  target: classes 3, 4",
+        "  target: class 1's samples, added as class 2", "  target: the most frequent class "
+                                                         "(regression: every target)"]
+
+
 def test_each_is_one_entry_per_layer_and_the_json_has_exactly_the_issues_keys(api):
     report = api("digits_cnn", ["remove_bias:each", "change_patience"])
     document = report.to_dict()

@@ -169,7 +169,15 @@ def dry_run(mutations, spec, data, config, *, seed: int, model: str = "") -> Dry
 
 
 def _target(mutation: Mutation, healthy) -> str:
-    layer = mutation.params.get("layer")
+    params = mutation.params
+    if params.get("all_classes"):
+        return "every label"
+    if params.get("classes"):
+        return ("classes " if len(params["classes"]) > 1 else "class ") + ", ".join(
+            map(str, params["classes"]))
+    if params.get("pair"):
+        return "class {}'s samples, added as class {}".format(*params["pair"])
+    layer = params.get("layer")
     if isinstance(layer, int):
         return f"layer {layer} {healthy.layers[layer].name} ({_kind(healthy.layers[layer])})"
     return mutation.operator.network_target if layer == NETWORK else \

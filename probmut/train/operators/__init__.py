@@ -114,7 +114,7 @@ OPERATORS = {op.name: op for op in [
              "P[@C|@all]: P% of the most frequent class's labels (class C's, all labels') get "
              "another class (recommender: another rating); regression: N(0, (P% x sd)^2) "
              "label noise, one sd for all targets", "10", f"{_DC}, {_DM}",
-             "the most frequent class", aliases=("LE",)),
+             "the most frequent class (regression: every target)", aliases=("LE",)),
     Operator("delete_training_data", "data", magnitudes.local_percent,
              data.delete_training_data,
              "P[@C1+C2]: remove P% of every class (of classes C1, C2)", "10", f"{_DC}, {_DM}",
