@@ -76,14 +76,24 @@ def test_model_level_counts_on_digits_cnn_follow_the_reference_rule(api, text, l
 def test_model_level_counts_on_deepcrime_mnist(api, mnist_shaped):
     """PMT's neurons_freezing:0.05 freezes int(32 x 0.05) = 1 of the first convolution's
     32 filters; GF fuzzes 1% of the network's 1,199,648 kernel weights."""
-    report = api("deepcrime_mnist", ["neurons_freezing:0.05", "GF"], mnist_shaped)
-    freezing, fuzzing = report.to_dict()["mutations"]
+    report = api("deepcrime_mnist", ["neurons_freezing:0.05", "GF", "WS", "NAI:0.1", "NEB",
+                                     "NS:0.05"], mnist_shaped)
+    freezing, fuzzing, shuffling, inverse, blocking, switch = report.to_dict()["mutations"]
     assert freezing["changes"]["layers"] == [{"index": 0, "name": "conv2d", "changed": 1,
                                               "of": 32}]
     found = _layers(fuzzing)
     assert {i: of for i, (_, of) in found.items()} == MNIST_KERNELS
     assert sum(c for c, _ in found.values()) == int(sum(MNIST_KERNELS.values()) * 0.01) == 11996
     assert found[5][0] > 11000  # the dense kernel holds 98% of the weights
+    units = {0: 32, 1: 64, 5: 128, 7: 10}
+    for preview, pool, total in [(shuffling, units, int(234 * 0.01)),
+                                 (inverse, units, int(234 * 0.1)),
+                                 (blocking, {0: 32, 1: 64, 5: 128}, int(224 * 0.01))]:
+        found = _layers(preview)
+        assert {i: of for i, (_, of) in found.items()} == pool, preview["name"]
+        assert sum(c for c, _ in found.values()) == total, preview["name"]
+    switched = [c for c, _ in _layers(switch).values() if c]
+    assert sum(switched) >= int(234 * 0.05) and min(switched) >= 2  # a switch needs two
 
 
 def test_the_published_layer_and_settings_before_and_after(api, mnist_shaped):

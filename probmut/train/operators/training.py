@@ -2,8 +2,8 @@
 ``apply(config, params) -> config`` on a :class:`~probmut.train.models.TrainConfig`.
 
 DeepCrime's "change" operators change a setting the healthy model has and are refused
-otherwise (:data:`REQUIRES`): ``change_patience`` needs early stopping, and
-``change_gradient_clipping`` a clipping optimizer.
+otherwise (their :attr:`~probmut.train.operators.Operator.requires`): ``change_patience``
+needs early stopping, and ``change_gradient_clipping`` a clipping optimizer.
 
 Examples
 --------
