@@ -735,6 +735,18 @@ def test_layer_setting_operators(keras):
 
 
 @pytest.mark.train
+def test_deepcrimes_largest_dropout_rate_trains_one_instance_at_a_time(keras):
+    """change_dropout_rate:1 (in DeepCrime's list) drops every input in training; a
+    stack's inverted-dropout scale 1 / (1 - rate) would be infinite, so it falls back."""
+    from probmut.train.stack import stack_problem
+
+    spec_config = TrainConfig(epochs=1, batch_size=8)
+    assert stack_problem(_built(keras, "change_dropout_rate:1"), spec_config).endswith(
+        " drops every input (rate 1)")
+    assert stack_problem(_built(keras, "change_dropout_rate:0.75"), spec_config) is None
+
+
+@pytest.mark.train
 def test_gradient_clipping_changes_the_healthy_optimizers_threshold(keras):
     from probmut.train.models import make_optimizer
 
