@@ -231,11 +231,13 @@ def _prepare(digits, text, data=None):
 
 @pytest.mark.train
 @pytest.mark.parametrize("text, message", [
-    ("change_patience:2", "needs a validation set; give --validation-split"),
+    ("change_patience:2", "no early stopping to change"),  # DeepCrime changes an existing one
+    ("change_earlystopping_patience:2", "no early stopping to change"),
+    ("change_gradient_clipping", "the healthy optimizer does not clip gradients"),
     ("remove_validation_set", "needs a validation set"),
     ("make_output_classes_overlap:10@3-12", "class 12 is not a class of the data"),
     ("change_label:10@10", "class 10 is not a class"),
-    ("remove_layer:3", "not a valid model .*must have the same rank"),  # the Flatten
+    ("remove_layer:3", "output shape equals its input shape"),  # the Flatten
     ("change_loss_function:ctc", "not a valid model"),
     ("change_activation_function:nosuch", "unknown Keras activation"),
 ])
@@ -252,6 +254,7 @@ def test_illegal_mutations_stop_before_training(digits, text, message):
     ("change_dropout_rate:0.25", "the same settings and architecture"),
     ("delete_training_data:0", "it leaves the training data unchanged"),
     ("change_label:0@3", "it leaves the training data unchanged"),
+    ("add_noise:0.01", "it leaves the training data unchanged"),  # int(1347 x 0.0001) = 0
     ("data_shuffle:50", "it only reorders the training samples"),
     ("change_epochs:3", ""),
     ("change_activation_function:elu@0", ""),
@@ -262,12 +265,25 @@ def test_equivalence_known_before_training(digits, text, reason):
 
 
 @pytest.mark.train
-def test_validation_operators_are_legal_with_a_validation_split(digits):
+def test_validation_operators_change_the_healthy_early_stopping(digits):
+    """change_patience needs the healthy model's early stopping; remove_validation_set
+    without early stopping changes nothing training uses (its validation data is only
+    evaluated)."""
     from probmut.train.datasets import load_dataset
+    from probmut.train.legality import prepare
+    from probmut.train.operators import parse_mutations
 
-    with_validation = load_dataset("digits", validation_split=0.1)
-    prepared = _prepare(digits, "change_patience:2", with_validation)
-    assert prepared[0].equivalent == ""
+    spec, _ = digits
+    data = load_dataset("digits", validation_split=0.1)
+    stopping = spec.config.replace(patience=3)
+    assert [m.equivalent for m in prepare(parse_mutations("change_patience:2,3"), spec, data,
+                                          stopping)] == [
+        "", "the same settings and architecture as the healthy model"]
+    assert prepare(parse_mutations("remove_validation_set"), spec, data,
+                   stopping)[0].equivalent == ""
+    assert prepare(parse_mutations("remove_validation_set"), spec, data,
+                   spec.config)[0].equivalent == (
+        "without early stopping the validation data never changes training")
 
 
 @pytest.mark.train
@@ -409,4 +425,6 @@ def test_list_operators_json(capsys):
     neb = next(r for r in rows if r["name"] == "neuron_effect_blocking")
     assert neb["aliases"] == ["NEB"] and neb["level"] == "model"
     assert neb["source"] == "DeepMutation"
-    assert neb["default_target"].startswith("first hidden layer whose neurons feed")
+    assert neb["default_target"].startswith("the whole network: every layer whose neurons")
+    clip = next(r for r in rows if r["name"] == "change_gradient_clipping")
+    assert clip["aliases"] == ["change_gradient_clip"] and clip["default"] == "0.5"
