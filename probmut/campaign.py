@@ -585,9 +585,10 @@ class Campaign(Result):
     def status_lines(self) -> list[str]:
         """Whether the campaign is complete, and every short population."""
         if self.complete:
-            return [f"complete: every population holds its target ({self.target_source})"]
+            return [f"complete: every population holds its target (targets: "
+                    f"{self.target_source})"]
         lines = [f"UNFINISHED: {len(self.short)} population(s) short of their target "
-                 f"({self.target_source}); rerun the training to finish them"]
+                 f"(targets: {self.target_source}); rerun the training to finish them"]
         lines += [f"  {p.name}: {p.instances} of {p.target} instances"
                   + (" (no file yet)" if p.instances == 0 else "") for p in self.short]
         return lines
@@ -653,14 +654,14 @@ def _targets(manifest, model: str, rounds, counts: dict[Path, int]):
                 for name, n in manifest.models[model].get("targets", {}).items()}
     if recorded:
         largest = max(counts.values())
-        return {p: recorded.get(p.resolve(), largest) for p in counts}, "the run's targets"
+        return {p: recorded.get(p.resolve(), largest) for p in counts}, "recorded by the run"
     if rounds:
         last = rounds[-1]["instances"]
         largest = max(counts.values())
         return ({p: int(last.get(p.stem, largest)) for p in counts},
                 "the last round of rounds.json")
     largest = max(counts.values())
-    return dict.fromkeys(counts, largest), "no target recorded: the largest population"
+    return dict.fromkeys(counts, largest), "the largest population (none recorded)"
 
 
 def _aligned(healthy, mutant, paired: bool, notes: list):

@@ -180,7 +180,7 @@ def _summary(campaign: Campaign) -> str:
             ("data", _value_html(campaign.data) if campaign.data else
              "no provenance recorded in the manifest"),
             ("populations", f"healthy: {campaign.healthy.instances} instances (target "
-                            f"{campaign.healthy.target}); {_e(mutants)}; targets from "
+                            f"{campaign.healthy.target}); {_e(mutants)}; targets: "
                             f"{_e(campaign.target_source)}"),
             ("analysis", _e(campaign.settings.describe())),
             ("seed", _e(campaign.seed))]
