@@ -310,7 +310,8 @@ class KillCurve(Result):
         if self.threshold is None:
             return "fewer than two analysed magnitudes: no fit"
         side = "largest" if self.direction == "decreasing" else "smallest"
-        return (f"{side} killed magnitude ({self.axis}): {self._where(self.threshold)}, "
+        axis = "" if self.axis == "magnitude" else f" ({self.axis})"
+        return (f"{side} killed magnitude{axis}: {self._where(self.threshold)}, "
                 f"{self.mass:.0%} interval [{self._where(self.threshold_low)}, "
                 f"{self._where(self.threshold_high)}]; killed at every tested magnitude in "
                 f"{self.p_every:.0%} of the draws, at none in {self.p_none:.0%}")
@@ -512,7 +513,7 @@ class MutantSummary:
 
 @dataclass(frozen=True)
 class Campaign(Result):
-    """One model's mutation-testing campaign (see the module notes and :func:`campaign`)."""
+    """One model's mutation-testing campaign (see the module notes and :func:`summarize_campaign`)."""
 
     model: str
     manifest: str
@@ -595,8 +596,9 @@ class Campaign(Result):
 
     def __str__(self) -> str:
         counts = ", ".join(f"{n} {o}" for o, n in self.counts.items() if n)
-        lines = [f"Campaign of {self.model}: {len(self.mutants)} mutants ({counts}); "
-                 f"healthy population {self.healthy.instances} instances",
+        lines = [f"Campaign of {self.model}: {len(self.mutants)} mutants, healthy population "
+                 f"{self.healthy.instances} instances; "
+                 f"{'verdicts' if self.verdicts else 'decisions'}: {counts}",
                  *self.status_lines(),
                  str(self.score) if self.score else "mutation score: no analysed mutant"]
         if self.flagged:
@@ -661,7 +663,7 @@ def _targets(manifest, model: str, rounds, counts: dict[Path, int]):
         return ({p: int(last.get(p.stem, largest)) for p in counts},
                 "the last round of rounds.json")
     largest = max(counts.values())
-    return dict.fromkeys(counts, largest), "the largest population (none recorded)"
+    return dict.fromkeys(counts, largest), "the largest population, none recorded"
 
 
 def _aligned(healthy, mutant, paired: bool, notes: list):
@@ -682,7 +684,7 @@ def _aligned(healthy, mutant, paired: bool, notes: list):
     return pair(healthy.subset(common), mutant.subset(common))
 
 
-def campaign(manifest=None, model: str | None = None, settings=None, *, seed=42,
+def summarize_campaign(manifest=None, model: str | None = None, settings=None, *, seed=42,
              jobs: int | None = None, verdicts: bool = True, coverage=None,
              progress: bool = False) -> Campaign:
     """Analyse every mutant of one model of a manifest: the campaign's whole answer.
@@ -705,7 +707,7 @@ def campaign(manifest=None, model: str | None = None, settings=None, *, seed=42,
 
     Examples
     --------
-    >>> report = campaign(model="mnist_dc", verdicts=False)     # DeepCrime's 20 vs 20
+    >>> report = summarize_campaign(model="mnist_dc", verdicts=False)     # DeepCrime's 20 vs 20
     >>> report.counts["killed"], report.complete, round(report.score.mean, 3)
     (11, True, 0.633)
     """
