@@ -63,13 +63,13 @@ def command_line(args, parser) -> str:
 
 
 def _run_report(args, parser) -> int:
-    from probmut.campaign import campaign
+    from probmut.campaign import summarize_campaign
     from probmut.report import write_report
 
     manifest, model = _source(args)
     out = writable_file(Path(args.out), "report", "out")
     settings = posterior_settings_from(args)
-    result = campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
+    result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
                       verdicts=not args.no_verdicts, coverage=args.coverage,
                       progress=not args.quiet)
     write_report(result, out, command=command_line(args, parser))
