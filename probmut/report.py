@@ -33,6 +33,7 @@ from pathlib import Path
 
 from probmut import __version__
 from probmut.campaign import OUTCOMES, Campaign, MutantSummary
+from probmut.recommend import LEVEL, REFERENCE_SIZE
 
 
 def figure_uri(fig) -> str:
@@ -155,8 +156,8 @@ def _counts(campaign: Campaign) -> str:
     items = "".join(f'<li class="{_e(o.replace(" ", "-"))}"><b>{counts[o]}</b> {_e(o)}</li>'
                     for o in OUTCOMES)
     note = ("killed, not killed and not settled are the mutants' verdicts (the decision of a "
-            "population of 200 fresh instances per side, predicted with probability at "
-            "least 0.95)" if campaign.verdicts else
+            f"population of {REFERENCE_SIZE} fresh instances per side, predicted with "
+            f"probability at least {LEVEL:g})" if campaign.verdicts else
             "killed and not killed are the bagged posterior's decisions (verdicts not "
             "computed)")
     flagged = ""
@@ -398,9 +399,10 @@ def _definitions(campaign: Campaign) -> str:
          "killed is the share of the same mutants the bagged posterior decides killed."),
         ("decision", "the bagged posterior's: killed when the ratio of its Hellinger distances "
          "to the ideal sound and ideal mutant posteriors exceeds the threshold."),
-        ("verdict", "the decision a population of 200 fresh instances per side would reach, "
-         "predicted from the instances at hand with their uncertainty: killed or not killed "
-         "when predicted with probability at least 0.95, else not settled (probmut recommend)."),
+        ("verdict", f"the decision a population of {REFERENCE_SIZE} fresh instances per side "
+         "would reach, predicted from the instances at hand with their uncertainty: killed or "
+         f"not killed when predicted with probability at least {LEVEL:g}, else not settled "
+         "(probmut recommend)."),
         ("smallest killed magnitude", "where the isotonic (monotone) fit of the posterior "
          "means against the magnitude, weighted by their precisions, reaches 1/2, linearly "
          "interpolated; the interval repeats the fit on posterior draws."),
