@@ -79,6 +79,8 @@ from probmut.results import Result, plain
 DRAWS = 20_000
 #: Kill probability at which a magnitude counts as killed on the fitted curve.
 LEVEL = 0.5
+#: Where the targets come from when the run records none.
+FALLBACK = "the largest population, none recorded"
 #: What each mutant's summary outcome can be, in the order of the summary's counts.
 OUTCOMES = ("killed", "not killed", "not settled", "flagged", "not analysed")
 
@@ -588,8 +590,10 @@ class Campaign(Result):
         if self.complete:
             return [f"complete: every population holds its target (targets: "
                     f"{self.target_source})"]
+        advice = ("rerun the training to finish them" if self.target_source != FALLBACK else
+                  "a run that stopped early, or files missing some instances")
         lines = [f"UNFINISHED: {len(self.short)} population(s) short of their target "
-                 f"(targets: {self.target_source}); rerun the training to finish them"]
+                 f"(targets: {self.target_source}); {advice}"]
         lines += [f"  {p.name}: {p.instances} of {p.target} instances"
                   + (" (no file yet)" if p.instances == 0 else "") for p in self.short]
         return lines
@@ -663,7 +667,7 @@ def _targets(manifest, model: str, rounds, counts: dict[Path, int]):
         return ({p: int(last.get(p.stem, largest)) for p in counts},
                 "the last round of rounds.json")
     largest = max(counts.values())
-    return dict.fromkeys(counts, largest), "the largest population, none recorded"
+    return dict.fromkeys(counts, largest), FALLBACK
 
 
 def _aligned(healthy, mutant, paired: bool, notes: list):
