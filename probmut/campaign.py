@@ -741,6 +741,9 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
 
     folder = manifest.path.parent
     rounds = _read_rounds(folder / "rounds.json")
+    beside = folder / "coverage.json"
+    coverage = coverage or (beside if beside.is_file() else None)
+    coverage = _read_coverage(coverage) if coverage else None
     healthy_path = manifest.healthy(model)
     mutations = list(manifest.mutations(model))
     files = [healthy_path] + [f for m in mutations for f in m.files]
@@ -794,15 +797,13 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
                            mass=settings.mass) if scored else None
     curves = tuple(_curve(mutation, [m for m in mutants if m.mutation == mutation.name],
                           baseline, seed, settings) for mutation in mutations)
-    coverage_path = coverage or (folder / "coverage.json" if (folder / "coverage.json").is_file()
-                                 else None)
     return Campaign(
         model=model, manifest=str(manifest.path),
         description=str(manifest.models[model].get("description", "")),
         data=manifest.models[model].get("data"), settings=settings, seed=seed,
         healthy=count(healthy_path, "healthy"), baseline=baseline, mutants=tuple(mutants),
         score=score, curves=curves, target_source=target_source, verdicts=verdicts,
-        inputs=inputs, coverage=_read_coverage(coverage_path) if coverage_path else None,
+        inputs=inputs, coverage=coverage,
         rounds_file=str(folder / "rounds.json") if rounds else None)
 
 

@@ -367,6 +367,34 @@ def test_a_run_trained_until_settled_takes_its_targets_from_the_last_round(tmp_p
     assert not summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False).complete
 
 
+def test_a_coverage_result_beside_the_run_is_shown(tmp_path, capsys):
+    """`probmut coverage RUN --json > RUN/coverage.json`: its numbers on the page; a file
+    that is not a coverage result is refused."""
+    from probmut.coverage import CoverageStudy, LayerValues, instance_coverage
+
+    rng = np.random.default_rng(1)
+    train = np.maximum(rng.normal(0.5, 1, (200, 3)), 0)
+    test = np.maximum(rng.normal(0.5, 1, (LABELS.size, 3)), 0)
+
+    def layer(values):
+        return [LayerValues(values, values.min(1), values.max(1))]
+
+    coverage = CoverageStudy("dense (layer 4, 3 neurons)", (2,), (instance_coverage(
+        "0", rng.normal(0, 1, (200, 3)), train, test, layer(train), layer(test), 2),),
+        LABELS.size, {"seed": 0})
+    folder = write_run(tmp_path, FULL)
+    (folder / "coverage.json").write_text(coverage.to_json())
+    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
+    assert found.coverage["idc"]["mean"] == coverage.idc(2).mean()
+    page = render_html(found)
+    assert '<section id="coverage">' in page and "IDC (m = 2)" in page
+    assert f"mean {coverage.idc(2).mean():.4f}" in page
+    (folder / "other.json").write_text('{"tau": 0.1}')
+    assert main(["report", str(folder), "--coverage", str(folder / "other.json"),
+                 "--out", str(tmp_path / "r.html")]) == 2
+    assert "not a coverage result" in capsys.readouterr().err
+
+
 def test_too_few_instances_for_the_sample_size_is_said_not_hidden(tmp_path):
     folder = write_run(tmp_path, FULL)
     found = summarize_campaign(folder / "manifest.toml", verdicts=False)     # k = 20 > 12 instances
