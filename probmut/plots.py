@@ -206,7 +206,7 @@ def plot_kill_curve(curve, *, ax=None, title: str | None = None):
         ax.set_ylabel("kill probability")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3 if ordered else -0.42),
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.38 if ordered else -0.55),
                   ncol=2, fontsize=6, frameon=False)
         ax.set_title(title or curve.mutation)
         if own:
