@@ -30,6 +30,7 @@ _COMMAND_MODULES = [
     "probmut.cli.inputs",
     "probmut.cli.symptoms",
     "probmut.cli.coverage",
+    "probmut.cli.report",
 ]
 
 #: Exit code when the reader of our output went away (``probmut ... | head``): 128 + SIGPIPE.

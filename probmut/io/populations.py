@@ -485,3 +485,20 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
             f"{path}: values are not kill rates of {trials} trials (multiples of 1/{trials} in "
             "[0, 1]); check the number of trials", option="trials")
     return rounded.astype(np.int64)
+
+
+def has_symptom_records(path) -> bool:
+    """Whether a population file carries its instances' symptom records: a tidy CSV
+    with a ``status`` column, as the trainer and ``probmut evaluate`` write.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "pop.csv")
+    >>> write_instances(path, [InstanceRecord(0, 0.75)])
+    >>> has_symptom_records(path)
+    True
+    >>> write_tidy(Population.from_values([0.75]), path)
+    >>> has_symptom_records(path)
+    False
+    """
+    lines = _lines(Path(path))
+    return not _is_deepcrime(lines) and "status" in {f.strip() for f in lines[0].split(",")}
