@@ -16,6 +16,7 @@ from probmut.cli.args import (
     add_plot_arguments,
     add_quiet_argument,
     add_strict_argument,
+    comma_list,
     figure_path,
     integer,
     number,
@@ -32,12 +33,8 @@ EXAMPLE = """examples:
 
 
 def _neurons(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"give numbers of neurons like 6,8,10, got {text!r}") \
-            from None
-    if not values or min(values) < 1:
+    values = tuple(comma_list(int, "numbers of neurons like 6,8,10")(text))
+    if min(values) < 1:
         raise argparse.ArgumentTypeError(f"numbers of neurons must be at least 1, got {text!r}")
     return values
 
@@ -125,6 +122,9 @@ def _source(args):
                                    "--dataset or --data")
             dataset = json.loads(settings.read_text())["dataset"]
         return model_files([models]), dataset, run.resolve().name
+    missing = [source for source in args.source if not Path(source).exists()]
+    if missing:
+        raise ProbmutError(f"{missing[0]}: no such file or directory")
     if not (args.data or args.dataset):
         raise ProbmutError("model files need --dataset or --data (the test set to cover)")
     return model_files(args.source), args.data or args.dataset, "models"

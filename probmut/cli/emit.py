@@ -14,7 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from probmut.io.populations import noted_completeness
+from probmut.progress import ANALYSIS_DELAY, progress
 from probmut.results import dumps
+
+
+def tests_progress(args, total: int, desc: str):
+    """The progress display of an analysis of ``total`` kill tests: shown on stderr once it
+    has run for a while (:data:`~probmut.progress.ANALYSIS_DELAY`), never with --quiet."""
+    return progress(total, desc, enabled=not args.quiet, unit="test", unit_scale=True,
+                    delay=ANALYSIS_DELAY)
 
 
 def _json(document: dict) -> str:

@@ -48,11 +48,13 @@ def register(subparsers) -> None:
         "symptoms", help="what each mutation did to training: crash, hang, NaN, accuracy "
                          "and time change",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Classify each mutant population of a run in the manner of Jia et al. "
-                    "(SANER 2022): crash, hang, nan when most of its instances crashed, timed "
-                    "out or diverged; else no observable difference, insignificant or "
-                    "significant accuracy change (the kill criterion's test), with the "
-                    "training-time change and its own test (see docs/symptoms.md).",
+        description="Classify each mutant population of a run after Jia et al. (SANER "
+                    "2022): crash, hang, nan when most of its instances crashed, timed out or "
+                    "diverged; else no observable difference, insignificant or significant "
+                    "accuracy change (Jia et al.'s two-tailed t-test at 0.05: Student's, "
+                    "paired for model-level mutants), with the failed instances, the kill "
+                    "criterion's effect size and the training-time change with its own test "
+                    "(see docs/symptoms.md).",
         epilog="example:\n  probmut symptoms runs/digits\n"
                "  probmut symptoms --manifest raw_data/manifest.toml --model mnist --no-plot")
     parser.add_argument("run", nargs="?", metavar="RUN_DIR",

@@ -33,7 +33,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write
-from probmut.io.populations import check_complete
+from probmut.io.populations import check_complete, text_start
 from probmut.io.records import FAILED, AllFailedError, FailedInstanceWarning, InstanceRecord
 
 _SYMPTOM_KEYS = ("status", "error", "seconds", "initial_loss", "constant", "loss_history",
@@ -92,6 +92,10 @@ def _read(path) -> dict:
     if not Path(path).is_file():
         raise ProbmutError(f"{path}: no such outcomes file (the trainer writes it next to "
                            "each population CSV)")
+    text = text_start(path)
+    if text is not None:
+        raise bad(f"a text file: {text!r}...; the outcome files are the .outcomes.npz that "
+                  "probmut train writes beside each population CSV")
     try:
         data = np.load(path, allow_pickle=False)
         plain = isinstance(data, np.ndarray)

@@ -235,6 +235,10 @@ def _drop_missing(values: list[float], ids: list[int], where: str, strict: bool)
     return [values[k] for k in kept], [ids[k] for k in kept]
 
 
+def _cells(count: int) -> str:
+    return f"{count} cell" + ("" if count == 1 else "s")
+
+
 def _read_deepcrime(lines: list[str], where: str):
     header = lines[0].split(";")
     rows = [line for line in lines[1:] if line.strip()]
@@ -246,6 +250,10 @@ def _read_deepcrime(lines: list[str], where: str):
         raise ProbmutError(
             f"{where}: the header names {len(names)} instances but the last row holds "
             f"{len(cells)} values")
+    for number, line in enumerate(lines[1:], start=2):
+        if line.count(";") != len(names):
+            raise ProbmutError(f"{where}: line {number} holds {_cells(line.count(';') + 1)}, "
+                               f"the header {len(header)} (a ragged row)")
     ids = []
     for k, name in enumerate(names):
         match = re.search(r"(\d+)\s*$", name)
@@ -280,9 +288,17 @@ def _tidy_rows(lines: list[str], where: str):
         raise ProbmutError(
             f"{where}: unknown format; expected DeepCrime's (header 'true_label;...') or a "
             f"tidy CSV with columns 'instance,accuracy' (found columns {fields})")
+    twice = [f for f in COLUMNS if fields.count(f) > 1]
+    if twice:
+        raise ProbmutError(f"{where}: the header has {fields.count(twice[0])} columns named "
+                           f"{twice[0]!r}; keep one")
     reader.fieldnames = fields
     for line_number, row in enumerate(reader, start=2):
-        cells = {k: (v or "").strip() for k, v in row.items() if k is not None}
+        if None in row or None in row.values():  # more cells than columns, or fewer
+            count = len(fields) + len(row.get(None, [])) - list(row.values()).count(None)
+            raise ProbmutError(f"{where}: line {line_number} holds {_cells(count)}, the header "
+                               f"{len(fields)} (a ragged row)")
+        cells = {k: v.strip() for k, v in row.items()}
         try:
             cells["instance"] = int(cells.get("instance", ""))
         except ValueError:
@@ -530,6 +546,26 @@ def pair(healthy: Population, mutant: Population) -> tuple[Population, Populatio
     return healthy.subset(order), mutant.subset(order)
 
 
+def text_start(path, length: int = 40) -> str | None:
+    """The start of the file's first line if the file is text (e.g. a CSV given where a
+    NumPy file was expected), else None: for messages that say what a file is.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "h.csv")
+    >>> _ = open(path, "w").write("instance,accuracy\\n0,0.9\\n")
+    >>> text_start(path)
+    'instance,accuracy'
+    """
+    with open(path, "rb") as file:
+        head = file.read(4 * length)
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    line = text.splitlines()[0] if text.strip() else ""
+    return line[:length] if line.isprintable() and line.strip() else None
+
+
 def load_kill_rates(path, trials: int) -> np.ndarray:
     """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
 
@@ -540,6 +576,10 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise ProbmutError(f"{path}: no such file")
+    text = text_start(path)
+    if text is not None:
+        raise ProbmutError(f"{path}: a text file ({text!r}...), not a NumPy .npy array of kill "
+                           "rates; population files are given without --kill-rates")
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
@@ -560,3 +600,20 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
             f"{path}: values are not kill rates of {trials} trials (multiples of 1/{trials} in "
             "[0, 1]); check the number of trials", option="trials")
     return rounded.astype(np.int64)
+
+
+def has_symptom_records(path) -> bool:
+    """Whether a population file carries its instances' symptom records: a tidy CSV
+    with a ``status`` column, as the trainer and ``probmut evaluate`` write.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "pop.csv")
+    >>> write_instances(path, [InstanceRecord(0, 0.75)])
+    >>> has_symptom_records(path)
+    True
+    >>> write_tidy(Population.from_values([0.75]), path)
+    >>> has_symptom_records(path)
+    False
+    """
+    lines = _lines(Path(path))
+    return not _is_deepcrime(lines) and "status" in {f.strip() for f in lines[0].split(",")}
