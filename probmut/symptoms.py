@@ -346,18 +346,20 @@ def symptom_study(healthy, mutants: dict, criterion: KillCriterion | None = None
 
 
 def study_from_manifest(manifest, model: str | None = None,
-                        criterion: KillCriterion | None = None) -> SymptomStudy:
+                        criterion: KillCriterion | None = None,
+                        strict: bool = False) -> SymptomStudy:
     """The symptoms of every mutation and magnitude of one model of a manifest (by
-    default its only model, or the first)."""
+    default its only model, or the first). ``strict``: a population short of its run's
+    target is an error, not a warning."""
     from probmut.io.populations import read_instances
 
     model = model or manifest.model_names()[0]
-    healthy = read_instances(manifest.healthy(model))
+    healthy = read_instances(manifest.healthy(model), strict, manifest)
     mutants, paired = {}, []
     for mutation in manifest.mutations(model):
         for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
             name = f"{mutation.name}_{magnitude}"
-            mutants[name] = read_instances(path)
+            mutants[name] = read_instances(path, strict, manifest)
             if mutation.paired:
                 paired.append(name)
     if not mutants:

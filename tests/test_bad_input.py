@@ -554,3 +554,24 @@ def test_recommend_help_shows_a_single_percent_sign(capsys):
     assert main(["recommend", "--help"]) == 0
     out = capsys.readouterr().out
     assert "95%%" not in out and "predicted 95%" in " ".join(out.split())
+
+
+def test_a_file_name_too_long_is_one_line(capsys, tmp_path):
+    """An operating-system error on a named file (here ENAMETOOLONG) is bad input."""
+    long = tmp_path / ("x" * 300 + ".csv")
+    refused(capsys, "kill", long, HEALTHY, says=f"{long}: File name too long")
+    refused(capsys, "posterior", HEALTHY, MUTANT, *FAST, "--plot",
+            tmp_path / ("x" * 300 + ".png"), says="File name too long")
+
+
+def test_atomic_writes_take_every_name_the_file_system_takes(tmp_path):
+    from probmut.errors import ProbmutError
+    from probmut.io.atomic import atomic_write_text
+
+    fits = tmp_path / ("y" * 250 + ".csv")  # its temporary name must fit too
+    atomic_write_text(fits, "ok")
+    assert fits.read_text() == "ok"
+    with pytest.raises(ProbmutError, match="the file name or path is too long for the file "
+                                           "system .a 304-byte name.; choose a shorter one"):
+        atomic_write_text(tmp_path / ("y" * 300 + ".csv"), "no")
+    assert [p.name for p in tmp_path.iterdir()] == [fits.name]

@@ -174,9 +174,16 @@ def add_population_arguments(parser: argparse.ArgumentParser, many_mutants: bool
     parser.add_argument("--paired", action="store_true",
                         help="model-level mutation: mutant i derived from healthy i (pairs by "
                              "instance id; implied by the manifest for such mutations)")
+    add_strict_argument(parser)
+
+
+def add_strict_argument(parser: argparse.ArgumentParser):
+    """``--strict``: what is otherwise dropped or warned about in the populations read is
+    an error."""
     parser.add_argument("--strict", action="store_true",
-                        help="a missing accuracy is an error instead of a dropped instance "
-                             "(a strict reading)")
+                        help="a missing accuracy, a failed instance, or a population short of "
+                             "the instances its run aims at (a run that stopped early) is an "
+                             "error instead of a warning (a strict reading)")
 
 
 def _decimals(text: str) -> int | str:
@@ -270,7 +277,7 @@ def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
             raise ProbmutError("give either population files or --model/--mutation, not both")
         manifest = Manifest.load(args.manifest)
         healthy = read_population(manifest.healthy(args.model), name="healthy",
-                                  strict=args.strict)
+                                  strict=args.strict, manifest=manifest)
         if not args.mutation:
             if need_mutants:
                 raise ProbmutError(f"--model {args.model} needs --mutation (one of "
@@ -280,8 +287,8 @@ def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
         if not args.magnitudes:
             mutation.require_magnitudes()
         chosen = args.magnitudes or mutation.magnitudes
-        mutants = [read_population(mutation.file_for(m), name=m, strict=args.strict)
-                   for m in chosen]
+        mutants = [read_population(mutation.file_for(m), name=m, strict=args.strict,
+                                   manifest=manifest) for m in chosen]
         return Inputs(healthy, mutants, args.paired or mutation.paired, args.model, args.mutation)
     if args.mutation or args.magnitudes:
         raise ProbmutError("--mutation and --magnitudes need --model")

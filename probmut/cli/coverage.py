@@ -15,6 +15,7 @@ from probmut.cli.args import (
     DEFAULT_SEED,
     add_plot_arguments,
     add_quiet_argument,
+    add_strict_argument,
     comma_list,
     figure_path,
     integer,
@@ -92,6 +93,7 @@ def register(subparsers) -> None:
                    help=f"seed of k-means, subsets, bootstrap (default: {DEFAULT_SEED})")
     add_plot_arguments(p, "figures/coverage/NAME.png")
     add_quiet_argument(p)
+    add_strict_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=handle)
 
@@ -106,6 +108,12 @@ def _source(args):
         if not models.is_dir():
             raise ProbmutError(f"{run} has no saved models (models/healthy); train it with "
                                "--save-models, or give model files")
+        from probmut.io.manifest import population_target
+        from probmut.io.populations import read_instances
+
+        healthy = run / "healthy.csv"
+        if healthy.exists() or population_target(healthy):  # a run that stopped early is named
+            read_instances(healthy, args.strict)
         dataset = args.data or args.dataset
         if dataset is None:
             settings = run / ".work" / "settings.json"
@@ -122,9 +130,10 @@ def _source(args):
     return model_files(args.source), args.data or args.dataset, "models"
 
 
-def _against(run: str):
+def _against(run: str, strict: bool):
     """The healthy outcomes and ``(outcomes, paired)`` of each mutant population of a run;
-    populations whose every instance failed are left out with a warning."""
+    populations whose every instance failed are left out with a warning. ``strict``: a
+    population short of the run's target is an error, not a warning."""
     import warnings
 
     from probmut.inputs import Outcomes
@@ -134,7 +143,8 @@ def _against(run: str):
     path = Path(run)
     manifest = Manifest.load(path / "manifest.toml" if path.is_dir() else path)
     model = manifest.model_names()[0]
-    outcomes = lambda csv: Outcomes.load(csv.with_name(f"{csv.stem}.outcomes.npz"))  # noqa: E731
+    outcomes = lambda csv: Outcomes.load(csv.with_name(f"{csv.stem}.outcomes.npz"),  # noqa: E731
+                                         strict=strict)
     mutants = []
     for mutation in manifest.mutations(model):
         for csv in mutation.files:
@@ -151,7 +161,7 @@ def handle(args) -> int:
 
     _require("tensorflow", "train")
     files, dataset_name, label = _source(args)
-    against = _against(args.against) if args.against else None
+    against = _against(args.against, args.strict) if args.against else None
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import configure_tensorflow
     from probmut.train.relevance import measure_coverage

@@ -19,7 +19,6 @@ import sys
 
 from probmut.errors import ProbmutError
 from probmut.io.manifest import Manifest
-from probmut.results import dumps
 
 
 def add_flag_arguments(parser) -> None:
@@ -101,7 +100,7 @@ def with_flags(document: dict, checks: TrainChecks | None) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class Flagged:
-    """A printable result (``__str__``, ``to_json``) with what ``probmut train`` found
+    """A printable result (``__str__``, ``to_dict``) with what ``probmut train`` found
     about its populations."""
 
     result: object
@@ -110,5 +109,5 @@ class Flagged:
     def __str__(self) -> str:
         return str(self.result) + flags_note(self.flags)
 
-    def to_json(self) -> str:
-        return dumps(with_flags(self.result.to_dict(), self.flags))
+    def to_dict(self) -> dict:
+        return with_flags(self.result.to_dict(), self.flags)

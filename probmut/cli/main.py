@@ -3,10 +3,11 @@
 Each feature module registers its own subcommands through a ``register(subparsers)``
 function listed in ``_COMMAND_MODULES``; a handler returns the exit code. Bad input
 (a bad option value, or :class:`probmut.errors.ProbmutError` from anywhere below) is
-reported in one line without a traceback, with exit code 2, and so is a request too large
-for the memory (numpy's MemoryError). Ctrl-C stops any command with one line and exit
-code 130; a command that keeps its completed work (it sets the default ``resumes=True``;
-``--no-cache`` turns it off) says that rerunning it resumes.
+reported in one line without a traceback, with exit code 2, and so are a request too large
+for the memory (numpy's MemoryError) and an operating-system error on a named file (a
+name too long, a folder where a file is wanted, no permission). Ctrl-C stops any command
+with one line and exit code 130; a command that keeps its completed work (it sets the
+default ``resumes=True``; ``--no-cache`` turns it off) says that rerunning it resumes.
 """
 
 from __future__ import annotations
@@ -98,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from probmut.io.populations import noting_completeness
+
     try:
-        return int(args.func(args) or 0)
+        with noting_completeness():  # the JSON output says whether the runs read are complete
+            return int(args.func(args) or 0)
     except ProbmutError as error:
         hint = f" ({flag(error.option)})" if error.option else ""
         print(f"probmut {args.command}: error: {error}{hint}", file=sys.stderr)
@@ -120,3 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         # /dev/null so that the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except OSError as error:
+        if error.filename is None:  # not about a file: unexpected, keep the traceback
+            raise
+        # a file name too long, a folder where a file is wanted, no permission, ...
+        print(f"probmut {args.command}: error: {error.filename}: {error.strerror}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT

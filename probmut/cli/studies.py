@@ -142,7 +142,7 @@ def _run_replicate(args) -> int:
     report = replicate(Path(args.out), quick=args.quick, jobs=args.jobs, seed=args.seed,
                        cache_dir=None if args.no_cache else args.cache, manifest=args.manifest,
                        parts=parts, progress=not args.quiet)
-    print(report.to_json() if args.json else report)
+    emit(args, report)
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from probmut.cli.args import (
     add_criterion_arguments,
     add_plot_arguments,
+    add_strict_argument,
     criterion_from,
     figure_path,
 )
@@ -32,7 +33,7 @@ def _run_symptoms(args) -> int:
     from probmut.symptoms import study_from_manifest
 
     manifest = Manifest.load(_manifest_path(args))
-    study = study_from_manifest(manifest, args.model, criterion_from(args))
+    study = study_from_manifest(manifest, args.model, criterion_from(args), strict=args.strict)
     figure = figure_path(args, "symptoms", f"{study.label}.png")
     if figure:
         from probmut.plots import plot_symptoms, save
@@ -61,6 +62,7 @@ def register(subparsers) -> None:
     parser.add_argument("--manifest", help="a manifest file instead of a run directory")
     parser.add_argument("--model", help="the model in the manifest (default: its first)")
     add_criterion_arguments(parser)
+    add_strict_argument(parser)
     add_plot_arguments(parser, "figures/symptoms/MODEL.png")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=_run_symptoms)

@@ -7,13 +7,22 @@ after every argument that can be checked without it has been.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
 
-from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, integer, number, seed_value
+from probmut.cli.args import (
+    DEFAULT_SEED,
+    add_quiet_argument,
+    integer,
+    number,
+    seed_value,
+    writable_directory,
+)
+from probmut.cli.emit import counted
 from probmut.errors import ProbmutError
 
 EXAMPLE = """example:
@@ -64,7 +73,8 @@ def register(subparsers) -> None:
                    help=f"give up a Keras download that has not started after SECONDS "
                         f"(default {DOWNLOAD_TIMEOUT:g})")
     p.add_argument("--model", default="digits_cnn",
-                   help=f"{', '.join(MODELS)}, or module:function returning a Keras classifier "
+                   help=f"{', '.join(MODELS)}, or module:function: a function (input_shape, "
+                        "n_classes) returning a keras.Model classifier, on the Python path "
                         "(default: digits_cnn)")
     p.add_argument("--instances", type=int, help="instances per population (20)")
     p.add_argument("--mutation", action="append", default=[], metavar="OP[:MAG1,MAG2]",
@@ -150,6 +160,22 @@ def register(subparsers) -> None:
                         help="k instances per side in the verdicts' kill tests; the first "
                              "verdict needs K per side (default: 20)")
     p.set_defaults(func=handle, resumes=True)
+
+
+def _check_out(out: Path) -> None:
+    """``--out`` can hold the run: a directory, or one that can be made there. One made
+    to check is removed again, so that nothing is left when a later check fails."""
+    try:
+        made = [folder for folder in (out, *out.parents) if not folder.exists()]
+    except OSError as error:  # e.g. a name too long for the file system
+        raise ProbmutError(f"{out}: {error.strerror}; choose another place for the output "
+                           "directory", option="out") from None
+    try:
+        writable_directory(out, "output directory", "out")
+    finally:
+        for folder in made:  # the deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _positive(value, flag):
@@ -247,13 +273,15 @@ def _summary(args, report, name) -> str:
                            "model": name, "manifest": str(args.out / "manifest.toml"),
                            "populations": populations}, indent=2)
     rate = report.trained / report.seconds * 60 if report.seconds else 0.0
-    lines = [f"trained {report.trained} instances in {report.seconds:.1f} s "
-             f"({rate:.1f}/min); {report.resumed} were already done"]
+    lines = [f"trained {counted(report.trained, 'instance')} in {report.seconds:.1f} s "
+             f"({rate:.1f}/min); {report.resumed} {'was' if report.resumed == 1 else 'were'} "
+             "already done"]
     for population in populations:
         removed = [("removed", population["removed"])] if population["removed"] else []
         flagged = "".join(f"  [{word}: {reason}]"
                           for word, reason in found[population["name"]].items() + removed)
-        lines.append(f"  {population['file']}: {population['instances']} instances{flagged}")
+        lines.append(f"  {population['file']}: {counted(population['instances'], 'instance')}"
+                     f"{flagged}")
     lines.append(f"  manifest: {args.out / 'manifest.toml'} (model {name!r})")
     return "\n".join(lines)
 
@@ -329,6 +357,7 @@ def handle(args) -> int:
         return _dry_run(args)
     if args.out is None:
         raise ProbmutError("give --out DIR (where the populations go)")
+    _check_out(args.out)
     stack = _stack(args.stack)
     if args.until_settled:
         _check_until_settled(args)
@@ -404,12 +433,13 @@ def handle(args) -> int:
     print(_summary(args, report, name) if not args.until_settled else
           _settled_summary(args, settled, _summary(args, report, name)))
     if report.diverged:
-        print(f"{len(report.diverged)} instances diverged (recorded; see probmut symptoms): "
+        print(f"{counted(len(report.diverged), 'instance')} diverged (recorded; see probmut "
+              "symptoms): "
               + ", ".join(report.diverged[:5]) + (" ..." if len(report.diverged) > 5 else ""),
               file=sys.stderr)
     if report.failures:
-        print(f"{len(report.failures)} instances failed (recorded; --retry-failed trains them "
-              "again):", *report.failures[:5], sep="\n  ", file=sys.stderr)
+        print(f"{counted(len(report.failures), 'instance')} failed (recorded; --retry-failed "
+              "trains them again):", *report.failures[:5], sep="\n  ", file=sys.stderr)
         return 1
     return 0
 

@@ -13,7 +13,15 @@ Paths are relative to the manifest. The bundled one is ``raw_data/manifest.toml`
     magnitudes = ["3.1", "9.29", "12.38", "18.57", "30.93"]
 
 The trainer (``probmut train``) writes one of these for each run
-(:func:`add_to_manifest`).
+(:func:`add_to_manifest`), before its first instance trains, with a ``targets`` table:
+each population file and the instances the run trains for it. A population file holding
+fewer is from a run that stopped early (:meth:`Manifest.target`, read by
+:func:`probmut.io.populations.check_complete`); a manifest without targets (the bundled
+data, one written by hand) says nothing about it::
+
+    [models.rs3.targets]
+    "healthy.csv" = 20
+    "delete_training_data_50.csv" = 20
 """
 
 from __future__ import annotations
@@ -121,6 +129,11 @@ def _check_model(path: Path, model: str, entry) -> None:
                                                       for v in table.values()):
                 raise ProbmutError(f"{here}: '{key}' must be a table of magnitude = "
                                    + ("[flags]" if kind is list else '"reason"'))
+    targets = entry.get("targets", {})
+    if not isinstance(targets, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in targets.values()):
+        raise ProbmutError(f"{path}: [models.{model}.targets] must map population files to "
+                           f"whole numbers of instances, got {targets!r}")
 
 
 @dataclass(frozen=True)
@@ -185,6 +198,25 @@ class Manifest:
                         magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)),
                         flags=flags, survivors=survivors, removed=removed)
 
+    def target(self, path) -> tuple[str, int] | None:
+        """``(model, instances)``: the target of the run that wrote the population file
+        ``path`` (its ``targets`` table), or None when the manifest records none for it.
+
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> add_to_manifest(os.path.join(folder, "manifest.toml"), "m", "healthy.csv", "a run",
+        ...                 [("x", "1", False)], targets={"healthy.csv": 20, "x_1.csv": 20})
+        >>> Manifest.load(os.path.join(folder, "manifest.toml")).target(
+        ...     os.path.join(folder, "x_1.csv"))
+        ('m', 20)
+        """
+        wanted = Path(path).resolve()
+        for model, entry in self.models.items():
+            for file, instances in entry.get("targets", {}).items():
+                if (self.path.parent / file).resolve() == wanted:
+                    return model, instances
+        return None
+
     def mutations(self, model: str | None = None):
         """Every mutation of one model (or of all models), in manifest order."""
         for m in [model] if model else self.model_names():
@@ -236,8 +268,25 @@ def write_manifest(path, content: dict, comment: str | None = None) -> None:
     atomic_write_text(path, "\n".join(lines + _toml_lines(content, "")) + "\n")
 
 
+def population_target(path, manifest: Manifest | None = None) -> tuple[str, int] | None:
+    """``(model, instances)``: the target of the run that wrote the population file
+    ``path``, from ``manifest`` if it records one for the file, else from the run
+    manifest beside the file (``manifest.toml`` in its folder; ignored if unreadable);
+    None when neither does."""
+    if manifest is not None and (found := manifest.target(path)) is not None:
+        return found
+    beside = Path(path).parent / "manifest.toml"
+    if not beside.is_file():
+        return None
+    try:
+        return Manifest.load(beside).target(path)
+    except ProbmutError:  # not a manifest of ours: it records no target
+        return None
+
+
 def add_to_manifest(path, model: str, healthy: str, description: str, populations,
-                    data: dict | None = None, written_by: str = "probmut train") -> None:
+                    data: dict | None = None, written_by: str = "probmut train",
+                    targets: dict[str, int] | None = None) -> None:
     """Add populations to the manifest at ``path`` (created if absent), keeping what is
     there: other models, magnitudes written by earlier runs.
 
@@ -248,7 +297,8 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     reason; "" clears an earlier entry). Each mutation's files are
     ``{mutation}_{magnitude}.csv`` beside the manifest. ``data`` (the data set's
     provenance: name, source, file hashes, split sizes) becomes the model's ``data``
-    table.
+    table. ``targets`` (population file -> instances the run trains for it) are added to
+    the model's ``targets`` table.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "manifest.toml")
@@ -271,6 +321,8 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     entry.update(healthy=healthy, description=description)
     if data is not None:
         entry["data"] = data
+    if targets:
+        entry.setdefault("targets", {}).update(targets)
     known = entry.setdefault("mutations", {})
     for name, magnitude, paired, *found in populations:
         spec = known.setdefault(name, {"paired": bool(paired),

@@ -10,6 +10,9 @@ once, as the run will, and refuses what cannot produce a valid model with one li
 * class targets exist in the data; operators that need a validation set have one;
 * a "change" operator finds the setting it changes (``change_patience`` early stopping,
   ``change_gradient_clipping`` a clipping optimizer), as DeepCrime requires;
+* a data-level mutant leaves training data to learn from: samples, finite values and, for
+  a classifier, two classes or more (checked on one draw: how many samples of each class
+  an operator keeps does not depend on it);
 * a training-level mutant builds and gives a finite loss on a batch of training data;
 * a model-level mutant applied to an untrained copy of the model gives finite outputs.
 
@@ -29,7 +32,7 @@ import dataclasses
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.datasets import n_rows, take
+from probmut.train.datasets import check_training_set, n_rows, take
 from probmut.train.flags import data_equivalence
 from probmut.train.operators import Mutation, bind
 from probmut.train.tasks import TASKS
@@ -97,6 +100,7 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
     if operator.level == "data":
         x, y = operator.apply(data.x_train, data.y_train, data.n_classes, params,
                               np.random.default_rng(0), data.task)
+        check_training_set(label, x, y, data.task, "mutated training set")
         equivalent = data_equivalence(x, y, data.x_train, data.y_train)
     elif operator.level == "training":
         mutated = operator.apply(config, params)

@@ -219,22 +219,36 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     if ":" not in name:
         raise ProbmutError(f"unknown model {name!r}; use one of {', '.join(MODELS)} or "
                            "module:function (a function (input_shape, n_classes) -> keras.Model)")
+    import keras
+
+    from probmut.io.records import one_line
+
     module_name, _, function_name = name.partition(":")
+    wanted = "a function (input_shape, n_classes) -> keras.Model"
     try:
         function = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError) as error:
+    except Exception as error:  # noqa: BLE001 - whatever the user's module raises on import
         raise ProbmutError(f"--model {name}: cannot import {function_name} from "
-                           f"{module_name} ({error}); the module must be importable "
+                           f"{module_name} ({one_line(error)}); the module must be importable "
                            "(on every worker, for --backend ray)") from None
+    if not callable(function):
+        raise ProbmutError(f"--model {name}: {function_name} is of type "
+                           f"{type(function).__name__}, not {wanted}")
 
     def build(dims):
         return function(tuple(dims.input_shape), dims.n_outputs)
 
-    model = build(dims)
+    try:
+        model = build(dims)
+    except Exception as error:  # noqa: BLE001 - the user's function, called as every instance will
+        raise ProbmutError(f"--model {name}: {function_name}({tuple(dims.input_shape)}, "
+                           f"{dims.n_outputs}) failed ({one_line(error)}); it must be "
+                           f"{wanted}") from None
+    if not isinstance(model, keras.Model):
+        raise ProbmutError(f"--model {name}: {function_name} returned an object of type "
+                           f"{type(model).__name__}, not a keras.Model; it must be {wanted}")
     config = TrainConfig(epochs=10, batch_size=32)
     if getattr(model, "optimizer", None) is not None:  # compiled: keep the user's choices
-        import keras
-
         optimizer = keras.optimizers.serialize(model.optimizer)
         clips = [(kind, optimizer["config"].get("clip" + kind)) for kind in ("value", "norm")]
         config = config.replace(optimizer=optimizer,

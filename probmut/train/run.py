@@ -23,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -42,7 +44,7 @@ from probmut.io.atomic import (
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
-from probmut.io.populations import write_instances
+from probmut.io.populations import IncompleteRunWarning, write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
 from probmut.train.backends import InstanceTimeout
 from probmut.train.flags import (
@@ -320,7 +322,9 @@ def population_flags(out: Path, population: str, instances: int, dataset,
     """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
     # crashed and timed-out instances were never scored: not counted either way
     path = out / f"{population}.outcomes.npz"
-    _, correct, labels = load_outcomes(path, keep_failed=True)
+    with warnings.catch_warnings():  # an interrupted run is short here: the analyses say so
+        warnings.simplefilter("ignore", IncompleteRunWarning)
+        _, correct, labels = load_outcomes(path, keep_failed=True)
     correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
                                dtype=bool)]
     matches = []
@@ -448,6 +452,36 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                            f"({error}); wait for it to finish or give another --out") from None
 
 
+class _Interrupts:
+    """Ctrl-C stops a run even when TensorFlow swallows it: a KeyboardInterrupt raised
+    inside a finalizer (TensorFlow runs many) is only printed as "Exception ignored", so
+    SIGINT is also remembered (``requested``, which the run checks after each unit), and
+    such a swallowed KeyboardInterrupt is not printed. Only in the main thread, and only
+    over Python's own SIGINT handler; :meth:`restore` puts back what was there."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handler), sys.unraisablehook
+            sys.unraisablehook = self._unraisable
+
+    def _handler(self, signum, frame):
+        self.requested = True
+        raise KeyboardInterrupt
+
+    def _unraisable(self, info):
+        if not issubclass(info.exc_type, KeyboardInterrupt):
+            self._previous[1](info)
+
+    def restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous[0])
+            sys.unraisablehook = self._previous[1]
+            self._previous = None
+
+
 def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
     """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
     loaded = _load_record(out, task.population, task.instance)
@@ -488,11 +522,14 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys))
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
+    # the targets first: a run stopped at any moment from here on is known as unfinished
+    _write_manifest(out, name, settings, mutations, targets, provenance)
     bar = progress_bar(len(todo_keys), f"train {name}", enabled=progress, unit="instance")
     if report.resumed and note_resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
+    interrupts = _Interrupts()
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
@@ -526,7 +563,10 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 bar.set_postfix(done=report.trained, failed=len(report.failures),
                                 left=bar.total - bar.n - len(tasks), refresh=False)
                 bar.update(len(tasks))
+                if interrupts.requested:
+                    raise KeyboardInterrupt
     finally:
+        interrupts.restore()
         bar.close()
         report.seconds = time.perf_counter() - start
         for stem in populations:
@@ -538,16 +578,27 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         if max_error_rate is not None:
             report.removed = removed_by_quality_control(out, mutations, max_error_rate,
                                                         report.counts)
-        none = Flags()
-        cfg = settings.config
-        add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
-                        f"{settings.model} on {settings.dataset}, {max(targets.values())} "
-                        "instances, "
-                        f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
-                        "(probmut train)",
-                        [(m.operator.name, m.magnitude, m.operator.paired,
-                          list(report.flags.get(m.stem, none).flags),
-                          report.flags.get(m.stem, none).survivor, report.removed.get(m.stem, ""))
-                         for m in mutations],
-                        data=provenance)
+        _write_manifest(out, name, settings, mutations, targets, provenance, report.flags,
+                        report.removed)
     return report
+
+
+def _write_manifest(out: Path, name: str, settings: RunSettings, mutations, targets: dict,
+                    provenance: dict, flags: dict[str, Flags] | None = None,
+                    removed: dict[str, str] | None = None) -> None:
+    """Add the run's populations to ``OUT/manifest.toml`` with their targets (instances
+    per population) and, once assembled, what the run found: their ``flags`` (population
+    stem -> Flags, with why a population is a survivor) and the reasons the quality
+    control ``removed`` some (stem -> reason)."""
+    cfg = settings.config
+    none = Flags()
+    found = lambda m: [] if flags is None else [  # noqa: E731
+        list(flags.get(m.stem, none).flags), flags.get(m.stem, none).survivor,
+        (removed or {}).get(m.stem, "")]
+    add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
+                    f"{settings.model} on {settings.dataset}, {max(targets.values())} instances, "
+                    f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
+                    "(probmut train)",
+                    [(m.operator.name, m.magnitude, m.operator.paired, *found(m))
+                     for m in mutations],
+                    data=provenance, targets={f"{stem}.csv": n for stem, n in targets.items()})

@@ -275,7 +275,8 @@ def check_keras_name(mutation: Mutation) -> None:
     try:
         getattr(keras, kind).get(name)
     except (ValueError, TypeError):
-        raise ProbmutError(f"{mutation.label}: unknown Keras {kind[:-1]} {name!r} "
+        singular = "loss" if kind == "losses" else kind.removesuffix("s")
+        raise ProbmutError(f"{mutation.label}: unknown Keras {singular} {name!r} "
                            f"(see keras.{kind})") from None
 
 
