@@ -48,6 +48,13 @@ repository.
 
 ``python scripts/record_docs.py`` re-records every documented output (and the spread)
 in one command.
+
+A conclusion the prose draws from a training example (the coverage answer, what the
+until-settled run found, the exploded learning rate's symptoms) can flip with the draw
+that the tolerances allow, so it is checked separately: the tests at the end of this
+module read the run the examples made and fail when it no longer supports the words.
+Prose states such conclusions with their uncertainty or checks them here; a number from
+one run belongs in the example's output, not in the prose.
 """
 
 import re
@@ -127,6 +134,10 @@ def _param(example):
     marks = []
     if example.mode == "slow":
         marks.append(pytest.mark.slow)
+    if example.kind == "train":
+        marks.append(pytest.mark.train)
+    if example.kind == "mcmc":
+        marks.append(pytest.mark.bayes)
     if example.mode == "skip":
         marks.append(pytest.mark.skip(reason=example.reason or "marked skip in the document"))
     return pytest.param(example, id=example.id, marks=marks)
@@ -195,3 +206,58 @@ def run_folder(folders, document: str, command: str):
     example = next(e for e in ALL if e.document.name == document
                    and e.command.startswith(command))
     return folders(example.folder).path
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_symptoms_md_exploded_learning_rate_diverges_without_nan(folders):
+    """docs/symptoms.md: change_learning_rate:1000 makes the loss explode in the first
+    epoch (to about 10^15) without becoming NaN; every instance ends at chance accuracy,
+    most of them predicting one class."""
+    import pandas as pd
+
+    runs = run_folder(folders, "symptoms.md", "probmut train")
+    table = pd.read_csv(runs / "runs/digits/change_learning_rate_1000.csv")
+    first = table.loss_history.str.split(";").str[0].astype(float)
+    assert (table.status == "diverged").all()
+    assert first.between(1e12, 1e18).all(), first.tolist()
+    assert table.accuracy.max() < 0.15 and table.constant.sum() > len(table) / 2
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_recommend_md_what_the_until_settled_run_found(folders):
+    """docs/recommend.md, "What we found on digits": deleting 90% of the data is killed at
+    the first verdict; changing 40% of the labels leans to killed (P(killed) above 0.5
+    after 20 and 30 instances) but is not settled within 30 instances per side."""
+    rows = printed(folders, "recommend.md", "cat runs/settle/rounds.txt")[1:4]
+    assert "10 KILLED" in rows[0]
+    chances = [float(re.search(r"P\(killed\) ([\d.]+)", row.split("  ")[-1]).group(1))
+               for row in rows]
+    assert all("not settled" in row for row in rows) and min(chances[1:]) > 0.5, rows
+    last = printed(folders, "recommend.md", "cat runs/settle/rounds.txt")[-1]
+    needed = int(re.search(r"would take about (\d+) instances per side", last).group(1))
+    assert needed >= 100, last  # "hundreds of instances per side"
+
+
+#: A moderate relation (Kendall's tau of 0.3 or more) is what docs/coverage.md and the
+#: README say the digits run excludes.
+MODERATE_TAU = 0.3
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_coverage_md_the_answer_follows_from_the_run(folders):
+    """docs/coverage.md ("The answer here") and the README: the important neurons matter
+    more than random ones on most instances (RQ1), and coverage relates at most weakly to
+    killing: both 95% intervals of Kendall's tau (kill probability, mutation score)
+    exclude a moderate relation."""
+    rest = printed(folders, "coverage.md", "tail -n +10 coverage.txt")
+    more, instances = map(int, re.search(r"do more in (\d+) of (\d+) instances",
+                                         rest[0]).groups())
+    assert more > instances / 2, rest[0]
+    score = printed(folders, "coverage.md",
+                    "probmut coverage runs/digits --against runs/digits --killing score")
+    for line in (rest[1], score[0]):
+        low, high = map(float, re.search(r"interval \[([-\d.]+), ([-\d.]+)\]", line).groups())
+        assert -MODERATE_TAU < low and high < MODERATE_TAU, line
