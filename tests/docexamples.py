@@ -427,6 +427,8 @@ def spread_comparison(example_key: str, spread: dict):
     factor = tolerance_factor(spread["draws"])
 
     def same(expected: str, actual: str) -> bool:
+        if not expected.strip():
+            return not actual.strip()
         if expected not in by_line:
             raise KeyError(f"no spread recorded for the line {expected!r} of `{example_key}`")
         return within_spread(expected, actual, by_line[expected], factor)
