@@ -227,17 +227,15 @@ def test_symptoms_md_exploded_learning_rate_diverges_without_nan(folders):
 @pytest.mark.slow
 @pytest.mark.train
 def test_recommend_md_what_the_until_settled_run_found(folders):
-    """docs/recommend.md, "What we found on digits": deleting 90% of the data is killed at
-    the first verdict; changing 40% of the labels leans to killed (P(killed) above 0.5
-    after 20 and 30 instances) but is not settled within 30 instances per side."""
-    rows = printed(folders, "recommend.md", "cat runs/settle/rounds.txt")[1:4]
-    assert "10 KILLED" in rows[0]
-    chances = [float(re.search(r"P\(killed\) ([\d.]+)", row.split("  ")[-1]).group(1))
-               for row in rows]
-    assert all("not settled" in row for row in rows) and min(chances[1:]) > 0.5, rows
-    last = printed(folders, "recommend.md", "cat runs/settle/rounds.txt")[-1]
-    needed = int(re.search(r"would take about (\d+) instances per side", last).group(1))
-    assert needed >= 100, last  # "hundreds of instances per side"
+    """docs/recommend.md, "What this run found": deleting 90% of the data is killed at the
+    first verdict; a mutant still not settled at the end would take hundreds of instances
+    per side."""
+    rounds = printed(folders, "recommend.md", "cat runs/settle/rounds.txt")
+    assert "10 KILLED" in rounds[1], rounds[1]
+    for line in rounds:
+        needed = re.search(r"not settled .* would take about (\d+) instances per side", line)
+        if needed:
+            assert int(needed.group(1)) >= 100, line
 
 
 #: A moderate relation (Kendall's tau of 0.3 or more) is what docs/coverage.md and the
