@@ -79,13 +79,18 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.draws < 2:
         parser.error("--draws must be at least 2 (a spread needs two draws)")
+    with tempfile.TemporaryDirectory(prefix="record-docs-") as scratch:
+        os.environ["TMPDIR"] = scratch  # the commands' temporary files, removed at the end
+        tempfile.tempdir = None
+        return record(parser, args)
+
+
+def record(parser, args):
+    """Run, rewrite and measure (see the module doc); the exit code."""
     every = all_examples()
     names = {p.resolve().name for p in args.documents}
     folders = sorted({e.folder for e in every if not names or e.document.name in names},
                      key=[e.folder for e in every].index)
-
-    os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="record-docs-")
-    tempfile.tempdir = None
     spread = load_spread()
     if spread["examples"] and spread["draws"] != args.draws and names:
         parser.error(f"the spread file was measured with {spread['draws']} draws: re-record "
