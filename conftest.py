@@ -24,7 +24,7 @@ def pytest_configure(config):
     ``tempfile.mkdtemp()``, TensorFlow's autograph files, the documents' commands): the
     tests leave nothing behind in the system's temporary folder. Each xdist worker
     makes its own inside the controller's."""
-    folder = tempfile.mkdtemp(prefix="probmut-tests-")
+    folder = tempfile.mkdtemp(prefix="pm-")
     config.stash[_FOLDER] = folder
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = None  # read TMPDIR again
