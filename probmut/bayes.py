@@ -56,9 +56,12 @@ localization: an improved R-hat. Bayesian Analysis, 2021.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
@@ -81,6 +84,9 @@ except ImportError as missing:  # pragma: no cover - exercised with pymc absent
         "install probmut[bayes], e.g. pip install 'probmut[bayes]'") from None
 
 LIKELIHOODS = ("student-t", "normal")
+#: NUTS implementations: nutpie's (Rust; the model's log density compiled once per process
+#: and reused for every mutant) and PyMC's own (recompiles the model for every fit).
+SAMPLERS = ("nutpie", "pymc")
 #: Convergence thresholds (Vehtari et al. 2021): rank-normalised split R-hat and the
 #: bulk/tail effective sample size per chain.
 RHAT_MAX = 1.01
@@ -102,7 +108,10 @@ class BayesSettings:
     ----------
     draws, tune, chains : NUTS draws and tuning steps per chain, number of chains (>= 2,
         R-hat needs several).
-    cores : processes for the chains (results do not depend on it).
+    cores : chains sampled at once (results do not depend on it): threads with nutpie,
+        processes with PyMC.
+    sampler : ``"nutpie"`` (default) or ``"pymc"``: which NUTS draws the posterior; the
+        same model and posterior, other draws.
     likelihood : ``"student-t"`` (robust, default) or ``"normal"``.
     trials : simulated k-vs-k kill tests per posterior draw.
     sample : k, instances per side of one simulated test.
@@ -118,6 +127,7 @@ class BayesSettings:
     tune: int = 1000
     chains: int = 2
     cores: int = 1
+    sampler: str = "nutpie"
     likelihood: str = "student-t"
     trials: int = 100
     sample: int = 20
@@ -129,6 +139,9 @@ class BayesSettings:
         if self.likelihood not in LIKELIHOODS:
             raise ProbmutError(f"unknown likelihood {self.likelihood!r}; choose one of "
                                f"{', '.join(LIKELIHOODS)}")
+        if self.sampler not in SAMPLERS:
+            raise ProbmutError(f"unknown sampler {self.sampler!r}; choose one of "
+                               f"{', '.join(SAMPLERS)}")
         for name in ("draws", "tune", "trials", "cores"):
             if int(getattr(self, name)) < 1:
                 raise ProbmutError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -143,7 +156,8 @@ class BayesSettings:
 
     def describe(self) -> str:
         model = "Student-t" if self.likelihood == "student-t" else "Normal"
-        return (f"{model} model, {self.chains} chains x {self.draws} draws ({self.tune} tuning); "
+        return (f"{model} model, {self.chains} chains x {self.draws} draws ({self.tune} tuning, "
+                f"{self.sampler}); "
                 f"{self.trials} simulated {self.sample} vs {self.sample} tests per draw, kill iff "
                 f"{self.criterion.describe()}; {self.mass:.0%} HDI")
 
@@ -370,32 +384,133 @@ def _scale(values, center) -> float:
     return scale
 
 
-def _build_model(h, m, paired: bool, likelihood: str):
-    """The PyMC model on scaled data and the affine maps back to accuracies."""
+def _scaled_data(h, m, paired: bool):
+    """The two modelled groups on the model's scale, and the maps (c, s, r) back."""
+    if paired:
+        diff = m - h
+        c = float(h.mean())
+        s = _scale(h, c)
+        r = _scale(diff, 0.0)
+        return (h - c) / s, diff / r, (c, s, r)
+    both = np.concatenate([h, m])
+    c = float(both.mean())
+    s = _scale(both, c)
+    return (h - c) / s, (m - c) / s, (c, s, s)
+
+
+@functools.cache
+def _model(paired: bool, likelihood: str):
+    """The PyMC model, built once per process: its two groups' scaled data are ``pm.Data``
+    (``first``: healthy; ``second``: mutant, or the differences when paired), set per fit
+    with :func:`_set_data`, so one compiled log density serves every mutant."""
     with pm.Model() as model:
+        first = pm.Data("first", np.zeros(3))
+        second = pm.Data("second", np.zeros(3))
+        mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, mutant (paired: difference)
+        sigma = pm.HalfNormal("sigma", 2.0, shape=2)
         if paired:
-            diff = m - h
-            c = float(h.mean())
-            s = _scale(h, c)
-            r = _scale(diff, 0.0)
-            mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, difference
-            sigma = pm.HalfNormal("sigma", 2.0, shape=2)
-            nu_h = _nu("nu_healthy", likelihood)
-            nu_d = _nu("nu_difference", likelihood)
-            _observe("healthy", likelihood, nu_h, mu[0], sigma[0], (h - c) / s)
-            _observe("difference", likelihood, nu_d, mu[1], sigma[1], diff / r)
-            scales = (c, s, r)
+            nu_1, nu_2 = _nu("nu_healthy", likelihood), _nu("nu_difference", likelihood)
         else:
-            both = np.concatenate([h, m])
-            c = float(both.mean())
-            s = _scale(both, c)
-            mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, mutant
-            sigma = pm.HalfNormal("sigma", 2.0, shape=2)
-            nu = _nu("nu", likelihood)
-            _observe("healthy", likelihood, nu, mu[0], sigma[0], (h - c) / s)
-            _observe("mutant", likelihood, nu, mu[1], sigma[1], (m - c) / s)
-            scales = (c, s, s)
-    return model, scales
+            nu_1 = nu_2 = _nu("nu", likelihood)
+        _observe("healthy", likelihood, nu_1, mu[0], sigma[0], first)
+        _observe("difference" if paired else "mutant", likelihood, nu_2, mu[1], sigma[1], second)
+    return model
+
+
+def _set_data(model, first, second) -> None:
+    pm.set_data({"first": first, "second": second}, model=model)
+
+
+class _LogDensity:
+    """The model's log density and its gradient on the unconstrained parameter vector, and
+    the map from that vector to the named parameters, compiled by PyTensor once per model;
+    the callables nutpie's sampler calls (its chains run in threads: one lock keeps the
+    compiled functions' input and output buffers to one caller at a time)."""
+
+    def __init__(self, model):
+        import pytensor
+        import pytensor.tensor as pt
+
+        values = model.value_vars
+        point = model.initial_point()
+        logp = model.logp()
+        grad = pt.concatenate([g.ravel() for g in pytensor.grad(logp, values)])
+        named = model.replace_rvs_by_values(model.free_RVs)
+        outputs, joined = pm.pytensorf.join_nonshared_inputs(point, [logp, grad, *named], values)
+        with model:
+            self._logp = pm.pytensorf.compile([joined], outputs[:2], mode=_MODE)
+            self._named = pm.pytensorf.compile([joined], outputs[2:], mode=_MODE)
+        self._lock = threading.Lock()
+        self.names = [rv.name for rv in model.free_RVs]
+        self.shapes = [tuple(int(n) for n in point[v.name].shape) for v in values]
+        self.size = sum(math.prod(shape) for shape in self.shapes)
+        # PyMC's own start: each chain jittered uniformly in (-1, 1) around the model's
+        # initial point, on the unconstrained scale.
+        start = pm.initial_point.make_initial_point_fn(
+            model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
+        self._start, self._value_names = start, [v.name for v in values]
+
+    def logp(self, x):
+        with self._lock:
+            logp, grad = self._logp(x)
+        return float(logp), np.asarray(grad, dtype=np.float64)
+
+    def named(self, x):
+        with self._lock:
+            values = self._named(x)
+        return {name: np.asarray(v, dtype=np.float64).reshape(shape)
+                for name, v, shape in zip(self.names, values, self.shapes, strict=True)}
+
+    def start(self, seed):
+        with self._lock:
+            point = self._start(seed)
+        return np.concatenate([np.asarray(point[name], dtype=np.float64).ravel()
+                               for name in self._value_names])
+
+
+#: PyTensor's backend for nutpie's log density: Numba (its compiled code is cached on disk,
+#: and one call costs a few tens of microseconds).
+_MODE = "NUMBA"
+
+
+def _nutpie():
+    try:
+        import nutpie
+        import nutpie.compiled_pyfunc
+    except ImportError:
+        raise ProbmutError("the nutpie sampler needs nutpie (not installed): install "
+                           "probmut[bayes], e.g. pip install 'probmut[bayes]', or choose "
+                           "the sampler 'pymc'") from None
+    return nutpie
+
+
+@functools.cache
+def _nutpie_model(paired: bool, likelihood: str):
+    """:func:`_model` as a nutpie model: nutpie's NUTS (Rust) calling the PyTensor-compiled
+    log density, built once per process and reused for every fit."""
+    density = _LogDensity(_model(paired, likelihood))
+    return _nutpie().compiled_pyfunc.from_pyfunc(
+        density.size, lambda: density.logp, lambda seed1, seed2, chain: density.named,
+        [np.dtype(np.float64)] * len(density.names), density.shapes, density.names,
+        make_initial_point_fn=density.start)
+
+
+def _sample(paired: bool, first, second, settings: BayesSettings, seed: int, progressbar):
+    """NUTS draws of the model's parameters given the two groups' scaled data."""
+    model = _model(paired, settings.likelihood)
+    _set_data(model, first, second)
+    with model, _quiet_pymc(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if settings.sampler == "pymc":
+            return pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
+                             cores=settings.cores, target_accept=settings.target_accept,
+                             random_seed=seed, progressbar=progressbar,
+                             compute_convergence_checks=False)
+        return _nutpie().sample(_nutpie_model(paired, settings.likelihood), draws=settings.draws,
+                             tune=settings.tune, chains=settings.chains, cores=settings.cores,
+                             seed=seed, target_accept=settings.target_accept,
+                             progress_bar=progressbar, save_warmup=False)
 
 
 def _nu_draws(posterior, name, likelihood, shape):
@@ -424,13 +539,22 @@ def _student_t(rng, nu, size):
     return out
 
 
-def _simulated_kill_rates(params, paired: bool, settings: BayesSettings, rng) -> np.ndarray:
-    """Share of ``trials`` simulated k-vs-k tests killed, for each posterior draw."""
+def _simulated_kill_rates(params, paired: bool, settings: BayesSettings,
+                          stream: np.random.SeedSequence) -> np.ndarray:
+    """Share of ``trials`` simulated k-vs-k tests killed, for each posterior draw.
+
+    The draws are simulated in blocks of ``_DRAW_CHUNK``, each from its own child of
+    ``stream``, on ``settings.cores`` threads (NumPy's generators release the GIL): the
+    same numbers for any number of threads.
+    """
     mu_h, sigma_h, nu_h, mu_2, sigma_2, nu_2 = params
     k, tests = settings.sample, settings.trials
+    starts = range(0, mu_h.size, _DRAW_CHUNK)
     rates = np.empty(mu_h.size)
-    for start in range(0, mu_h.size, _DRAW_CHUNK):
+
+    def simulate(start, child):
         part = slice(start, start + _DRAW_CHUNK)
+        rng = np.random.default_rng(child)
         count = mu_h[part].size
         size = (count, tests, k)
         x = mu_h[part, None, None] + sigma_h[part, None, None] * _student_t(rng, nu_h[part], size)
@@ -440,6 +564,10 @@ def _simulated_kill_rates(params, paired: bool, settings: BayesSettings, rng) ->
         _, _, killed = deepcrime_test_batch(x.reshape(-1, k), y.reshape(-1, k),
                                             settings.criterion)
         rates[part] = killed.reshape(count, tests).mean(axis=1)
+
+    children = stream.spawn(len(starts))
+    with ThreadPoolExecutor(max(1, min(settings.cores, len(starts)))) as pool:
+        list(pool.map(simulate, starts, children))
     return rates
 
 
@@ -485,14 +613,8 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     sampler_stream, simulation_stream = sequence.spawn(2)
     sampler_seed = int(sampler_stream.generate_state(1)[0])
     h, m = healthy.values, mutant.values
-    model, (c, s, r) = _build_model(h, m, paired, settings.likelihood)
-    with model, _quiet_pymc(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        idata = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
-                          cores=settings.cores, target_accept=settings.target_accept,
-                          random_seed=sampler_seed, progressbar=progressbar,
-                          compute_convergence_checks=False)
+    first, second, (c, s, r) = _scaled_data(h, m, paired)
+    idata = _sample(paired, first, second, settings, sampler_seed, progressbar)
     post = idata.posterior
     shape = post["mu"].values.shape[:2]
     mu = post["mu"].values
@@ -511,8 +633,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         diff, sigma_m = mu_2 - mu_h, sigma_2
     cohens_d = -diff / np.sqrt((sigma_h**2 + sigma_m**2) / 2)
     params = [a.ravel() for a in (mu_h, sigma_h, nu_1, mu_2, sigma_2, nu_2)]
-    rates = _simulated_kill_rates(params, paired, settings,
-                                  np.random.default_rng(simulation_stream)).reshape(shape)
+    rates = _simulated_kill_rates(params, paired, settings, simulation_stream).reshape(shape)
     diagnostics = _diagnostics(idata, settings)
     label = name or mutant.name
     if not diagnostics.converged:

@@ -31,7 +31,7 @@ def _run_bayes(args) -> int:
     settings = BayesSettings(
         draws=args.draws, tune=args.tune, chains=args.chains,
         cores=min(args.chains, args.jobs or os.cpu_count() or 1),
-        likelihood=args.likelihood, trials=args.trials, sample=args.sample,
+        sampler=args.sampler, likelihood=args.likelihood, trials=args.trials, sample=args.sample,
         criterion=criterion_from(args))
     inputs = resolve_inputs(args)
     inputs.require(3, "the 3 the model needs per population")
@@ -65,6 +65,9 @@ def register(subparsers) -> None:
     group = bayes.add_argument_group("model and sampler")
     group.add_argument("--likelihood", choices=("student-t", "normal"), default="student-t",
                        help="accuracy model: robust Student-t or normal (default: student-t)")
+    group.add_argument("--sampler", choices=("nutpie", "pymc"), default="nutpie",
+                       help="NUTS implementation: nutpie (compiles the model once for all "
+                            "mutants) or PyMC's own (default: nutpie)")
     group.add_argument("--draws", type=integer(1, 10**6), default=1000,
                        help="NUTS draws per chain (default: 1000)")
     group.add_argument("--tune", type=integer(1, 10**6), default=1000,
