@@ -59,12 +59,12 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
+import numba
 import numpy as np
 
 from probmut.engine import seed_sequence
@@ -77,15 +77,14 @@ try:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         import arviz as az
-        import pymc as pm
-except ImportError as missing:  # pragma: no cover - exercised with pymc absent
+except ImportError:  # pragma: no cover - exercised with arviz absent
     raise ProbmutError(
-        f"the model-based posterior needs PyMC and ArviZ ({missing.name} is not installed): "
-        "install probmut[bayes], e.g. pip install 'probmut[bayes]'") from None
+        "the model-based posterior needs ArviZ (not installed): install probmut[bayes], "
+        "e.g. pip install 'probmut[bayes]'") from None
 
 LIKELIHOODS = ("student-t", "normal")
-#: NUTS implementations: nutpie's (Rust; the model's log density compiled once per process
-#: and reused for every mutant) and PyMC's own (recompiles the model for every fit).
+#: NUTS implementations: nutpie's (Rust, on the model's log density compiled by Numba and
+#: cached on disk) and PyMC's own (Python, on the model compiled by PyTensor for each fit).
 SAMPLERS = ("nutpie", "pymc")
 #: Convergence thresholds (Vehtari et al. 2021): rank-normalised split R-hat and the
 #: bulk/tail effective sample size per chain.
@@ -353,28 +352,17 @@ class BayesStudy(Result):
 
 
 # --- model ------------------------------------------------------------------------------
+# One model, two implementations of its log density: PyMC's (the definition, and the
+# density PyMC's sampler uses) and a compiled one for nutpie's sampler, checked against
+# PyMC's value and gradient in tests/test_bayes.py. Parameters on the unconstrained scale,
+# in PyMC's order: mu (2), log sigma (2), then log(nu - 1) of the Student-t (one shared
+# by both groups; paired: healthy, then difference).
 
-@contextmanager
-def _quiet_pymc():
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _observe(name, likelihood, nu, mu, sigma, observed):
-    if likelihood == "normal":
-        return pm.Normal(name, mu=mu, sigma=sigma, observed=observed)
-    return pm.StudentT(name, nu=nu, mu=mu, sigma=sigma, observed=observed)
-
-
-def _nu(name, likelihood):
-    if likelihood == "normal":
-        return None
-    return pm.Exponential(name + "_minus_one", 1 / 29) + 1
+#: Priors on the scaled data: mu ~ Normal(0, MU_SD), sigma ~ HalfNormal(SIGMA_SD),
+#: nu - 1 ~ Exponential with mean NU_MINUS_ONE_MEAN.
+MU_SD = 2.0
+SIGMA_SD = 2.0
+NU_MINUS_ONE_MEAN = 29.0
 
 
 def _scale(values, center) -> float:
@@ -385,7 +373,8 @@ def _scale(values, center) -> float:
 
 
 def _scaled_data(h, m, paired: bool):
-    """The two modelled groups on the model's scale, and the maps (c, s, r) back."""
+    """The two modelled groups on the model's scale (healthy; mutant, or the per-instance
+    differences when paired) and the maps (c, s, r) back to accuracies."""
     if paired:
         diff = m - h
         c = float(h.mean())
@@ -398,79 +387,125 @@ def _scaled_data(h, m, paired: bool):
     return (h - c) / s, (m - c) / s, (c, s, s)
 
 
-@functools.cache
-def _model(paired: bool, likelihood: str):
-    """The PyMC model, built once per process: its two groups' scaled data are ``pm.Data``
-    (``first``: healthy; ``second``: mutant, or the differences when paired), set per fit
-    with :func:`_set_data`, so one compiled log density serves every mutant."""
+def _nu_names(paired: bool, likelihood: str) -> list[str]:
+    if likelihood == "normal":
+        return []
+    return ["nu_healthy", "nu_difference"] if paired else ["nu"]
+
+
+def _pymc():
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            import pymc
+    except ImportError:
+        raise ProbmutError("the pymc sampler needs PyMC (not installed): install "
+                           "probmut[bayes], e.g. pip install 'probmut[bayes]'") from None
+    return pymc
+
+
+@contextmanager
+def _quiet_pymc():
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _pymc_model(first, second, paired: bool, likelihood: str):
+    """The model in PyMC, observing the two scaled groups."""
+    pm = _pymc()
     with pm.Model() as model:
-        first = pm.Data("first", np.zeros(3))
-        second = pm.Data("second", np.zeros(3))
-        mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, mutant (paired: difference)
-        sigma = pm.HalfNormal("sigma", 2.0, shape=2)
-        if paired:
-            nu_1, nu_2 = _nu("nu_healthy", likelihood), _nu("nu_difference", likelihood)
-        else:
-            nu_1 = nu_2 = _nu("nu", likelihood)
-        _observe("healthy", likelihood, nu_1, mu[0], sigma[0], first)
-        _observe("difference" if paired else "mutant", likelihood, nu_2, mu[1], sigma[1], second)
+        mu = pm.Normal("mu", 0.0, MU_SD, shape=2)   # healthy, mutant (paired: difference)
+        sigma = pm.HalfNormal("sigma", SIGMA_SD, shape=2)
+        nus = [pm.Exponential(name + "_minus_one", 1 / NU_MINUS_ONE_MEAN) + 1
+               for name in _nu_names(paired, likelihood)]
+        for group, data in enumerate((first, second)):
+            name = ("healthy", "difference" if paired else "mutant")[group]
+            if likelihood == "normal":
+                pm.Normal(name, mu=mu[group], sigma=sigma[group], observed=data)
+            else:
+                pm.StudentT(name, nu=nus[group % len(nus)], mu=mu[group], sigma=sigma[group],
+                            observed=data)
     return model
 
 
-def _set_data(model, first, second) -> None:
-    pm.set_data({"first": first, "second": second}, model=model)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class _LogDensity:
-    """The model's log density and its gradient on the unconstrained parameter vector, and
-    the map from that vector to the named parameters, compiled by PyTensor once per model;
-    the callables nutpie's sampler calls (its chains run in threads: one lock keeps the
-    compiled functions' input and output buffers to one caller at a time)."""
-
-    def __init__(self, model):
-        import pytensor
-        import pytensor.tensor as pt
-
-        values = model.value_vars
-        point = model.initial_point()
-        logp = model.logp()
-        grad = pt.concatenate([g.ravel() for g in pytensor.grad(logp, values)])
-        named = model.replace_rvs_by_values(model.free_RVs)
-        outputs, joined = pm.pytensorf.join_nonshared_inputs(point, [logp, grad, *named], values)
-        with model:
-            self._logp = pm.pytensorf.compile([joined], outputs[:2], mode=_MODE)
-            self._named = pm.pytensorf.compile([joined], outputs[2:], mode=_MODE)
-        self._lock = threading.Lock()
-        self.names = [rv.name for rv in model.free_RVs]
-        self.shapes = [tuple(int(n) for n in point[v.name].shape) for v in values]
-        self.size = sum(math.prod(shape) for shape in self.shapes)
-        # PyMC's own start: each chain jittered uniformly in (-1, 1) around the model's
-        # initial point, on the unconstrained scale.
-        start = pm.initial_point.make_initial_point_fn(
-            model=model, jitter_rvs=set(model.free_RVs), return_transformed=True)
-        self._start, self._value_names = start, [v.name for v in values]
-
-    def logp(self, x):
-        with self._lock:
-            logp, grad = self._logp(x)
-        return float(logp), np.asarray(grad, dtype=np.float64)
-
-    def named(self, x):
-        with self._lock:
-            values = self._named(x)
-        return {name: np.asarray(v, dtype=np.float64).reshape(shape)
-                for name, v, shape in zip(self.names, values, self.shapes, strict=True)}
-
-    def start(self, seed):
-        with self._lock:
-            point = self._start(seed)
-        return np.concatenate([np.asarray(point[name], dtype=np.float64).ravel()
-                               for name in self._value_names])
+@numba.njit(cache=True, nogil=True)
+def _digamma(x):
+    # psi(x) for x > 0: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the
+    # asymptotic series to the x^-10 term (next term below 3e-14 there).
+    result = 0.0
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    inv2 = 1.0 / (x * x)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240
+                                                                          - inv2 / 132))))
+    return result + math.log(x) - 0.5 / x - series
 
 
-#: PyTensor's backend for nutpie's log density: Numba (its compiled code is cached on disk,
-#: and one call costs a few tens of microseconds).
-_MODE = "NUMBA"
+@numba.njit(cache=True, nogil=True)
+def _group_log_likelihood(z, mu, sigma, nu, student):
+    # Log likelihood of one group and its derivatives in mu, log sigma and nu. With
+    # r = (z - mu) / sigma and t = nu + r^2, the t's kernel is -(nu + 1)/2 log(t / nu).
+    n = z.shape[0]
+    inv_sigma = 1.0 / sigma
+    sum_log_t = sum_r = sum_rr = 0.0
+    for i in range(n):
+        r = (z[i] - mu) * inv_sigma
+        if student:
+            t = nu + r * r
+            inv_t = 1.0 / t
+            sum_log_t += math.log(t)
+            sum_r += r * inv_t
+            sum_rr += r * r * inv_t
+        else:
+            sum_r += r
+            sum_rr += r * r
+    if not student:
+        logp = -0.5 * sum_rr - n * (math.log(sigma) + _HALF_LOG_2PI)
+        return logp, sum_r * inv_sigma, sum_rr - n, 0.0
+    kernel = sum_log_t - n * math.log(nu)  # the sum of log(1 + r^2 / nu)
+    logp = (n * (math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * nu)
+                 - 0.5 * math.log(nu * math.pi) - math.log(sigma)) - 0.5 * (nu + 1.0) * kernel)
+    d_nu = (0.5 * n * (_digamma(0.5 * (nu + 1.0)) - _digamma(0.5 * nu) - 1.0 / nu)
+            - 0.5 * kernel + 0.5 * (nu + 1.0) / nu * sum_rr)
+    return logp, (nu + 1.0) * sum_r * inv_sigma, (nu + 1.0) * sum_rr - n, d_nu
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_density(x, first, second, student, paired):
+    # The model's log density (PyMC's, the transforms' Jacobians included) and gradient.
+    grad = np.zeros(x.shape[0])
+    logp = 0.0
+    for g in range(2):
+        sigma = math.exp(x[2 + g])
+        logp += (-0.5 * (x[g] / MU_SD) ** 2 - math.log(MU_SD) - _HALF_LOG_2PI
+                 + 0.5 * math.log(2 / math.pi) - math.log(SIGMA_SD)
+                 - 0.5 * (sigma / SIGMA_SD) ** 2 + x[2 + g])
+        grad[g] -= x[g] / MU_SD**2
+        grad[2 + g] += 1.0 - (sigma / SIGMA_SD) ** 2
+    for j in range(4, x.shape[0]):
+        excess = math.exp(x[j])
+        logp += x[j] - math.log(NU_MINUS_ONE_MEAN) - excess / NU_MINUS_ONE_MEAN
+        grad[j] += 1.0 - excess / NU_MINUS_ONE_MEAN
+    for g in range(2):
+        j = 4 + g if paired else 4
+        nu = 1.0 + math.exp(x[j]) if student else 0.0
+        value, d_mu, d_log_sigma, d_nu = _group_log_likelihood(
+            first if g == 0 else second, x[g], math.exp(x[2 + g]), nu, student)
+        logp += value
+        grad[g] += d_mu
+        grad[2 + g] += d_log_sigma
+        if student:
+            grad[j] += d_nu * (nu - 1.0)
+    return logp, grad
 
 
 def _nutpie():
@@ -486,31 +521,52 @@ def _nutpie():
 
 @functools.cache
 def _nutpie_model(paired: bool, likelihood: str):
-    """:func:`_model` as a nutpie model: nutpie's NUTS (Rust) calling the PyTensor-compiled
-    log density, built once per process and reused for every fit."""
-    density = _LogDensity(_model(paired, likelihood))
+    """The model for nutpie's NUTS (Rust), its density compiled by Numba (cached on disk);
+    each fit passes its data with ``.with_data(first=..., second=...)``."""
+    student = likelihood == "student-t"
+    nus = [name + "_minus_one" for name in _nu_names(paired, likelihood)]
+    names = ["mu", "sigma", *nus]
+    shapes = [(2,), (2,)] + [()] * len(nus)
+    # PyMC's start: its initial point (prior mean or scale), jittered by U(-1, 1) per chain
+    center = np.array([0.0, 0.0, math.log(SIGMA_SD), math.log(SIGMA_SD)]
+                      + [math.log(NU_MINUS_ONE_MEAN)] * len(nus))
+
+    def log_density(x, first, second):
+        return _log_density(x, first, second, student, paired)
+
+    def named(x, first, second):
+        return {"mu": x[:2].copy(), "sigma": np.exp(x[2:4])} | {
+            name: np.asarray(math.exp(x[4 + i])) for i, name in enumerate(nus)}
+
+    def start(seed):
+        return center + np.random.default_rng(seed).uniform(-1.0, 1.0, center.size)
+
     return _nutpie().compiled_pyfunc.from_pyfunc(
-        density.size, lambda: density.logp, lambda seed1, seed2, chain: density.named,
-        [np.dtype(np.float64)] * len(density.names), density.shapes, density.names,
-        make_initial_point_fn=density.start)
+        center.size, lambda: log_density, lambda seed1, seed2, chain: named,
+        [np.dtype(np.float64)] * len(names), shapes, names,
+        shared_data={"first": np.zeros(3), "second": np.zeros(3)},
+        make_initial_point_fn=start)
 
 
 def _sample(paired: bool, first, second, settings: BayesSettings, seed: int, progressbar):
     """NUTS draws of the model's parameters given the two groups' scaled data."""
-    model = _model(paired, settings.likelihood)
-    _set_data(model, first, second)
-    with model, _quiet_pymc(), warnings.catch_warnings():
+    if settings.sampler == "nutpie":
+        model = _nutpie_model(paired, settings.likelihood).with_data(
+            first=np.ascontiguousarray(first, dtype=np.float64),
+            second=np.ascontiguousarray(second, dtype=np.float64))
+        return _nutpie().sample(model, draws=settings.draws, tune=settings.tune,
+                                chains=settings.chains, cores=settings.cores, seed=seed,
+                                target_accept=settings.target_accept,
+                                progress_bar=progressbar, save_warmup=False)
+    pm = _pymc()
+    with (_pymc_model(first, second, paired, settings.likelihood), _quiet_pymc(),
+          warnings.catch_warnings()):
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
-        if settings.sampler == "pymc":
-            return pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
-                             cores=settings.cores, target_accept=settings.target_accept,
-                             random_seed=seed, progressbar=progressbar,
-                             compute_convergence_checks=False)
-        return _nutpie().sample(_nutpie_model(paired, settings.likelihood), draws=settings.draws,
-                             tune=settings.tune, chains=settings.chains, cores=settings.cores,
-                             seed=seed, target_accept=settings.target_accept,
-                             progress_bar=progressbar, save_warmup=False)
+        return pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
+                         cores=settings.cores, target_accept=settings.target_accept,
+                         random_seed=seed, progressbar=progressbar,
+                         compute_convergence_checks=False)
 
 
 def _nu_draws(posterior, name, likelihood, shape):
@@ -591,7 +647,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         through per-instance differences.
     seed : int, SeedSequence or None; seeds NUTS and the simulated tests.
     name : display name (default the mutant population's name).
-    progressbar : PyMC's sampling progress bar (for a terminal).
+    progressbar : the sampler's progress display (for a terminal).
 
     Warns :class:`ConvergenceWarning` when R-hat, ESS or divergences fail the checks.
 
@@ -599,7 +655,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     --------
     >>> rng = np.random.default_rng(0)
     >>> res = model_posterior(rng.normal(0.99, 0.001, 30), rng.normal(0.988, 0.001, 30),
-    ...                       BayesSettings(draws=300, tune=300), seed=1)
+    ...                       BayesSettings(draws=500, tune=500), seed=1)
     >>> res.kill_mean > 0.5, res.p_mutant_worse > 0.99, res.diagnostics.converged
     (True, True, True)
     """
