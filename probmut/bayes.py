@@ -263,16 +263,16 @@ class BayesComparison:
         row["diagnostics"] = asdict(self.diagnostics) | {"converged": self.diagnostics.converged}
         return row
 
-    def summary_line(self) -> str:
+    def summary_cells(self) -> list[str]:
+        """The cells of this mutant's row of the study's table (see :class:`BayesStudy`)."""
         low, high = self.interval(self.kill_draws)
         d_low, d_high = self.interval(self.d_draws)
         diff_low, diff_high = self.interval(self.diff_draws)
-        flag = "" if self.diagnostics.converged else "  NOT CONVERGED"
-        return (f"{self.name:<16}{self.kill_mean:>7.3f} [{low:.3f}, {high:.3f}]"
-                f"{self.diff_draws.mean():>+11.5f} [{diff_low:+.5f}, {diff_high:+.5f}]"
-                f"{self.d_draws.mean():>+7.2f} [{d_low:+.2f}, {d_high:+.2f}]"
-                f"{self.p_mutant_worse:>9.3f}{self.diagnostics.r_hat_max:>7.3f}"
-                f"{self.diagnostics.ess_bulk_min:>7.0f}{self.diagnostics.divergences:>5d}{flag}")
+        return [self.name, f"{self.kill_mean:.3f} [{low:.3f}, {high:.3f}]",
+                f"{self.diff_draws.mean():+.5f} [{diff_low:+.5f}, {diff_high:+.5f}]",
+                f"{self.d_draws.mean():+.2f} [{d_low:+.2f}, {d_high:+.2f}]",
+                f"{self.p_mutant_worse:.3f}", f"{self.diagnostics.r_hat_max:.3f}",
+                f"{self.diagnostics.ess_bulk_min:.0f}", f"{self.diagnostics.divergences:d}"]
 
 
 @dataclass(frozen=True)
@@ -331,12 +331,28 @@ class BayesStudy(Result):
             rows.append(flat)
         return pd.DataFrame(rows).set_index("name")
 
+    #: The table's columns: heading and narrowest width (the first left-aligned, the others
+    #: right-aligned and at least two spaces wider than their longest cell).
+    COLUMNS = (("mutant", 16), ("P(kill) [{mass} HDI]", 22),
+               ("mean diff mutant-healthy [HDI]", 32), ("Cohen d [HDI]", 22),
+               ("P(worse)", 9), ("R-hat", 7), ("ESS", 7), ("div", 5))
+
     def __str__(self) -> str:
         mass = f"{self.settings.mass:.0%}"
-        header = (f"{'mutant':<16}{'P(kill) [' + mass + ' HDI]':>22}"
-                  f"{'mean diff mutant-healthy [HDI]':>32}{'Cohen d [HDI]':>22}"
-                  f"{'P(worse)':>9}{'R-hat':>7}{'ESS':>7}{'div':>5}")
-        lines = [header, "-" * len(header)] + [c.summary_line() for c in self.comparisons]
+        rows = [c.summary_cells() for c in self.comparisons]
+        headings = [heading.format(mass=mass) for heading, _ in self.COLUMNS]
+        widths = [max(least, len(headings[0]) if j == 0 else len(headings[j]) + 1,
+                      *(len(row[j]) + (0 if j == 0 else 2) for row in rows))
+                  for j, (_, least) in enumerate(self.COLUMNS)]
+
+        def line(cells):
+            return cells[0].ljust(widths[0]) + "".join(
+                cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))
+
+        header = line(headings)
+        lines = [header, "-" * len(header)] + [
+            line(row) + ("" if c.diagnostics.converged else "  NOT CONVERGED")
+            for row, c in zip(rows, self.comparisons, strict=True)]
         lines.append(f"settings: {self.settings.describe()}"
                      + (", paired (per-instance differences)" if self.paired else "")
                      + (f", seed {self.seed}" if self.seed is not None else ""))
@@ -554,13 +570,14 @@ def _sample(paired: bool, first, second, settings: BayesSettings, seed: int, pro
         model = _nutpie_model(paired, settings.likelihood).with_data(
             first=np.ascontiguousarray(first, dtype=np.float64),
             second=np.ascontiguousarray(second, dtype=np.float64))
-        return _nutpie().sample(model, draws=settings.draws, tune=settings.tune,
-                                chains=settings.chains, cores=settings.cores, seed=seed,
-                                target_accept=settings.target_accept,
-                                progress_bar=progressbar, save_warmup=False)
+        with _ctrl_c_stops():
+            return _nutpie().sample(model, draws=settings.draws, tune=settings.tune,
+                                    chains=settings.chains, cores=settings.cores, seed=seed,
+                                    target_accept=settings.target_accept,
+                                    progress_bar=progressbar, save_warmup=False)
     pm = _pymc()
     with (_pymc_model(first, second, paired, settings.likelihood), _quiet_pymc(),
-          warnings.catch_warnings()):
+          _ctrl_c_stops(), warnings.catch_warnings()):
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         return pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
@@ -631,6 +648,36 @@ def _skewness(values) -> float:
     centered = values - values.mean()
     spread = np.sqrt(np.mean(centered**2))
     return float(np.mean(centered**3) / spread**3) if spread > 0 else 0.0
+
+
+@contextmanager
+def _ctrl_c_stops():
+    """Ctrl-C stops the sampling with KeyboardInterrupt. PyMC and nutpie catch it and
+    return the draws made so far (PyMC fails on too few): after a SIGINT nothing they
+    return is used."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = []
+
+    def note(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    except Exception:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,

@@ -85,6 +85,9 @@ POWER = 0.8
 DRAWS = 100
 #: Largest population per side ``needed`` may propose.
 MAX_INSTANCES = 1000
+#: Largest number of simulated accuracies per side of one size (draws x instances), checked
+#: before any is drawn: a few arrays of this many take a few hundred MiB.
+MAX_SIMULATED = 2**24
 #: Names the simulation in cache keys: a change of method does not reuse old blocks.
 METHOD = "resampled shape, normal-model posterior 2"
 
@@ -422,6 +425,12 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
                            f"{sizes or 'none'}", option="sizes")
     if draws < 10:
         raise ProbmutError(f"draws must be at least 10, got {draws}", option="draws")
+    largest = max(sizes[-1], reference)
+    if draws * largest > MAX_SIMULATED:
+        raise ProbmutError(
+            f"{draws:,} simulated populations of {largest:,} instances per side exceed the "
+            f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
+            "the draws", option="sizes" if sizes[-1] >= reference else "reference")
     if not 0.5 < level < 1:
         raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
     if reference < k or max_instances < k:

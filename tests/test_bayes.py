@@ -15,8 +15,11 @@ pytest.importorskip("pymc")
 pytest.importorskip("arviz")
 
 from probmut.bayes import (  # noqa: E402
+    BayesComparison,
     BayesSettings,
+    BayesStudy,
     ConvergenceWarning,
+    Diagnostics,
     _digamma,
     _log_density,
     _nutpie_model,
@@ -198,7 +201,7 @@ def test_non_convergence_is_flagged_and_warned():
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         res = model_posterior(h, m, BayesSettings(draws=30, tune=10), seed=0)
     assert not res.diagnostics.converged
-    assert "NOT CONVERGED" in res.summary_line()
+    assert "NOT CONVERGED" in str(BayesStudy((res,), res.settings))
 
 
 @pytest.mark.parametrize("kwargs, values, message", [
@@ -281,3 +284,57 @@ def test_strongly_skewed_data_get_a_note():
     assert "difference skewness" in res.skew_problem()
     symmetric = model_posterior(*synthetic(7), BayesSettings(draws=300, tune=300), seed=2)
     assert symmetric.skew_problem() is None
+
+
+@pytest.mark.parametrize("sampler", ["nutpie", "pymc"])
+def test_ctrl_c_during_sampling_stops_and_no_draw_is_analysed(monkeypatch, sampler):
+    """PyMC and nutpie catch Ctrl-C and return the draws made so far (PyMC fails on too
+    few): after a SIGINT, model_posterior raises KeyboardInterrupt (exit 130 on the
+    command line) instead of analysing a truncated chain."""
+    import importlib
+    import os
+    import signal
+    import time
+
+    def interrupted(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler runs here
+        except KeyboardInterrupt:
+            pass  # as PyMC does: what it returns now is the draws so far
+        return None
+
+    monkeypatch.setattr(importlib.import_module(sampler), "sample", interrupted)
+    healthy, mutant = synthetic()
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        model_posterior(healthy, mutant, replace(SHORT, sampler=sampler), seed=1)
+    assert signal.getsignal(signal.SIGINT) is before  # restored
+
+
+def _comparison(name, kill, diff, d):
+    draws = lambda values: np.asarray(values, dtype=float).reshape(2, -1)  # noqa: E731
+    return BayesComparison(name, 20, 20, False, draws(kill), draws(diff), draws(d), 5.0,
+                           Diagnostics(1.0, 900.0, 900.0, 0, 2, 4), SHORT)
+
+
+def test_the_table_keeps_its_columns_apart_for_long_names_and_large_effects():
+    """Issue 32: a long mutant name and a Cohen's d of tens ran into the next columns. The
+    columns widen to their longest cell; short names and small effects keep the
+    documented layout."""
+    rng = np.random.default_rng(0)
+    short = _comparison("3.1", rng.uniform(0.1, 0.2, 400), rng.normal(-2e-4, 5e-5, 400),
+                        rng.normal(0.3, 0.1, 400))
+    long = _comparison("delete_training_data_mutated0_MP_30.93", np.ones(400),
+                       rng.normal(-0.05, 1e-4, 400), rng.normal(82.9, 4, 400))
+    documented = str(BayesStudy((short,), SHORT)).splitlines()
+    assert documented[0] == ("mutant               P(kill) [95% HDI]  mean diff mutant-healthy "
+                             "[HDI]         Cohen d [HDI] P(worse)  R-hat    ESS  div")
+    lines = str(BayesStudy((short, long), SHORT)).splitlines()
+    header, rows = lines[0], lines[2:4]
+    assert len({len(header), *map(len, rows)}) == 1  # every column lines up
+    for row in rows:
+        cells = row.split()
+        assert cells[0] in ("3.1", "delete_training_data_mutated0_MP_30.93")
+        assert len(cells) == 14  # name, 3 x (value and an interval of 2), 4 diagnostics
+    assert " +82." in rows[1] and rows[1].startswith("delete_training_data_mutated0_MP_30.93  ")

@@ -175,7 +175,7 @@ def _bad(capsys, *argv):
     (["--pilot", "10"], "fewer than the sample size k = 20"),
     (["--pilot", "500"], "holds only 200 instances"),
     (["--pilot", "0"], "argument --pilot: must be at least 1"),
-    (["--pilot", "25", "--sizes", "25,x"], "expected comma-separated integers"),
+    (["--pilot", "25", "--sizes", "25,x"], "argument --sizes: expected comma-separated population sizes"),
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
     (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
     (["--pilot", "25", "--draws", "3"], "argument --draws: must be at least 10"),
