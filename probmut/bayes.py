@@ -1,4 +1,4 @@
-"""Model-based posterior of the kill probability (PyMC), with ArviZ diagnostics.
+"""Model-based posterior of the kill probability (nutpie or PyMC), with ArviZ diagnostics.
 
 The bagged posterior (:mod:`probmut.posterior`) resamples the instances that were
 trained, so with 20-30 instances it can only replay those few. Here each population's
@@ -32,6 +32,13 @@ sit within 0.001 of each other near 0.99, where a Beta is indistinguishable from
 normal and has no heavy tails. ``likelihood="normal"`` is offered for comparison.
 Priors are weakly informative on the scaled data (a group mean within +-4 pooled sds,
 a group sd up to a few pooled sds), so they do not depend on the accuracy's units.
+
+Samplers
+--------
+``sampler="nutpie"`` (default): nutpie's NUTS (Rust) on the model's log density written
+out below and compiled by Numba (cached on disk); the tests check it against PyMC's logp
+and gradient. ``sampler="pymc"``: PyMC's NUTS on the PyMC model, compiled for every fit.
+The same posterior; the draws differ.
 
 Kill probability
 ----------------
@@ -107,8 +114,8 @@ class BayesSettings:
     ----------
     draws, tune, chains : NUTS draws and tuning steps per chain, number of chains (>= 2,
         R-hat needs several).
-    cores : chains sampled at once (results do not depend on it): threads with nutpie,
-        processes with PyMC.
+    cores : parallel workers (results do not depend on them): threads for nutpie's chains
+        and for the kill simulation, processes for PyMC's chains.
     sampler : ``"nutpie"`` (default) or ``"pymc"``: which NUTS draws the posterior; the
         same model and posterior, other draws.
     likelihood : ``"student-t"`` (robust, default) or ``"normal"``.

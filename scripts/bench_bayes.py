@@ -10,8 +10,9 @@ second use of the command finds them.
 Reported: the median wall time of each sampler with its range, the speed-up (ratio of
 the medians, and the range of the per-repetition ratios), and whether the posteriors
 agree: for every magnitude the kill probability's posterior mean averaged over the
-repetitions (seeds) with its standard error across seeds, for both samplers, and the
-worst R-hat and smallest ESS either sampler printed. The load average before and after
+repetitions (seeds) with its standard error across seeds, for both samplers (with 5
+seeds a standard error is itself rough: a gap of 3 of them happens), and the worst R-hat
+and smallest ESS either sampler printed. The load average before and after
 says how busy the machine was. Run from the repository root::
 
     python scripts/bench_bayes.py                 # 5 repetitions, about 3 minutes

@@ -1,7 +1,8 @@
-"""The ``bayes`` subcommand: model-based posterior of the kill probability (PyMC).
+"""The ``bayes`` subcommand: model-based posterior of the kill probability (nutpie or PyMC).
 
-Registering the command imports nothing heavy; PyMC and ArviZ are imported when the
-command runs, and their absence is a plain error (exit 2) saying what to install.
+Registering the command imports nothing heavy; ArviZ and the sampler (nutpie or PyMC) are
+imported when the command runs, and their absence is a plain error (exit 2) saying what
+to install.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _run_bayes(args) -> int:
 
 def register(subparsers) -> None:
     bayes = subparsers.add_parser(
-        "bayes", help="model-based posterior of the kill probability (PyMC; probmut[bayes])",
+        "bayes", help="model-based posterior of the kill probability (probmut[bayes])",
         description="Fit a robust Bayesian model (Student-t, BEST) to the healthy and mutant "
                     "accuracies (paired: per-instance differences), simulate k-vs-k kill tests "
                     "from it, and report the posterior of the kill probability, of the mean "
@@ -66,8 +67,9 @@ def register(subparsers) -> None:
     group.add_argument("--likelihood", choices=("student-t", "normal"), default="student-t",
                        help="accuracy model: robust Student-t or normal (default: student-t)")
     group.add_argument("--sampler", choices=("nutpie", "pymc"), default="nutpie",
-                       help="NUTS implementation: nutpie (compiles the model once for all "
-                            "mutants) or PyMC's own (default: nutpie)")
+                       help="NUTS implementation: nutpie's, on the model compiled once and "
+                            "cached, or PyMC's own, which compiles it for every fit; the same "
+                            "posterior, other draws (default: nutpie)")
     group.add_argument("--draws", type=integer(1, 10**6), default=1000,
                        help="NUTS draws per chain (default: 1000)")
     group.add_argument("--tune", type=integer(1, 10**6), default=1000,
