@@ -175,10 +175,13 @@ def test_nutpie_draws_do_not_depend_on_threads():
     np.testing.assert_array_equal(one.diff_draws, two.diff_draws)
 
 
-def test_missing_nutpie_is_a_probmut_error_naming_the_fallback(monkeypatch):
-    monkeypatch.setitem(sys.modules, "nutpie", None)
-    with pytest.raises(ProbmutError, match="needs nutpie.*choose the sampler 'pymc'"):
-        model_posterior(*synthetic(), SHORT, seed=0)
+@pytest.mark.parametrize("sampler, message", [
+    ("nutpie", "the nutpie sampler needs nutpie.*or choose the sampler 'pymc'"),
+    ("pymc", "the pymc sampler needs PyMC.*install probmut\\[bayes\\]")])
+def test_a_missing_sampler_is_a_probmut_error(monkeypatch, sampler, message):
+    monkeypatch.setitem(sys.modules, sampler, None)
+    with pytest.raises(ProbmutError, match=message):
+        model_posterior(*synthetic(), replace(SHORT, sampler=sampler), seed=0)
 
 
 def test_normal_likelihood_and_result_documents():
