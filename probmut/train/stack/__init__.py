@@ -27,11 +27,12 @@ one Keras does when it trains that instance alone:
 A member's result depends on its seed and on the stack size: the batched kernels add
 in an order that depends on how many members share them, and training amplifies those
 last-bit differences like any change of seed. The same command (same seed, same stack
-size) gives the same bits, whatever ``--jobs``. What is not bit-identical to ``model.fit``: the data order and dropout masks come from other
-random streams (same distribution), and the floating-point summation order of the
-batched kernels differs from Keras' solo kernels (differences of the order of float
-rounding, which training amplifies like any change of seed). The population's
-statistics therefore match, which ``scripts/bench_train.py`` measures.
+size) gives the same bits, whatever ``--jobs``. What is not bit-identical to
+``model.fit``: the data order and dropout masks come from other random streams (same
+distribution), and the floating-point summation order of the batched kernels differs
+from Keras' solo kernels (differences of the order of float rounding, which training
+amplifies like any change of seed). The population's statistics therefore match, which
+``scripts/bench_train.py`` measures.
 
 The package has three rooms: :mod:`~probmut.train.stack.eligibility` (which populations
 a stack can train, and how many members it gets: ``--stack auto``),
