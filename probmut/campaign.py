@@ -45,11 +45,12 @@ least 0.95, the uncertainty of the instances at hand included). The summary coun
 these verdicts; the plain decision of every mutant is in its row.
 
 **Completeness.** A population holding fewer instances than its run's target is short,
-and the campaign is then incomplete, never reported as complete. The target is the
-manifest's ``targets`` table (``probmut train`` records one before training), else the
-last round of ``rounds.json`` beside the manifest (runs trained until settled, where
-mutants stop at different sizes), else the size of the largest population of the model
-(the healthy one included).
+and the campaign is then unfinished, never reported as complete. The targets are the
+manifest's ``targets`` table, which ``probmut train`` records before it trains anything
+(and again at every round of ``--until-settled``, where mutants stop at different sizes):
+the same targets every reader checks (:func:`probmut.io.populations.check_complete`). A
+manifest without targets (the bundled data, one written by hand) cannot say whether a
+population is short: its completeness is unknown, and the summary says so.
 
 Examples
 --------
@@ -79,8 +80,6 @@ from probmut.results import Result, plain
 DRAWS = 20_000
 #: Kill probability at which a magnitude counts as killed on the fitted curve.
 LEVEL = 0.5
-#: Where the targets come from when the run records none.
-FALLBACK = "the largest population, none recorded"
 #: What each mutant's summary outcome can be, in the order of the summary's counts.
 OUTCOMES = ("killed", "not killed", "not settled", "flagged", "not analysed")
 
@@ -420,18 +419,19 @@ def _number(value):
 
 @dataclass(frozen=True)
 class PopulationCount:
-    """How many instances a population file holds against its target. ``instances``
-    counts every record, failed ones too (they were trained); 0 when the file does not
-    exist yet."""
+    """How many instances a population file holds against its run's target (None when
+    the manifest records none). ``instances`` counts every record, failed ones too (they
+    were trained); 0 when the file does not exist yet."""
 
     name: str
     file: str
     instances: int
-    target: int
+    target: int | None
 
     @property
-    def complete(self) -> bool:
-        return self.instances >= self.target
+    def complete(self) -> bool | None:
+        """Whether it holds its target; None when no target is recorded."""
+        return None if self.target is None else self.instances >= self.target
 
     def to_dict(self) -> dict:
         return {"name": self.name, "file": self.file, "instances": self.instances,
@@ -528,7 +528,6 @@ class Campaign(Result):
     mutants: tuple[MutantSummary, ...]
     score: MutationScore | None
     curves: tuple[KillCurve, ...]
-    target_source: str
     verdicts: bool = True
     inputs: object = None
     coverage: dict | None = None
@@ -540,13 +539,15 @@ class Campaign(Result):
         return (self.healthy, *(m.count for m in self.mutants))
 
     @property
-    def complete(self) -> bool:
-        """Every population holds its target (none missing, none short)."""
-        return all(p.complete for p in self.populations)
+    def complete(self) -> bool | None:
+        """Every population holds its recorded target (none missing, none short); None
+        when the manifest records no targets."""
+        judged = [p.complete for p in self.populations if p.complete is not None]
+        return all(judged) if judged else None
 
     @property
     def short(self) -> tuple[PopulationCount, ...]:
-        return tuple(p for p in self.populations if not p.complete)
+        return tuple(p for p in self.populations if p.complete is False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -565,7 +566,7 @@ class Campaign(Result):
         return plain({
             "model": self.model, "manifest": self.manifest, "description": self.description,
             "data": self.data, "seed": self.seed, "settings": self.settings.describe(),
-            "complete": self.complete, "target_source": self.target_source,
+            "complete": self.complete,
             "populations": [p.to_dict() for p in self.populations],
             "mutation_score": None if self.score is None else self.score.to_dict(),
             "counts": self.counts, "verdicts": self.verdicts,
@@ -587,13 +588,15 @@ class Campaign(Result):
 
     def status_lines(self) -> list[str]:
         """Whether the campaign is complete, and every short population."""
+        if self.complete is None:
+            sizes = sorted({p.instances for p in self.populations})
+            held = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
+            return [f"completeness unknown: the manifest records no targets (probmut train "
+                    f"records them); the populations hold {held} instances"]
         if self.complete:
-            return [f"complete: every population holds its target (targets: "
-                    f"{self.target_source})"]
-        advice = ("rerun the training to finish them" if self.target_source != FALLBACK else
-                  "a run that stopped early, or files missing some instances")
-        lines = [f"UNFINISHED: {len(self.short)} population(s) short of their target "
-                 f"(targets: {self.target_source}); {advice}"]
+            return ["complete: every population holds the target its run recorded"]
+        lines = [f"UNFINISHED: {len(self.short)} population(s) short of the target their run "
+                 "recorded; rerun the same probmut train command to finish them"]
         lines += [f"  {p.name}: {p.instances} of {p.target} instances"
                   + (" (no file yet)" if p.instances == 0 else "") for p in self.short]
         return lines
@@ -653,23 +656,6 @@ def _read_coverage(path) -> dict:
     return document
 
 
-def _targets(manifest, model: str, rounds, counts: dict[Path, int]):
-    """Each population file's target and where the targets come from (module notes)."""
-    folder = manifest.path.parent
-    recorded = {(folder / name).resolve(): int(n)
-                for name, n in manifest.models[model].get("targets", {}).items()}
-    if recorded:
-        largest = max(counts.values())
-        return {p: recorded.get(p.resolve(), largest) for p in counts}, "recorded by the run"
-    if rounds:
-        last = rounds[-1]["instances"]
-        largest = max(counts.values())
-        return ({p: int(last.get(p.stem, largest)) for p in counts},
-                "the last round of rounds.json")
-    largest = max(counts.values())
-    return dict.fromkeys(counts, largest), FALLBACK
-
-
 def _aligned(healthy, mutant, paired: bool, notes: list):
     """Healthy and mutant populations as the analyses take them: paired ones on their
     common instance ids (a run until settled trains healthy instances ahead of a
@@ -716,6 +702,7 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     (11, True, 0.633)
     """
     from probmut.io.manifest import Manifest
+    from probmut.io.populations import IncompleteRunWarning
     from probmut.posterior import PosteriorSettings
 
     manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
@@ -730,7 +717,8 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
         warnings.simplefilter("always")
         result = _campaign(manifest, model, settings, seed, jobs, verdicts, coverage,
                            progress, notes)
-    notes += [str(w.message) for w in caught]
+    # a short population is in the summary's status already
+    notes += [str(w.message) for w in caught if not issubclass(w.category, IncompleteRunWarning)]
     return replace(result, notes=tuple(dict.fromkeys(notes)))
 
 
@@ -748,11 +736,11 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
     mutations = list(manifest.mutations(model))
     files = [healthy_path] + [f for m in mutations for f in m.files]
     counts = {f: len(read_instances(f)) if f.is_file() else 0 for f in files}
-    targets, target_source = _targets(manifest, model, rounds, counts)
 
     def count(path: Path, name: str) -> PopulationCount:
+        target = manifest.target(path)
         return PopulationCount(name, str(path.relative_to(folder)) if path.is_relative_to(
-            folder) else str(path), counts[path], targets[path])
+            folder) else str(path), counts[path], None if target is None else target[1])
 
     healthy = read_population(healthy_path, name="healthy")
     enough = len(healthy) >= settings.sample
@@ -802,7 +790,7 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
         description=str(manifest.models[model].get("description", "")),
         data=manifest.models[model].get("data"), settings=settings, seed=seed,
         healthy=count(healthy_path, "healthy"), baseline=baseline, mutants=tuple(mutants),
-        score=score, curves=curves, target_source=target_source, verdicts=verdicts,
+        score=score, curves=curves, verdicts=verdicts,
         inputs=inputs, coverage=coverage,
         rounds_file=str(folder / "rounds.json") if rounds else None)
 

@@ -127,7 +127,7 @@ def _header(campaign: Campaign, command: str | None, created: datetime.datetime)
 
 def _status(campaign: Campaign) -> str:
     lines = campaign.status_lines()
-    kind = "complete" if campaign.complete else "unfinished"
+    kind = {True: "complete", False: "unfinished", None: "unknown"}[campaign.complete]
     items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines[1:])
     return (f'<div class="status {kind}" id="status"><b>{_e(lines[0])}</b>'
             + (f"<ul>{items}</ul>" if items else "") + "</div>")
@@ -180,9 +180,10 @@ def _summary(campaign: Campaign) -> str:
             ("manifest", f"<code>{_e(_shown(campaign.manifest))}</code>"),
             ("data", _value_html(campaign.data) if campaign.data else
              "no provenance recorded in the manifest"),
-            ("populations", f"healthy: {campaign.healthy.instances} instances (target "
-                            f"{campaign.healthy.target}); {_e(mutants)}; targets: "
-                            f"{_e(campaign.target_source)}"),
+            ("populations", f"healthy: {campaign.healthy.instances} instances"
+                            + (f" (target {campaign.healthy.target})"
+                               if campaign.healthy.target is not None else "")
+                            + f"; {_e(mutants)}"),
             ("analysis", _e(campaign.settings.describe())),
             ("seed", _e(campaign.seed))]
     if baseline is not None:
@@ -236,7 +237,7 @@ COLUMNS = (
 
 def _cells(index: int, m: MutantSummary) -> list[tuple[str, str]]:
     p, t, v = m.posterior, m.test, m.verdict
-    n = f"{m.count.instances}" + (f" / {m.count.target}" if not m.count.complete else "")
+    n = f"{m.count.instances}" + (f" / {m.count.target}" if m.count.complete is False else "")
     return [
         (f'<a href="#{anchor(index, m.name)}">{_e(m.name)}</a>', m.name),
         (_e(n), _sort_value(m.count.instances)),
@@ -281,9 +282,10 @@ def _mutant(index: int, m: MutantSummary, campaign: Campaign) -> str:
     rows = [("operator", f"{_e(m.mutation)} at magnitude {_e(m.magnitude)}"
                          + (" (model-level: paired with the healthy instances)" if m.paired
                             else "")),
-            ("instances", f"{m.count.instances} in <code>{_e(m.count.file)}</code> (target "
-                          f"{m.count.target}{', SHORT' if not m.count.complete else ''}); "
-                          f"{m.usable} usable"),
+            ("instances", f"{m.count.instances} in <code>{_e(m.count.file)}</code>"
+                          + ("" if m.count.target is None else f" (target {m.count.target}"
+                             + (", SHORT" if m.count.complete is False else "") + ")")
+                          + f"; {m.usable} usable"),
             ("flags", _e(", ".join(m.flags)) if m.flags else "none")]
     figure = ""
     p = m.posterior
@@ -423,7 +425,7 @@ h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:28px 0 8px;
 border-bottom:1px solid #ddd}h3{font-size:15px;margin:0 0 6px}
 .produced{color:#555;margin:0 0 6px}nav a{margin-right:12px}
 .status{padding:8px 12px;border-radius:4px;margin:8px 0}
-.status.complete{background:#e8f5e9}.status.unfinished{background:#fdecea;border:1px solid #e53935}
+.status.complete{background:#e8f5e9}.status.unknown{background:#fff8e1}.status.unfinished{background:#fdecea;border:1px solid #e53935}
 .status ul{margin:4px 0 0}.top{display:flex;gap:32px;align-items:flex-start;flex-wrap:wrap}
 .score{flex:0 1 440px}.top>div:last-child{flex:1 1 420px}.score .label{color:#555}
 .score .big{font-size:40px;font-weight:600;line-height:1.1}

@@ -193,7 +193,7 @@ def test_a_campaign_of_deepcrimes_own_populations(mnist_dc, manifest):
     posterior`'s (same seed, same kill counts), the score's mean is the average of the
     posterior means (moment-matched fit), the decided share the share killed."""
     posts = [m.posterior for m in mnist_dc.mutants]
-    assert len(posts) == 20 and mnist_dc.complete and not mnist_dc.flagged
+    assert len(posts) == 20 and mnist_dc.complete is None and not mnist_dc.flagged
     mutation = manifest.mutation("mnist_dc", "delete_training_data")
     from probmut.io.populations import read_population
 
@@ -210,7 +210,7 @@ def test_a_campaign_of_deepcrimes_own_populations(mnist_dc, manifest):
     assert mnist_dc.counts["killed"] + mnist_dc.counts["not killed"] == 20
     document = json.loads(mnist_dc.to_json())
     assert {"mean", "ci_low", "ci_high", "decided"} <= set(document["mutation_score"])
-    assert document["complete"] is True and len(document["mutants"]) == 20
+    assert document["complete"] is None and len(document["mutants"]) == 20  # no targets
 
 
 def test_same_seed_same_campaign_for_any_number_of_threads(mnist_dc):
@@ -297,7 +297,8 @@ def synthetic(tmp_path_factory):
 
 def test_a_complete_run_reports_everything_it_has(synthetic):
     folder, found = synthetic
-    assert found.complete and found.target_source == "the largest population, none recorded"
+    assert found.complete is None and not found.short   # the manifest records no targets
+    assert found.status_lines()[0].startswith("completeness unknown: the manifest records no")
     by_name = {m.name: m for m in found.mutants}
     shuffle = by_name["data_shuffle_10"]
     assert shuffle.flags == ("equivalent",) and shuffle.outcome == "flagged"
@@ -325,7 +326,6 @@ def test_an_unfinished_run_is_reported_unfinished(tmp_path):
     document = _report_json(folder, out, "--sample", "5", "--bootstraps", "30", "--trials",
                             "30", "--no-verdicts")
     assert document["complete"] is False
-    assert document["target_source"] == "recorded by the run"
     short = {p["name"]: p for p in document["populations"] if not p["complete"]}
     assert set(short) == {"delete_training_data_50", "neurons_freezing_0.1"}
     assert (short["delete_training_data_50"]["instances"],
@@ -342,28 +342,32 @@ def test_an_unfinished_run_is_reported_unfinished(tmp_path):
     assert "UNFINISHED: 2 population(s) short" in text and "complete:" not in text
 
 
-def test_without_targets_the_largest_population_is_the_target(tmp_path):
+def test_without_targets_completeness_is_unknown_never_complete(tmp_path):
+    """A manifest without targets (the bundled data, one written by hand) cannot say
+    whether a population is short: unknown, in the text and the JSON (null)."""
     folder = write_run(tmp_path, FULL | {"delete_training_data_10": 9})
     found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
-    assert not found.complete
-    assert [(p.name, p.instances, p.target) for p in found.short] == [
-        ("delete_training_data_10", 9, 12)]
+    assert found.complete is None and not found.short
+    assert "the populations hold 9 to 12 instances" in found.status_lines()[0]
+    assert json.loads(found.to_json())["complete"] is None
 
 
-def test_a_run_trained_until_settled_takes_its_targets_from_the_last_round(tmp_path):
-    """Mutants stop at different sizes when their verdicts settle: not unfinished."""
+def test_a_run_trained_until_settled_is_complete_at_its_last_rounds_targets(tmp_path):
+    """Mutants stop at different sizes when their verdicts settle: each round records its
+    targets in the manifest, so a settled mutant is not unfinished."""
     sizes = FULL | {"delete_training_data_50": 6}
     verdict = {"verdict": "killed", "p_killed": 0.99, "needed": 6, "instances": 6,
                "message": "settled"}
     rounds = [{"round": 1, "instances": dict.fromkeys(FULL, 6),
                "verdicts": {"delete_training_data_50": verdict}},
               {"round": 2, "instances": FULL | {"delete_training_data_50": 6}, "verdicts": {}}]
-    folder = write_run(tmp_path, sizes, rounds=rounds)
+    folder = write_run(tmp_path, sizes, rounds=rounds, targets=rounds[-1]["instances"])
     found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
-    assert found.complete and found.target_source == "the last round of rounds.json"
+    assert found.complete is True
     strong = next(m for m in found.mutants if m.name == "delete_training_data_50")
     assert strong.rounds == ({"round": 1, "instances": 6} | verdict,)
-    write_run(tmp_path, sizes | {"healthy": 10, "neurons_freezing_0.1": 10}, rounds=rounds)
+    write_run(tmp_path, sizes | {"healthy": 10, "neurons_freezing_0.1": 10}, rounds=rounds,
+              targets=rounds[-1]["instances"])
     assert not summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False).complete
 
 
@@ -633,7 +637,7 @@ def test_mnist_report_in_a_real_browser(browser, tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert document["complete"] and len(document["mutants"]) == 30
+    assert document["complete"] is None and len(document["mutants"]) == 30
     check_in_browser(browser, out, document)
     browser.evaluate("window.scrollTo(0, 0)")
     bottom = browser.evaluate("Math.ceil(document.getElementById('summary')"
@@ -670,7 +674,7 @@ def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path):
     assert trained.returncode == 0, trained.stderr
     out = tmp_path / "report.html"
     document = _report_json(run, out, "--sample", "4")
-    assert document["complete"] and document["rounds"]
+    assert document["complete"] is True and document["rounds"]
     by_name = {m["name"]: m for m in document["mutants"]}
     assert by_name["data_shuffle_10"]["outcome"] == "flagged"
     for name in ("delete_training_data_50", "neurons_freezing_0.1"):
