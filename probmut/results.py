@@ -43,6 +43,15 @@ def dumps(document, indent: int | None = 2) -> str:
     return json.dumps(plain(document), indent=indent, allow_nan=False, default=str)
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, in the plural unless the count is one.
+
+    >>> counted(1, "instance"), counted(0, "instance"), counted(3, "model")
+    ('1 instance', '0 instances', '3 models')
+    """
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 class Result:
     """Mixin of every result: ``to_json`` from ``to_dict``, ``to_frame`` from ``rows``.
 

@@ -41,8 +41,8 @@ def bench(run: Path, instances: int, epochs: int) -> dict:
                  "--quiet")
     paths = sorted(models.glob("*.keras"))[:instances]
 
+    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import configure_tensorflow
     from probmut.train.relevance import measure_coverage
 
     configure_tensorflow(1)

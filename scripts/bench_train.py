@@ -137,22 +137,24 @@ def save_overhead(instances: int, epochs: int | None) -> dict:
     a worker, written as the driver writes them), the order alternating; the same seeds,
     so the same work but for the saving."""
     from probmut.train import run
+    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings, Task, configure_tensorflow, train_instance
+    from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)
     data = load_dataset("digits")
     config = MODELS["digits_cnn"].config
     settings = RunSettings("digits", "digits_cnn", config.replace(epochs=epochs or config.epochs))
-    train_instance(Task(settings, "healthy", 0), dataset=data)  # warm-up
+    train_instance(Assignment(settings, "healthy", 0), dataset=data)  # warm-up
     seconds = {False: [], True: []}
     with tempfile.TemporaryDirectory() as tmp:
         for instance in range(instances):
             for save in ((False, True) if instance % 2 else (True, False)):
                 start = time.perf_counter()
-                result = train_instance(Task(settings, "healthy", instance, save_model=save),
-                                        dataset=data)
+                assignment = Assignment(settings, "healthy", instance, save_model=save)
+                result = train_instance(assignment, dataset=data)
                 run._save_record(Path(tmp) / str(save), result)
                 seconds[save].append(time.perf_counter() - start)
     ratios = sorted(b / a for a, b in zip(seconds[False], seconds[True], strict=True))
@@ -183,9 +185,10 @@ def _seconds_alone(spec, dims, config, x, y, epochs: int) -> float:
 def _seconds_stacked(spec, dims, config, x, y, members: int, epochs: int) -> float:
     """Training time of a stack of ``members`` on the same data (build excluded)."""
     from probmut.train import stack
+    from probmut.train.stack.training import _member_models
 
     seeds = list(range(members))
-    built = stack._member_models(spec, type("Data", (), {"dims": dims})(), config, seeds)
+    built = _member_models(spec, type("Data", (), {"dims": dims})(), config, seeds)
     trained = stack.StackedModel(built, seeds)
     orders = [stack.data_order(seed, len(y), epochs) for seed in seeds]
     start = time.perf_counter()
@@ -201,8 +204,8 @@ def crossover(members: int = 8, steps: int = 40) -> list[dict]:
     inputs; times are differences between 4 epochs and 1, so tracing and start-up
     cancel."""
     from probmut.train import models, stack
+    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import ModelDims
-    from probmut.train.instance import configure_tensorflow
 
     configure_tensorflow(1)
     rows = []

@@ -10,7 +10,7 @@ import pytest
 
 from probmut.io.manifest import Manifest
 from probmut.io.populations import pair, read_population
-from probmut.train.instance import configure_tensorflow, set_tensorflow_environment
+from probmut.train.backends import configure_tensorflow, set_tensorflow_environment
 
 set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
 

@@ -3,7 +3,7 @@ trainer's manifest records each population's target, and a population short of i
 named with its counts (a warning), refused with --strict, and carried in the JSON.
 
 The runs here are written with the trainer's own writers (manifest, population CSV,
-outcomes) and no TensorFlow; tests/test_train_run.py interrupts a real run.
+outcomes) and no TensorFlow; tests/train/test_run.py interrupts a real run.
 """
 
 import json

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from probmut.errors import ProbmutError
+from probmut.io.atomic import writable_directory, writable_file  # noqa: F401 (the commands' checks)
 from probmut.io.manifest import Manifest
 from probmut.io.populations import Population, pair, read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
@@ -326,30 +327,41 @@ def figure_path(args, folder: str, name: str) -> Path | None:
     return writable_file(path, "figure", "plot")
 
 
-def writable_file(path: Path, what: str, option: str | None = None) -> Path:
-    """``path`` if a file can be written there (its folder is created); else a clear error."""
-    if path.is_dir():
-        raise ProbmutError(f"{path}: is a directory; give a file name for the {what}",
-                           option=option)
-    writable_directory(path.parent, f"{what}'s folder", option)
-    return path
+def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = False,
+                       default: str = "digits, the default"):
+    """The data set of the commands that load one (train, evaluate, coverage): ``--dataset
+    NAME`` or ``--data FILE.npz|DIR``, an image folder's ``--image-size`` and
+    ``--test-split``, and ``--download-timeout``; :func:`data_options` reads them.
+    ``default`` says, in the help, what is used when neither is given."""
+    from probmut.train.datasets import DATASETS, DOWNLOAD_TIMEOUT
+
+    group = parser.add_argument_group("data")
+    which = group.add_mutually_exclusive_group(required=required)
+    which.add_argument("--dataset", choices=DATASETS,
+                       help=f"a named data set: digits (scikit-learn's, offline) or a Keras data "
+                            "set, read from the Keras cache or downloaded into it on first use "
+                            f"({default})")
+    which.add_argument("--data", metavar="FILE.npz|DIR",
+                       help="your own data: an .npz with x_train, y_train, x_test, y_test, or an "
+                            "image folder (DIR/train/CLASS/ and DIR/test/CLASS/, or DIR/CLASS/ "
+                            "with --test-split); gaze_lenet and recommender read other arrays "
+                            "(docs/training.md)")
+    group.add_argument("--image-size", metavar="HxW",
+                       help="image folder: resize every image to HxW (default: the first image's)")
+    group.add_argument("--test-split", type=number(0, 1, low_open=True, high_open=True),
+                       metavar="SHARE",
+                       help="image folder of class folders: hold out SHARE of each class for "
+                            "testing")
+    group.add_argument("--download-timeout", type=number(0, math.inf, low_open=True),
+                       default=DOWNLOAD_TIMEOUT, metavar="SECONDS",
+                       help=f"give up a Keras download that has not started after SECONDS "
+                            f"(default {DOWNLOAD_TIMEOUT:g})")
 
 
-def writable_directory(path: Path, what: str, option: str | None = None) -> Path:
-    """``path`` as a directory one can write in (created if absent); else a clear error."""
-    import tempfile
-
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except FileExistsError:
-        raise ProbmutError(f"{path}: is a file, not a directory (the {what})",
-                           option=option) from None
-    except OSError as error:
-        raise ProbmutError(f"{path}: cannot write there ({error.strerror}); choose another "
-                           f"place for the {what}", option=option) from None
-    return path
+def data_options(args) -> dict:
+    """The data arguments (:func:`add_data_arguments`) as the library takes them."""
+    return {"dataset": args.dataset, "data": args.data, "image_size": args.image_size,
+            "test_split": args.test_split, "download_timeout": args.download_timeout}
 
 
 def add_posterior_arguments(parser: argparse.ArgumentParser):

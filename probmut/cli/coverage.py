@@ -13,10 +13,12 @@ from pathlib import Path
 
 from probmut.cli.args import (
     DEFAULT_SEED,
+    add_data_arguments,
     add_plot_arguments,
     add_quiet_argument,
     add_strict_argument,
     comma_list,
+    data_options,
     figure_path,
     integer,
     number,
@@ -40,8 +42,6 @@ def _neurons(text: str) -> tuple[int, ...]:
 
 
 def register(subparsers) -> None:
-    from probmut.train.datasets import DATASETS
-
     p = subparsers.add_parser(
         "coverage", help="importance-driven coverage (DeepImportance) and whether it predicts "
                          "killing",
@@ -54,10 +54,7 @@ def register(subparsers) -> None:
     p.add_argument("source", nargs="+", metavar="RUN_DIR|MODEL",
                    help="a run directory trained with --save-models (its models/healthy), or "
                         "model files / directories of the healthy instances")
-    data = p.add_mutually_exclusive_group()
-    data.add_argument("--dataset", choices=DATASETS,
-                      help="the dataset (default: the run's own, from its settings)")
-    data.add_argument("--data", metavar="FILE.npz", help="your own x_train, y_train, x_test, y_test")
+    add_data_arguments(p, default="default: the run's own, from its settings")
     p.add_argument("--layer", type=int,
                    help="index of the layer analysed (default: the penultimate, i.e. the last "
                         "hidden layer with weights)")
@@ -99,9 +96,11 @@ def register(subparsers) -> None:
 
 
 def _source(args):
-    """Model files and the dataset name from the sources (a run directory or models)."""
+    """Model files and the data source from the sources (a run directory or models)."""
+    from probmut.train.datasets import source_of
     from probmut.train.evaluate import model_files
 
+    given = source_of(args.dataset, args.data, default=None)
     if len(args.source) == 1 and (Path(args.source[0]) / "manifest.toml").exists():
         run = Path(args.source[0])
         models = run / "models" / "healthy"
@@ -114,7 +113,7 @@ def _source(args):
         healthy = run / "healthy.csv"
         if healthy.exists() or population_target(healthy):  # a run that stopped early is named
             read_instances(healthy, args.strict)
-        dataset = args.data or args.dataset
+        dataset = given
         if dataset is None:
             settings = run / ".work" / "settings.json"
             if not settings.exists():
@@ -125,9 +124,9 @@ def _source(args):
     missing = [source for source in args.source if not Path(source).exists()]
     if missing:
         raise ProbmutError(f"{missing[0]}: no such file or directory")
-    if not (args.data or args.dataset):
+    if given is None:
         raise ProbmutError("model files need --dataset or --data (the test set to cover)")
-    return model_files(args.source), args.data or args.dataset, "models"
+    return model_files(args.source), given, "models"
 
 
 def _against(run: str, strict: bool):
@@ -157,17 +156,18 @@ def _against(run: str, strict: bool):
 
 
 def handle(args) -> int:
-    from probmut.cli.train import _require
+    from probmut.train import backends
 
-    _require("tensorflow", "train")
-    files, dataset_name, label = _source(args)
+    backends.require("tensorflow", "train", "probmut coverage")
+    files, source, label = _source(args)
     against = _against(args.against, args.strict) if args.against else None
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import configure_tensorflow
     from probmut.train.relevance import measure_coverage
 
-    configure_tensorflow(1)
-    dataset = load_dataset(dataset_name)
+    backends.configure_tensorflow(1)
+    options = {key: value for key, value in data_options(args).items()
+               if key not in ("dataset", "data")}
+    dataset = load_dataset(source, **options)
     study = measure_coverage(files, dataset, layer=args.layer, neurons=args.neurons,
                              epsilon=args.epsilon, max_clusters=args.max_clusters,
                              nc_threshold=args.nc_threshold, sections=args.kmnc_sections,

@@ -57,12 +57,3 @@ def emit_with_figure(args, document: dict, text: str, figure: Path | None) -> No
         print(text)
         if figure:
             print(f"figure: {figure}")
-
-
-def counted(count: int, noun: str) -> str:
-    """``count`` and ``noun``, in the plural unless the count is one.
-
-    >>> counted(1, "instance"), counted(0, "instance"), counted(3, "model")
-    ('1 instance', '0 instances', '3 models')
-    """
-    return f"{count} {noun}{'' if count == 1 else 's'}"

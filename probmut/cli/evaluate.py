@@ -7,13 +7,18 @@ Registering the subcommand imports nothing heavy; TensorFlow is imported by the 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from probmut.cli.args import add_quiet_argument, integer, writable_file
-from probmut.cli.emit import counted
+from probmut.cli.args import (
+    add_data_arguments,
+    add_quiet_argument,
+    data_options,
+    integer,
+    writable_file,
+)
 from probmut.errors import ProbmutError
+from probmut.results import counted, dumps
 
 EXAMPLE = """examples:
   probmut evaluate runs/digits/models/healthy --dataset digits --out rescored/healthy.csv
@@ -22,8 +27,6 @@ EXAMPLE = """examples:
 
 
 def register(subparsers) -> None:
-    from probmut.train.datasets import DATASETS
-
     p = subparsers.add_parser(
         "evaluate", help="score saved models (.keras, .h5) into population files",
         description="Score each model file (one instance) on a test set and write a "
@@ -34,10 +37,7 @@ def register(subparsers) -> None:
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", nargs="+", metavar="MODEL",
                    help="model files, or directories searched for .keras and .h5 files")
-    data = p.add_mutually_exclusive_group(required=True)
-    data.add_argument("--dataset", choices=DATASETS, help="the test set of a known dataset")
-    data.add_argument("--data", metavar="FILE.npz",
-                      help="your own data: x_train, y_train, x_test, y_test")
+    add_data_arguments(p, required=True, default="its test set is scored")
     p.add_argument("--task", choices=["classification", "regression", "recommendation"],
                    default="classification",
                    help="how an input is scored, as probmut train scores the model's task "
@@ -51,7 +51,8 @@ def register(subparsers) -> None:
     p.add_argument("--name", help="model name in the manifest (default: DeepCrime's model "
                                   "name, else the manifest's folder name)")
     p.add_argument("--jobs", type=integer(1, 4096), default=1,
-                   help="models scored at once (local)")
+                   help="worker processes scoring models at once (local; default 1: in this "
+                        "process)")
     p.add_argument("--threads", type=integer(1, 4096), default=1,
                    help="TensorFlow threads per job")
     add_quiet_argument(p)
@@ -60,15 +61,17 @@ def register(subparsers) -> None:
 
 
 def handle(args) -> int:
-    from probmut.cli.train import _require
-
-    _require("tensorflow", "train")
     from probmut.train import backends
-    from probmut.train.datasets import load_dataset
+
+    backends.require("tensorflow", "train", "probmut evaluate")
+    from probmut.train.datasets import load_dataset, source_of
     from probmut.train.evaluate import evaluate_population, group_models, instance_ids, model_files
 
     files = model_files(args.models)
-    dataset = load_dataset(args.data or args.dataset, task=args.task)
+    options = data_options(args)
+    source = source_of(options.pop("dataset"), options.pop("data"))
+    backends.configure_tensorflow(args.threads)  # before Keras loads a data set or a model
+    dataset = load_dataset(source, task=args.task, **options)
     if args.out is not None:  # the population CSV and its outcomes file beside it
         writable_file(args.out, "population file", "out")
         writable_file(args.out.with_name(f"{args.out.stem}.outcomes.npz"), "outcomes file", "out")
@@ -89,10 +92,8 @@ def handle(args) -> int:
             stem = "healthy" if magnitude is None else f"{operator}_{magnitude}"
             plan.append((folder / f"{stem}.csv", [p for _, p in members],
                          [i for i, _ in members], (operator, magnitude)))
-    backends.configure_tensorflow(args.threads)
-    shared = {"dataset": dataset}
-    backend = (backends.LocalPool(args.jobs, args.threads, shared) if args.jobs > 1
-               else backends.Serial(args.threads, shared))
+    backend = backends.make_backend(jobs=args.jobs, threads=args.threads)
+    backend.share(dataset=dataset)
     written = []
     with backend:
         for out, population_files, ids, _ in plan:
@@ -104,12 +105,10 @@ def handle(args) -> int:
     if args.manifest is not None:
         _write_manifest(args, model, dataset, [key for *_, key in plan])
     if args.json:
-        print(json.dumps(document, indent=2))
+        print(dumps(document))
     else:
         for w in written:
-            print(f"{w.file}: {counted(w.instances, 'instance')}, mean accuracy "
-                  f"{w.accuracy_mean:.6g} on "
-                  f"{len(dataset.y_test)} test inputs of {dataset.name}")
+            print(w)
         if args.manifest is not None:
             print(f"manifest: {args.manifest}")
     failures = [f for w in written for f in w.failures]

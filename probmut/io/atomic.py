@@ -6,6 +6,8 @@ its name. Readers see the old file or the complete new one, never a partial file
 when the process is killed half-way (the rename is atomic on POSIX and Windows).
 Temporary files are named ``.{name}.*.tmp`` (``.tmp{suffix}`` for writers that need the
 suffix); a killed writer can leave one behind, which :func:`remove_orphans` clears.
+:func:`writable_file` and :func:`writable_directory` check a place before anything is
+computed for it.
 """
 
 from __future__ import annotations
@@ -158,3 +160,27 @@ def remove_orphans(directory) -> int:
     for orphan in orphans:
         orphan.unlink(missing_ok=True)
     return len(orphans)
+
+
+def writable_file(path: Path, what: str, option: str | None = None) -> Path:
+    """``path`` if a file can be written there (its folder is created); else a clear error."""
+    if path.is_dir():
+        raise ProbmutError(f"{path}: is a directory; give a file name for the {what}",
+                           option=option)
+    writable_directory(path.parent, f"{what}'s folder", option)
+    return path
+
+
+def writable_directory(path: Path, what: str, option: str | None = None) -> Path:
+    """``path`` as a directory one can write in (created if absent); else a clear error."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except FileExistsError:
+        raise ProbmutError(f"{path}: is a file, not a directory (the {what})",
+                           option=option) from None
+    except OSError as error:
+        raise ProbmutError(f"{path}: cannot write there ({error.strerror}); choose another "
+                           f"place for the {what}", option=option) from None
+    return path

@@ -1,14 +1,43 @@
 """The bundled trainer: healthy and mutant populations with TensorFlow (``probmut train``).
 
-Modules: :mod:`~probmut.train.datasets` (data sets and their provenance),
-:mod:`~probmut.train.tasks` (how an instance is scored), :mod:`~probmut.train.models`,
+:func:`train_populations` is the one entry: it does everything ``probmut train`` does
+and returns a :class:`RunReport` (:class:`SettleReport` for a run until settled);
+:func:`preview_mutations` is ``--dry-run``. The rooms below it, bottom up:
+:mod:`~probmut.train.tasks` (how an instance is scored), :mod:`~probmut.train.datasets`
+(a registry of data sources), :mod:`~probmut.train.models`,
+:mod:`~probmut.train.layer_traits` (what is known of Keras layers),
 :mod:`~probmut.train.operators` (the mutation operators' registry),
-:mod:`~probmut.train.legality` (checks before training), :mod:`~probmut.train.dryrun`
-(what each mutation changes, nothing trained), :mod:`~probmut.train.flags`
-(equivalent, broken and surviving populations; DeepMutation's quality control),
-:mod:`~probmut.train.instance` (one instance),
-:mod:`~probmut.train.stack` (instances trained as one stack), :mod:`~probmut.train.run`
-(resumable population runs), :mod:`~probmut.train.backends` (serial, local processes,
-Ray) and :mod:`~probmut.io.outcomes` (per-input outcomes, NumPy only). Importing this
-package does not import TensorFlow.
+:mod:`~probmut.train.work` (the work a run hands its workers),
+:mod:`~probmut.train.legality` (checks before training), :mod:`~probmut.train.dryrun`,
+:mod:`~probmut.train.flags` (equivalent, broken and surviving populations;
+DeepMutation's quality control), :mod:`~probmut.train.instance` (one instance),
+:mod:`~probmut.train.stack` (instances trained as one stack),
+:mod:`~probmut.train.preflight` (the checks that need Keras, done where Keras is),
+:mod:`~probmut.train.backends` (serial, local processes, Ray),
+:mod:`~probmut.train.run` (resumable population runs), :mod:`~probmut.train.rounds`
+(until settled), :mod:`~probmut.train.search` (the killable magnitude) and
+:mod:`~probmut.train.trainer` (the entry). Importing this package does not import
+TensorFlow, nor the trainer: its names load on first use, so that a command that only
+reads a model or a data set starts fast.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_HOMES = {"RunReport": "probmut.train.run", "SettleReport": "probmut.train.rounds",
+          "preview_mutations": "probmut.train.trainer",
+          "train_populations": "probmut.train.trainer"}
+__all__ = ["RunReport", "SettleReport", "preview_mutations", "train_populations"]
+
+if TYPE_CHECKING:
+    from probmut.train.rounds import SettleReport
+    from probmut.train.run import RunReport
+    from probmut.train.trainer import preview_mutations, train_populations
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'probmut.train' has no attribute {name!r}")

@@ -2,13 +2,15 @@
 
 Every backend offers the same two things: ``map_unordered(fn, calls)``, yielding
 ``(index, result_or_exception)`` as calls finish, and ``shared`` keyword arguments
-(large, read-only: the dataset) that reach every call without being re-sent per call.
+(large, read-only: the dataset; given with ``share()``) that reach every call without
+being re-sent per call.
 Each worker process sizes TensorFlow's thread pools to ``threads`` and turns on
 deterministic ops, so results are identical whichever backend ran them.
+:func:`make_backend` builds the one a run asks for.
 
 Time limits. A TensorFlow op cannot be interrupted from inside its own process, so a
 call is stopped two ways: the call itself stops training at the first batch end past
-its deadline (``Task.timeout``: the instance is recorded as timed out, its worker
+its deadline (``Assignment.timeout``: the instance is recorded as timed out, its worker
 lives on), and the worker backends stop a call still running ``hard_timeout``
 seconds after it started (:func:`hard_limit`) by killing its worker process (a
 fresh one takes its place) and yield :class:`InstanceTimeout` for it. A worker
@@ -20,16 +22,18 @@ process and has no hard limit.
 from __future__ import annotations
 
 import collections
+import contextlib
+import importlib.util
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
 import sys
 import time
+import warnings
 
 from probmut.errors import ProbmutError
 from probmut.io.records import one_line
-from probmut.train.instance import configure_tensorflow
 
 
 class InstanceTimeout(Exception):
@@ -58,14 +62,125 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-class Serial:
-    """Run calls one after another in this process (``--jobs 1``)."""
+def configure_tensorflow(threads: int) -> None:
+    """Set TensorFlow up for training: oneDNN kernels, thread pools of ``threads``,
+    deterministic ops (once per process).
 
-    def __init__(self, threads: int, shared: dict):
-        configure_tensorflow(threads)
-        self.shared = shared
+    Call before anything imports TensorFlow in the process; a process where it already
+    runs (a reused Ray worker) keeps its set-up. oneDNN's CPU kernels are chosen when
+    TensorFlow is imported (``TF_ENABLE_ONEDNN_OPTS``: TensorFlow decides by the CPU and
+    leaves them off on some CPUs; probmut turns them on unless the variable is set), which
+    train faster, a stack most (docs/training.md, *Speed*). Results depend, by float
+    rounding, on the kernels and the pools, so TensorFlow imported or sized before this
+    call gets a warning: its files may then differ from the command's.
+    """
+    if "tensorflow" in sys.modules and "TF_ENABLE_ONEDNN_OPTS" not in os.environ:
+        _differs_from_the_command("imported before probmut could choose its kernels (oneDNN)")
+    set_tensorflow_environment()
+    with _native_stderr_silenced():  # oneDNN announces itself at import, whatever the log level
+        import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")  # one predict function per instance is expected
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:  # already initialised: keep the pools, say so if they differ
+        current = tf.config.threading.get_intra_op_parallelism_threads()
+        if current != threads:
+            _differs_from_the_command(f"initialised before probmut could size its thread "
+                                      f"pools ({current or 'its default'} threads, asked "
+                                      f"{threads})")
+    tf.config.experimental.enable_op_determinism()
+
+
+def set_tensorflow_environment() -> None:
+    """Choose what TensorFlow reads from the environment when it is imported (oneDNN
+    kernels, quiet C++ logs), where the user has not: for a process that must import
+    TensorFlow before :func:`configure_tensorflow` runs, such as a test session."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """Send what native code writes to file descriptor 2 to /dev/null for a while."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2: nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _differs_from_the_command(what: str) -> None:
+    warnings.warn(f"TensorFlow was {what} in this process: results may differ by float "
+                  "rounding from the same run of `probmut train`; call "
+                  "probmut.train.backends.configure_tensorflow first", RuntimeWarning,
+                  stacklevel=3)
+
+
+def require(module: str, extra: str, what: str = "probmut train") -> None:
+    """Refuse, in one line, to go on without ``module`` (of the ``extra`` install).
+
+    >>> require("numpy", "train")
+    """
+    if importlib.util.find_spec(module) is None:
+        raise ProbmutError(f"{what} needs {module}, which is not installed: "
+                           f"pip install 'probmut[{extra}]'")
+
+
+def make_backend(kind: str = "local", *, jobs: int = 1, threads: int = 1,
+                 timeout: float | None = None, address: str | None = None,
+                 cpus_per_task: float | None = None, gpus_per_task: float = 0):
+    """The backend a run asks for, not yet entered: :class:`Serial` for one job in this
+    process, a :class:`LocalPool` of ``jobs`` worker processes, which start at once (they
+    import TensorFlow while the caller prepares the data), or a :class:`RayBackend`
+    (``address``; ``cpus_per_task`` default ``threads``). With a ``timeout`` (seconds
+    per instance) a local run uses worker processes even for one job, so that an
+    instance stuck inside TensorFlow can be killed (:func:`hard_limit`). Give the shared
+    arguments with ``share()`` before the first call.
+
+    >>> make_backend(jobs=1, threads=1)
+    Serial(threads=1)
+    """
+    hard = None if timeout is None else hard_limit(timeout)
+    if kind == "ray":
+        return RayBackend(address, cpus_per_task or threads, gpus_per_task, threads,
+                          hard_timeout=hard)
+    if kind != "local":
+        raise ProbmutError(f"unknown backend {kind!r}; use local or ray", option="backend")
+    if address is not None:
+        raise ProbmutError("an address is for the ray backend", option="address")
+    if jobs == 1 and timeout is None:
+        return Serial(threads)
+    return LocalPool(jobs, threads, hard_timeout=hard).start()
+
+
+class Serial:
+    """Run calls one after another in this process (``--jobs 1``); TensorFlow is set up
+    (:func:`configure_tensorflow`) when it is entered."""
+
+    def __init__(self, threads: int, shared: dict | None = None):
+        self.threads = threads
+        self.shared = dict(shared or {})
+
+    def __repr__(self) -> str:
+        return f"Serial(threads={self.threads})"
+
+    def share(self, **values) -> None:
+        """Arguments every call gets (large, read-only: the dataset)."""
+        self.shared.update(values)
 
     def __enter__(self):
+        configure_tensorflow(self.threads)
         return self
 
     def __exit__(self, *exc):
@@ -144,12 +259,12 @@ class LocalPool:
     (filled in before the first :meth:`map_unordered`).
     """
 
-    def __init__(self, jobs: int, threads: int, shared: dict,
+    def __init__(self, jobs: int, threads: int, shared: dict | None = None,
                  hard_timeout: float | None = None, setup=configure_tensorflow):
         self.setup = setup
         self.jobs = jobs
         self.threads = threads
-        self.shared = shared
+        self.shared = dict(shared or {})
         self.hard_timeout = hard_timeout
         self.context = multiprocessing.get_context("spawn")
         self.starting: list[_Worker] = []
@@ -176,6 +291,11 @@ class LocalPool:
         """Start the workers now, before any call (each begins its set-up)."""
         self._grow(self.jobs)
         return self
+
+    def share(self, **values) -> None:
+        """Arguments every call gets (large, read-only: the dataset); each worker receives
+        them once, before its first call."""
+        self.shared.update(values)
 
     def _grow(self, count: int) -> None:
         """Start workers until there are ``count`` (starting, idle or busy)."""
@@ -256,24 +376,31 @@ class RayBackend:
     """
 
     def __init__(self, address: str | None, cpus: float, gpus: float, threads: int,
-                 shared: dict, hard_timeout: float | None = None):
+                 shared: dict | None = None, hard_timeout: float | None = None):
         try:
             import ray
         except ImportError:
-            raise ProbmutError("--backend ray needs Ray: pip install 'probmut[ray]'") from None
+            raise ProbmutError("the ray backend needs Ray: pip install 'probmut[ray]'",
+                               option="backend") from None
         self.ray = ray
         self.started = False
         if not ray.is_initialized():
             try:
                 ray.init(address=address, log_to_driver=False)
             except (ConnectionError, ValueError) as error:
-                raise ProbmutError(f"cannot connect to Ray at {address!r}: {error}") from None
+                raise ProbmutError(f"cannot connect to Ray at {address!r}: {error}",
+                                   option="address") from None
             self.started = True
         self.remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_ray_call)
         self.cpus = cpus
         self.threads = threads
         self.hard_timeout = hard_timeout
-        self.shared = {key: ray.put(value) for key, value in shared.items()}
+        self.shared = {}
+        self.share(**(shared or {}))
+
+    def share(self, **values) -> None:
+        """Arguments every call gets, put once into Ray's object store."""
+        self.shared.update({key: self.ray.put(value) for key, value in values.items()})
 
     def __enter__(self):
         return self

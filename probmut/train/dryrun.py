@@ -38,11 +38,13 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.train.datasets import n_rows
-from probmut.train.legality import check, healthy_model
+from probmut.train.layer_traits import has_kernel, units
+from probmut.train.legality import check, healthy_model, needs_keras
 from probmut.train.operators import Mutation, parse_mutations
-from probmut.train.operators.layers import has_kernel, next_weighted_layer, units
+from probmut.train.operators.layers import next_weighted_layer
 from probmut.train.operators.magnitudes import NETWORK
 from probmut.train.operators.model import scope
+from probmut.train.work import HEALTHY, instance_seed
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class Preview:
     @property
     def label(self) -> str:
         """How error messages name it (as :attr:`Mutation.label`)."""
-        return f"--mutation {self.operator}:{self.magnitude}".rstrip(":")
+        return f"{self.operator}:{self.magnitude}".rstrip(":")
 
     def to_dict(self) -> dict:
         return {"name": self.name, "operator": self.operator, "magnitude": self.magnitude,
@@ -138,14 +140,16 @@ class DryRun:
 def dry_run(mutations, spec, data, config, *, seed: int, model: str = "") -> DryRun:
     """Dry-run ``mutations`` (:class:`~probmut.train.operators.Mutation` objects or
     ``--mutation`` texts) for ``spec``'s model on ``data`` trained per ``config``, with
-    the run's base ``seed``."""
-    from probmut.train.instance import HEALTHY, instance_seed
-
+    the run's base ``seed``. The healthy model is built only for mutations that need
+    Keras (:func:`~probmut.train.legality.needs_keras`): data-level ones are previewed on
+    the data alone."""
     parsed = [m for text in mutations
               for m in ([text] if isinstance(text, Mutation) else parse_mutations(text))]
-    healthy = healthy_model(spec, data, config)
+    healthy = None
     previews = []
     for mutation in parsed:
+        if healthy is None and needs_keras(mutation):
+            healthy = healthy_model(spec, data, config)
         try:
             bound = check(mutation, spec, data, config, healthy)
         except ProbmutError as error:

@@ -41,6 +41,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.records import InstanceRecord, one_line
+from probmut.results import Result, counted
 
 MODEL_SUFFIXES = (".keras", ".h5")
 _DEEPCRIME_HEALTHY = re.compile(r"^(?P<model>.+?)_original_(?P<i>\d+)$")
@@ -203,18 +204,27 @@ def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
 
 
 @dataclass(frozen=True)
-class EvaluatedPopulation:
-    """What ``evaluate`` wrote for one population."""
+class EvaluatedPopulation(Result):
+    """What ``evaluate`` wrote for one population: its ``file``, instances, their mean
+    accuracy (NaN when none was scored) on the ``test_inputs`` inputs of ``dataset``, and
+    the models that failed."""
 
+    index = "file"
     file: Path
     instances: int
     accuracy_mean: float
     failures: tuple[str, ...]
+    dataset: str = ""
+    test_inputs: int = 0
 
     def to_dict(self) -> dict:
         return {"instances": self.instances,
                 "accuracy_mean": None if math.isnan(self.accuracy_mean) else self.accuracy_mean,
                 "file": str(self.file), "failures": list(self.failures)}
+
+    def __str__(self) -> str:
+        return (f"{self.file}: {counted(self.instances, 'instance')}, mean accuracy "
+                f"{self.accuracy_mean:.6g} on {self.test_inputs} test inputs of {self.dataset}")
 
 
 def evaluate_population(files, ids, out: Path, backend, dataset, progress: bool = True,
@@ -243,4 +253,5 @@ def evaluate_population(files, ids, out: Path, backend, dataset, progress: bool 
     failures = tuple(f"{files[ids.index(r.instance)]}: {r.status}"
                      + (f": {r.error}" if r.error else "") for r in records if r.failed)
     return EvaluatedPopulation(out, len(records),
-                               float(np.mean(usable)) if usable else math.nan, failures)
+                               float(np.mean(usable)) if usable else math.nan, failures,
+                               dataset.name, len(dataset.y_test))

@@ -4,7 +4,7 @@ Mu et al. (model-mutation testing) find illegal mutations (a shape mismatch afte
 layer is removed or added, an activation a layer cannot take, a loss the output cannot
 feed) to be the main source of false positives. :func:`prepare` builds every mutant
 once, as the run will, and refuses what cannot produce a valid model with one line
-(exit 2 on the command line):
+(exit 2 on the command line; data-level mutations without Keras, :func:`needs_keras`):
 
 * the target layer fits the operator and the model's task (:func:`~probmut.train.operators.bind`);
 * class targets exist in the data; operators that need a validation set have one;
@@ -56,7 +56,7 @@ def _check_classes(label, params, n_classes):
     missing = [c for c in wanted if c >= n_classes]
     if missing:
         raise ProbmutError(f"{label}: class {missing[0]} is not a class of the data "
-                           f"(0 to {n_classes - 1})")
+                           f"(0 to {n_classes - 1})", option="mutation")
 
 
 def _finite(values) -> bool:
@@ -79,8 +79,9 @@ def check(mutation: Mutation, spec, data, config, healthy) -> list[Mutation]:
     :func:`healthy_model`) on ``data`` trained per ``config``; the bound mutations
     (several for ``@each``), ``equivalent`` set where it is known now. Raises
     :class:`ProbmutError` (one line) for an illegal mutation."""
+    published = None if spec is None else spec.layers
     return [_checked(bound, spec, data, config, healthy)
-            for bound in bind(mutation, healthy, data.task, spec.layers)]
+            for bound in bind(mutation, healthy, data.task, published)]
 
 
 def _checked(mutation, spec, data, config, healthy) -> Mutation:
@@ -90,17 +91,17 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
     if data.task == "classification":
         _check_classes(label, params, data.n_classes)
     if operator.needs_validation and data.validation is None:
-        raise ProbmutError(f"{label}: needs a validation set; give --validation-split "
-                           "SHARE (for the healthy population too)")
+        raise ProbmutError(f"{label}: needs a validation set; give a validation split SHARE "
+                           "(for the healthy population too)", option="validation_split")
     problem = operator.requires and operator.requires(config, params)
     if problem:
-        raise ProbmutError(f"{label}: {problem}")
+        raise ProbmutError(f"{label}: {problem}", option="mutation")
     equivalent = ""
     sample = take(data.x_train, np.arange(min(16, n_rows(data.x_train))))
     if operator.level == "data":
         x, y = operator.apply(data.x_train, data.y_train, data.n_classes, params,
                               np.random.default_rng(0), data.task)
-        check_training_set(label, x, y, data.task, "mutated training set")
+        check_training_set(label, x, y, data.task, "mutated training set", option="mutation")
         equivalent = data_equivalence(x, y, data.x_train, data.y_train)
     elif operator.level == "training":
         mutated = operator.apply(config, params)
@@ -110,10 +111,12 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
                 data.y_train[: n_rows(sample)], data.dims.n_outputs, mutated.loss))
         except Exception as error:  # Keras reports illegal models in many types
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
-                               f"; layers: {models.layer_table(healthy)}") from None
+                               f"; layers: {models.layer_table(healthy)}",
+                               option="mutation") from None
         if not _finite(loss):
             raise ProbmutError(f"{label}: the mutant's loss on training data is not finite "
-                               f"({loss}); layers: {models.layer_table(healthy)}")
+                               f"({loss}); layers: {models.layer_table(healthy)}",
+                               option="mutation")
         if _settings(mutated) == _settings(config) and \
                 _architecture(mutant) == _architecture(healthy):
             equivalent = ("without early stopping the validation data never changes training"
@@ -126,16 +129,35 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
                                      sample)
         except Exception as error:
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
-                               f"; layers: {models.layer_table(healthy)}") from None
+                               f"; layers: {models.layer_table(healthy)}",
+                               option="mutation") from None
         if not _finite(outputs):
             raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
-                               f"{models.layer_table(healthy)}")
+                               f"{models.layer_table(healthy)}", option="mutation")
     return dataclasses.replace(mutation, equivalent=equivalent)
+
+
+def needs_keras(mutation: Mutation) -> bool:
+    """Whether checking ``mutation`` builds a model: every training- and model-level
+    mutation, and one with a layer target or a Keras name. Data-level mutations are
+    checked on the data alone, without Keras (and TensorFlow).
+
+    >>> from probmut.train.operators import parse_mutations
+    >>> [needs_keras(m) for m in parse_mutations("delete_training_data:10")
+    ...  + parse_mutations("change_epochs:1") + parse_mutations("weights_fuzzing")]
+    [False, True, True]
+    """
+    operator = mutation.operator
+    return (operator.level != "data" or operator.layer_kind is not None
+            or operator.keras_kind is not None)
 
 
 def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
     """Bind, check and mark every mutation for ``spec``'s model on ``data`` trained per
-    ``config``; returns the bound mutations (``equivalent`` set where it is known now)."""
-    healthy = healthy_model(spec, data, config)
+    ``config``; returns the bound mutations (``equivalent`` set where it is known now).
+    The healthy model is built only if a mutation :func:`needs_keras`; for data-level
+    mutations alone ``spec`` and ``config`` may be None."""
+    healthy = (healthy_model(spec, data, config) if any(map(needs_keras, mutations))
+               else None)
     return [bound for mutation in mutations
             for bound in check(mutation, spec, data, config, healthy)]

@@ -218,7 +218,8 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
         return MODELS[name]
     if ":" not in name:
         raise ProbmutError(f"unknown model {name!r}; use one of {', '.join(MODELS)} or "
-                           "module:function (a function (input_shape, n_classes) -> keras.Model)")
+                           "module:function (a function (input_shape, n_classes) -> keras.Model)",
+                           option="model")
     import keras
 
     from probmut.io.records import one_line
@@ -228,12 +229,12 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     try:
         function = getattr(importlib.import_module(module_name), function_name)
     except Exception as error:  # noqa: BLE001 - whatever the user's module raises on import
-        raise ProbmutError(f"--model {name}: cannot import {function_name} from "
-                           f"{module_name} ({one_line(error)}); the module must be importable "
-                           "(on every worker, for --backend ray)") from None
+        raise ProbmutError(f"{name}: cannot import {function_name} from {module_name} "
+                           f"({one_line(error)}); the module must be importable (on every "
+                           "worker, for the ray backend)", option="model") from None
     if not callable(function):
-        raise ProbmutError(f"--model {name}: {function_name} is of type "
-                           f"{type(function).__name__}, not {wanted}")
+        raise ProbmutError(f"{name}: {function_name} is of type {type(function).__name__}, "
+                           f"not {wanted}", option="model")
 
     def build(dims):
         return function(tuple(dims.input_shape), dims.n_outputs)
@@ -241,12 +242,13 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     try:
         model = build(dims)
     except Exception as error:  # noqa: BLE001 - the user's function, called as every instance will
-        raise ProbmutError(f"--model {name}: {function_name}({tuple(dims.input_shape)}, "
+        raise ProbmutError(f"{name}: {function_name}({tuple(dims.input_shape)}, "
                            f"{dims.n_outputs}) failed ({one_line(error)}); it must be "
-                           f"{wanted}") from None
+                           f"{wanted}", option="model") from None
     if not isinstance(model, keras.Model):
-        raise ProbmutError(f"--model {name}: {function_name} returned an object of type "
-                           f"{type(model).__name__}, not a keras.Model; it must be {wanted}")
+        raise ProbmutError(f"{name}: {function_name} returned an object of type "
+                           f"{type(model).__name__}, not a keras.Model; it must be {wanted}",
+                           option="model")
     config = TrainConfig(epochs=10, batch_size=32)
     if getattr(model, "optimizer", None) is not None:  # compiled: keep the user's choices
         optimizer = keras.optimizers.serialize(model.optimizer)

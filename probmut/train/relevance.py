@@ -39,36 +39,25 @@ import dataclasses
 import numpy as np
 
 from probmut.errors import ProbmutError
-
-#: Layers relevance passes through unchanged (elementwise or identity at inference).
-_PASS_THROUGH = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
-                 "GaussianNoise", "GaussianDropout", "AlphaDropout", "Activation", "ReLU",
-                 "LeakyReLU", "ELU", "Softmax", "InputLayer", "Identity", "ActivityRegularization")
-_RESHAPING = ("Flatten", "Reshape")
-_POOLING = ("MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D",
-            "AveragePooling2D", "AveragePooling3D", "GlobalAveragePooling1D",
-            "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D")
+from probmut.train.layer_traits import has_kernel, is_input, kind, traits_of
 
 
 def _kind(layer) -> str:
-    name = type(layer).__name__
-    if name in _PASS_THROUGH:
-        return "pass"
-    if name in _RESHAPING:
-        return "reshape"
-    if name in _POOLING:
-        return "pool"
-    if getattr(layer, "kernel", None) is not None and hasattr(layer, "activation"):
+    """How relevance passes ``layer``: its trait (:mod:`probmut.train.layer_traits`), or
+    ``"linear"`` for a layer with weights."""
+    passes = traits_of(layer).relevance
+    if passes is not None:
+        return passes
+    if has_kernel(layer) and hasattr(layer, "activation"):
         return "linear"
-    raise ProbmutError(f"layer {layer.name} ({name}): relevance propagation supports Dense, "
-                       "Conv, pooling, Flatten, Reshape, Dropout and activation layers")
+    raise ProbmutError(f"layer {layer.name} ({kind(layer)}): relevance propagation supports "
+                       "Dense, Conv, pooling, Flatten, Reshape, Dropout and activation layers")
 
 
 def neuron_layers(model) -> list[int]:
     """Indices of the hidden layers with neurons (weights): every Dense/Conv layer but
     the output layer."""
-    return [i for i, layer in enumerate(model.layers[:-1])
-            if getattr(layer, "kernel", None) is not None]
+    return [i for i, layer in enumerate(model.layers[:-1]) if has_kernel(layer)]
 
 
 def default_layer(model) -> int:
@@ -81,7 +70,7 @@ def default_layer(model) -> int:
 
 
 def _call(layer, a):
-    return a if type(layer).__name__ == "InputLayer" else layer(a, training=False)
+    return a if is_input(layer) else layer(a, training=False)
 
 
 def check_model(model, layer: int, x) -> None:

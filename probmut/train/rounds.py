@@ -23,23 +23,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probmut.io.atomic import atomic_write_text
-from probmut.train.instance import HEALTHY
 from probmut.train.run import RunReport, run_populations
+from probmut.train.work import HEALTHY
 
 #: Verdict of a population that has fewer than k instances so far.
 TOO_FEW = "too few instances"
 
 
 @dataclass
-class SettleReport:
-    """What a run until settled did: the training report and every round's verdicts."""
+class SettleReport(RunReport):
+    """What a run until settled did: its training (a :class:`RunReport` of all its
+    rounds), every round's instances and verdicts (``rounds``) and each mutant's last
+    verdict (``final``: stem -> verdict)."""
 
-    training: RunReport = field(default_factory=RunReport)
     rounds: list[dict] = field(default_factory=list)
-    final: dict[str, dict] = field(default_factory=dict)  # mutant stem -> last verdict
+    final: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"rounds": self.rounds, "final": self.final}
+        return super().to_dict() | {"rounds": self.rounds, "final": self.final}
+
+    def __str__(self) -> str:
+        lines = [super().__str__(), f"  rounds: {self.out / 'rounds.txt'} and rounds.json "
+                                    f"({len(self.rounds)} rounds)"]
+        lines += [f"  {stem}: {v['verdict']} with {v['instances']} instances: {v['message']}"
+                  for stem, v in self.final.items()]
+        return "\n".join(lines)
 
     def table(self) -> str:
         """The rounds as a readable table: instances and verdict per population."""
@@ -120,7 +128,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     level = LEVEL if level is None else level
     cache = Cache(out / ".work" / "verdicts")
     targets = {HEALTHY: 0} | {m.stem: 0 for m in mutations}
-    report = SettleReport()
+    runs, rounds, final = [], [], {}
     training = {m.stem: m for m in mutations}
     number, on_disk = 0, 0
     while training:
@@ -130,7 +138,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
         run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
                               note_resumed=False, **options)
-        _add(report.training, run, on_disk)
+        runs.append(run)
         if run.resumed > on_disk:
             print(f"round {number}: {run.resumed - on_disk} instances were already done in "
                   f"{out}", file=sys.stderr)
@@ -142,28 +150,20 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
             verdicts[stem] = verdict = _verdict(out, mutation, analysis, level=level,
                                                 max_instances=max_instances, seed=seed,
                                                 cache=cache)
-            report.final[stem] = verdict
+            final[stem] = verdict
             if verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances:
                 del training[stem]
-        report.rounds.append({"round": number, "instances": dict(targets),
-                              "verdicts": verdicts})
-        _write(out, report)
+        rounds.append({"round": number, "instances": dict(targets), "verdicts": verdicts})
+        _write(out, SettleReport(rounds=rounds, final=final))
         print(f"round {number}: {HEALTHY} {targets[HEALTHY]}; "
               + "; ".join(f"{stem} {_short(v, targets[stem])}"
                           + ("" if stem in training else ", stops")
                           for stem, v in verdicts.items()), file=sys.stderr)
-    return report
-
-
-def _add(total: RunReport, run: RunReport, on_disk: int) -> None:
-    """Add a round's report; ``on_disk``: instances there after the previous round."""
-    total.trained += run.trained
-    total.resumed += run.resumed - on_disk  # found done, beyond the previous rounds' own
-    total.failures += run.failures
-    total.seconds += run.seconds
-    total.counts = run.counts
+    return SettleReport.of_runs(runs, rounds=rounds, final=final)
 
 
 def _write(out: Path, report: SettleReport) -> None:
-    atomic_write_text(out / "rounds.json", json.dumps(report.to_dict(), indent=1) + "\n")
+    """``rounds.json`` (the rounds and the last verdicts) and ``rounds.txt`` (their table)."""
+    document = {"rounds": report.rounds, "final": report.final}
+    atomic_write_text(out / "rounds.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out / "rounds.txt", report.table() + "\n")

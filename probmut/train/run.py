@@ -46,26 +46,21 @@ from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
 from probmut.io.populations import IncompleteRunWarning, write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
+from probmut.results import Result, counted
 from probmut.train.backends import InstanceTimeout
 from probmut.train.flags import (
     DIFFERENT,
     SAME_TEST_PREDICTIONS,
     Flags,
     error_rates,
+    population_flags,
     quality_control,
 )
-from probmut.train.flags import population_flags as flags_of
-from probmut.train.instance import (
-    HEALTHY,
-    InstanceResult,
-    RunSettings,
-    Task,
-    instance_seed,
-    stacked,
-    train_instance,
-)
-from probmut.train.operators import Mutation
+from probmut.train.instance import train_instance
+from probmut.train.operators import OPERATORS, Mutation, population_config
+from probmut.train.stack.eligibility import population_problem
 from probmut.train.tasks import TASKS, strata
+from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings
 
 
 def _record_path(out: Path, population: str, instance: int) -> Path:
@@ -159,13 +154,12 @@ def _match(record) -> str | None:
     return None
 
 
-def _failure(task: Task, error: BaseException, seconds: float) -> InstanceResult:
+def _failure(assignment: Assignment, error: BaseException, seconds: float) -> InstanceResult:
     """The record of an instance whose call failed outside the instance's own code: its
     worker was killed at the hard time limit, died, or could not run it."""
-    seed = instance_seed(task.settings.seed, task.instance, task.population)
     status = "timed out" if isinstance(error, InstanceTimeout) else "crashed"
-    return InstanceResult(task.population, task.instance, seed, math.nan, None, seconds,
-                          status=status, error=one_line(error))
+    return InstanceResult(assignment.population, assignment.instance, assignment.seed, math.nan,
+                          None, seconds, status=status, error=one_line(error))
 
 
 def _load_weights(out: Path, instance: int):
@@ -212,7 +206,7 @@ def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
                               f"{str(old.get('fingerprint'))[:12]}")
             raise ProbmutError(f"{out} holds a run with other settings ({', '.join(changed)} "
                                f"differ: {before} before); use the same settings and data to "
-                               "resume, or a new --out")
+                               "resume, or another output directory", option="out")
     else:
         atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
 
@@ -251,38 +245,44 @@ def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool
     return len(records)
 
 
-def train_unit(tasks: list[Task], stack: bool, healthy_weights=None, *, dataset) -> list:
+def train_unit(assignments: list[Assignment], stack: bool, healthy_weights=None, *,
+               dataset) -> list[InstanceResult]:
     """One unit of work for a backend: a stack of instances of one population (``stack``)
-    or one instance; returns one result per task."""
+    or one instance; returns one result per assignment."""
     if stack:
-        from probmut.train.stack import train_stack
+        from probmut.train.stack.training import train_stack
 
-        return train_stack(tasks, dataset=dataset)
-    return [train_instance(tasks[0], healthy_weights, dataset=dataset)]
+        return train_stack(assignments, dataset=dataset)
+    return [train_instance(assignments[0], healthy_weights, dataset=dataset)]
 
 
-def _units(tasks: list[Task], settings: RunSettings, dataset, say) -> list[tuple]:
-    """Group ``tasks`` (not model-level) into the calls of :func:`train_unit`: with
+def _units(assignments: list[Assignment], settings: RunSettings, dataset, say,
+           unstackable: dict[str, str] | None) -> list[tuple]:
+    """Group ``assignments`` (not model-level) into the calls of :func:`train_unit`: with
     ``settings.stack`` K > 1, instances ``[jK, (j+1)K)`` of a stackable population form
-    stack j (its missing ones only, on a resume); other tasks run one by one, and
-    ``say`` tells why once per population."""
-    from probmut.train.operators import OPERATORS
-    from probmut.train.stack import population_problem
+    stack j (its missing ones only, on a resume); other assignments run one by one, and
+    ``say`` tells why once per population. ``unstackable`` (population stem -> why) says
+    which populations cannot be stacked, when that was decided before the run; None:
+    decided here (:func:`probmut.train.stack.eligibility.population_problem`)."""
+    def why_alone(population: str, config) -> str | None:
+        if unstackable is not None:
+            return unstackable.get(population)
+        return population_problem(settings.model, dataset, config)
 
     units, stacks, told = [], {}, set()
-    for task in tasks:
-        operator = OPERATORS[task.operator] if task.operator else None
-        config = settings.config
-        if operator is not None and operator.level == "training":
-            config = operator.apply(config, task.params)
-        if settings.stack > 1 and stacked(settings, dataset, config):
-            stacks.setdefault((task.population, task.instance // settings.stack), []).append(task)
+    for assignment in assignments:
+        population = assignment.population
+        operator = OPERATORS[assignment.operator] if assignment.operator else None
+        config = population_config(settings.config, operator, assignment.params)
+        why = why_alone(population, config) if settings.stack > 1 else None
+        if settings.stack > 1 and why is None:
+            stacks.setdefault((population, assignment.instance // settings.stack),
+                              []).append(assignment)
             continue
-        if settings.stack > 1 and task.population not in told:
-            told.add(task.population)
-            say(f"probmut train: {task.population}: training one instance at a time: "
-                f"{population_problem(settings.model, dataset, config)}")
-        units.append(([task], False, None))
+        if settings.stack > 1 and population not in told:
+            told.add(population)
+            say(f"probmut train: {population}: training one instance at a time: {why}")
+        units.append(([assignment], False, None))
     return [(group, True, None) for group in stacks.values()] + units
 
 
@@ -298,7 +298,7 @@ def idle_workers(units: list[tuple], jobs: int) -> str | None:
     >>> idle_workers([stack(20)] * 4, jobs=2) is None
     True
     """
-    sizes = [len(tasks) for tasks, is_stack, _ in units if is_stack]
+    sizes = [len(assignments) for assignments, is_stack, _ in units if is_stack]
     if not sizes or len(units) >= jobs:
         return None
     smaller = math.ceil(max(sizes) / math.ceil(jobs / len(units)))
@@ -312,12 +312,12 @@ def idle_workers(units: list[tuple], jobs: int) -> str | None:
             "size changes results by float rounding, so it does not follow --jobs)")
 
 
-def _per_task(outcome, count: int) -> list:
-    """A unit's results, or its one exception for each of its ``count`` tasks."""
+def _per_assignment(outcome, count: int) -> list:
+    """A unit's results, or its one exception for each of its ``count`` assignments."""
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
 
 
-def population_flags(out: Path, population: str, instances: int, dataset,
+def assembled_flags(out: Path, population: str, instances: int, dataset,
                      mutation: Mutation | None) -> Flags:
     """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
     # crashed and timed-out instances were never scored: not counted either way
@@ -332,10 +332,10 @@ def population_flags(out: Path, population: str, instances: int, dataset,
         loaded = _load_record(out, population, instance)
         if loaded is not None:
             matches.append(loaded[2])
-    task = TASKS[dataset.task]
-    return flags_of(correct, labels, task.chance(dataset.y_train, dataset.y_test), dataset.task,
-                    equivalent_before=mutation.equivalent if mutation else "",
-                    matches=matches, training_inputs=len(dataset.y_train))
+    chance = TASKS[dataset.task].chance(dataset.y_train, dataset.y_test)
+    return population_flags(correct, labels, chance, dataset.task,
+                            equivalent_before=mutation.equivalent if mutation else "",
+                            matches=matches, training_inputs=len(dataset.y_train))
 
 
 def _usable_outcomes(out: Path, population: str) -> tuple[np.ndarray, np.ndarray]:
@@ -374,11 +374,17 @@ def removed_by_quality_control(out: Path, mutations: list[Mutation], maximum: fl
 
 
 @dataclass
-class RunReport:
+class RunReport(Result):
     """What a run did: instances trained now, found already done, the ones that failed
     now (crashed or timed out) or diverged, as ``population instance i: why``, each
-    population's instances on disk and flags, and the mutant populations DeepMutation's
-    quality control removed, with why."""
+    population's instances on disk and flags, the mutant populations DeepMutation's
+    quality control removed, with why; where (``out``) and under which model ``name``
+    its manifest holds them; and, for a killable-magnitude search, the search's result
+    (:class:`probmut.train.search.SearchResult`).
+
+    ``str()`` is the summary ``probmut train`` prints; ``to_dict()`` its JSON;
+    ``to_frame()`` one row per population.
+    """
 
     trained: int = 0
     resumed: int = 0
@@ -389,6 +395,66 @@ class RunReport:
     flags: dict[str, Flags] = field(default_factory=dict)
     trained_per_population: dict[str, int] = field(default_factory=dict)
     removed: dict[str, str] = field(default_factory=dict)
+    out: Path = Path(".")
+    name: str = ""
+    search: Result | None = None
+
+    @classmethod
+    def of_runs(cls, runs: list[RunReport], **fields):
+        """One report for several runs into the same directory (rounds, or a search's
+        magnitudes): their sums, the last run's view of each population, and as resumed
+        every instance on disk that none of them trained. ``fields`` set the others."""
+        report = cls(**fields)
+        for run in runs:
+            report.trained += run.trained
+            report.failures += run.failures
+            report.diverged += run.diverged
+            report.seconds += run.seconds
+            report.counts |= run.counts
+            report.flags |= run.flags
+            report.removed |= run.removed
+            for stem, n in run.trained_per_population.items():
+                report.trained_per_population[stem] = \
+                    report.trained_per_population.get(stem, 0) + n
+            report.out, report.name = run.out, run.name
+        report.resumed = sum(report.counts.values()) - report.trained
+        return report
+
+    @property
+    def manifest(self) -> Path:
+        return self.out / "manifest.toml"
+
+    def rows(self) -> list[dict]:
+        """One row per population: its file, instances, flags, why it is a survivor and
+        why the quality control removed it (None when it is not)."""
+        rows = []
+        for stem, n in self.counts.items():
+            found = self.flags.get(stem, Flags())
+            rows.append({"name": stem, "file": str(self.out / f"{stem}.csv"), "instances": n,
+                         "flags": list(found.flags), "reasons": list(found.reasons),
+                         "survivor": found.survivor or None, "removed": self.removed.get(stem)})
+        return rows
+
+    def to_dict(self) -> dict:
+        search = {} if self.search is None else {"search": self.search.to_dict()}
+        return {"trained": self.trained, "resumed": self.resumed, "seconds": self.seconds,
+                "failures": self.failures, "diverged": self.diverged, "model": self.name,
+                "manifest": str(self.manifest), "populations": self.rows(), **search}
+
+    def __str__(self) -> str:
+        if self.search is not None:
+            return f"{self.search}\npopulations and manifest: {self.out} (model {self.name!r})"
+        rate = self.trained / self.seconds * 60 if self.seconds else 0.0
+        lines = [f"trained {counted(self.trained, 'instance')} in {self.seconds:.1f} s "
+                 f"({rate:.1f}/min); {self.resumed} {'was' if self.resumed == 1 else 'were'} "
+                 "already done"]
+        for row in self.rows():
+            removed = [("removed", row["removed"])] if row["removed"] else []
+            flagged = "".join(f"  [{word}: {reason}]" for word, reason
+                              in self.flags.get(row["name"], Flags()).items() + removed)
+            lines.append(f"  {row['file']}: {counted(row['instances'], 'instance')}{flagged}")
+        lines.append(f"  manifest: {self.manifest} (model {self.name!r})")
+        return "\n".join(lines)
 
 
 def instance_targets(instances, populations: dict) -> dict[str, int]:
@@ -416,7 +482,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     out: Path, backend, dataset, *, name: str, deepcrime: bool = False,
                     progress: bool = True, save_models: bool = False,
                     timeout: float | None = None, retry_failed: bool = False,
-                    note_resumed: bool = True, max_error_rate: float | None = None) -> RunReport:
+                    note_resumed: bool = True, max_error_rate: float | None = None,
+                    unstackable: dict[str, str] | None = None) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
 
@@ -431,7 +498,10 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     DeepMutation's quality control (:func:`removed_by_quality_control`): a removed mutant
     keeps its files and is left out of the manifest's magnitudes (listed in its
     ``removed`` table). ``note_resumed``: say on stderr how many instances were already
-    done.
+    done. ``unstackable`` (population stem -> why) names the populations that train one
+    instance at a time although ``settings.stack`` is above 1, when that was decided
+    before the run (where Keras is, :func:`probmut.train.trainer.train_populations`);
+    by default it is decided here.
     """
     out = Path(out)
     if timeout is not None and settings.stack > 1:
@@ -442,14 +512,15 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                            option="max_error_rate")
     options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
                    timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed,
-                   max_error_rate=max_error_rate)
+                   max_error_rate=max_error_rate, unstackable=unstackable)
     try:
         with exclusive(out / ".work", "lock"):
             return _run_populations(settings, mutations, instances, out, backend, dataset,
                                     name, **options)
     except LockedError as error:
         raise ProbmutError(f"{out}: another probmut train is writing to this directory "
-                           f"({error}); wait for it to finish or give another --out") from None
+                           f"({error}); wait for it to finish or write elsewhere",
+                           option="out") from None
 
 
 class _Interrupts:
@@ -482,21 +553,21 @@ class _Interrupts:
             self._previous = None
 
 
-def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
+def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bool:
     """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
-    loaded = _load_record(out, task.population, task.instance)
+    loaded = _load_record(out, assignment.population, assignment.instance)
     if loaded is None:
         return True
     status = loaded[0].status
     if retry_failed and status in RETRYABLE:
         return True
-    return (task.save_model and status not in RETRYABLE
-            and not model_path(out, task.population, task.instance).exists())
+    return (assignment.save_model and status not in RETRYABLE
+            and not model_path(out, assignment.population, assignment.instance).exists())
 
 
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
                      progress, save_models, timeout, retry_failed, note_resumed,
-                     max_error_rate) -> RunReport:
+                     max_error_rate, unstackable) -> RunReport:
     from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
@@ -508,18 +579,19 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     options = dict(timeout=timeout, save_model=save_models)
     # Instance by instance across the populations, so that a change of machine load during
     # the run slows every population alike (their training seconds are compared).
-    trained_first = [Task(settings, stem, i, m and m.operator.name, m and m.params,
+    trained_first = [Assignment(settings, stem, i, m and m.operator.name, m and m.params,
                           keep_weights=stem == HEALTHY and (bool(model_level) or settings.stack > 1),
                           **options)
                      for i in range(max(targets.values())) for stem, m in populations.items()
                      if (m is None or m.operator.level != "model") and i < targets[stem]]
-    derived = [Task(settings, m.stem, i, m.operator.name, m.params, **options)
+    derived = [Assignment(settings, m.stem, i, m.operator.name, m.params, **options)
                for i in range(max(targets.values())) for m in model_level
                if i < targets[m.stem]]
     todo_keys = {(t.population, t.instance) for t in trained_first + derived
                  if _needs_training(out, t, retry_failed)}
-    is_done = lambda task: (task.population, task.instance) not in todo_keys  # noqa: E731
-    report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys))
+    is_done = lambda assignment: (assignment.population, assignment.instance) not in todo_keys  # noqa: E731
+    report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys), out=out,
+                       name=name)
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
     # the targets first: a run stopped at any moment from here on is known as unfinished
@@ -536,33 +608,34 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
             if phase is derived:
                 units = [([t], False, _load_weights(out, t.instance)) for t in todo]
             else:
-                units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr))
+                units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr),
+                               unstackable)
                 idle = idle_workers(units, getattr(backend, "jobs", 1))
                 if idle and not report.resumed:  # advice for a run's start, not its resume
                     bar.write(f"probmut train: {idle}", file=sys.stderr)
             for index, outcome in backend.map_unordered(train_unit, units):
-                tasks = units[index][0]
-                for task, result in zip(tasks, _per_task(outcome, len(tasks)), strict=True):
+                assignments = units[index][0]
+                for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)), strict=True):
                     if isinstance(result, BaseException):
                         seconds = timeout if isinstance(result, InstanceTimeout) else math.nan
-                        result = _failure(task, result, seconds)
+                        result = _failure(assignment, result, seconds)
                     _save_record(out, result)
                     report.trained += 1
-                    report.trained_per_population[task.population] = \
-                        report.trained_per_population.get(task.population, 0) + 1
-                    where = f"{task.population} instance {task.instance}"
+                    report.trained_per_population[assignment.population] = \
+                        report.trained_per_population.get(assignment.population, 0) + 1
+                    where = f"{assignment.population} instance {assignment.instance}"
                     if result.status in RETRYABLE:
                         report.failures.append(f"{where}: {result.status}: {result.error}")
                     elif result.status == "diverged":
                         report.diverged.append(where)
-                    left[task.population] -= 1
-                    if left[task.population] == 0:
-                        report.counts[task.population] = assemble(
-                            out, task.population, targets[task.population], labels, deepcrime)
+                    left[assignment.population] -= 1
+                    if left[assignment.population] == 0:
+                        report.counts[assignment.population] = assemble(
+                            out, assignment.population, targets[assignment.population], labels, deepcrime)
                 # one update per unit: a stack's members finish together
                 bar.set_postfix(done=report.trained, failed=len(report.failures),
-                                left=bar.total - bar.n - len(tasks), refresh=False)
-                bar.update(len(tasks))
+                                left=bar.total - bar.n - len(assignments), refresh=False)
+                bar.update(len(assignments))
                 if interrupts.requested:
                     raise KeyboardInterrupt
     finally:
@@ -573,7 +646,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
             if stem not in report.counts:
                 report.counts[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
         report.counts = {stem: report.counts[stem] for stem in populations}
-        report.flags = {stem: population_flags(out, stem, targets[stem], dataset, m)
+        report.flags = {stem: assembled_flags(out, stem, targets[stem], dataset, m)
                         for stem, m in populations.items() if report.counts[stem]}
         if max_error_rate is not None:
             report.removed = removed_by_quality_control(out, mutations, max_error_rate,

@@ -15,7 +15,7 @@ the smallest found killed, at most ``resolution`` apart.
 
 The decision at each magnitude compares the mutant population with the healthy one:
 by default the bagged posterior's ratio (:func:`probmut.posterior.bagged_posteriors`,
-killed iff ratio > 1); with ``criterion="deepcrime"`` DeepCrime's single test on the
+killed iff ratio > 1); with ``decision="deepcrime"`` DeepCrime's single test on the
 whole populations. Unlike DeepCrime's own search, which compares the middle
 magnitude with the previous lower bound's population, every magnitude is compared
 with the healthy population. A magnitude all of whose instances failed (crashed,
@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass
 from probmut.errors import ProbmutError
 from probmut.results import Result
 
-CRITERIA = ("posterior", "deepcrime")
+#: How a search decides whether a magnitude is killed.
+DECISIONS = ("posterior", "deepcrime")
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ class SearchResult(Result):
     strong: float
     resolution: float
     steps: tuple[Step, ...]
-    criterion: str
+    decision: str
     integer: bool = False
 
     @property
@@ -176,7 +177,7 @@ class SearchResult(Result):
     def to_dict(self) -> dict:
         not_killed, killed = self.bracket
         return {"operator": self.operator, "low": self.weak, "high": self.strong,
-                "resolution": self.resolution, "criterion": self.criterion,
+                "resolution": self.resolution, "decision": self.decision,
                 "steps": [asdict(s) for s in self.steps],
                 "bracket": {"not_killed": not_killed, "killed": killed},
                 "killable_magnitude": killed,
@@ -189,7 +190,7 @@ class SearchResult(Result):
     def __str__(self) -> str:
         text = lambda v: magnitude_text(v, self.integer)  # noqa: E731
         lines = [f"killable-magnitude search: {self.operator} from {text(self.weak)} to "
-                 f"{text(self.strong)}, resolution {self.resolution:g} ({self.criterion})",
+                 f"{text(self.strong)}, resolution {self.resolution:g} ({self.decision})",
                  f"{'magnitude':>12}  {'trained':<8} {'decision':<11} evidence"]
         for s in self.steps:
             lines.append(f"{text(s.value):>12}  {'yes' if s.trained else 'reused':<8} "
@@ -212,7 +213,7 @@ class SearchResult(Result):
         return "\n".join(lines)
 
 
-def _decision(out, stem: str, paired: bool, criterion: str, instances: int):
+def _decision(out, stem: str, paired: bool, decision: str, instances: int):
     """Killed? and the evidence, from the population files in ``out``."""
     from probmut.io.populations import read_population
     from probmut.io.records import AllFailedError
@@ -222,7 +223,7 @@ def _decision(out, stem: str, paired: bool, criterion: str, instances: int):
         mutant = read_population(out / f"{stem}.csv", name=stem)
     except AllFailedError:
         return True, "every instance failed (see probmut symptoms)"
-    if criterion == "deepcrime":
+    if decision == "deepcrime":
         from probmut.io.populations import pair
         from probmut.killtest import deepcrime_test
 
@@ -246,30 +247,33 @@ def search_sample(instances: int) -> int:
     return max(2, min(20, instances // 2))
 
 
-def describe_criterion(criterion: str, instances: int) -> str:
-    if criterion == "deepcrime":
+def describe_decision(decision: str, instances: int) -> str:
+    if decision == "deepcrime":
         return "DeepCrime's test on the whole populations, kill iff p < 0.05 and |d| >= 0.5"
     return (f"bagged posterior, k = {search_sample(instances)} of {instances} instances, "
             "killed iff ratio > 1, seed 42")
 
 
 def run_search(settings, text: str, resolution: float, instances: int, out, backend, dataset,
-               spec, *, name: str, criterion: str = "posterior", **run_options) -> SearchResult:
+               check, *, name: str, decision: str = "posterior", **run_options):
     """Search per ``text`` (``OPERATOR:WEAK,STRONG``), training each needed magnitude's
     population (and the healthy one) into ``out`` with
-    :func:`probmut.train.run.run_populations` (``run_options`` go to it); ``spec`` is the
-    model's :class:`~probmut.train.models.ModelSpec` (each magnitude is bound and checked
-    for it, as ``--mutation`` is)."""
+    :func:`probmut.train.run.run_populations` (``run_options`` go to it). Each magnitude
+    is bound and checked as ``--mutation`` is, by ``check(mutations) -> (bound,
+    unstackable)``: :func:`probmut.train.legality.prepare` for the model, and which of the
+    populations cannot be stacked (None: the run decides). Returns the
+    :class:`~probmut.train.run.RunReport` of the search's training, the search's
+    :class:`SearchResult` as its ``search``."""
     import warnings
     from pathlib import Path
 
     from probmut.io.records import FailedInstanceWarning
-    from probmut.train.legality import prepare
     from probmut.train.operators import parse_mutations
-    from probmut.train.run import run_populations
+    from probmut.train.run import RunReport, run_populations
 
-    if criterion not in CRITERIA:
-        raise ProbmutError(f"unknown search criterion {criterion!r}; one of {', '.join(CRITERIA)}")
+    if decision not in DECISIONS:
+        raise ProbmutError(f"unknown search decision {decision!r}; one of {', '.join(DECISIONS)}",
+                           option="decision")
     if not resolution > 0:
         raise ProbmutError(f"the resolution must be positive, got {resolution}",
                            option="resolution")
@@ -277,24 +281,27 @@ def run_search(settings, text: str, resolution: float, instances: int, out, back
     if integer and resolution < 1:
         resolution = 1.0
     out = Path(out)
+    runs = []
 
     def decide(value):
         magnitude = magnitude_text(value, integer)
         try:
-            mutation = prepare(parse_mutations(f"{operator}:{magnitude}"), spec, dataset,
-                               settings.config)[0]
+            mutations, unstackable = check(parse_mutations(f"{operator}:{magnitude}"))
         except ProbmutError as error:  # e.g. a magnitude that leaves no training data
             raise ProbmutError(f"{error} (magnitude {magnitude} of the search {text}: narrow "
                                "its range)", option="search") from None
+        mutation = mutations[0]
         report = run_populations(settings, [mutation], instances, out, backend, dataset,
-                                 name=name, **run_options)
+                                 name=name, unstackable=unstackable, **run_options)
+        runs.append(report)
         trained = report.trained_per_population.get(mutation.stem, 0) > 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FailedInstanceWarning)  # symptoms report them
             killed, evidence = _decision(out, mutation.stem, mutation.operator.paired,
-                                         criterion, instances)
+                                         decision, instances)
         return killed, evidence, trained
 
     steps = bisect(weak, strong, resolution, decide, integer)
-    return SearchResult(operator, weak, strong, resolution, tuple(steps),
-                        describe_criterion(criterion, instances), integer)
+    result = SearchResult(operator, weak, strong, resolution, tuple(steps),
+                          describe_decision(decision, instances), integer)
+    return RunReport.of_runs(runs, out=out, name=name, search=result)

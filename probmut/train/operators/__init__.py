@@ -37,12 +37,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probmut.errors import ProbmutError
+from probmut.train.layer_traits import is_input
 from probmut.train.operators import data, magnitudes, model, training
-from probmut.train.operators.layers import LAYER_KIND, fitting, is_input
+from probmut.train.operators.layers import LAYER_KIND, fitting
 from probmut.train.operators.magnitudes import EACH, NETWORK, count
 
 __all__ = ["ALIASES", "OPERATORS", "Mutation", "Operator", "bind", "check_keras_name",
-           "count", "parse_mutations"]
+           "count", "parse_mutations", "population_config"]
 
 ALL_TASKS = ("classification", "regression", "recommendation")
 IMAGE_TASKS = ("classification", "regression")
@@ -80,6 +81,11 @@ class Operator:
     @property
     def paired(self) -> bool:
         return self.level == "model"
+
+    def __reduce__(self):
+        """Pickled as its name in :data:`OPERATORS` (its functions are closures): a
+        mutation can go to a worker process and back."""
+        return _registered, (self.name,)
 
     @property
     def network_target(self) -> str:
@@ -259,6 +265,18 @@ OPERATORS = {op.name: op for op in [
              aliases=("AFRm",), layer_kind="nonlinear_activation"),
 ]}
 
+def _registered(name: str) -> Operator:
+    return OPERATORS[name]
+
+
+def population_config(config, operator: Operator | None, params: dict | None):
+    """The training settings (:class:`~probmut.train.models.TrainConfig`) of a population:
+    a training-level ``operator``'s change of ``config``, else ``config`` itself."""
+    if operator is not None and operator.level == "training":
+        return operator.apply(config, params)
+    return config
+
+
 #: The references' names (DeepMutation's short names, DeepCrime's where they differ) ->
 #: (operator, the @target they imply when none is given).
 ALIASES = {alias: (op.name, "all" if alias == "LE" else None)
@@ -277,7 +295,7 @@ def check_keras_name(mutation: Mutation) -> None:
     except (ValueError, TypeError):
         singular = "loss" if kind == "losses" else kind.removesuffix("s")
         raise ProbmutError(f"{mutation.label}: unknown Keras {singular} {name!r} "
-                           f"(see keras.{kind})") from None
+                           f"(see keras.{kind})", option="mutation") from None
 
 
 @dataclass(frozen=True)
@@ -297,8 +315,8 @@ class Mutation:
 
     @property
     def label(self) -> str:
-        """How error messages name it: as written on the command line."""
-        return f"--mutation {self.operator.name}:{self.magnitude}".rstrip(":")
+        """How error messages name it: ``OPERATOR:MAGNITUDE``, as a user writes it."""
+        return f"{self.operator.name}:{self.magnitude}".rstrip(":")
 
 
 def parse_mutations(text: str) -> list[Mutation]:
@@ -311,24 +329,24 @@ def parse_mutations(text: str) -> list[Mutation]:
     name, implied = ALIASES.get(name.strip(), (name.strip(), None))
     if name not in OPERATORS:
         raise ProbmutError(f"unknown mutation operator {name!r}; known: {', '.join(OPERATORS)} "
-                           f"(the references' names: {', '.join(ALIASES)}); see probmut train "
-                           "--list-operators")
+                           f"(the references' names: {', '.join(ALIASES)}; docs/operators.md)",
+                           option="mutation")
     operator = OPERATORS[name]
     if sep and not values.strip():
-        raise ProbmutError(f"--mutation {text!r}: give magnitudes as {name}:MAG1,MAG2, or no "
-                           f"':' for the default ({name}:{operator.default})")
+        raise ProbmutError(f"{text!r}: give magnitudes as {name}:MAG1,MAG2, or no ':' for the "
+                           f"default ({name}:{operator.default})", option="mutation")
     mutations = []
     for magnitude in (m.strip() for m in values.split(",")) if sep else [operator.default]:
         if (not magnitude and sep) or any(c in magnitude for c in "/\\ "):
-            raise ProbmutError(f"--mutation {text!r}: empty magnitude or one with a path "
-                               "separator or space")
+            raise ProbmutError(f"{text!r}: empty magnitude or one with a path separator or "
+                               "space", option="mutation")
         value, _, target = magnitude.partition("@")
         if implied and not target:
             target, magnitude = implied, f"{magnitude}@{implied}"
         try:
             params = operator.parse(value, target or None)
         except ValueError as error:
-            raise ProbmutError(f"--mutation {name}:{magnitude}: {error}") from None
+            raise ProbmutError(f"{name}:{magnitude}: {error}", option="mutation") from None
         mutations.append(Mutation(operator, magnitude, params))
     return mutations
 
@@ -364,10 +382,11 @@ def bind(mutation: Mutation, model, task: str = "classification",
     check_keras_name(mutation)
     if task not in operator.tasks:
         raise ProbmutError(f"{label}: {operator.name} is only for "
-                           f"{' and '.join(operator.tasks)} models; this is a {task} model")
+                           f"{' and '.join(operator.tasks)} models; this is a {task} model",
+                           option="mutation")
     if task != "classification" and mutation.params.get("classes"):
         raise ProbmutError(f"{label}: class targets (@C) are for classifiers; this is a {task} "
-                           "model")
+                           "model", option="mutation")
     if operator.layer_kind is None:
         return [mutation]
     what, fits = LAYER_KIND[operator.layer_kind]
@@ -389,7 +408,8 @@ def bind(mutation: Mutation, model, task: str = "classification",
     else:
         problem = None
     if problem:
-        raise ProbmutError(f"{label}: {problem}; layers: {layer_table(model)}")
+        raise ProbmutError(f"{label}: {problem}; layers: {layer_table(model)}",
+                           option="mutation")
     if index == NETWORK:
         return [Mutation(operator, mutation.magnitude, {**mutation.params, "layer": NETWORK},
                          mutation.equivalent)]

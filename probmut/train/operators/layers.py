@@ -1,25 +1,19 @@
-"""Which layers of a built Keras model an operator may target: one table of layer traits.
+"""Which layers of a built Keras model an operator may target.
 
 :data:`LAYER_KIND` maps each kind to the words used in messages and a test
 ``fits(layer, model)``. Without ``@LAYER`` an operator acts on the subject's published
 layer if its model names one (:class:`probmut.train.models.ModelSpec`), else on the
 first hidden layer (not an input or an output layer) that fits; ``@each`` makes one
 mutant per layer that fits, hidden or output, as DeepCrime's loop over a model's layers
-does.
+does. What is known of Keras layer classes themselves is in
+:mod:`probmut.train.layer_traits`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-
-def has_kernel(layer) -> bool:
-    """A Dense or convolution layer (the weighted layers of DeepMutation and PMT)."""
-    return getattr(layer, "kernel", None) is not None
-
-
-def is_input(layer) -> bool:
-    return type(layer).__name__ == "InputLayer"
+from probmut.train.layer_traits import activation_name, has_kernel, is_input, kind, units
 
 
 def _single_input(layer):
@@ -48,11 +42,6 @@ def identity_at_inference(layer) -> bool:
     return bool(np.allclose(np.asarray(layer(x, training=False)), x))
 
 
-def activation_name(layer) -> str | None:
-    activation = getattr(layer, "activation", None)
-    return getattr(activation, "__name__", None)
-
-
 def sequential(model) -> bool:
     import keras
 
@@ -79,16 +68,11 @@ def next_weighted_layer(model, index: int):
             if flattened:
                 return j, lambda c, n=inputs: np.arange(c, n, channels)
             return (j, lambda c: np.array([c])) if inputs == channels else None
-        if type(layer).__name__ == "Flatten" and not flattened:
+        if kind(layer) == "Flatten" and not flattened:
             flattened = True
         elif not (same_shape(layer) or (not flattened and layer.output.shape[-1] == channels)):
             return None
     return None
-
-
-def units(layer) -> int:
-    """A weighted layer's units (Dense) or filters (convolutions): its kernel's last axis."""
-    return int(layer.kernel.shape[-1])
 
 
 #: Which layers an operator may target: (words for messages, fits(layer, model)).
@@ -109,7 +93,7 @@ LAYER_KIND = {
                        and getattr(layer, "kernel_regularizer", 0) is None),
     "regulariser": ("a layer with a kernel regulariser",
                     lambda layer, model: getattr(layer, "kernel_regularizer", None) is not None),
-    "dropout": ("a Dropout layer", lambda layer, model: type(layer).__name__ == "Dropout"),
+    "dropout": ("a Dropout layer", lambda layer, model: kind(layer) == "Dropout"),
     "bias": ("a layer with a bias", lambda layer, model: getattr(layer, "use_bias", False)
              is True),
     "no_bias": ("a layer that can take a bias but has none",

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from probmut.train.layer_traits import units
 from probmut.train.operators.data import choose
-from probmut.train.operators.layers import fitting, next_weighted_layer, units
+from probmut.train.operators.layers import fitting, next_weighted_layer
 from probmut.train.operators.magnitudes import NETWORK, count
 
 

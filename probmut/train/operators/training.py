@@ -12,7 +12,7 @@ Examples
 >>> change_gradient_clipping(config, {"clip": (None, 0.5)}).clip
 ('value', 0.5)
 >>> needs_early_stopping(config, {})
-'the healthy model has no early stopping to change (give --patience N, with --validation-split)'
+'the healthy model has no early stopping to change (train it with a patience N and a validation split)'
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ def change_gradient_clipping(config, params):
 
 def needs_early_stopping(config, params) -> str | None:
     if config.patience is None:
-        return ("the healthy model has no early stopping to change (give --patience N, "
-                "with --validation-split)")
+        return ("the healthy model has no early stopping to change (train it with a "
+                "patience N and a validation split)")
     return None
 
 

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.train
 @pytest.fixture(scope="module")
 def keras_setup():
     pytest.importorskip("tensorflow")
-    from probmut.train.instance import configure_tensorflow
+    from probmut.train.backends import configure_tensorflow
 
     configure_tensorflow(1)
     import keras
@@ -105,13 +105,14 @@ def test_rq1_the_important_neurons_matter_more_than_random_ones(keras_setup):
     of the penultimate layer lowers the predicted class's probability more than silencing
     6 random neurons of that layer, and few random draws do as much."""
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings, Task, train_instance
+    from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
     from probmut.train.relevance import default_layer, relevance, sanity_check
+    from probmut.train.work import Assignment, RunSettings
 
     data = load_dataset("digits")
     settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=5))
-    result = train_instance(Task(settings, "healthy", 0, save_model=True), dataset=data)
+    result = train_instance(Assignment(settings, "healthy", 0, save_model=True), dataset=data)
     import io
     import tempfile
     from pathlib import Path

@@ -171,13 +171,13 @@ def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shape
            "does not clip gradients" in out
     assert "weights changed: 0 conv2d" in out and "(11996 of 1199648)" in out
     errors = err.strip().splitlines()
-    assert errors == ["probmut train: error: --mutation change_gradient_clipping:0.5: the "
-                      "healthy optimizer does not clip gradients (DeepCrime changes an "
-                      "existing clipnorm or clipvalue)"]
+    assert errors == ["probmut train: error: change_gradient_clipping:0.5: the healthy "
+                      "optimizer does not clip gradients (DeepCrime changes an existing "
+                      "clipnorm or clipvalue) (--mutation)"]
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dry-run"], "--dry-run needs at least one --mutation"),
+    (["--dry-run"], "a dry run needs at least one mutation (--mutation)"),
     (["--dry-run", "--search", "change_epochs:1,5"], "leave out --search"),
     (["--dry-run", "--mutation", "GF:2_sd0.1"], "ratio must be between 0 and 1"),
 ])

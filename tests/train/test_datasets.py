@@ -22,7 +22,7 @@ from probmut.errors import ProbmutError
 from probmut.train import datasets
 from probmut.train.datasets import KERAS_DATASETS, load_dataset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -72,7 +72,8 @@ def test_offline_download_is_one_clear_line(keras_home, offline, name):
     assert f"{first.path} is not in the Keras cache ({cache})" in message
     assert "URL fetch failure" in message and "Name or service not known" in message
     assert f"download {first.origin} to {cache / first.path}" in message
-    assert "--data FILE.npz" in message
+    assert "or train on a file FILE.npz or an image folder DIR" in message
+    assert error.value.option == "dataset"  # the command adds (--dataset)
 
 
 @pytest.mark.train
@@ -105,8 +106,9 @@ def test_a_download_that_does_not_start_is_given_up(keras_home, monkeypatch):
     start = time.monotonic()
     try:
         with pytest.raises(ProbmutError, match=r"the download of mnist.npz did not start within "
-                                               r"0.3 s \(--download-timeout\); download https"):
+                                               r"0.3 s; download https") as refused:
             load_dataset("mnist", download_timeout=0.3)
+        assert refused.value.option == "download_timeout"
         assert time.monotonic() - start < 5
         assert socket.getdefaulttimeout() == default  # the socket timeout is restored
     finally:
@@ -206,34 +208,40 @@ def test_image_folder_with_a_test_split_and_resizing(tmp_path):
     assert len(np.unique(values)) == 24
 
 
-@pytest.mark.parametrize("layout, args, message", [
-    ({"a/x.png": 1}, {"test_split": 0.2}, "at least two"),
-    ({"a/x.png": 1, "b/notes.txt": 1}, {"test_split": 0.2}, "class folder 'b' holds no images"),
-    ({"a/x.png": 1, "b/y.png": 1}, {}, "give --test-split SHARE"),
+@pytest.mark.parametrize("layout, args, message, option", [
+    ({"a/x.png": 1}, {"test_split": 0.2}, "at least two", "data"),
+    ({"a/x.png": 1, "b/notes.txt": 1}, {"test_split": 0.2}, "class folder 'b' holds no images",
+     "data"),
+    ({"a/x.png": 1, "b/y.png": 1}, {}, "give a test split SHARE", "test_split"),
     ({"train/a/x.png": 1, "train/b/x.png": 1, "test/a/x.png": 1, "test/c/x.png": 1}, {},
-     "the same class folders"),
+     "the same class folders", "data"),
     ({"train/a/x.png": 1, "train/b/x.png": 1, "test/a/x.png": 1, "test/b/x.png": 1},
-     {"test_split": 0.2}, "--test-split is for a folder of class folders only"),
-    ({"a/x.png": 1, "b/y.png": 1}, {"test_split": 1.0}, "--test-split must be a share"),
-    ({"a/x.png": 1, "b/y.png": 1}, {"test_split": 0.2, "image_size": "big"}, "--image-size"),
+     {"test_split": 0.2}, "a test split is for a folder of class folders only", "test_split"),
+    ({"a/x.png": 1, "b/y.png": 1}, {"test_split": 1.0}, "the test split must be a share",
+     "test_split"),
+    ({"a/x.png": 1, "b/y.png": 1}, {"test_split": 0.2, "image_size": "big"},
+     "the image size must be", "image_size"),
 ])
-def test_image_folder_problems_are_clear_errors(tmp_path, layout, args, message):
+def test_image_folder_problems_are_clear_errors(tmp_path, layout, args, message, option):
     for name in layout:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(b"not read before the checks")
-    with pytest.raises(ProbmutError, match=message):
+    with pytest.raises(ProbmutError, match=message) as refused:
         datasets.check_data_arguments(str(tmp_path), **args)
+    assert refused.value.option == option  # the setting at fault, not a flag in the words
 
 
-@pytest.mark.parametrize("source, args, message", [
-    ("digits", {"test_split": 0.2}, "for an image folder"),
-    ("digits", {"validation_split": 0}, "--validation-split must be a share"),
-    ("missing.npz", {}, "no such file or folder"),
-    ("no_such_set", {}, "unknown dataset 'no_such_set'"),
+@pytest.mark.parametrize("source, args, message, option", [
+    ("digits", {"test_split": 0.2}, "for an image folder", "test_split"),
+    ("digits", {"validation_split": 0}, "the validation split must be a share",
+     "validation_split"),
+    ("missing.npz", {}, "no such file or folder", "data"),
+    ("no_such_set", {}, "unknown dataset 'no_such_set'", "data"),
 ])
-def test_data_argument_problems_are_clear_errors(source, args, message):
-    with pytest.raises(ProbmutError, match=message):
+def test_data_argument_problems_are_clear_errors(source, args, message, option):
+    with pytest.raises(ProbmutError, match=message) as refused:
         datasets.check_data_arguments(source, **args)
+    assert refused.value.option == option
 
 
 def test_data_arguments_are_checked_before_tensorflow_is_imported(tmp_path):
@@ -243,7 +251,8 @@ def test_data_arguments_are_checked_before_tensorflow_is_imported(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "has no train/ and test/ sub-folders: give --test-split SHARE" in result.stderr
+    assert "has no train/ and test/ sub-folders: give a test split SHARE" in result.stderr
+    assert result.stderr.rstrip().endswith("(--test-split)")
 
 
 def test_stratified_split_holds_out_the_rounded_share_of_every_class():
@@ -267,9 +276,9 @@ def _tiny_npz(path, seed):
 def test_provenance_goes_into_the_manifest_and_other_data_is_refused(tmp_path):
     pytest.importorskip("tensorflow")
     from probmut.train.backends import Serial
-    from probmut.train.instance import RunSettings
     from probmut.train.models import MODELS
     from probmut.train.run import run_populations
+    from probmut.train.work import RunSettings
 
     source = tmp_path / "tiny.npz"
     _tiny_npz(source, seed=0)
@@ -360,8 +369,8 @@ def test_data_that_cannot_train_is_refused_in_one_line(tmp_path, capsys, write, 
     assert main(["train", "--data", str(path), "--out", str(tmp_path / "out"),
                  "--instances", "1", "--epochs", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"probmut train: error: --data {path}: ")
-    assert says in err[0], err[0]
+    assert len(err) == 1 and err[0].startswith(f"probmut train: error: {path}: ")
+    assert says in err[0] and err[0].endswith(" (--data)"), err[0]
     assert not (tmp_path / "out").exists()  # nothing trained, nothing written
 
 
@@ -373,18 +382,19 @@ def test_an_image_folder_with_a_corrupt_image_names_it(tmp_path):
     broken.write_bytes(b"not a png at all")
     with pytest.raises(ProbmutError) as refused:
         load_dataset(str(folder))
-    assert str(refused.value) == (f"--data {folder}: cannot read the image {broken} (Unknown "
+    assert refused.value.option == "data"
+    assert str(refused.value) == (f"{folder}: cannot read the image {broken} (Unknown "
                                   "image file format. One of JPEG, JPEG XL, PNG, GIF, BMP, WebP "
                                   "required.); remove or replace it")
 
 
 @pytest.mark.train
 @pytest.mark.parametrize("mutation, says", [
-    ("delete_training_data:100", "--mutation delete_training_data:100: the mutated training "
-                                 "set holds no samples"),
-    ("delete_training_data:100@0", "--mutation delete_training_data:100@0: the mutated training "
-                                   "set holds a single class (1); a classifier needs samples "
-                                   "of at least two"),
+    ("delete_training_data:100", "delete_training_data:100: the mutated training set holds no "
+                                 "samples (--mutation)"),
+    ("delete_training_data:100@0", "delete_training_data:100@0: the mutated training set holds "
+                                   "a single class (1); a classifier needs samples of at least "
+                                   "two (--mutation)"),
 ])
 def test_a_mutation_that_leaves_nothing_to_learn_is_refused_before_training(
         tmp_path, capsys, mutation, says):
@@ -408,5 +418,5 @@ def test_mutated_training_data_with_nan_is_refused():
     x = np.ones((4, 3))
     x[2, 1] = np.nan
     with pytest.raises(ProbmutError, match="holds NaN or infinite values .the first in sample 2"):
-        datasets.check_training_set("--mutation m", x, np.array([0, 1, 0, 1]),
+        datasets.check_training_set("m", x, np.array([0, 1, 0, 1]),
                                     "classification", "mutated training set")

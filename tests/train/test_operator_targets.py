@@ -11,7 +11,7 @@ import pytest
 
 from probmut.train.operators import ALIASES, OPERATORS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Operators with no legal target on digits_cnn (documented in docs/training.md): it has
 #: no hidden layer without activation, regulariser or bias, and no layer that keeps its
 #: shape and acts at inference (its only such layer is a Dropout).
@@ -86,7 +86,7 @@ def test_readme_operator_table_is_complete():
     assert sorted(names) == sorted(OPERATORS)
     aliases = {a.strip() for row in rows for a in row[1].split(",") if a.strip() != "-"}
     assert aliases == set(ALIASES)
-    tests = "".join(path.read_text() for path in (REPO / "tests").glob("test_train_*.py"))
+    tests = "".join(path.read_text() for path in (REPO / "tests" / "train").glob("test_*.py"))
     for row in rows:
         for test in re.findall(r"`(test_\w+)`", row[-1]):
             assert f"def {test}(" in tests, test

@@ -118,8 +118,8 @@ def test_instance_records_keep_the_match_and_old_records_are_never_equivalent(tm
     inputs were compared ("equivalent": the test predictions matched) reads as a match on
     the test predictions only, never as the same model."""
     from probmut.io.checked import write_checked
-    from probmut.train.instance import InstanceResult
     from probmut.train.run import _load_record, _record_key, _record_path, _save_record
+    from probmut.train.work import InstanceResult
 
     correct = np.array([True, False, True])
     _save_record(tmp_path, InstanceResult("wf", 0, 5, 2 / 3, correct, 0.1,
@@ -328,7 +328,8 @@ def test_a_mutant_the_test_set_cannot_tell_apart_is_not_equivalent(in_place):
 @pytest.mark.parametrize("argv, says", [
     (["--max-error-rate", "1.5"], "must be a finite number in [0, 1), got 1.5"),
     (["--max-error-rate", "0.2", "--until-settled", "--mutation", "change_label"],
-     "--max-error-rate applies to a run of --instances, not to --search or --until-settled"),
+     "the quality control applies to a run of a number of instances, not to a search or "
+     "training until settled"),
 ])
 def test_bad_max_error_rates_are_refused(argv, says, tmp_path, capsys):
     pytest.importorskip("tensorflow")

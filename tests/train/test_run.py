@@ -21,21 +21,10 @@ import pytest
 from probmut.io.outcomes import load_outcomes
 from probmut.io.populations import COLUMNS, read_instances
 
-REPO = Path(__file__).resolve().parents[1]
+from .commands import REPO, env, probmut
+
 pytestmark = pytest.mark.train
 FAST = ["--dataset", "digits", "--model", "digits_cnn", "--epochs", "2", "--quiet"]
-
-
-def _env():
-    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-
-
-def probmut(*args, check=True):
-    result = subprocess.run([sys.executable, "-m", "probmut", *map(str, args)], cwd=REPO,
-                            env=_env(), capture_output=True, text=True, timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"probmut {args} exited {result.returncode}:\n{result.stderr}")
-    return result
 
 
 def read_population(path):
@@ -49,7 +38,7 @@ def digits_run(tmp_path_factory):
     pytest.importorskip("tensorflow")
     out = tmp_path_factory.mktemp("runs") / "digits"
     # One instance at a time (--stack 1): test_same_seed_same_accuracy_in_process compares
-    # with train_instance; stacked runs are tested in test_train_stack.py.
+    # with train_instance; stacked runs are tested in test_stack.py.
     result = probmut("train", *FAST, "--instances", 4, "--jobs", 2, "--stack", 1,
                      "--mutation", "delete_training_data:90",
                      "--mutation", "neurons_freezing:0.5", "--format", "deepcrime",
@@ -96,16 +85,18 @@ def test_strong_mutation_is_killed_by_probmut_kill(digits_run):
 @pytest.mark.slow
 def test_same_seed_same_accuracy_in_process(digits_run):
     """An instance retrained here (one process, no pool) equals the run's (worker pool)."""
+    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings, Task, configure_tensorflow, train_instance
+    from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.work import Assignment, RunSettings
 
     out, _ = digits_run
     configure_tensorflow(1)
     settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=2),
                            seed=42)  # probmut train's default seed
-    first = train_instance(Task(settings, "healthy", 1), dataset=load_dataset("digits"))
-    again = train_instance(Task(settings, "healthy", 1), dataset=load_dataset("digits"))
+    first = train_instance(Assignment(settings, "healthy", 1), dataset=load_dataset("digits"))
+    again = train_instance(Assignment(settings, "healthy", 1), dataset=load_dataset("digits"))
     assert np.array_equal(first.correct, again.correct)
     assert first.accuracy == read_population(out / "healthy.csv")[2][1]
 
@@ -117,7 +108,7 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     # Stacks of two: the kill lands between stacks, and resume must finish the rest.
     stacked = [*FAST, "--stack", "2"]
     args = [sys.executable, "-m", "probmut", "train", *stacked, "--instances", 6, "--out", out]
-    process = subprocess.Popen(list(map(str, args)), cwd=REPO, env=_env(),
+    process = subprocess.Popen(list(map(str, args)), cwd=REPO, env=env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     records = out / ".work" / "healthy"
     deadline = time.monotonic() + 300
@@ -154,7 +145,7 @@ def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_pa
     train = ["train", *FAST, "--instances", 6, "--stack", 1,
              "--mutation", "delete_training_data:10,50", "--out", out]
     process = subprocess.Popen([sys.executable, "-m", "probmut", *map(str, train)], cwd=REPO,
-                               env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     second = out / ".work" / "delete_training_data_50" / "00001.npz"  # 2 of each population
     deadline = time.monotonic() + 300
@@ -205,11 +196,12 @@ def test_resume_refuses_other_settings(digits_run):
     (["--mutation", "change_activation_function:nosuch"], "unknown Keras activation"),
     (["--mutation", "neurons_freezing:0.1@42"], "layer 42 is out of range"),
     (["--data", "missing.npz"], "no such file"),
-    (["--validation-split", "1"], "--validation-split must be a share"),
+    (["--validation-split", "1"], "argument --validation-split: must be a finite number in (0, 1)"),
     (["--model", "no_module_here:build"], "cannot import"),
-    (["--instances", "0"], "--instances must be at least 1"),
-    (["--model", "os:path"], "--model os:path: path is of type module, not a function "
-                             "(input_shape, n_classes) -> keras.Model"),
+    (["--instances", "0"], "argument --instances: must be at least 1"),
+    (["--jobs", "0"], "argument --jobs: must be at least 1"),
+    (["--model", "os:path"], "error: os:path: path is of type module, not a function "
+                             "(input_shape, n_classes) -> keras.Model (--model)"),
     (["--model", "probmut.errors:EXIT_BAD_INPUT"], "EXIT_BAD_INPUT is of type int"),
     (["--model", "os.path:join"], "join((8, 8, 1), 10) failed (TypeError: "),
     (["--model", "os:getcwd"], "getcwd((8, 8, 1), 10) failed"),
@@ -247,17 +239,14 @@ def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path,
 
 
 def test_the_summary_counts_in_words():
-    from probmut.cli.train import _summary
     from probmut.train.run import RunReport
 
-    class Args:
-        out, json = Path("run"), False
-
-    one = RunReport(trained=1, resumed=1, seconds=2.0, counts={"healthy": 1, "x_1": 2})
-    assert _summary(Args, one, "run").splitlines()[:3] == [
+    one = RunReport(trained=1, resumed=1, seconds=2.0, counts={"healthy": 1, "x_1": 2},
+                    out=Path("run"), name="run")
+    assert str(one).splitlines()[:3] == [
         "trained 1 instance in 2.0 s (30.0/min); 1 was already done",
         "  run/healthy.csv: 1 instance", "  run/x_1.csv: 2 instances"]
-    assert _summary(Args, RunReport(trained=2, resumed=0, seconds=2.0), "run").startswith(
+    assert str(RunReport(trained=2, resumed=0, seconds=2.0)).startswith(
         "trained 2 instances in 2.0 s (60.0/min); 0 were already done")
 
 
@@ -268,7 +257,7 @@ def test_tensorflow_set_up_before_probmut_gets_a_warning():
     pytest.importorskip("tensorflow")
     script = (
         "import warnings, sys\n"
-        "from probmut.train.instance import configure_tensorflow\n"
+        "from probmut.train.backends import configure_tensorflow\n"
         "warnings.simplefilter('error')\n"
         "if sys.argv[1] == 'early':\n"
         "    import tensorflow\n"
@@ -299,10 +288,10 @@ def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path, stack):
     pytest.importorskip("tensorflow")
     from probmut.train.backends import LocalPool, RayBackend
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings
     from probmut.train.models import MODELS
     from probmut.train.operators import parse_mutations
     from probmut.train.run import run_populations
+    from probmut.train.work import RunSettings
 
     data = load_dataset("digits")
     settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=1), stack=stack)

@@ -59,8 +59,10 @@ def _scored(task, monkeypatch, tmp_path, npz, model):
     """Train one instance (1 epoch) and return (the scorer's answer, the raw outputs)."""
     pytest.importorskip("tensorflow")
     from probmut.train import instance, models
+    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings, Task, configure_tensorflow, train_instance
+    from probmut.train.instance import train_instance
+    from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)
     outputs = []
@@ -69,7 +71,7 @@ def _scored(task, monkeypatch, tmp_path, npz, model):
                         lambda m, x: outputs.append(real(m, x)) or outputs[-1])
     data = load_dataset(str(npz), task=task)
     settings = RunSettings(str(npz), model, models.MODELS[model].config.replace(epochs=1))
-    result = train_instance(Task(settings, "healthy", 0), dataset=data)
+    result = train_instance(Assignment(settings, "healthy", 0), dataset=data)
     return result, outputs[-1], data
 
 
@@ -102,7 +104,7 @@ def test_recommender_scores_the_share_within_0_12(monkeypatch, tmp_path):
 def test_task_data_problems_are_clear_errors(tmp_path):
     from probmut.train.datasets import load_dataset
 
-    with pytest.raises(ProbmutError, match="a regression model trains on --data FILE.npz with "
+    with pytest.raises(ProbmutError, match="a regression model trains on a file FILE.npz with "
                                            "x_train .*pose_train"):
         load_dataset("digits", task="regression")
     np.savez(tmp_path / "bad.npz", x_train=np.zeros((4, 2)), y_train=np.zeros(4),

@@ -7,7 +7,6 @@ One end-to-end run on digits goes through the real trainer and command.
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +15,13 @@ import numpy as np
 import pytest
 
 from probmut.posterior import PosteriorSettings
-from probmut.train.instance import HEALTHY, InstanceResult, RunSettings, instance_seed
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
 from probmut.train.rounds import train_until_settled
+from probmut.train.work import HEALTHY, InstanceResult, RunSettings, instance_seed
 
-REPO = Path(__file__).resolve().parents[1]
+from .commands import REPO, env
+
 LABELS = np.zeros(2000, dtype=np.int64)
 #: Mean accuracy per population: a clear mutant, an ambiguous one, a paired one.
 MEANS = {HEALTHY: 0.90, "delete_training_data_90": 0.85, "change_label_20": 0.8876}
@@ -37,26 +37,26 @@ class SyntheticBackend:
         self.trained = []
 
     def map_unordered(self, fn, calls):
-        for index, (tasks, _, _) in enumerate(calls):
+        for index, (assignments, _, _) in enumerate(calls):
             results = []
-            for task in tasks:
+            for assignment in assignments:
                 if self.interrupt_after is not None and len(self.trained) == self.interrupt_after:
                     raise KeyboardInterrupt
-                results.append(self._result(task))
+                results.append(self._result(assignment))
             yield index, results
 
-    def _result(self, task):
-        seed = instance_seed(0, task.instance, task.population)
-        if task.population in MEANS:
-            accuracy = np.random.default_rng(seed).normal(MEANS[task.population], SPREAD)
+    def _result(self, assignment):
+        seed = instance_seed(0, assignment.instance, assignment.population)
+        if assignment.population in MEANS:
+            accuracy = np.random.default_rng(seed).normal(MEANS[assignment.population], SPREAD)
         else:  # model-level: derived from healthy instance i
-            healthy = np.random.default_rng(instance_seed(0, task.instance, HEALTHY))
+            healthy = np.random.default_rng(instance_seed(0, assignment.instance, HEALTHY))
             accuracy = healthy.normal(MEANS[HEALTHY], SPREAD) - 0.02
         correct = np.zeros(LABELS.size, dtype=bool)
         correct[:round(accuracy * LABELS.size)] = True
-        self.trained.append((task.population, task.instance))
-        return InstanceResult(task.population, task.instance, seed, float(correct.mean()),
-                              correct, 0.0)
+        self.trained.append((assignment.population, assignment.instance))
+        return InstanceResult(assignment.population, assignment.instance, seed,
+                              float(correct.mean()), correct, 0.0)
 
 
 class SyntheticData:
@@ -93,7 +93,8 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     backend = SyntheticBackend()
     report = _run(tmp_path, backend)
     rounds = json.loads((tmp_path / "rounds.json").read_text())
-    assert rounds == json.loads(json.dumps(report.to_dict()))
+    assert rounds == json.loads(json.dumps({"rounds": report.rounds, "final": report.final}))
+    assert report.to_dict()["rounds"] == report.rounds  # the command's JSON: the run's and these
     first = rounds["rounds"][0]
     assert first["instances"][HEALTHY] == 5
     # The clear mutant is settled after the first round and trains no more.
@@ -113,7 +114,7 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert "KILLED" in table.splitlines()[1] and "change_label_20: not settled" in table
     assert "round 1: healthy 5;" in capsys.readouterr().err
     # Each instance was trained once.
-    assert len(backend.trained) == len(set(backend.trained)) == report.training.trained
+    assert len(backend.trained) == len(set(backend.trained)) == report.trained
 
 
 def test_resume_after_an_interruption_gives_the_same_rounds(tmp_path):
@@ -124,16 +125,12 @@ def test_resume_after_an_interruption_gives_the_same_rounds(tmp_path):
     before = {p: p.stat().st_mtime_ns for p in records}
     resumed_backend = SyntheticBackend()
     resumed = _run(tmp_path / "cut", resumed_backend)
-    assert resumed.to_dict() == reference.to_dict()
-    assert resumed.training.resumed == 23
-    assert len(resumed_backend.trained) == reference.training.trained - 23
+    assert (resumed.rounds, resumed.final) == (reference.rounds, reference.final)
+    assert resumed.counts == reference.counts and resumed.resumed == 23
+    assert len(resumed_backend.trained) == reference.trained - 23
     assert {p: p.stat().st_mtime_ns for p in records} == before  # not retrained
     for name in ("rounds.json", "rounds.txt", "healthy.csv", "change_label_20.csv"):
         assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
-
-
-def _env():
-    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 @pytest.mark.train
@@ -142,7 +139,7 @@ def test_train_until_settled_on_digits(tmp_path):
     """One round of 4 instances per side (k = 4) through the real trainer and command: 90%
     of the training data deleted is killed at once; 20% of the labels changed is near the
     boundary, stops at the cap, and the output says why it is not settled. (Resuming is
-    the synthetic test's; the trainer's own resume is test_train_run's.)"""
+    the synthetic test's; the trainer's own resume is test_run's.)"""
     pytest.importorskip("tensorflow")
     out = tmp_path / "settle"
     result = subprocess.run(
@@ -150,7 +147,7 @@ def test_train_until_settled_on_digits(tmp_path):
          "digits_cnn", "--epochs", "2", "--quiet", "--until-settled", "--round", "4",
          "--max-instances", "4", "--sample", "4", "--mutation", "delete_training_data:90",
          "--mutation", "change_label:20", "--out", str(out)],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
+        cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     rounds = json.loads((out / "rounds.json").read_text())
     (first,) = rounds["rounds"]
@@ -165,10 +162,12 @@ def test_train_until_settled_on_digits(tmp_path):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--instances", "5", "--mutation", "change_label:20"], "either --instances or --until-settled"),
-    ([], "--until-settled needs at least one --mutation"),
+    (["--instances", "5", "--mutation", "change_label:20"],
+     "train either a number of instances or until settled, not both (--instances)"),
+    ([], "training until settled needs at least one mutation (--until-settled)"),
     (["--mutation", "change_label:20", "--sample", "30", "--max-instances", "20"],
-     "--sample 30 is more than --max-instances 20"),
+     "the sample size k = 30 is more than the maximum of 20 instances: no verdict could be "
+     "reached (--sample)"),
     (["--mutation", "change_label:20", "--round", "0"], "argument --round: must be at least 1"),
 ])
 def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):

@@ -1,8 +1,10 @@
 """Stacked training (--stack): a member computes what it would alone, has its own data,
 and stacks resume, reproduce and fall back like single instances."""
 
+import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 
@@ -43,8 +45,8 @@ def batchnorm_mlp(input_shape, n_classes):
 @pytest.fixture(scope="module")
 def digits():
     pytest.importorskip("tensorflow")
+    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import configure_tensorflow
 
     configure_tensorflow(1)
     return load_dataset("digits")
@@ -62,12 +64,13 @@ def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch,
     cannot train that) depthwise and patch-matrix convolutions; Adam through
     TensorFlow's fused kernel, RMSprop through Keras' own update."""
     from probmut.train import models
-    from probmut.train import stack as stacking
+    from probmut.train.stack import model as stacked
 
-    if grouped and not stacking.grouped_convolution_trains():
+    if grouped and not stacked.grouped_convolution_trains():
         pytest.skip("this TensorFlow cannot train a grouped convolution (oneDNN is off)")
-    monkeypatch.setattr(stacking, "grouped_convolution_trains", lambda: grouped)
-    from probmut.train.stack import StackedModel, _member_models, data_order, fit_stack
+    monkeypatch.setattr(stacked, "grouped_convolution_trains", lambda: grouped)
+    from probmut.train.stack.model import StackedModel
+    from probmut.train.stack.training import _member_models, data_order, fit_stack
 
     spec = models.ModelSpec(lambda dims: tiny_cnn(dims.input_shape, dims.n_outputs),
                             models.TrainConfig(epochs=2, batch_size=32, learning_rate=1e-2,
@@ -99,7 +102,7 @@ def test_only_a_plain_adam_takes_the_fused_update(digits):
     import keras
 
     from probmut.train import models
-    from probmut.train.stack import _fused_adam
+    from probmut.train.stack.training import _fused_adam
 
     weights = [keras.Variable(np.zeros((2, 3), "float32"))]
 
@@ -125,7 +128,7 @@ def test_grouped_convolutions_are_used_exactly_where_tensorflow_trains_them(oned
     gradient, and the probe then sends stacks to patch matrices (tested above)."""
     if trains and platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("oneDNN's grouped convolution gradient is checked on x86-64 only")
-    probe = ("from probmut.train.instance import configure_tensorflow\n"
+    probe = ("from probmut.train.backends import configure_tensorflow\n"
              "configure_tensorflow(1)\n"
              "from probmut.train.stack import grouped_convolution_trains\n"
              "print(grouped_convolution_trains())\n")
@@ -135,22 +138,22 @@ def test_grouped_convolutions_are_used_exactly_where_tensorflow_trains_them(oned
 
 
 def test_each_member_gets_its_own_mutated_training_set(digits):
-    from probmut.train.instance import RunSettings, Task, instance_seed
     from probmut.train.models import MODELS
     from probmut.train.operators import OPERATORS, parse_mutations
-    from probmut.train.stack import member_data
+    from probmut.train.stack.training import member_data
+    from probmut.train.work import Assignment, RunSettings, instance_seed
 
     settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config, stack=3)
     mutation = parse_mutations("delete_training_data:30")[0]
-    tasks = [Task(settings, mutation.stem, i, mutation.operator.name, mutation.params)
-             for i in range(3)]
-    xs, ys = member_data(tasks, digits)
+    assignments = [Assignment(settings, mutation.stem, i, mutation.operator.name,
+                              mutation.params) for i in range(3)]
+    xs, ys = member_data(assignments, digits)
     assert len({len(y) for y in ys}) == 1 and len(ys[0]) < len(digits.y_train)
     assert not np.array_equal(xs[0], xs[1]) and not np.array_equal(xs[1], xs[2])
-    for task, x, y in zip(tasks, xs, ys, strict=True):  # the set the instance gets alone
-        seed = instance_seed(0, task.instance, task.population)
+    for assignment, x, y in zip(assignments, xs, ys, strict=True):  # the set it gets alone
+        seed = instance_seed(0, assignment.instance, assignment.population)
         alone = OPERATORS["delete_training_data"].apply(
-            digits.x_train, digits.y_train, 10, task.params, np.random.default_rng(seed))
+            digits.x_train, digits.y_train, 10, assignment.params, np.random.default_rng(seed))
         assert np.array_equal(alone[0], x) and np.array_equal(alone[1], y)
 
 
@@ -165,8 +168,8 @@ def _run(out, settings, digits, mutations=()):
 
 @pytest.mark.slow
 def test_stacks_reproduce_and_resume_only_the_missing_instances(tmp_path, digits):
-    from probmut.train.instance import RunSettings
     from probmut.train.models import MODELS
+    from probmut.train.work import RunSettings
 
     settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=1),
                            stack=4)
@@ -197,8 +200,8 @@ def test_stacks_reproduce_and_resume_only_the_missing_instances(tmp_path, digits
 @pytest.mark.slow
 def test_an_unsupported_layer_falls_back_to_one_at_a_time_with_a_message(tmp_path, digits,
                                                                           capsys):
-    from probmut.train.instance import RunSettings
     from probmut.train.models import TrainConfig
+    from probmut.train.work import RunSettings
 
     settings = RunSettings("digits", f"{__name__}:batchnorm_mlp",
                            TrainConfig(epochs=1, batch_size=64), stack=4)
@@ -209,59 +212,70 @@ def test_an_unsupported_layer_falls_back_to_one_at_a_time_with_a_message(tmp_pat
     assert "(BatchNormalization) cannot be stacked" in message
 
 
-def test_auto_stacks_small_models_trains_large_ones_alone_and_a_resume_keeps_its_size(
-        tmp_path, digits, capsys, monkeypatch):
-    import json
+def test_auto_stacks_small_models_and_trains_large_ones_alone(digits):
     from types import SimpleNamespace
 
-    from probmut.cli.train import _stack_size
     from probmut.train import models, stack
     from probmut.train.datasets import ModelDims
 
-    monkeypatch.setattr(stack, "gpu_budget", lambda: None)  # the CPU rule, on any machine
-
-    def auto(name, dims, out):
+    def auto(name, dims):
         spec = models.resolve_model(name, dims)
         probe = models.build_model(spec, dims, spec.config)
         data = SimpleNamespace(x_train=np.zeros((10, *dims.input_shape), np.float32))
-        return _stack_size(None, probe, spec.config, data, [], out)
+        return stack.choose_stack_size(probe, spec.config, data, private_data=False,
+                                       gpu_bytes=None)  # the CPU rule, on any machine
 
     mnist = ModelDims(input_shape=(28, 28, 1), n_outputs=10)
-    assert auto("digits_cnn", digits.dims, tmp_path / "a") == stack.AUTO_STACK
-    assert capsys.readouterr().err == ""
-    assert auto("deepcrime_mnist", mnist, tmp_path / "b") == 1
-    assert "about 9,210 MFLOP per instance, and above 100 MFLOP" in capsys.readouterr().err
-    (tmp_path / "c" / ".work").mkdir(parents=True)
-    (tmp_path / "c" / ".work" / "settings.json").write_text(json.dumps({"stack": 4}))
-    assert auto("deepcrime_mnist", mnist, tmp_path / "c") == 4  # as the run began
-    assert _stack_size(3, None, None, None, [], tmp_path / "c") == 3  # explicit wins
+    assert auto("digits_cnn", digits.dims) == stack.eligibility.StackChoice(stack.AUTO_STACK)
+    alone = auto("deepcrime_mnist", mnist)
+    assert alone.size == 1 and "about 9,210 MFLOP per instance, and above 100 MFLOP" in alone.why
 
 
-def test_on_a_gpu_auto_fits_the_stack_to_its_memory_and_stacks_large_models_too(
-        tmp_path, digits, capsys, monkeypatch):
+@pytest.mark.slow
+def test_auto_says_why_it_trains_one_at_a_time_and_a_resume_keeps_its_size(
+        tmp_path, capsys, monkeypatch):
+    """The command says why auto trains one at a time, and a resumed run keeps the stack
+    size it began with: with another (auto's 20 here) its settings would differ and the
+    resume be refused."""
+    from probmut.cli.main import main
+    from probmut.train import preflight
+
+    monkeypatch.setattr(preflight, "gpu_budget", lambda: None)  # the CPU rule, on any machine
+    common = ["train", "--instances", "1", "--epochs", "1", "--quiet"]
+    assert main([*common, "--batch-size", "1347", "--out", str(tmp_path / "large")]) == 0
+    assert ("automatic stack size: one instance at a time: a training step of this model "
+            "costs about 940 MFLOP per instance" in capsys.readouterr().err)
+    out = tmp_path / "resumed"
+    assert main([*common, "--stack", "4", "--out", str(out)]) == 0
+    shutil.rmtree(out / ".work" / "healthy")  # the instance trains again, under auto
+    assert main([*common, "--out", str(out)]) == 0, capsys.readouterr().err
+    assert json.loads((out / ".work" / "settings.json").read_text())["stack"] == 4
+
+
+def test_on_a_gpu_auto_fits_the_stack_to_its_memory_and_stacks_large_models_too(digits):
     """With a GPU budget, auto takes as many members as fit it (at least 2, at most
     AUTO_STACK) and does not send large models to one-at-a-time training (that rule is
-    the CPU's). The budget is patched: the decision, not the GPU, is tested here."""
+    the CPU's). The budget is given: the decision, not the GPU, is tested here."""
     from types import SimpleNamespace
 
-    from probmut.cli.train import _stack_size
     from probmut.train import models, stack
     from probmut.train.datasets import ModelDims
 
-    def auto(name, dims, budget, out):
-        monkeypatch.setattr(stack, "gpu_budget", lambda: budget)
+    def auto(name, dims, budget):
         spec = models.resolve_model(name, dims)
         probe = models.build_model(spec, dims, spec.config)
         data = SimpleNamespace(x_train=np.zeros((10, *dims.input_shape), np.float32))
         member = stack.member_bytes(probe, spec.config.batch_size)
-        return _stack_size(None, probe, spec.config, data, [], out), member
+        choice = stack.choose_stack_size(probe, spec.config, data, private_data=False,
+                                         gpu_bytes=budget)
+        return choice.size, member
 
     mnist = ModelDims(input_shape=(28, 28, 1), n_outputs=10)
-    size, member = auto("deepcrime_mnist", mnist, 2**40, tmp_path / "a")
-    assert size == stack.AUTO_STACK and capsys.readouterr().err == ""
-    size, _ = auto("deepcrime_mnist", mnist, 7 * member + member // 2, tmp_path / "b")
+    size, member = auto("deepcrime_mnist", mnist, 2**40)
+    assert size == stack.AUTO_STACK
+    size, _ = auto("deepcrime_mnist", mnist, 7 * member + member // 2)
     assert size == 7
-    size, _ = auto("digits_cnn", digits.dims, 1, tmp_path / "c")
+    size, _ = auto("digits_cnn", digits.dims, 1)
     assert size == 2
 
 

@@ -3,7 +3,7 @@ rule (DeepCrime's ``int(n * percent / 100)``, DeepMutation++'s and PMT's
 ``int(n * ratio)``, over the layer or the whole network the reference samples from), on
 synthetic data and on the bundled digits_cnn and DeepCrime MNIST models. No training:
 operators act on data arrays, training settings, built models or weights. The counts a
-user sees (``probmut train --dry-run``) are tested in tests/test_train_dryrun.py.
+user sees (``probmut train --dry-run``) are tested in tests/train/test_dryrun.py.
 """
 
 import types

@@ -11,7 +11,7 @@ import pytest
 from probmut.io.outcomes import load_outcome_records, load_outcomes
 from probmut.io.populations import read_instances
 
-from .test_train_run import probmut
+from .commands import probmut
 
 pytestmark = pytest.mark.train
 FAST = ["--dataset", "digits", "--model", "digits_cnn", "--epochs", "1", "--instances", "3",
@@ -105,13 +105,13 @@ class _LostMutantWorkers:
 @pytest.mark.slow
 def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_path):
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import Serial
+    from probmut.train.backends import Serial, configure_tensorflow
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings, configure_tensorflow
     from probmut.train.legality import prepare
     from probmut.train.models import MODELS
     from probmut.train.operators import parse_mutations
     from probmut.train.run import run_populations
+    from probmut.train.work import RunSettings
 
     configure_tensorflow(1)
     data, spec = load_dataset("digits"), MODELS["digits_cnn"]
@@ -146,7 +146,7 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     out, _ = symptoms_run
     # DeepCrime's bound for the operator: 99 (at 100 no training data is left, refused)
     text = probmut("train", *FAST, "--search", "delete_training_data:0,99", "--resolution",
-                   "50", "--criterion", "deepcrime", "--instances", 2, "--out", out).stdout
+                   "50", "--decision", "deepcrime", "--instances", 2, "--out", out).stdout
     assert "trained 3 magnitudes (at most 3 = " in text  # ceil(log2(99 / 50)) + 2
     lines = text.splitlines()
     decided = [line.split()[:2] for line in lines[2:5]]
@@ -154,41 +154,36 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     assert all(trained == "yes" for _, trained in decided)
     assert any(line.startswith(("bracket: not killed at", "killed at 0")) for line in lines)
 
-    # searched again (in this process): every magnitude is on disk, nothing is retrained
-    from probmut.train.backends import Serial
-    from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings
-    from probmut.train.models import MODELS
-    from probmut.train.search import run_search
+    # searched again from Python (in this process): every magnitude is on disk, nothing
+    # is retrained
+    from probmut.train import train_populations
 
-    data = load_dataset("digits")
-    spec = MODELS["digits_cnn"]
-    config = spec.config.replace(epochs=1)
-    with Serial(1, {"dataset": data}) as backend:
-        settings = RunSettings("digits", "digits_cnn", config, seed=42, stack=20)  # as the CLI
-        again = run_search(settings, "delete_training_data:0,99",
-                           50, 2, out, backend, data, spec,
-                           name="digits", criterion="deepcrime", progress=False)
-    assert again.trained == 0 and [s.value for s in again.steps] == [99, 0, 49.5]
-    assert str(again).splitlines()[-2] in lines
+    again = train_populations(out, search="delete_training_data:0,99", resolution=50,
+                              instances=2, decision="deepcrime", epochs=1, progress=False)
+    assert again.trained == again.search.trained == 0
+    assert [s.value for s in again.search.steps] == [99, 0, 49.5]
+    assert str(again.search).splitlines()[-2] in lines
+    assert again.to_dict()["search"]["killable_magnitude"] == again.search.bracket[1]
     # a range whose strong end leaves no training data is refused before training
     refused = probmut("train", *FAST, "--search", "delete_training_data:0,100",
                       "--instances", 2, "--out", out, check=False)
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1] == (
-        "probmut train: error: --mutation delete_training_data:100: the mutated training set "
-        "holds no samples (magnitude 100 of the search delete_training_data:0,100: narrow its "
-        "range) (--search)")
+        "probmut train: error: delete_training_data:100: the mutated training set holds no "
+        "samples (magnitude 100 of the search delete_training_data:0,100: narrow its range) "
+        "(--search)")
 
 
 def test_an_instance_past_its_timeout_stops_and_is_recorded_as_timed_out():
     pytest.importorskip("tensorflow")
+    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
-    from probmut.train.instance import RunSettings, Task, configure_tensorflow, train_instance
+    from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)
     settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config)
-    result = train_instance(Task(settings, "change_epochs_100000", 0, "change_epochs",
+    result = train_instance(Assignment(settings, "change_epochs_100000", 0, "change_epochs",
                                  {"value": 100000}, timeout=3.0), dataset=load_dataset("digits"))
     assert result.status == "timed out" and result.correct is None
     assert math.isnan(result.accuracy) and 3.0 <= result.seconds < 60

@@ -1,0 +1,107 @@
+"""What the trainer knows about Keras layers: one table of layer traits, by class name.
+
+Stacked training (:mod:`probmut.train.stack`), relevance propagation
+(:mod:`probmut.train.relevance`) and the operators' targets
+(:mod:`probmut.train.operators.layers`) read their knowledge of layer classes here. A
+class not in :data:`LAYERS` has none of the traits; a layer with weights (Dense, Conv)
+is recognised by its kernel (:func:`has_kernel`), not by its class.
+
+Examples
+--------
+>>> traits_of("MaxPooling2D")
+Traits(per_sample=True, channelwise=True, relevance='pool')
+>>> traits_of("LSTM")
+Traits(per_sample=False, channelwise=False, relevance=None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Traits:
+    """``per_sample``: no weights and no randomness, each sample computed on its own (a
+    stack runs it on all its members' samples at once); ``channelwise``: also each
+    channel on its own, in the channels-last image layout (a stack runs it on its
+    members' channels side by side; an Activation layer only with an elementwise
+    function, :data:`ELEMENTWISE_ACTIVATIONS`); ``relevance``: how relevance passes
+    through it, ``"pass"`` (unchanged: elementwise, or the identity at inference),
+    ``"reshape"`` or ``"pool"``."""
+
+    per_sample: bool = False
+    channelwise: bool = False
+    relevance: str | None = None
+
+
+_PER_SAMPLE = Traits(per_sample=True)
+_ELEMENTWISE = Traits(per_sample=True, channelwise=True, relevance="pass")
+_INFERENCE_IDENTITY = Traits(relevance="pass")  # random or regularising only in training
+_POOL = Traits(per_sample=True, relevance="pool")
+_POOL_2D = Traits(per_sample=True, channelwise=True, relevance="pool")
+_PADDING = Traits(per_sample=True, channelwise=True)
+
+#: Keras layer classes (by name) and their :class:`Traits`.
+LAYERS = {
+    "InputLayer": Traits(per_sample=True, relevance="pass"),
+    "Flatten": Traits(per_sample=True, relevance="reshape"),
+    "Reshape": Traits(per_sample=True, relevance="reshape"),
+    "Permute": _PER_SAMPLE,
+    "Activation": _ELEMENTWISE, "ReLU": _ELEMENTWISE, "LeakyReLU": _ELEMENTWISE,
+    "ELU": _ELEMENTWISE, "Identity": _ELEMENTWISE,
+    "Softmax": Traits(per_sample=True, relevance="pass"),  # combines the channels
+    "MaxPooling1D": _POOL, "MaxPooling2D": _POOL_2D, "MaxPooling3D": _POOL,
+    "AveragePooling1D": _POOL, "AveragePooling2D": _POOL_2D, "AveragePooling3D": _POOL,
+    "GlobalAveragePooling1D": _POOL, "GlobalAveragePooling2D": _POOL,
+    "GlobalMaxPooling1D": _POOL, "GlobalMaxPooling2D": _POOL,
+    "ZeroPadding2D": _PADDING, "Cropping2D": _PADDING, "UpSampling2D": _PADDING,
+    "Dropout": _INFERENCE_IDENTITY, "SpatialDropout1D": _INFERENCE_IDENTITY,
+    "SpatialDropout2D": _INFERENCE_IDENTITY, "SpatialDropout3D": _INFERENCE_IDENTITY,
+    "GaussianNoise": _INFERENCE_IDENTITY, "GaussianDropout": _INFERENCE_IDENTITY,
+    "AlphaDropout": _INFERENCE_IDENTITY, "ActivityRegularization": _INFERENCE_IDENTITY,
+}
+
+#: Keras' activation functions (by their ``__name__``) that compute each value on its
+#: own (not softmax, log_softmax, sparsemax or glu, which combine the channels).
+ELEMENTWISE_ACTIVATIONS = {"linear", "relu", "relu6", "leaky_relu", "elu", "selu", "celu",
+                           "gelu", "silu", "mish", "sigmoid", "hard_sigmoid", "hard_silu",
+                           "sparse_sigmoid", "tanh", "hard_tanh", "tanh_shrink", "softplus",
+                           "sparse_plus", "squareplus", "softsign", "soft_shrink",
+                           "hard_shrink", "threshold", "exponential"}
+
+_NONE = Traits()
+
+
+def kind(layer) -> str:
+    """A layer's class name, the key of :data:`LAYERS`."""
+    return type(layer).__name__
+
+
+def traits_of(layer_or_kind) -> Traits:
+    """The :class:`Traits` of a layer, or of a class name."""
+    name = layer_or_kind if isinstance(layer_or_kind, str) else kind(layer_or_kind)
+    return LAYERS.get(name, _NONE)
+
+
+def is_input(layer) -> bool:
+    return kind(layer) == "InputLayer"
+
+
+def has_kernel(layer) -> bool:
+    """A Dense or convolution layer (the weighted layers of DeepMutation and PMT)."""
+    return getattr(layer, "kernel", None) is not None
+
+
+def units(layer) -> int:
+    """A weighted layer's units (Dense) or filters (convolutions): its kernel's last axis."""
+    return int(layer.kernel.shape[-1])
+
+
+def activation_name(layer) -> str | None:
+    """The ``__name__`` of a layer's activation function, None if it has none."""
+    return getattr(getattr(layer, "activation", None), "__name__", None)
+
+
+def elementwise(activation) -> bool:
+    """Whether a Keras activation function computes each value on its own."""
+    return getattr(activation, "__name__", None) in ELEMENTWISE_ACTIVATIONS

@@ -1,0 +1,232 @@
+"""Training a stack: K instances of one population built, trained and scored together.
+
+Member k starts from exactly the weights it gets when trained alone, trains on its own
+(possibly mutated) training set in its own order, with its own optimiser state; see
+:mod:`probmut.train.stack` for what is and is not bit-identical to ``model.fit``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from probmut.io.records import loss_diverged
+from probmut.train import models
+from probmut.train.operators import OPERATORS
+from probmut.train.stack.eligibility import sample_floats
+from probmut.train.stack.model import StackedModel
+from probmut.train.tasks import TASKS
+from probmut.train.work import Assignment, InstanceResult
+
+
+def _member_models(spec, data, config, seeds):
+    import gc
+
+    import keras
+
+    built = []
+    for seed in seeds:  # exactly the solo start: models.fit would begin from these weights
+        # a fresh session without its garbage collection (three quarters of a build's
+        # time): the weights depend on the seed and the session's state, not on memory
+        keras.backend.clear_session(free_memory=False)
+        keras.utils.set_random_seed(seed)
+        built.append(models.build_model(spec, data.dims, config))
+    gc.collect()
+    return built
+
+
+def data_order(seed: int, n: int, epochs: int) -> np.ndarray:
+    """Member ``seed``'s training order: one permutation of ``n`` samples per epoch.
+
+    >>> data_order(7, 5, 2).shape
+    (2, 5)
+    """
+    rng = np.random.default_rng([seed, 1])  # a stream apart from the mutation's draws
+    return np.stack([rng.permutation(n) for _ in range(epochs)])
+
+
+def _fused_adam(optimizer, variables):
+    """For a plain Keras Adam (no AMSGrad, weight decay, moving average, clipping, loss
+    scaling, accumulation or schedule), its update of ``variables`` as TensorFlow's fused
+    Adam kernel: one pass over each weight and its two moments instead of Keras' ten
+    elementwise operations, which on a stack's weights cost a fifth of a digits_cnn step.
+    The same update as Keras' (epsilon outside the square root, the step's bias
+    corrections in the learning rate), equal up to float rounding; Keras' own slots and
+    step counter are the state. None for any other optimizer."""
+    import keras
+    import tensorflow as tf
+
+    schedule = keras.optimizers.schedules.LearningRateSchedule
+    if not (type(optimizer) is keras.optimizers.Adam and not optimizer.amsgrad
+            and optimizer.weight_decay is None and not optimizer.use_ema
+            and optimizer.clipnorm is None and optimizer.clipvalue is None
+            and optimizer.global_clipnorm is None and optimizer.loss_scale_factor is None
+            and not optimizer.gradient_accumulation_steps
+            and not isinstance(optimizer._learning_rate, schedule)):
+        return None
+    slots = [(optimizer._momentums[optimizer._get_variable_index(v)],
+              optimizer._velocities[optimizer._get_variable_index(v)]) for v in variables]
+    beta_1, beta_2, epsilon = (tf.constant(value, tf.float32) for value in
+                               (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon))
+
+    def update(gradients):
+        step = tf.cast(optimizer.iterations + 1, tf.float32)
+        rate = tf.cast(optimizer.learning_rate, tf.float32)
+        powers = {"beta1_power": beta_1 ** step, "beta2_power": beta_2 ** step}  # once a step
+        for variable, (m, v), gradient in zip(variables, slots, gradients, strict=True):
+            tf.raw_ops.ResourceApplyAdam(var=variable.handle, m=m.handle, v=v.handle, lr=rate,
+                                         beta1=beta_1, beta2=beta_2, epsilon=epsilon,
+                                         grad=gradient, **powers)
+        optimizer.iterations.assign_add(1)
+
+    return update
+
+
+def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
+              config: models.TrainConfig, orders: list[np.ndarray]):
+    """Train ``stack`` in place: member k on ``(xs[k], ys[k])`` in the order ``orders[k]``
+    (epochs x n). All members have the same number of samples. Returns the members'
+    mean training loss per epoch, shape (K, epochs), and each member's loss on its first
+    batch, before any update (its untrained loss, as :func:`probmut.train.models.fit`
+    reports it), shape (K,)."""
+    import keras
+    import tensorflow as tf
+
+    size, n = stack.size, len(ys[0])
+    distinct = {}  # members sharing one input array (healthy, label mutants) share it
+    for x in xs:
+        distinct.setdefault(id(x), (len(distinct), x))
+    starts = np.cumsum([0] + [len(x) for _, x in distinct.values()])
+    x_offsets = np.array([starts[distinct[id(x)][0]] for x in xs])[:, None]
+    x_pool = tf.constant(np.concatenate([x for _, x in distinct.values()]))
+    targets = TASKS["classification"].targets
+    y_pool = tf.constant(np.concatenate([targets(y, n_classes, config.loss) for y in ys]))
+    y_offsets = (np.arange(size) * n)[:, None]
+    loss_fn = keras.losses.get(config.loss)
+    optimizer = models.make_optimizer(config)
+    variables = stack.variables
+    optimizer.build(variables)
+    update = _fused_adam(optimizer, variables) or functools.partial(optimizer.apply,
+                                                                    trainable_variables=variables)
+    rows_spec = tf.TensorSpec([size, None], tf.int64)  # one trace for every batch size
+
+    @tf.function(input_signature=[rows_spec, rows_spec, tf.TensorSpec([], tf.int64)])
+    def step(x_rows, y_rows, number):
+        x, y = tf.gather(x_pool, x_rows), tf.gather(y_pool, y_rows)
+        with tf.GradientTape() as tape:
+            per_member = tf.reduce_mean(loss_fn(y, stack(x, True, number)), axis=1)
+            total = tf.reduce_sum(per_member)  # d total / d member k = its own mean loss
+        update(tape.gradient(total, variables))
+        return per_member
+
+    history = np.zeros((size, config.epochs))
+    initial = np.full(size, np.nan)
+    number = 0
+    for epoch in range(config.epochs):
+        order = np.stack([o[epoch] for o in orders])
+        sums, batches = np.zeros(size), 0
+        batch = n if config.full_batch else config.batch_size
+        for start in range(0, n, batch):
+            rows = order[:, start:start + batch]
+            losses = step(tf.constant(rows + x_offsets), tf.constant(rows + y_offsets),
+                          tf.constant(number, tf.int64)).numpy()
+            if number == 0:
+                initial = losses.astype(np.float64)
+            sums += losses
+            batches, number = batches + 1, number + 1
+        history[:, epoch] = sums / batches
+    return history, initial
+
+
+def predict_classes(stack: StackedModel, x_test) -> np.ndarray:
+    """(K, n_test): each member's predicted class for each test input.
+
+    Inputs go through in chunks of at most 256 MiB of activations for the whole stack."""
+    import tensorflow as tf
+
+    batch = int(np.clip(2**26 // (stack.size * sample_floats(stack.template)), 1, 1024))
+    predicted = []
+    for start in range(0, len(x_test), batch):
+        chunk = tf.constant(x_test[start:start + batch])
+        x = tf.broadcast_to(chunk[None], [stack.size, *chunk.shape])
+        predicted.append(tf.argmax(stack(x, False), axis=-1).numpy())
+    return np.concatenate(predicted, axis=1)
+
+
+def member_data(assignments: list[Assignment], dataset) -> tuple[list, list]:
+    """Each assignment's training set: the dataset's, or the data mutation drawn with the
+    instance's own seed (exactly the set it gets when trained alone)."""
+    xs, ys = [], []
+    for assignment in assignments:
+        x, y = dataset.x_train, dataset.y_train
+        operator = OPERATORS[assignment.operator] if assignment.operator else None
+        if operator is not None and operator.level == "data":
+            x, y = operator.apply(x, y, dataset.n_classes, assignment.params,
+                                  np.random.default_rng(assignment.seed), dataset.task)
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
+def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResult]:
+    """Train the instances ``assignments`` (one population, not model-level) as one stack
+    and score them; one :class:`~probmut.train.work.InstanceResult` per assignment, in order,
+    with each member's symptom record (its losses; ``diverged`` by the rule of
+    :func:`probmut.io.records.loss_diverged`; constant predictions) and, if its assignment
+    asks,
+    its weights and its model as ``.keras`` bytes. A member's ``seconds`` is NaN (unknown):
+    the stack's wall time is shared, not any one instance's training time, and a share
+    of it would make populations look faster or slower than they train alone."""
+    import keras
+
+    settings = assignments[0].settings
+    operator = OPERATORS[assignments[0].operator] if assignments[0].operator else None
+    config = settings.config
+    if operator is not None and operator.level == "training":
+        config = operator.apply(config, assignments[0].params)
+    seeds = [assignment.seed for assignment in assignments]
+    xs, ys = member_data(assignments, dataset)
+    spec = models.resolve_model(settings.model, dataset.dims)
+    results = [None] * len(assignments)
+    by_size = {}  # a stack trains members with equally many samples together
+    for k, y in enumerate(ys):
+        by_size.setdefault(len(y), []).append(k)
+    for members in by_size.values():
+        member_seeds = [seeds[k] for k in members]
+        stack = StackedModel(_member_models(spec, dataset, config, member_seeds), member_seeds)
+        orders = [data_order(s, len(ys[members[0]]), config.epochs) for s in member_seeds]
+        history, initial = fit_stack(stack, [xs[k] for k in members], [ys[k] for k in members],
+                                     dataset.n_classes, config, orders)
+        predicted = predict_classes(stack, dataset.x_test)
+        for j, k in enumerate(members):
+            losses = tuple(float(v) for v in history[j])
+            keep = assignments[k].keep_weights or assignments[k].save_model
+            weights = stack.member_weights(j) if keep else None
+            model_bytes = None
+            if assignments[k].save_model:  # a solo model with the member's weights, its layers
+                keras.backend.clear_session(free_memory=False)  # named as if built alone
+                solo = models.build_model(spec, dataset.dims, config)
+                solo.set_weights(weights)
+                model_bytes = models.keras_bytes(solo)
+            results[k] = dict(
+                correct=predicted[j] == dataset.y_test, loss_history=losses,
+                initial_loss=float(initial[j]),
+                status="diverged" if loss_diverged(float(initial[j]), losses) else "ok",
+                constant=bool(np.all(predicted[j] == predicted[j][0])),
+                weights=weights if assignments[k].keep_weights else None, model_bytes=model_bytes)
+    return [InstanceResult(population=t.population, instance=t.instance, seed=seed,
+                           accuracy=float(r["correct"].mean()), seconds=math.nan, **r)
+            for t, seed, r in zip(assignments, seeds, results, strict=True)]
+
+
+def stacked_model(settings, dataset, instance: int, population: str):
+    """Solo Keras model holding the weights ``instance`` of ``population`` gets when
+    trained in a stack (for model-level mutants whose healthy weights were not kept)."""
+    spec = models.resolve_model(settings.model, dataset.dims)
+    result = train_stack([Assignment(settings, population, instance, keep_weights=True)],
+                         dataset=dataset)[0]
+    model = models.build_model(spec, dataset.dims, settings.config)
+    model.set_weights(result.weights)
+    return model

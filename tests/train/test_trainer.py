@@ -1,0 +1,114 @@
+"""The library's entry, probmut.train.train_populations: what `probmut train` does, the
+same files and summary; and a driver that imports TensorFlow only where it needs it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from probmut.errors import ProbmutError
+from probmut.train import train_populations
+
+from .commands import REPO
+
+pytestmark = pytest.mark.train
+MUTATIONS = ["delete_training_data:50", "change_epochs:2"]
+
+
+def _files(out):
+    """Every file of a run that the analyses read, and the run's recorded settings."""
+    names = [p.relative_to(out) for p in sorted(out.iterdir()) if p.is_file()]
+    return {str(name): (out / name).read_bytes()
+            for name in [*names, ".work/settings.json"]}
+
+
+@pytest.mark.slow
+def test_the_library_writes_what_the_command_writes(tmp_path, monkeypatch, capsys):
+    """The same call from Python (one job: its checks in this process) and from the
+    command (two jobs: the checks that need Keras in a worker): the same files byte for
+    byte (every population trains stacked here, so no wall-clock seconds are recorded),
+    and the report prints the command's summary."""
+    from probmut.cli.main import main
+
+    for side in ("library", "command"):
+        (tmp_path / side).mkdir()
+    monkeypatch.chdir(tmp_path / "command")
+    argv = ["train", "--out", "run", "--instances", "2", "--epochs", "1", "--jobs", "2",
+            "--format", "deepcrime", "--quiet"]
+    assert main([*argv, *(f"--mutation={m}" for m in MUTATIONS)]) == 0
+    printed = capsys.readouterr().out
+    monkeypatch.chdir(tmp_path / "library")
+    report = train_populations("run", MUTATIONS, instances=2, epochs=1, deepcrime=True,
+                               progress=False)
+    library, command = _files(tmp_path / "library" / "run"), _files(tmp_path / "command" / "run")
+    assert library.keys() == command.keys() and len(library) == 11
+    assert [name for name in library if library[name] != command[name]] == []
+    assert printed.splitlines()[1:] == str(report).splitlines()[1:]  # all but the seconds
+    assert report.counts == {"healthy": 2, "delete_training_data_50": 2, "change_epochs_2": 2}
+    assert report.to_frame().loc["change_epochs_2", "instances"] == 2
+
+
+@pytest.mark.slow
+def test_with_workers_the_driver_never_imports_tensorflow(tmp_path):
+    """--jobs 2: the legality of a training-level mutation and the stack size are decided
+    in a worker; the driver trains the run, and refuses an illegal mutation with the same
+    one line as in one process, without importing TensorFlow."""
+    code = ("import sys; from probmut.cli.main import main\n"
+            f"out = {str(tmp_path)!r}\n"
+            "common = ['train', '--instances', '2', '--epochs', '1', '--jobs', '2', '--quiet']\n"
+            "assert main([*common, '--mutation', 'change_epochs:2', '--out', out + '/a']) == 0\n"
+            "assert main([*common, '--mutation', 'change_patience:2', '--out', out + '/b']) == 2\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'keras')))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert result.stderr.strip().splitlines()[-1] == (
+        "probmut train: error: change_patience:2: the healthy model has no early stopping to "
+        "change (train it with a patience N and a validation split) (--mutation)")
+    assert json.loads((tmp_path / "a" / ".work" / "settings.json").read_text())["stack"] == 20
+
+
+@pytest.mark.parametrize("argv", [
+    ["--list-operators"],
+    ["--dry-run", "--mutation", "delete_training_data:10", "--json"],
+    ["--dry-run", "--mutation", "delete_training_data:120"],  # illegal: exit 2
+    ["--mutation", "delete_training_data:100", "--out", "{out}"],  # refused on the data alone
+    ["--jobs", "0", "--out", "{out}"],
+])
+def test_what_needs_no_keras_imports_no_tensorflow(tmp_path, argv):
+    argv = [a.format(out=tmp_path / "run") for a in argv]
+    code = ("import sys; from probmut.cli.main import main\n"
+            f"code = main(['train', *{argv!r}])\n"
+            "print(code, sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'keras')))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    code, imported = result.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert imported == "[]" and code == ("0" if "delete_training_data:10" in argv
+                                         or "--list-operators" in argv else "2")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("options, says, option", [
+    ({"instances": 0}, "instances must be at least 1, got 0", "instances"),
+    ({"jobs": 0}, "jobs must be at least 1, got 0", "jobs"),
+    ({"stack": 2, "timeout": 10}, "a time limit applies to one instance at a time", "timeout"),
+    ({"dataset": "digits", "data": "x.npz"}, "either a named dataset or data", "data"),
+    ({"dataset": "x.npz"}, "unknown dataset 'x.npz'", "dataset"),
+    ({"search": "delete_training_data:0,99", "until_settled": True, "mutations": ["DR"]},
+     "either a search or training until settled", "search"),
+    ({"resolution": 3}, "a resolution and a decision are for a search", "resolution"),
+    ({"mutations": ["delete_training_data:10,10"]}, "given twice", "mutation"),
+])
+def test_bad_arguments_are_refused_with_the_setting_at_fault(tmp_path, options, says, option):
+    options = {"mutations": (), **options}
+    with pytest.raises(ProbmutError, match=says) as refused:
+        train_populations(tmp_path / "run", options.pop("mutations"), progress=False,
+                          **options)
+    assert refused.value.option == option
+    assert "--" not in str(refused.value)  # the library never names a flag itself
+    assert not (tmp_path / "run").exists()
