@@ -390,6 +390,10 @@ class RayBackend:
             except (ConnectionError, ValueError) as error:
                 raise ProbmutError(f"cannot connect to Ray at {address!r}: {error}",
                                    option="address") from None
+            except OSError as error:  # e.g. its socket paths under a long TMPDIR
+                raise ProbmutError(f"cannot start Ray: {error} (a shorter TMPDIR, or "
+                                   "--address of a running cluster, avoids long socket "
+                                   "paths)", option="backend") from None
             self.started = True
         self.remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_ray_call)
         self.cpus = cpus

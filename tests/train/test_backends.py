@@ -4,7 +4,10 @@ for that call only, and the run goes on (plain Python functions; no training).""
 import os
 import time
 
-from probmut.train.backends import InstanceTimeout, LocalPool, WorkerDied
+import pytest
+
+from probmut.errors import ProbmutError
+from probmut.train.backends import InstanceTimeout, LocalPool, RayBackend, WorkerDied
 
 
 def no_setup(threads):
@@ -44,3 +47,17 @@ def test_without_a_limit_every_call_returns_and_workers_are_reused():
         assert sorted(v for _, v in pool.map_unordered(work, calls[:2])) == [0, 1]
         assert {w.process.pid for w in pool.idle + pool.starting} == {p.pid for p in workers}
     assert not any(p.is_alive() for p in workers)  # stopped on exit
+
+
+def test_ray_that_cannot_start_is_one_line_naming_the_cause(monkeypatch):
+    """Ray refuses socket paths over 107 bytes (a long TMPDIR): a ProbmutError, not
+    Ray's traceback."""
+    ray = pytest.importorskip("ray")
+
+    def refuse(**_):
+        raise OSError("validate_socket_filename failed: AF_UNIX path length cannot exceed 107 bytes")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    with pytest.raises(ProbmutError, match="cannot start Ray: validate_socket_filename.*TMPDIR"):
+        RayBackend(None, 1, 0, 1, {})
