@@ -322,15 +322,29 @@ class Correlation:
         interval = f"tau {self.tau:.3f}, 95% interval [{self.ci_low:.3f}, {self.ci_high:.3f}]"
         if math.isnan(self.tau):
             return f"no answer: coverage or {what} is constant over the subsets"
+        strength = _strength(self.tau)
         if self.ci_low > 0:
-            return (f"test subsets that cover more also kill more here ({interval}, p "
-                    f"{self.p_value:.3g}); raising IDC would help kill these mutants")
+            return (f"test subsets that cover more also kill more here, {strength} "
+                    f"({interval}, p {self.p_value:.3g}); raising IDC would help kill these "
+                    f"mutants{'' if strength == 'strongly' else ' only ' + strength}")
         if self.ci_high < 0:
-            return (f"test subsets that cover more kill less here ({interval}, p "
+            return (f"test subsets that cover more kill less here, {strength} ({interval}, p "
                     f"{self.p_value:.3g}); optimising IDC would not help kill these mutants")
         return (f"no evidence that IDC predicts the {what} here ({interval}, p "
                 f"{self.p_value:.3g}): optimising coverage is not shown to help kill these "
                 "mutants")
+
+
+def _strength(tau: float) -> str:
+    """How strongly Kendall's tau relates two rankings, in words (|tau| under 0.1 very
+    weakly, under 0.3 weakly, under 0.5 moderately, else strongly).
+
+    >>> _strength(0.108), _strength(-0.6)
+    ('weakly', 'strongly')
+    """
+    size = abs(tau)
+    return ("very weakly" if size < 0.1 else "weakly" if size < 0.3
+            else "moderately" if size < 0.5 else "strongly")
 
 
 def kendall_with_interval(coverage, killing, bootstraps: int = 1000, seed: int = 0):

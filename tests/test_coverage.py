@@ -9,6 +9,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import silhouette_score
 
 from probmut.coverage import (
+    Correlation,
     CoverageStudy,
     LayerValues,
     coverage_vs_killing,
@@ -157,6 +158,7 @@ def test_a_planted_relation_between_coverage_and_killing_is_found():
                                       subset_size=6, seed=8)
     assert correlation.ci_low > 0 and correlation.p_value < 0.01
     assert "cover more also kill more" in correlation.answer()
+
     study = CoverageStudy("dense (layer 4, 2 neurons)", (2,), (inst,), n_test,
                           {"epsilon": 0.01, "max_clusters": 4, "nc_threshold": 0.75,
                            "sections": 1000, "top_k": 3, "seed": 0}, correlation)
@@ -167,3 +169,19 @@ def test_a_planted_relation_between_coverage_and_killing_is_found():
     assert document["idc"]["per_instance"] == [0.5]
     with pytest.raises(ProbmutError, match="same test set"):
         coverage_vs_killing([inst], 2, _outcomes(rng, labels[:100], 5), [(mutant, False)])
+
+
+@pytest.mark.parametrize("tau, low, high, said", [
+    (0.108, 0.019, 0.202, "also kill more here, weakly (tau 0.108"),
+    (0.05, 0.01, 0.09, "would help kill these mutants only very weakly"),
+    (0.62, 0.5, 0.7, "more here, strongly (tau 0.620"),
+    (-0.35, -0.5, -0.2, "kill less here, moderately"),
+    (0.07, -0.04, 0.17, "no evidence that IDC predicts")])
+def test_the_answer_says_how_strong_a_relation_is(tau, low, high, said):
+    """A significant but small tau is not a reason to optimise coverage: the answer says
+    how strong the relation is (docs/coverage.md's tau 0.108 read 'raising IDC would help')."""
+    correlation = Correlation(tau, 0.02, low, high, 200, 50, 64, "score", np.zeros(2), np.zeros(2))
+    answer = correlation.answer()
+    assert said in answer
+    if tau == 0.62:
+        assert answer.endswith("would help kill these mutants")
