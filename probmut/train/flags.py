@@ -114,29 +114,34 @@ def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, tas
     n, tests = len(matched), len(labels)
     same = sum(m in (SAME_WEIGHTS, SAME_PREDICTIONS) for m in matched)
     kept = matched.count(SAME_WEIGHTS)
+    every, s, theirs, possessive = (
+        ("the one instance", "s", "its healthy instance", "'s") if n == 1 else
+        (f"all {n} instances", "", "their healthy instances", "'"))
     if equivalent_before:
         flags.append(EQUIVALENT)
         reasons.append(equivalent_before)
     elif n and kept == n:
         flags.append(EQUIVALENT)
-        reasons.append(f"all {n} instances keep their healthy instances' weights")
+        reasons.append(f"{every} keep{s} {theirs}{possessive} weights")
     elif n and same == n:
         flags.append(EQUIVALENT)
-        reasons.append(f"all {n} instances predict what their healthy instances predict on every "
-                       f"one of the {training_inputs} training inputs, beyond the {tests} test "
-                       "inputs" + (f" (weights unchanged in {kept})" if kept else ""))
+        reasons.append(f"{every} predict{s} what {theirs} predict{s} on every one of the "
+                       f"{training_inputs} training inputs, beyond the {tests} test inputs"
+                       + (f" (weights unchanged in {kept})" if kept else ""))
     elif n and DIFFERENT not in matched:
         apart = n - same
-        survivor = (f"all {n} instances predict on the {tests} test inputs what their healthy "
-                    f"instances predict, but {apart} predict{'s' * (apart == 1)} otherwise on "
-                    f"some of the {training_inputs} training inputs: the test set cannot tell "
-                    "this mutant apart")
+        survivor = (f"{every} predict{s} on the {tests} test inputs what {theirs} predict{s}, "
+                    f"but {apart} predict{'s' * (apart == 1)} otherwise on some of the "
+                    f"{training_inputs} training inputs: the test set cannot tell this "
+                    "mutant apart")
     if len(correct):
         broken = broken_instances(correct, labels, chance, task)
         if 2 * broken.sum() >= len(broken):
             flags.append(BROKEN)
-            reasons.append(f"{broken.sum()} of {len(broken)} instances predict one class or "
-                           f"are at chance accuracy ({chance:.3f})")
+            one = broken.sum() == 1
+            reasons.append(f"{broken.sum()} of {len(broken)} instance{'s' * (len(broken) != 1)} "
+                           f"{'predicts one class or is' if one else 'predict one class or are'} "
+                           f"at chance accuracy ({chance:.3f})")
     return Flags(tuple(flags), tuple(reasons), survivor)
 
 

@@ -429,3 +429,15 @@ def test_list_operators_json(capsys):
     assert neb["default_target"].startswith("the whole network: every layer whose neurons")
     clip = next(r for r in rows if r["name"] == "change_gradient_clipping")
     assert clip["aliases"] == ["change_gradient_clip"] and clip["default"] == "0.5"
+
+
+def test_one_instance_is_described_in_the_singular():
+    """`--instances 1` reads "the one instance predicts ...", not "all 1 instances predict"."""
+    labels = np.arange(10) % 2
+    correct = np.ones((1, 10), bool)
+    one = population_flags(correct, labels, 0.5, "classification", training_inputs=40,
+                           matches=[SAME_WEIGHTS])
+    assert one.reasons == ("the one instance keeps its healthy instance's weights",)
+    broken = population_flags(np.zeros((1, 10), bool), labels, 0.5, "classification")
+    assert broken.reasons == ("1 of 1 instance predicts one class or is at chance accuracy "
+                              "(0.500)",)
