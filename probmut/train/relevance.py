@@ -238,6 +238,9 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
     from probmut.train.evaluate import instance_ids
 
     neurons = tuple(neurons)
+    if not paths:
+        raise ProbmutError("no saved models to measure coverage on (give .keras or .h5 files "
+                           "of healthy instances, e.g. a run trained with --save-models)")
     instances, names = [], {}
     keras.backend.clear_session()
     pairs = list(zip(paths, instance_ids(paths), strict=True))

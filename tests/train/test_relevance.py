@@ -126,3 +126,12 @@ def test_rq1_the_important_neurons_matter_more_than_random_ones(keras_setup):
     check = sanity_check(model, data.x_test, layer, important, draws=50, seed=0)
     assert check.important_drop > check.random_drop
     assert check.random_at_least < 0.25
+
+
+def test_no_saved_models_is_a_plain_error():
+    """Called from Python with an empty list (a folder without .keras files)."""
+    pytest.importorskip("tensorflow")
+    from probmut.train.relevance import measure_coverage
+
+    with pytest.raises(ProbmutError, match="no saved models to measure coverage on"):
+        measure_coverage([], dataset=None)
