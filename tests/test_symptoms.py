@@ -321,3 +321,13 @@ def test_deepcrime_and_probmut_model_files_group_into_populations(tmp_path):
     with pytest.raises(ProbmutError, match="cannot tell the population"):
         group_models(["random.h5"])
     assert instance_ids(["x_3.keras", "x_3.h5"]) == [0, 1]  # repeated numbers: positions
+
+
+def test_deepcrime_operator_names_group_under_ours():
+    """DeepCrime's change_gradient_clip / change_earlystopping_patience are our
+    change_gradient_clipping / change_patience: the same population names as train's."""
+    model, groups = group_models(["mnist_change_gradient_clip_mutated0_MP_0.1_0.h5",
+                                  "mnist_change_earlystopping_patience_mutated0_MP_1_0.h5",
+                                  "models/change_gradient_clip_0.5/00000.keras"])
+    assert set(groups) == {("change_gradient_clipping", "0.1"), ("change_patience", "1"),
+                           ("change_gradient_clipping", "0.5")}

@@ -92,12 +92,43 @@ def instance_ids(paths) -> list[int]:
 
 
 def _operator_and_magnitude(name: str):
-    from probmut.train.operators import OPERATORS
+    """``(operator, magnitude)`` of a population folder's name, DeepCrime's operator names
+    read as ours (None when no operator starts it).
 
-    for operator in sorted(OPERATORS, key=len, reverse=True):
+    >>> _operator_and_magnitude("change_gradient_clip_0.1")
+    ('change_gradient_clipping', '0.1')
+    """
+    from probmut.train.operators import ALIASES, OPERATORS
+
+    for operator in sorted([*OPERATORS, *ALIASES], key=len, reverse=True):
         if name.startswith(operator + "_"):
-            return operator, name[len(operator) + 1:]
+            return _canonical(operator), name[len(operator) + 1:]
     return None
+
+
+def _deepcrime_operator(prefix: str, model: str | None) -> str:
+    """The operator of DeepCrime's ``{model}_{operator}`` file prefix, as we name it: what
+    follows the model's name, or without a healthy file to name the model, the longest
+    known operator name the prefix ends with (else the whole prefix).
+
+    >>> _deepcrime_operator("mnist_change_earlystopping_patience", None)
+    'change_patience'
+    """
+    from probmut.train.operators import ALIASES, OPERATORS
+
+    if model and prefix.startswith(model + "_"):
+        return _canonical(prefix[len(model) + 1:])
+    known = sorted((name for name in [*OPERATORS, *ALIASES]
+                    if prefix == name or prefix.endswith("_" + name)), key=len)
+    return _canonical(known[-1] if known else prefix)
+
+
+def _canonical(operator: str) -> str:
+    """Our name of an operator (DeepCrime's names, e.g. ``change_earlystopping_patience``,
+    are aliases of ours); other names unchanged."""
+    from probmut.train.operators import ALIASES
+
+    return ALIASES[operator][0] if operator in ALIASES else operator
 
 
 def group_models(paths) -> tuple[str | None, dict]:
@@ -140,9 +171,7 @@ def group_models(paths) -> tuple[str | None, dict]:
     for key, members in groups.items():
         if key[0] == "deepcrime":  # {model}_{operator}: the operator is what follows the model
             prefix = key[1]
-            operator = prefix[len(model) + 1:] if model and prefix.startswith(model + "_") \
-                else prefix
-            key = (operator, key[2])
+            key = (_deepcrime_operator(prefix, model), key[2])
         resolved.setdefault(key, []).extend(members)
     for key, members in resolved.items():
         ids = [i for i, _ in members]
