@@ -78,7 +78,7 @@ from probmut.engine import seed_sequence
 from probmut.errors import ProbmutError
 from probmut.io.populations import aligned, as_population
 from probmut.killtest import KillCriterion, deepcrime_test_batch
-from probmut.results import Result
+from probmut.results import Result, listing
 
 try:
     with warnings.catch_warnings():
@@ -316,7 +316,8 @@ class BayesStudy(Result):
         return written
 
     def to_dict(self) -> dict:
-        return {"comparisons": [c.to_dict() for c in self.comparisons], "paired": self.paired,
+        return {**listing([c.to_dict() for c in self.comparisons], "comparisons"),
+                "paired": self.paired,
                 "seed": self.seed, "converged": self.converged,
                 "settings": self.settings.describe(),
                 "settings_detail": {k: v for k, v in asdict(self.settings).items()

@@ -118,7 +118,7 @@ import numba
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.results import Result
+from probmut.results import Result, listing
 
 #: Kill directions: which sign of the effect (healthy minus mutant) counts as an effect.
 DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
@@ -835,7 +835,7 @@ class KillTable(Result):
 
     def to_dict(self) -> dict:
         rows = self.rows()
-        return rows[0] if len(rows) == 1 else {"tests": rows}
+        return rows[0] if len(rows) == 1 else listing(rows, "tests")
 
     def __str__(self) -> str:
         if len(self.results) == 1:

@@ -28,7 +28,7 @@ from scipy import special
 
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion
-from probmut.results import Result
+from probmut.results import Result, listing
 
 FITS = ("moments", "lsq")
 INTERVALS = ("hdi", "equal-tailed", "normal")
@@ -454,8 +454,8 @@ class PosteriorStudy(Result):
             detail["bootstraps"] = counts[0] if len(set(counts)) == 1 else counts
         else:
             detail["criterion"] = asdict(self.settings.criterion)
-        return {"populations": rows, "paired": self.paired, "seed": self.seed,
-                "source": self.source, "settings": self.describe(), "settings_detail": detail}
+        return listing(rows, "populations", paired=self.paired, seed=self.seed,
+                       source=self.source, settings=self.describe(), settings_detail=detail)
 
 
     def to_frame(self):

@@ -18,7 +18,7 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.io.populations import Population
 from probmut.killtest import KillCriterion, deepcrime_test_batch
-from probmut.results import Result
+from probmut.results import Result, listing
 
 #: Kill tests decided per batch: bounds the memory of one repetition, whatever ``trials``.
 _BATCH = 20_000
@@ -57,8 +57,8 @@ class RepeatStudy(Result):
     seed: int | None
 
     def to_dict(self) -> dict:
-        return {"populations": [r.to_dict() for r in self.results], "paired": self.paired,
-                "seed": self.seed, "criterion": self.criterion.describe()}
+        return listing([r.to_dict() for r in self.results], "populations", paired=self.paired,
+                       seed=self.seed, criterion=self.criterion.describe())
 
     def rows(self) -> list[dict]:
         return [{k: v for k, v in r.to_dict().items() if k != "pass_rates"}

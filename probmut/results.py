@@ -43,6 +43,17 @@ def dumps(document, indent: int | None = 2) -> str:
     return json.dumps(plain(document), indent=indent, allow_nan=False, default=str)
 
 
+def listing(results: list, alias: str, **rest) -> dict:
+    """A command's document with its list of results under ``"results"``, the one key of
+    every command, and also under ``alias``, the key that command used before (kept for
+    this release; see the README's JSON section), then ``rest``.
+
+    >>> listing([{"name": "a"}], "tests", paired=False)
+    {'results': [{'name': 'a'}], 'tests': [{'name': 'a'}], 'paired': False}
+    """
+    return {"results": results, alias: results, **rest}
+
+
 def counted(count: int, noun: str) -> str:
     """``count`` and ``noun``, in the plural unless the count is one.
 

@@ -72,7 +72,7 @@ from probmut.killtest import (
     paired_t_test,
     pooled_z_test,
 )
-from probmut.results import Result, plain
+from probmut.results import Result, listing, plain
 
 #: The symptoms in the order the rule tries them.
 SYMPTOMS = ("crash", "hang", "nan", "no observable difference",
@@ -292,8 +292,9 @@ class SymptomStudy(Result):
     label: str = ""
 
     def to_dict(self) -> dict:
-        return plain({"populations": [p.to_dict() for p in self.populations],
-                      "healthy": self.healthy.to_dict(), "criterion": self.criterion.describe()})
+        return plain(listing([p.to_dict() for p in self.populations], "populations",
+                             healthy=self.healthy.to_dict(),
+                             criterion=self.criterion.describe()))
 
     def rows(self) -> list[dict]:
         rows = []

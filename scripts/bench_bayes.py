@@ -62,7 +62,7 @@ def bench(repetitions: int, model: str, mutation: str) -> dict:
         for sampler in order:
             wall, document = run(sampler, seed, model, mutation)
             seconds[sampler].append(wall)
-            rows = document["comparisons"]
+            rows = document["results"]
             kill[sampler].append([row["kill_probability"]["mean"] for row in rows])
             for row in rows:
                 diagnostics = row["diagnostics"]

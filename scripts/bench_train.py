@@ -68,7 +68,7 @@ def _decisions(out: Path, sample: int) -> dict[str, bool]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     result = subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True,
                             text=True)
-    return {p["name"]: p["killed"] for p in json.loads(result.stdout)["populations"][1:]}
+    return {p["name"]: p["killed"] for p in json.loads(result.stdout)["results"][1:]}
 
 
 def _synthetic_mnist(path: Path) -> None:

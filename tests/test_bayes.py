@@ -190,7 +190,7 @@ def test_normal_likelihood_and_result_documents():
                                                              likelihood="normal"), seed=5)
     text = str(study)
     assert "Normal model" in text and "mutant 1" in text
-    row = json.loads(study.to_json())["comparisons"][0]
+    row = json.loads(study.to_json())["results"][0]
     assert set(row["kill_probability"]) == {"mean", "sd", "hdi_low", "hdi_high"}
     assert {"r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences",
             "converged"} <= set(row["diagnostics"])

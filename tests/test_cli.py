@@ -35,8 +35,8 @@ DEEPCRIME_PUBLISHED = {"3.1": (0.907, 0.0369, False), "9.29": (0.048, 0.6242, Tr
 def test_kill_paper_reproduces_deepcrimes_published_results(capsys):
     doc = run_json(capsys, "kill", "--model", "mnist_dc", "--mutation", "delete_training_data",
                    "--paper")
-    assert [t["name"] for t in doc["tests"]] == list(DEEPCRIME_PUBLISHED)
-    for test in doc["tests"]:
+    assert [t["name"] for t in doc["results"]] == list(DEEPCRIME_PUBLISHED)
+    for test in doc["results"]:
         p, d, killed = DEEPCRIME_PUBLISHED[test["name"]]
         assert test["p_value"] == p
         assert test["effect_size"] == pytest.approx(d, abs=5e-5)
@@ -55,10 +55,10 @@ def test_posterior_from_saved_kill_rates_reproduces_the_reference_table(capsys, 
     doc = run_json(capsys, "posterior", "--kill-rates", reference / "kill_rates" / "mnist_orig.npy",
                    reference / "kill_rates" / "mnist" / "mnist_delete_training_data_list_mut.npy",
                    "--paper", "--no-plot")
-    ratios = [p["ratio"] for p in doc["populations"]]
+    ratios = [p["ratio"] for p in doc["results"]]
     np.testing.assert_allclose(ratios, [0.756626, 0.913773, 0.999124, 0.999627, 1.047766, 281.44],
                                rtol=1e-4)
-    assert [p["killed"] for p in doc["populations"]] == [False, False, False, False, True, True]
+    assert [p["killed"] for p in doc["results"]] == [False, False, False, False, True, True]
 
 
 def test_posterior_on_files_writes_json_and_figure(capsys, tmp_path):
@@ -66,7 +66,7 @@ def test_posterior_on_files_writes_json_and_figure(capsys, tmp_path):
     doc = run_json(capsys, "posterior", RAW / "mnist" / "results_mnist_original.csv",
                    RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_30.93.csv",
                    "--bootstraps", "20", "--seed", "3", "--plot", figure)
-    first, second = doc["populations"]
+    first, second = doc["results"]
     assert first["name"] == "results_mnist_original" and first["killed"] is False
     assert second["killed"] is True and second["mean"] > 0.9
     assert {"alpha", "beta", "ci_low", "ci_high", "h_sound", "h_mutant", "ratio"} <= set(second)
@@ -77,7 +77,7 @@ def test_posterior_paired_model_level_mutation(capsys, tmp_path):
     doc = run_json(capsys, "posterior", "--model", "mnist", "--mutation", "weights_fuzzing",
                    "--magnitudes", "0.05_0.1,0.05_2", "--bootstraps", "20", "--no-plot")
     assert doc["paired"] is True
-    baseline, weak, strong = doc["populations"]
+    baseline, weak, strong = doc["results"]
     assert baseline["kill_rate_mean"] == 0.0  # identical samples on both sides
     assert weak["mean"] < strong["mean"] and strong["killed"] is True
 
@@ -93,7 +93,7 @@ def test_human_output_is_a_table_with_the_settings(capsys):
 def test_repeat_gives_false_positive_and_pass_rates(capsys):
     doc = run_json(capsys, "repeat", "--model", "mnist", "--mutation", "delete_training_data",
                    "--magnitudes", "30.93", "--repetitions", "10")
-    healthy, strong = doc["populations"]
+    healthy, strong = doc["results"]
     assert healthy["pass_rate_mean"] < 0.15 and strong["pass_rate_mean"] > 0.95
     assert len(strong["pass_rates"]) == 10
 
@@ -198,3 +198,20 @@ def test_train_without_its_extra_is_a_clear_error(capsys, monkeypatch, tmp_path)
                         lambda name, *a: None if name == "tensorflow" else real(name, *a))
     err = _bad(capsys, "train", "--out", tmp_path / "run", "--instances", "2")
     assert "needs tensorflow" in err and "probmut[train]" in err
+
+
+@pytest.mark.parametrize("command, alias", [
+    (["kill"], "tests"),
+    (["posterior", "--bootstraps", "5", "--trials", "5"], "populations"),
+    (["repeat", "--repetitions", "2", "--trials", "5"], "populations"),
+    (["sample-size", "--sizes", "20", "--repetitions", "2", "--bootstraps", "5",
+      "--trials", "5"], "studies"),
+    (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5"], "results"),
+    (["recommend", "--draws", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
+      "--trials", "10"], "mutants")])
+def test_several_results_are_listed_under_results_and_the_old_key(capsys, command, alias):
+    """One JSON key for a command's list of results, whatever the command; the key it
+    used before stays one release (README, JSON section)."""
+    document = run_json(capsys, *command, "--model", "mnist", "--mutation",
+                        "delete_training_data", "--magnitudes", "3.1,30.93")
+    assert len(document["results"]) >= 2 and document[alias] == document["results"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from probmut.io.populations import noted_completeness
 from probmut.progress import ANALYSIS_DELAY, progress
-from probmut.results import dumps
+from probmut.results import dumps, listing
 
 
 def tests_progress(args, total: int, desc: str):
@@ -39,12 +39,13 @@ def emit(args, result) -> None:
     print(_json(result.to_dict()) if args.json else result)
 
 
-def emit_many(args, results, key: str) -> None:
-    """One result as its own document; several as ``{key: [...]}`` (or tables)."""
+def emit_many(args, results, alias: str) -> None:
+    """One result as its own document; several as ``{"results": [...]}`` (and under
+    ``alias``, the command's key before: :func:`~probmut.results.listing`), or tables."""
     if len(results) == 1:
         emit(args, results[0])
     elif args.json:
-        print(_json({key: [r.to_dict() for r in results]}))
+        print(_json(listing([r.to_dict() for r in results], alias)))
     else:
         print("\n\n".join(str(r) for r in results))
 

@@ -18,7 +18,7 @@ from probmut.cli.args import (
     writable_file,
 )
 from probmut.errors import ProbmutError
-from probmut.results import counted, dumps
+from probmut.results import counted, dumps, listing
 
 EXAMPLE = """examples:
   probmut evaluate runs/digits/models/healthy --dataset digits --out rescored/healthy.csv
@@ -100,8 +100,8 @@ def handle(args) -> int:
             written.append(evaluate_population(population_files, ids, out, backend, dataset,
                                                progress=not args.quiet,
                                                label=f"evaluate {out.stem}"))
-    document = written[0].to_dict() if args.out is not None else {
-        "populations": [w.to_dict() for w in written], "manifest": str(args.manifest)}
+    document = written[0].to_dict() if args.out is not None else listing(
+        [w.to_dict() for w in written], "populations", manifest=str(args.manifest))
     if args.manifest is not None:
         _write_manifest(args, model, dataset, [key for *_, key in plan])
     if args.json:

@@ -86,11 +86,11 @@ def flags_note(checks: TrainChecks | None) -> str:
 
 
 def with_flags(document: dict, checks: TrainChecks | None) -> dict:
-    """A JSON document whose population entries (``tests`` or ``populations``, or the
-    document itself) carry their ``"flags"`` and ``"survivor"`` (why, or null)."""
+    """A JSON document whose population entries (its ``results``, or the document itself)
+    carry their ``"flags"`` and ``"survivor"`` (why, or null)."""
     if checks is None:
         return document
-    entries = document.get("tests") or document.get("populations") or [document]
+    entries = document.get("results") or [document]
     for entry in entries:
         if entry.get("name") != "healthy":
             entry["flags"] = list(checks.flags.get(entry.get("name"), ()))

@@ -29,6 +29,7 @@ from probmut.cli.args import (
 )
 from probmut.cli.emit import emit, emit_many, emit_with_figure, tests_progress
 from probmut.errors import ProbmutError
+from probmut.results import listing
 
 DEFAULT_CACHE = Path(".probmut_cache")
 
@@ -97,7 +98,7 @@ def _run_sample_size(args) -> int:
 
         save(plot_sample_size(studies, title=inputs.label.replace("_", " ")), figure)
     documents = [s.to_dict() for s in studies]
-    emit_with_figure(args, documents[0] if len(documents) == 1 else {"studies": documents},
+    emit_with_figure(args, documents[0] if len(documents) == 1 else listing(documents, "studies"),
                      "\n\n".join(str(s) for s in studies), figure)
     return 0
 

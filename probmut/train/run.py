@@ -46,7 +46,7 @@ from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
 from probmut.io.populations import IncompleteRunWarning, write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
-from probmut.results import Result, counted
+from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
 from probmut.train.flags import (
     DIFFERENT,
@@ -439,7 +439,7 @@ class RunReport(Result):
         search = {} if self.search is None else {"search": self.search.to_dict()}
         return {"trained": self.trained, "resumed": self.resumed, "seconds": self.seconds,
                 "failures": self.failures, "diverged": self.diverged, "model": self.name,
-                "manifest": str(self.manifest), "populations": self.rows(), **search}
+                "manifest": str(self.manifest), **listing(self.rows(), "populations"), **search}
 
     def __str__(self) -> str:
         if self.search is not None:

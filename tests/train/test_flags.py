@@ -206,7 +206,7 @@ def test_the_quality_control_removes_a_population_from_the_manifest(checked_run,
         capsys.readouterr().err
     assert main(["symptoms", "--manifest", str(checked_run / "manifest.toml"), "--json",
                  "--no-plot"]) == 0
-    names = [p["name"] for p in json.loads(capsys.readouterr().out)["populations"]]
+    names = [p["name"] for p in json.loads(capsys.readouterr().out)["results"]]
     assert names == ["weights_fuzzing_0.01_1", "weights_fuzzing_0_1"]
 
 
@@ -365,15 +365,15 @@ def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
     out, main, args = flagged_run
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
-    flags = {p["name"]: p["flags"] for p in summary["populations"]}
+    flags = {p["name"]: p["flags"] for p in summary["results"]}
     assert flags == {"healthy": [], "change_epochs_1": ["equivalent"],
                      "weights_fuzzing_0_1": ["equivalent"],
                      "neurons_freezing_1@4": ["broken"], "delete_training_data_50": []}
-    reasons = {p["name"]: p["reasons"] for p in summary["populations"]}
+    reasons = {p["name"]: p["reasons"] for p in summary["results"]}
     assert reasons["weights_fuzzing_0_1"] == ["all 3 instances keep their healthy instances' "
                                               "weights"]
-    assert [p["survivor"] for p in summary["populations"]] == [None] * 5
-    assert [p["removed"] for p in summary["populations"]] == [None] * 5
+    assert [p["survivor"] for p in summary["results"]] == [None] * 5
+    assert [p["removed"] for p in summary["results"]] == [None] * 5
     assert reasons["neurons_freezing_1@4"][0].startswith("3 of 3 instances predict one class")
 
     manifest = tomllib.loads((out / "manifest.toml").read_text())["models"]["flags"]
@@ -390,7 +390,7 @@ def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
     assert main(["posterior", *by_name, "delete_training_data", "--no-plot", "--json",
                  "--bootstraps", "5", "--trials", "5", "--sample", "2"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert [p.get("flags") for p in document["populations"]] == [None, []]
+    assert [p.get("flags") for p in document["results"]] == [None, []]
     assert main(["kill", *by_name, "change_epochs", "--exclude-flagged"]) == 2
     err = capsys.readouterr().err
     assert "excluded flagged populations: 1 (equivalent)" in err
@@ -401,7 +401,7 @@ def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
     assert main([*args, "--max-error-rate", "0.5"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["trained"] == 0
-    removed = {p["name"]: p["removed"] for p in summary["populations"] if p["removed"]}
+    removed = {p["name"]: p["removed"] for p in summary["results"] if p["removed"]}
     assert list(removed) == ["neurons_freezing_1@4"]
     assert removed["neurons_freezing_1@4"].startswith("mean error rate 0.")
     manifest = tomllib.loads((out / "manifest.toml").read_text())["models"]["flags"]

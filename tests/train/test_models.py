@@ -125,7 +125,7 @@ def test_gaze_and_recommender_runs_through_the_command(tmp_path, capsys):
                  "--mutation", "change_label:20", "--mutation", "delete_training_data:30",
                  "--mutation", "neurons_freezing:0.2"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert [p["instances"] for p in summary["populations"]] == [2, 2, 2, 2]
+    assert [p["instances"] for p in summary["results"]] == [2, 2, 2, 2]
     data = tomllib.loads((tmp_path / "gaze" / "manifest.toml").read_text())["models"]["gaze"][
         "data"]
     assert data["task"] == "regression" and data["input_shape"] == [[20, 28, 1], [2]]

@@ -68,7 +68,7 @@ def test_every_operator_at_its_default_is_a_real_mutant_on_digits_cnn(tmp_path, 
                 "--json", "--out", str(tmp_path / f"run{validation}")]
         args += ["--validation-split", "0.1", "--patience", "0"] if validation else []
         assert main(args + [a for name in chosen for a in ("--mutation", name)]) == 0
-        for population in json.loads(capsys.readouterr().out)["populations"]:
+        for population in json.loads(capsys.readouterr().out)["results"]:
             flags[population["name"]] = population["flags"]
     assert len(flags) == len(applicable) + 1  # + healthy (twice, same name)
     expected = {name: [] for name in flags}

@@ -38,7 +38,7 @@ def test_symptoms_classifies_divergence_and_a_benign_mutation(symptoms_run):
     out, result = symptoms_run
     assert "3 instances diverged" in result.stderr
     document = json.loads(probmut("symptoms", out, "--json", "--no-plot").stdout)
-    symptoms = {p["name"]: p for p in document["populations"]}
+    symptoms = {p["name"]: p for p in document["results"]}
     assert symptoms["change_learning_rate_1000"]["symptom"] == "nan"
     assert symptoms["change_learning_rate_1000"]["constant"] == 3  # one-class predictors
     assert symptoms["delete_training_data_10"]["symptom"] in (
@@ -66,7 +66,7 @@ def test_evaluate_reproduces_the_accuracies_and_outcomes_train_wrote(symptoms_ru
                              manifest, "--json", "--quiet").stdout)
     populations = ["healthy", "neurons_freezing_0.5", "change_learning_rate_1000",
                    "delete_training_data_10"]
-    assert sorted(Path(p["file"]).stem for p in doc["populations"]) == sorted(populations)
+    assert sorted(Path(p["file"]).stem for p in doc["results"]) == sorted(populations)
     for population in populations:
         trained = {r.instance: r.accuracy for r in read_instances(out / f"{population}.csv")}
         scored = read_instances(manifest.parent / f"{population}.csv")
@@ -126,7 +126,7 @@ def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_
         assert [r.status for r in stored] == ["crashed"] * 3  # each member of the stack
         assert "exit code -9" in stored[0].error
         document = json.loads(probmut("symptoms", tmp_path, "--json", "--no-plot").stdout)
-        assert document["populations"][0]["symptom"] == "crash"
+        assert document["results"][0]["symptom"] == "crash"
         healthy = read_instances(tmp_path / "healthy.csv")
         assert all(r.status == "ok" and len(r.loss_history) == 1 for r in healthy)
         record = tmp_path / ".work" / "delete_training_data_10" / "00000.npz"
