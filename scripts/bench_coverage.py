@@ -36,7 +36,7 @@ def bench(run: Path, instances: int, epochs: int) -> dict:
     run = run.resolve()  # the training runs in the repository's folder, not the caller's
     models = run / "models" / "healthy"
     if len(list(models.glob("*.keras"))) < instances:
-        _probmut("train", "--dataset", "digits", "--model", "digits_cnn", "--instances",
+        _probmut("train", "--dataset", "digits", "--architecture", "digits_cnn", "--instances",
                  instances, "--epochs", epochs, "--jobs", 2, "--save-models", "--out", run,
                  "--quiet")
     paths = sorted(models.glob("*.keras"))[:instances]

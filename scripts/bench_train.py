@@ -92,7 +92,7 @@ def _ways(tmp: Path, name: str, instances: int, *args, stacked: str = "auto") ->
 def bench(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        digits = ["--dataset", "digits", "--model", "digits_cnn"]
+        digits = ["--dataset", "digits", "--architecture", "digits_cnn"]
         if args.epochs:
             digits += ["--epochs", args.epochs]
         result = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}
@@ -124,7 +124,7 @@ def bench(args) -> dict:
             _synthetic_mnist(data)
             result["deepcrime_mnist"] = {
                 "instances": args.mnist_instances, "epochs": args.mnist_epochs,
-                **_ways(tmp, "mnist", args.mnist_instances, "--data", data, "--model",
+                **_ways(tmp, "mnist", args.mnist_instances, "--data", data, "--architecture",
                         "deepcrime_mnist", "--epochs", args.mnist_epochs,
                         stacked=str(args.mnist_instances))}  # auto trains it one at a time
         result["load_average_end"] = os.getloadavg()

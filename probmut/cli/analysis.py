@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from probmut import paper
 from probmut.cli.args import (
     PAPER_HELP_POSTERIOR,
     add_criterion_arguments,
@@ -143,9 +144,11 @@ def register(subparsers) -> None:
                     "table or --json.")
     add_population_arguments(repeat)
     add_criterion_arguments(repeat)
-    repeat.add_argument("--repetitions", type=integer(1), default=50,
+    repeat.add_argument("--repetitions", type=integer(1), default=paper.MOTIVATING_REPETITIONS,
                         help="repetitions of the whole experiment, each with fresh pools "
-                             "(default: 50)")
+                             f"(default: {paper.MOTIVATING_REPETITIONS}, as the paper's "
+                             "motivating experiment; mce and sample-size repeat the bagging "
+                             f"{paper.REPETITIONS} times, the paper's R)")
     repeat.add_argument("--trials", type=integer(1), default=100,
                         help="kill tests per repetition (default: 100)")
     add_sample_argument(repeat)

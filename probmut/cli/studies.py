@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probmut import paper
 from probmut.cli.analysis import SAVED_RATES_FIX, saved_rates_reason
 from probmut.cli.args import (
     PAPER_HELP_MCE,
@@ -167,9 +168,9 @@ def _add_sample_size_arguments(parser: argparse.ArgumentParser):
                                        "sizes up to 95%% of the population)")
     group.add_argument("--subpopulations", type=integer(1), default=30,
                        help="random sub-populations per size (default: 30)")
-    group.add_argument("--repetitions", type=integer(2), default=100,
+    group.add_argument("--repetitions", type=integer(2), default=paper.REPETITIONS,
                        help="R repetitions of the whole bagging per sub-population, for its "
-                            "Monte-Carlo error (default: 100)")
+                            f"Monte-Carlo error (default: {paper.REPETITIONS}, the paper's R)")
     _add_cache_arguments(group)
     add_run_arguments(parser)
 
@@ -217,8 +218,9 @@ def register(subparsers) -> None:
                           "repetition")
     add_criterion_arguments(mce, PAPER_HELP_MCE)
     add_posterior_arguments(mce)
-    mce.add_argument("--repetitions", type=integer(2), default=100,
-                     help="R repetitions of the whole bagging (default: 100)")
+    mce.add_argument("--repetitions", type=integer(2), default=paper.REPETITIONS,
+                     help=f"R repetitions of the whole bagging (default: {paper.REPETITIONS}, "
+                          "the paper's R)")
     add_run_arguments(mce)
     mce.set_defaults(func=_run_mce)
 

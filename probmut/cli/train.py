@@ -27,12 +27,12 @@ from probmut.errors import ProbmutError
 from probmut.results import counted
 
 EXAMPLE = """example:
-  probmut train --dataset digits --model digits_cnn --instances 20 \\
+  probmut train --dataset digits --architecture digits_cnn --instances 20 \\
                 --mutation delete_training_data:3.1,9.29,30.93 --out runs/digits
   probmut train ... --mutation weights_fuzzing:0.05_1@3 --mutation change_activation_function:elu
   probmut train --list-operators          every operator, its magnitude and default target
 
-  probmut train --model deepcrime_mnist --mutation neurons_freezing:0.05 --dry-run
+  probmut train --architecture deepcrime_mnist --mutation neurons_freezing:0.05 --dry-run
                                           what a mutation changes, nothing trained
 
 magnitudes are VALUE[@TARGET]: a percent (3.1), a Keras name (elu), RATIO_SCALE (0.05_1),
@@ -70,10 +70,13 @@ def register(subparsers) -> None:
                    metavar="SHARE",
                    help="hold out SHARE of each training class as a validation set (default: "
                         "none; needed by --patience, change_patience, remove_validation_set)")
-    p.add_argument("--model", default="digits_cnn",
-                   help=f"{', '.join(MODELS)}, or module:function: a function (input_shape, "
-                        "n_classes) returning a keras.Model classifier, on the Python path "
-                        "(default: digits_cnn)")
+    p.add_argument("--architecture", "--model", dest="architecture", default="digits_cnn",
+                   metavar="ARCHITECTURE",
+                   help=f"the network trained: {', '.join(MODELS)}, or module:function: a "
+                        "function (input_shape, n_classes) returning a keras.Model classifier, "
+                        "on the Python path (default: digits_cnn). --model, its name before, "
+                        "still works in this release; in the analyses --model is a manifest's "
+                        "model, which --name sets here")
     p.add_argument("--instances", type=integer(1), help="instances per population (20)")
     p.add_argument("--mutation", action="append", default=[], metavar="OP[:MAG1,MAG2]",
                    help="a mutation and its magnitudes (default: the operator's); repeatable")
@@ -189,8 +192,8 @@ def operator_table(json_output: bool) -> str:
 def _settings(args) -> dict:
     """What a run and a dry run share: the data, the model and its training settings."""
     options = data_options(args)
-    options.update(validation_split=args.validation_split, model=args.model, seed=args.seed,
-                   epochs=args.epochs, batch_size=args.batch_size,
+    options.update(validation_split=args.validation_split, architecture=args.architecture,
+                   seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
                    learning_rate=args.learning_rate, patience=args.patience,
                    threads=args.threads)
     return options

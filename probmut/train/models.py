@@ -217,9 +217,9 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     if name in MODELS:
         return MODELS[name]
     if ":" not in name:
-        raise ProbmutError(f"unknown model {name!r}; use one of {', '.join(MODELS)} or "
+        raise ProbmutError(f"unknown architecture {name!r}; use one of {', '.join(MODELS)} or "
                            "module:function (a function (input_shape, n_classes) -> keras.Model)",
-                           option="model")
+                           option="architecture")
     import keras
 
     from probmut.io.records import one_line
@@ -231,10 +231,10 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     except Exception as error:  # noqa: BLE001 - whatever the user's module raises on import
         raise ProbmutError(f"{name}: cannot import {function_name} from {module_name} "
                            f"({one_line(error)}); the module must be importable (on every "
-                           "worker, for the ray backend)", option="model") from None
+                           "worker, for the ray backend)", option="architecture") from None
     if not callable(function):
         raise ProbmutError(f"{name}: {function_name} is of type {type(function).__name__}, "
-                           f"not {wanted}", option="model")
+                           f"not {wanted}", option="architecture")
 
     def build(dims):
         return function(tuple(dims.input_shape), dims.n_outputs)
@@ -244,11 +244,11 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     except Exception as error:  # noqa: BLE001 - the user's function, called as every instance will
         raise ProbmutError(f"{name}: {function_name}({tuple(dims.input_shape)}, "
                            f"{dims.n_outputs}) failed ({one_line(error)}); it must be "
-                           f"{wanted}", option="model") from None
+                           f"{wanted}", option="architecture") from None
     if not isinstance(model, keras.Model):
         raise ProbmutError(f"{name}: {function_name} returned an object of type "
                            f"{type(model).__name__}, not a keras.Model; it must be {wanted}",
-                           option="model")
+                           option="architecture")
     config = TrainConfig(epochs=10, batch_size=32)
     if getattr(model, "optimizer", None) is not None:  # compiled: keep the user's choices
         optimizer = keras.optimizers.serialize(model.optimizer)

@@ -63,7 +63,7 @@ SEED = 42
 def train_populations(
         out, mutations: Sequence[str | Mutation] = (), *, instances: int | None = None,
         dataset: str | None = None, data: str | os.PathLike | None = None,
-        model: str = "digits_cnn", name: str | None = None, seed: int = SEED,
+        architecture: str = "digits_cnn", name: str | None = None, seed: int = SEED,
         epochs: int | None = None, batch_size: int | None = None,
         learning_rate: float | None = None, patience: int | None = None,
         image_size: str | None = None, test_split: float | None = None,
@@ -86,7 +86,8 @@ def train_populations(
     dataset, data : a named data set (``DATASETS``; default digits), or a file
         ``FILE.npz`` or an image folder (:mod:`probmut.train.datasets`), with
         ``image_size``, ``test_split``, ``validation_split`` and ``download_timeout``.
-    model : a bundled model (:data:`probmut.train.models.MODELS`) or ``module:function``.
+    architecture : the network trained: a bundled model
+        (:data:`probmut.train.models.MODELS`) or ``module:function``.
     name : the model's name in the manifest (default: ``out``'s name).
     seed : the base seed of every instance's seed.
     epochs, batch_size, learning_rate, patience : override the model's training settings
@@ -148,11 +149,11 @@ def train_populations(
                                    address=address, cpus_per_task=cpus_per_task,
                                    gpus_per_task=gpus_per_task)
     with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
-        loaded = _load(source, data_options, model, threads, download_timeout, keras=False)
+        loaded = _load(source, data_options, architecture, threads, download_timeout, keras=False)
         checked, unchecked = _checked_here(parsed, loaded)
     with runner:
         runner.share(dataset=loaded)
-        found = _preflight(runner, model, overrides, checked, unchecked, stack)
+        found = _preflight(runner, architecture, overrides, checked, unchecked, stack)
         if found.choice is not None and found.choice.why:
             print(f"probmut train: automatic stack size: one instance at a time: "
                   f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
@@ -161,7 +162,7 @@ def train_populations(
             raise ProbmutError(f"a mutation magnitude is given twice: {stems}",
                                option="mutation")
         size = found.stack if stack is None else stack
-        settings = RunSettings(dataset=source, model=model, config=found.config, seed=seed,
+        settings = RunSettings(dataset=source, model=architecture, config=found.config, seed=seed,
                                stack=size)
         options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
                        timeout=timeout, retry_failed=retry_failed)
@@ -169,7 +170,7 @@ def train_populations(
             from probmut.train.search import run_search
 
             def check(mutations):  # each magnitude, bound and checked as a mutation is
-                more = _preflight(runner, model, overrides, *_checked_here(mutations, loaded),
+                more = _preflight(runner, architecture, overrides, *_checked_here(mutations, loaded),
                                   size)
                 return list(more.mutations), more.unstackable
 
@@ -189,7 +190,7 @@ def train_populations(
 
 
 def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | None = None,
-                      data: str | os.PathLike | None = None, model: str = "digits_cnn",
+                      data: str | os.PathLike | None = None, architecture: str = "digits_cnn",
                       seed: int = SEED, epochs: int | None = None,
                       batch_size: int | None = None, learning_rate: float | None = None,
                       patience: int | None = None, image_size: str | None = None,
@@ -215,15 +216,15 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
                     validation_split=validation_split)
     source, data_options = _data_source(dataset, data, image_size, test_split,
                                         validation_split)
-    keras = any(map(needs_keras, parsed)) or model not in MODELS
+    keras = any(map(needs_keras, parsed)) or architecture not in MODELS
     if keras:
         backends.require("tensorflow", "train")
-    loaded = _load(source, data_options, model, threads, download_timeout, keras)
-    spec = resolve_model(model, loaded.dims)
+    loaded = _load(source, data_options, architecture, threads, download_timeout, keras)
+    spec = resolve_model(architecture, loaded.dims)
     config = spec.config.replace(**{key: value for key, value in {
         "epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
         "patience": patience}.items() if value is not None})
-    return dry_run(parsed, spec, loaded, config, seed=seed, model=model)
+    return dry_run(parsed, spec, loaded, config, seed=seed, model=architecture)
 
 
 def _check_modes(instances, mutations, search, until_settled, sample, max_instances,

@@ -156,7 +156,7 @@ def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shape
     pytest.importorskip("tensorflow")
     from probmut.cli.main import main
 
-    base = ["train", "--model", "deepcrime_mnist", "--data", str(mnist_shaped), "--dry-run"]
+    base = ["train", "--architecture", "deepcrime_mnist", "--data", str(mnist_shaped), "--dry-run"]
     assert main([*base, "--mutation", "neurons_freezing:0.05", "--json"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == {"mutations": [{

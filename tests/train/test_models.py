@@ -120,7 +120,7 @@ def test_gaze_and_recommender_runs_through_the_command(tmp_path, capsys):
     from probmut.cli.main import main
 
     gaze, ratings = _gaze_npz(tmp_path / "gaze.npz"), _ratings_npz(tmp_path / "ratings.npz")
-    assert main(["train", "--model", "gaze_lenet", "--data", str(gaze), "--instances", "2",
+    assert main(["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--instances", "2",
                  "--epochs", "1", "--out", str(tmp_path / "gaze"), "--quiet", "--json",
                  "--mutation", "change_label:20", "--mutation", "delete_training_data:30",
                  "--mutation", "neurons_freezing:0.2"]) == 0
@@ -129,19 +129,19 @@ def test_gaze_and_recommender_runs_through_the_command(tmp_path, capsys):
     data = tomllib.loads((tmp_path / "gaze" / "manifest.toml").read_text())["models"]["gaze"][
         "data"]
     assert data["task"] == "regression" and data["input_shape"] == [[20, 28, 1], [2]]
-    assert main(["train", "--model", "recommender", "--data", str(ratings), "--instances", "2",
+    assert main(["train", "--architecture", "recommender", "--data", str(ratings), "--instances", "2",
                  "--epochs", "1", "--out", str(tmp_path / "movies"), "--quiet",
                  "--mutation", "unbalance_train_data:50", "--mutation", "change_label:10"]) == 0
     capsys.readouterr()
     # operators that only make sense for classes or image inputs say so
-    assert main(["train", "--model", "gaze_lenet", "--data", str(gaze), "--out",
+    assert main(["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--out",
                  str(tmp_path / "x"), "--mutation", "make_output_classes_overlap"]) == 2
     assert "only for classification and recommendation models; this is a regression model" \
         in capsys.readouterr().err
-    assert main(["train", "--model", "recommender", "--data", str(ratings), "--out",
+    assert main(["train", "--architecture", "recommender", "--data", str(ratings), "--out",
                  str(tmp_path / "x"), "--mutation", "add_noise"]) == 2
     assert "only for classification and regression models; this is a recommendation model" \
         in capsys.readouterr().err
-    assert main(["train", "--model", "recommender", "--data", str(ratings), "--out",
+    assert main(["train", "--architecture", "recommender", "--data", str(ratings), "--out",
                  str(tmp_path / "x"), "--mutation", "neurons_freezing"]) == 2
     assert "no hidden layer that is a layer with a kernel" in capsys.readouterr().err

@@ -143,7 +143,7 @@ def test_train_until_settled_on_digits(tmp_path):
     pytest.importorskip("tensorflow")
     out = tmp_path / "settle"
     result = subprocess.run(
-        [sys.executable, "-m", "probmut", "train", "--dataset", "digits", "--model",
+        [sys.executable, "-m", "probmut", "train", "--dataset", "digits", "--architecture",
          "digits_cnn", "--epochs", "2", "--quiet", "--until-settled", "--round", "4",
          "--max-instances", "4", "--sample", "4", "--mutation", "delete_training_data:90",
          "--mutation", "change_label:20", "--out", str(out)],

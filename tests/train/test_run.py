@@ -197,15 +197,17 @@ def test_resume_refuses_other_settings(digits_run):
     (["--mutation", "neurons_freezing:0.1@42"], "layer 42 is out of range"),
     (["--data", "missing.npz"], "no such file"),
     (["--validation-split", "1"], "argument --validation-split: must be a finite number in (0, 1)"),
-    (["--model", "no_module_here:build"], "cannot import"),
+    (["--architecture", "no_module_here:build"], "cannot import"),
+    (["--architecture", "nosuch"], "unknown architecture 'nosuch'; use one of digits_cnn"),
+    (["--model", "nosuch"], "unknown architecture 'nosuch'"),  # its name before, one release
     (["--instances", "0"], "argument --instances: must be at least 1"),
     (["--jobs", "0"], "argument --jobs: must be at least 1"),
-    (["--model", "os:path"], "error: os:path: path is of type module, not a function "
-                             "(input_shape, n_classes) -> keras.Model (--model)"),
-    (["--model", "probmut.errors:EXIT_BAD_INPUT"], "EXIT_BAD_INPUT is of type int"),
-    (["--model", "os.path:join"], "join((8, 8, 1), 10) failed (TypeError: "),
-    (["--model", "os:getcwd"], "getcwd((8, 8, 1), 10) failed"),
-    (["--model", ":build"], "cannot import build from  (ValueError: Empty module name)"),
+    (["--architecture", "os:path"], "error: os:path: path is of type module, not a function "
+                             "(input_shape, n_classes) -> keras.Model (--architecture)"),
+    (["--architecture", "probmut.errors:EXIT_BAD_INPUT"], "EXIT_BAD_INPUT is of type int"),
+    (["--architecture", "os.path:join"], "join((8, 8, 1), 10) failed (TypeError: "),
+    (["--architecture", "os:getcwd"], "getcwd((8, 8, 1), 10) failed"),
+    (["--architecture", ":build"], "cannot import build from  (ValueError: Empty module name)"),
     (["--mutation", "change_loss_function:nosuch"], "unknown Keras loss 'nosuch'"),
 ])
 def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsys, args, message):
