@@ -22,7 +22,7 @@ from probmut.results import counted, dumps, listing
 
 EXAMPLE = """examples:
   probmut evaluate runs/digits/models/healthy --dataset digits --out rescored/healthy.csv
-  probmut evaluate trained_models/ --dataset mnist --manifest dc/manifest.toml
+  probmut evaluate trained_models/ --dataset mnist --write-manifest dc/manifest.toml
 """
 
 
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
         "evaluate", help="score saved models (.keras, .h5) into population files",
         description="Score each model file (one instance) on a test set and write a "
                     "population CSV with per-input outcomes and symptom columns; or, with "
-                    "--manifest, a population per group of DeepCrime-style files "
+                    "--write-manifest, a population per group of DeepCrime-style files "
                     "({model}_original_{i}.h5, {model}_{operator}_mutated0_MP_{magnitude}_{i}"
                     ".h5) or of probmut's models/{population}/{i}.keras, and a manifest.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,9 +45,11 @@ def register(subparsers) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", type=Path, metavar="POP.csv",
                         help="one population: its CSV (outcomes written beside it)")
-    target.add_argument("--manifest", type=Path, metavar="MANIFEST.toml",
+    target.add_argument("--write-manifest", "--manifest", dest="write_manifest", type=Path,
+                        metavar="MANIFEST.toml",
                         help="group the files into populations, write them and a manifest "
-                             "beside MANIFEST.toml")
+                             "beside MANIFEST.toml (--manifest, its name before, works in "
+                             "this release; elsewhere --manifest is a manifest read)")
     p.add_argument("--name", help="model name in the manifest (default: DeepCrime's model "
                                   "name, else the manifest's folder name)")
     p.add_argument("--jobs", type=integer(1, 4096), default=1,
@@ -76,7 +78,7 @@ def handle(args) -> int:
         writable_file(args.out, "population file", "out")
         writable_file(args.out.with_name(f"{args.out.stem}.outcomes.npz"), "outcomes file", "out")
     else:
-        writable_file(args.manifest, "manifest", "manifest")
+        writable_file(args.write_manifest, "manifest", "write_manifest")
     if args.out is not None:
         plan = [(args.out, files, instance_ids(files), None)]
         model = None
@@ -85,7 +87,7 @@ def handle(args) -> int:
         if ("healthy", None) not in groups:
             raise ProbmutError("no healthy models among the files ({model}_original_{i}.h5 or "
                                "models/healthy/{i}.keras); a manifest needs them")
-        folder = args.manifest.parent
+        folder = args.write_manifest.parent
         plan = []
         healthy_first = lambda group: (group[0][1] is not None, group[0])  # noqa: E731
         for (operator, magnitude), members in sorted(groups.items(), key=healthy_first):
@@ -101,16 +103,16 @@ def handle(args) -> int:
                                                progress=not args.quiet,
                                                label=f"evaluate {out.stem}"))
     document = written[0].to_dict() if args.out is not None else listing(
-        [w.to_dict() for w in written], "populations", manifest=str(args.manifest))
-    if args.manifest is not None:
+        [w.to_dict() for w in written], "populations", manifest=str(args.write_manifest))
+    if args.write_manifest is not None:
         _write_manifest(args, model, dataset, [key for *_, key in plan])
     if args.json:
         print(dumps(document))
     else:
         for w in written:
             print(w)
-        if args.manifest is not None:
-            print(f"manifest: {args.manifest}")
+        if args.write_manifest is not None:
+            print(f"manifest: {args.write_manifest}")
     failures = [f for w in written for f in w.failures]
     if failures:
         print(f"{counted(len(failures), 'model')} failed (recorded in the population files):",
@@ -123,9 +125,9 @@ def _write_manifest(args, model, dataset, keys) -> None:
     from probmut.io.manifest import add_to_manifest
     from probmut.train.operators import OPERATORS
 
-    name = args.name or model or args.manifest.resolve().parent.name
+    name = args.name or model or args.write_manifest.resolve().parent.name
     mutants = [(operator, magnitude, operator in OPERATORS and OPERATORS[operator].paired)
                for operator, magnitude in keys if magnitude is not None]
-    add_to_manifest(args.manifest, name, "healthy.csv",
+    add_to_manifest(args.write_manifest, name, "healthy.csv",
                     f"saved models scored on {dataset.name} (probmut evaluate)", mutants,
                     written_by="probmut evaluate")

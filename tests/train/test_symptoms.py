@@ -62,7 +62,7 @@ def test_evaluate_reproduces_the_accuracies_and_outcomes_train_wrote(symptoms_ru
     # the run's saved models (healthy, model-level mutant saved after mutation, diverged)
     # scored again, grouped into populations with a manifest
     manifest = tmp_path / "rescored" / "manifest.toml"
-    doc = json.loads(probmut("evaluate", out / "models", "--dataset", "digits", "--manifest",
+    doc = json.loads(probmut("evaluate", out / "models", "--dataset", "digits", "--write-manifest",
                              manifest, "--json", "--quiet").stdout)
     populations = ["healthy", "neurons_freezing_0.5", "change_learning_rate_1000",
                    "delete_training_data_10"]
@@ -242,7 +242,9 @@ def model_folder(tmp_path):
     (["{m}/00000.keras", "--out", "{t}/" + "p" * 300 + ".csv"], "File name too long"),
     (["{m}/00000.keras", "--out", "{t}/" + "p" * 246 + ".csv"],
      "p.outcomes.npz: File name too long"),  # the CSV's name fits, its outcomes file's not
-    (["{m}", "--manifest", "{t}"], "{t}: is a directory; give a file name for the manifest"),
+    (["{m}", "--write-manifest", "{t}"],
+     "{t}: is a directory; give a file name for the manifest (--write-manifest)"),
+    (["{m}", "--manifest", "{t}"], "give a file name for the manifest"),  # its name before
 ])
 def test_evaluate_refuses_what_it_cannot_score_or_write(tmp_path, capsys, model_folder, argv,
                                                         says):
