@@ -18,6 +18,7 @@ from probmut.io.atomic import writable_directory, writable_file  # noqa: F401 (t
 from probmut.io.manifest import Manifest
 from probmut.io.populations import Population, pair, read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
+from probmut.posterior import FITS, INTERVALS
 
 DEFAULT_SEED = 42
 #: Where ``replicate`` writes the paper's figures and tables (committed in the repository).
@@ -371,10 +372,10 @@ def add_posterior_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--trials", type=integer(1), default=100,
                        help="N kill tests per resample (default: 100)")
     add_sample_argument(group)
-    group.add_argument("--fit", choices=("moments", "lsq"), default=None,
+    group.add_argument("--fit", choices=FITS, default=None,
                        help="Beta summary: moment matching, or least squares (the paper's) "
                             "(default: moments)")
-    group.add_argument("--interval", choices=("hdi", "equal-tailed", "normal"), default=None,
+    group.add_argument("--interval", choices=INTERVALS, default=None,
                        help="credible interval: highest-density, equal-tailed, or the paper's "
                             "mean +- 1.96 sd (default: hdi)")
     group.add_argument("--threshold", type=number(0, math.inf, low_open=True), default=1.0,

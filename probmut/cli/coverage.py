@@ -25,6 +25,7 @@ from probmut.cli.args import (
     seed_value,
 )
 from probmut.cli.emit import emit_with_figure
+from probmut.coverage import KILLING
 from probmut.errors import ProbmutError
 
 EXAMPLE = """examples:
@@ -79,7 +80,7 @@ def register(subparsers) -> None:
                          help="random test subsets (200)")
     against.add_argument("--subset-size", type=integer(2),
                          help="inputs per subset (default: a tenth of the test set, at least 10)")
-    against.add_argument("--killing", choices=["probability", "score"], default="probability",
+    against.add_argument("--killing", choices=KILLING, default="probability",
                          help="mean kill probability of the mutants (default) or DeepMutation's "
                               "mutation score")
     p.add_argument("--sanity", type=integer(0), default=0, metavar="DRAWS",

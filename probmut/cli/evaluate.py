@@ -19,6 +19,7 @@ from probmut.cli.args import (
 )
 from probmut.errors import ProbmutError
 from probmut.results import counted, dumps, listing
+from probmut.train.tasks import TASKS
 
 EXAMPLE = """examples:
   probmut evaluate runs/digits/models/healthy --dataset digits --out rescored/healthy.csv
@@ -38,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("models", nargs="+", metavar="MODEL",
                    help="model files, or directories searched for .keras and .h5 files")
     add_data_arguments(p, required=True, default="its test set is scored")
-    p.add_argument("--task", choices=["classification", "regression", "recommendation"],
+    p.add_argument("--task", choices=tuple(TASKS),
                    default="classification",
                    help="how an input is scored, as probmut train scores the model's task "
                         "(default classification; the others need --data FILE.npz)")

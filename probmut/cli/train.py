@@ -25,6 +25,7 @@ from probmut.cli.args import (
 )
 from probmut.errors import ProbmutError
 from probmut.results import counted
+from probmut.train.search import DECISIONS
 
 EXAMPLE = """example:
   probmut train --dataset digits --architecture digits_cnn --instances 20 \\
@@ -142,7 +143,7 @@ def register(subparsers) -> None:
     search.add_argument("--resolution", type=number(0, float("inf"), low_open=True),
                         help="stop when the bracket is this narrow (default: 1/16 of the range)")
     search.add_argument("--decision", "--criterion", dest="decision",
-                        choices=["posterior", "deepcrime"], default=None,
+                        choices=DECISIONS, default=None,
                         help="a magnitude is killed by the bagged posterior's ratio (default) or "
                              "by DeepCrime's single test on the whole populations (--criterion: "
                              "the old spelling, kept for one release; --criterion is the kill "
