@@ -58,6 +58,7 @@ one run belongs in the example's output, not in the prose.
 """
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -259,3 +260,39 @@ def test_coverage_md_the_answer_follows_from_the_run(folders):
     for line in (rest[1], score[0]):
         low, high = map(float, re.search(r"interval \[([-\d.]+), ([-\d.]+)\]", line).groups())
         assert -MODERATE_TAU < low and high < MODERATE_TAU, line
+
+
+# ---------------------------------------------------------------- docs/map.md
+
+MAP = (Path(__file__).resolve().parent.parent / "docs" / "map.md")
+
+
+def _map_names():
+    """The module paths (``probmut/...``) and registries (``probmut.x.NAME``) the map names."""
+    text = MAP.read_text()
+    paths = set(re.findall(r"`(probmut/[\w/]+(?:\.py)?/?)`", text))
+    # "`data.py`, `training.py`" after a package's path: the package's modules
+    for package, rest in re.findall(r"`(probmut/[\w/]+/)`([^\n]*)", text):
+        paths |= {package + name for name in re.findall(r"`(\w+\.py)`", rest)}
+    registries = set(re.findall(r"`(probmut(?:\.\w+)+\.[A-Z_]+)`", text))
+    return paths, registries
+
+
+def test_the_map_names_every_module_and_only_what_exists():
+    """docs/map.md names each module of probmut/ (a package's __init__.py by its folder),
+    and every path and registry it names exists."""
+    import importlib
+
+    root = MAP.parent.parent
+    paths, registries = _map_names()
+    modules = {str(p.relative_to(root)) for p in (root / "probmut").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    named = {p.rstrip("/") + "/__init__.py" if p.endswith("/") else p for p in paths}
+    assert not (missing := sorted(modules - named)), f"docs/map.md does not name {missing}"
+    assert not (gone := sorted(p for p in paths if not (root / p).exists())), \
+        f"docs/map.md names what does not exist: {gone}"
+    for dotted in sorted(registries):
+        module, _, name = dotted.rpartition(".")
+        if module.startswith("probmut.train"):
+            pytest.importorskip("tensorflow")
+        assert hasattr(importlib.import_module(module), name), f"docs/map.md: no {dotted}"
