@@ -22,6 +22,7 @@ stacking it, whatever it is. Run from the repository root::
     python scripts/bench_train.py --json
     python scripts/bench_train.py --instances 10 --mutant-instances 0 --mnist-instances 0
     python scripts/bench_train.py --instances 10 --save-overhead
+    python scripts/bench_train.py --paper-size --json   # 200 instances each way (the paper's)
 
 ``--save-overhead`` measures only what ``--save-models`` costs, in one process without
 start-up noise (see :func:`save_overhead`); ``--crossover`` only the per-step times
@@ -101,6 +102,7 @@ def bench(args) -> dict:
         stacked = _accuracies(tmp / "digits_stacked" / "healthy.csv")
         se = np.hypot(base.std(ddof=1) / np.sqrt(base.size), stacked.std(ddof=1) / np.sqrt(stacked.size))
         result |= {
+            "case": "paper size" if args.paper_size else "default",
             "instances": args.instances,
             "baseline_instances_per_min": healthy["baseline"]["instances_per_min"],
             "stacked_instances_per_min": healthy["stacked"]["instances_per_min"],
@@ -242,8 +244,13 @@ def main() -> int:
     parser.add_argument("--crossover", action="store_true",
                         help="only measure per-step times alone and stacked at growing step "
                              "sizes (the threshold of --stack auto)")
+    parser.add_argument("--paper-size", action="store_true",
+                        help="the paper's population size: 200 healthy digits_cnn instances "
+                             "each way, no mutants, no deepcrime_mnist (issue 34's 10x target)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
+    if args.paper_size:
+        args.instances, args.mutant_instances, args.mnist_instances = 200, 0, 0
     if args.crossover:
         rows = crossover()
         print(json.dumps(rows, indent=2) if args.json else "\n".join(
