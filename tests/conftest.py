@@ -2,6 +2,7 @@
 (or where $PROBMUT_REFERENCE points, e.g. from a git worktree)."""
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -29,6 +30,14 @@ def pytest_runtest_call(item):
         _tensorflow_configured = True
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def interruptible():
+    """``preexec_fn`` of a command a test stops with SIGINT: Ctrl-C as a terminal delivers
+    it (a shell's background job, or a test runner, may hand children SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 RAW = ROOT / "raw_data"
 REFERENCE = Path(os.environ.get("PROBMUT_REFERENCE",
                                 ROOT.parent / "shared" / "reference" / "pmt"))

@@ -9,7 +9,7 @@ import pytest
 
 from probmut.cli import main
 
-from .conftest import RAW
+from .conftest import RAW, interruptible
 
 DC = RAW / "deepcrime_comp"
 
@@ -164,7 +164,7 @@ def test_ctrl_c_stops_a_long_analysis_within_seconds():
         [sys.executable, "-m", "probmut", "posterior", RAW / "mnist" / "results_mnist_original.csv",
          RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_9.29.csv", "--no-plot",
          "--trials", "100000", "--bootstraps", "3000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     try:
         assert select.select([process.stderr], [], [], 120)[0], "no progress in 120 s"
         progress = process.stderr.readline()

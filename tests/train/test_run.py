@@ -21,6 +21,7 @@ import pytest
 from probmut.io.outcomes import load_outcomes
 from probmut.io.populations import COLUMNS, read_instances
 
+from ..conftest import interruptible
 from .commands import REPO, env, probmut
 
 pytestmark = pytest.mark.train
@@ -146,7 +147,7 @@ def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_pa
              "--mutation", "delete_training_data:10,50", "--out", out]
     process = subprocess.Popen([sys.executable, "-m", "probmut", *map(str, train)], cwd=REPO,
                                env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=interruptible)
     second = out / ".work" / "delete_training_data_50" / "00001.npz"  # 2 of each population
     deadline = time.monotonic() + 300
     while not second.exists() and process.poll() is None and time.monotonic() < deadline:
