@@ -5,7 +5,7 @@ with fresh randomness, take from each repetition the mean and the variance of it
 summary, and report their averages with jackknife standard errors: with ``theta_i`` the
 leave-one-out average of the R values, ``se = sqrt((R-1)/R * sum_i (theta_i -
 mean(theta))^2)``; the 95% interval is ``average +- 1.96 se`` (the paper's rounding of
-the normal quantile, :data:`probmut.posterior.Z95`).
+the normal quantile, :data:`probmut.bagging.Z95`).
 
 The paper's code divides the leave-one-out *sums* by R instead of R - 1, which shrinks
 the standard error by the factor (R - 1) / R; ``jackknife="paper"`` reproduces its
@@ -14,7 +14,7 @@ average it equals ``sd / sqrt(R)``).
 
 Beta summaries: moment matching by default (exact and instant); ``fit="lsq"`` is the
 least-squares fit, run for all R repetitions at once by
-:func:`probmut.posterior.fit_beta_batch`. :func:`probmut.paper.mce_settings`
+:func:`probmut.bagging.fit_beta_batch`. :func:`probmut.paper.mce_settings`
 (``--paper``) is the paper's MCE code: least squares on its coarser grid (step 0.01),
 one ``curve_fit`` per repetition, the paper's jackknife, p rounded to 3 decimals.
 
@@ -31,8 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from probmut.errors import ProbmutError
-from probmut.posterior import (
+from probmut.bagging import (
     JACKKNIFES,
     Z95,
     PosteriorSettings,
@@ -40,6 +39,7 @@ from probmut.posterior import (
     fit_beta_batch,
     hellinger,
 )
+from probmut.errors import ProbmutError
 from probmut.results import Result
 
 

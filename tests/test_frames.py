@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 
 import probmut
+from probmut.bagging import PosteriorSettings, bagged_posteriors
 from probmut.errors import ProbmutError
 from probmut.killtest import kill_tests
-from probmut.posterior import PosteriorSettings, bagged_posteriors
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from probmut import paper
-from probmut.io.populations import load_kill_rates
-from probmut.posterior import (
+from probmut.bagging import (
     _LOG_BETA_ERROR,
     Z95,
     PosteriorSettings,
@@ -22,6 +21,7 @@ from probmut.posterior import (
     study_from_kill_counts,
     summarize,
 )
+from probmut.io.populations import load_kill_rates
 
 # METHOD.md, "Reference values": (H_s, H_m, ratio) for healthy and each magnitude.
 REFERENCE_TABLE = {
@@ -295,7 +295,7 @@ def test_a_mutants_numbers_do_not_depend_on_the_other_mutants(mnist_delete):
 
 
 def test_warns_when_the_sample_is_most_of_the_population():
-    from probmut.posterior import SmallPopulationWarning
+    from probmut.bagging import SmallPopulationWarning
 
     rng = np.random.default_rng(0)
     small = rng.normal(0.9, 0.01, 30).clip(0, 1)

@@ -79,8 +79,8 @@ def _run_repeat(args) -> int:
 
 
 def _run_posterior(args) -> int:
+    from probmut.bagging import bagged_posteriors, study_from_kill_counts
     from probmut.io.populations import load_kill_rates
-    from probmut.posterior import bagged_posteriors, study_from_kill_counts
 
     settings = posterior_settings_from(args)
     label = (f"{args.model}_{args.mutation}" if args.model else

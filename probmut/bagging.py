@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
-import types
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -665,16 +663,3 @@ def fit_beta_batch(kill_counts, trials: int, fit: str = "moments", grid_step: fl
         a[row], b[row] = fit_least_squares(counts[row], trials, grid_step)
     return a, b
 
-
-class _CallableModule(types.ModuleType):
-    """``probmut.posterior(data, ...)`` is the long-format entry point
-    (:func:`probmut.frames.posterior`) although ``probmut.posterior`` is this module:
-    calling the module calls that function."""
-
-    def __call__(self, *args, **kwargs):
-        from probmut.frames import posterior
-
-        return posterior(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
