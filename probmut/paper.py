@@ -77,5 +77,5 @@ def study_settings(**overrides) -> PosteriorSettings:
     """The paper's population-size study: :func:`mce_settings`, with the least-squares
     fits of its 24,000 repetitions per size run by the vectorised solver, which reaches
     the same minimum as ``curve_fit`` to about 1e-5 relative (see
-    :func:`probmut.bagging.fit_beta_batch`)."""
+    :func:`probmut.beta.fit_beta_batch`)."""
     return mce_settings(**({"solver": "lm"} | overrides))

@@ -24,12 +24,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
 
-from probmut.bagging import (
-    PosteriorStudy,
-    beta_pdf,
-    mixture_pdf,
-    resample_posteriors,
-)
+from probmut.bagging import PosteriorStudy
+from probmut.beta import beta_pdf, mixture_pdf, resample_posteriors
 
 #: One place for the look of every figure.
 STYLE = {"dpi": 150, "report_dpi": 100, "panel_size": (3.2, 2.4), "resample_color": "0.6",

@@ -270,9 +270,8 @@ def _populations(rng, h, m, n: int, draws: int, paired: bool, uncertain: bool, s
 
 def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, jobs):
     """Posterior mean, decision and posterior variance of every row."""
-    from probmut.bagging import beta_mean_var, fit_beta_batch
+    from probmut.beta import beta_mean_var, fit_beta_batch, ratio_of
     from probmut.engine import kill_counts
-    from probmut.mce import ratio_of
 
     counts = kill_counts(np.clip(healthy, 0, 1), np.clip(mutant, 0, 1),
                          bootstraps=settings.bootstraps, trials=settings.trials,
@@ -290,7 +289,7 @@ def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, j
 
 def _boundary(settings: PosteriorSettings, variance: float) -> float:
     """Posterior mean at which the decision flips, for a posterior of this variance."""
-    from probmut.mce import ratio_of
+    from probmut.beta import ratio_of
 
     low, high = 1e-6, 1 - 1e-6
     for _ in range(60):

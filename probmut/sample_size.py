@@ -26,10 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from probmut import paper
-from probmut.bagging import Z95, PosteriorSettings
+from probmut.bagging import PosteriorSettings
+from probmut.beta import Z95, ratio_of
 from probmut.errors import ProbmutError
 from probmut.io.cache import Cache, cache_key
-from probmut.mce import jackknife_se, ratio_of, repetition_moments
+from probmut.mce import jackknife_se, repetition_moments
 from probmut.progress import progress as progress_display
 from probmut.results import Result
 

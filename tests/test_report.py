@@ -33,7 +33,8 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from probmut.bagging import PosteriorSettings, bagged_posteriors, mixture_pdf, summarize
+from probmut.bagging import PosteriorSettings, bagged_posteriors, summarize
+from probmut.beta import mixture_pdf
 from probmut.campaign import (
     crossing,
     isotonic,
