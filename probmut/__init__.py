@@ -19,12 +19,12 @@ __version__ = "0.1.0"
 
 _API = {
     # populations and files
-    "Population": "probmut.io.populations",
+    "Population": "probmut.population",
     "read_population": "probmut.io.populations",
     "write_tidy": "probmut.io.populations",
-    "as_population": "probmut.io.populations",
-    "pair": "probmut.io.populations",
-    "load_kill_rates": "probmut.io.populations",
+    "as_population": "probmut.population",
+    "pair": "probmut.population",
+    "load_kill_rates": "probmut.io.arrays",
     "Manifest": "probmut.io.manifest",
     # kill tests
     "KillCriterion": "probmut.killtest",

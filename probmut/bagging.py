@@ -244,7 +244,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
 
     Parameters
     ----------
-    healthy : :class:`~probmut.io.populations.Population` or array of accuracies.
+    healthy : :class:`~probmut.population.Population` or array of accuracies.
     mutants : a list of populations (or arrays).
     settings : :class:`PosteriorSettings` (default: probmut's defaults).
     paired : model-level mutations; populations are aligned by instance id.
@@ -263,7 +263,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     [False, True]
     """
     from probmut.engine import kill_counts, seed_sequence
-    from probmut.io.populations import aligned, as_population
+    from probmut.population import aligned, as_population
 
     settings = settings or PosteriorSettings()
     healthy = as_population(healthy, "healthy")

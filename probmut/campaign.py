@@ -48,7 +48,7 @@ these verdicts; the plain decision of every mutant is in its row.
 and the campaign is then unfinished, never reported as complete. The targets are the
 manifest's ``targets`` table, which ``probmut train`` records before it trains anything
 (and again at every round of ``--until-settled``, where mutants stop at different sizes):
-the same targets every reader checks (:func:`probmut.io.populations.check_complete`). A
+the same targets every reader checks (:func:`probmut.io.completeness.check_complete`). A
 manifest without targets (the bundled data, one written by hand) cannot say whether a
 population is short: its completeness is unknown, and the summary says so.
 
@@ -660,7 +660,7 @@ def _aligned(healthy, mutant, paired: bool, notes: list):
     """Healthy and mutant populations as the analyses take them: paired ones on their
     common instance ids (a run until settled trains healthy instances ahead of a
     model-level mutant's)."""
-    from probmut.io.populations import pair
+    from probmut.population import pair
 
     if not paired:
         return healthy, mutant
@@ -704,8 +704,8 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     True
     """
     from probmut.bagging import PosteriorSettings
+    from probmut.io.completeness import IncompleteRunWarning
     from probmut.io.manifest import Manifest
-    from probmut.io.populations import IncompleteRunWarning
 
     manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
     model = model or manifest.model_names()[0]

@@ -20,12 +20,12 @@ Examples
 from __future__ import annotations
 
 from probmut.errors import ProbmutError
-from probmut.io.populations import Population
+from probmut.population import Population
 
 
 def split(data, dv: str = "accuracy", between: str = "population",
           healthy: str = "healthy", subject: str | None = None):
-    """The healthy :class:`~probmut.io.populations.Population` and the mutant ones of a
+    """The healthy :class:`~probmut.population.Population` and the mutant ones of a
     long table (see the module doc).
 
     >>> import pandas as pd

@@ -206,7 +206,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies (paired
+    healthy, mutant : :class:`~probmut.population.Population` or arrays of accuracies (paired
         populations are aligned by instance id).
     settings : B, N, k, criterion, Beta fit and jackknife (default
         :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.mce_settings`).
@@ -224,7 +224,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     (10, True, True)
     """
     from probmut.engine import kill_counts
-    from probmut.io.populations import aligned
+    from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
     healthy, mutant = aligned(healthy, mutant, paired)

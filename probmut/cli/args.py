@@ -17,8 +17,9 @@ from probmut.bagging import FITS, INTERVALS
 from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory, writable_file  # noqa: F401 (the commands' checks)
 from probmut.io.manifest import Manifest
-from probmut.io.populations import Population, pair, read_population
+from probmut.io.populations import read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
+from probmut.population import Population, pair
 
 DEFAULT_SEED = 42
 #: Where ``replicate`` writes the paper's figures and tables (committed in the repository).

@@ -16,7 +16,7 @@ The trainer (``probmut train``) writes one of these for each run
 (:func:`add_to_manifest`), before its first instance trains, with a ``targets`` table:
 each population file and the instances the run trains for it. A population file holding
 fewer is from a run that stopped early (:meth:`Manifest.target`, read by
-:func:`probmut.io.populations.check_complete`); a manifest without targets (the bundled
+:func:`probmut.io.completeness.check_complete`); a manifest without targets (the bundled
 data, one written by hand) says nothing about it::
 
     [models.rs3.targets]

@@ -82,9 +82,9 @@ def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> K
 
     Parameters
     ----------
-    healthy, mutant : array-like of accuracies, or :class:`probmut.io.populations.Population`.
+    healthy, mutant : array-like of accuracies, or :class:`probmut.population.Population`.
         For a paired criterion, value i of both is a pair: align populations by instance
-        id first (:func:`probmut.io.populations.pair`).
+        id first (:func:`probmut.population.pair`).
     criterion : the kill rule; default ``KillCriterion()`` (DeepCrime, exact p, |d| >= 0.5).
 
     Examples
@@ -210,7 +210,7 @@ def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
     >>> frame.index.tolist(), frame["effect_size"].round(3).tolist(), frame["killed"].tolist()
     (['mutant 1'], [1.225], [False])
     """
-    from probmut.io.populations import aligned, as_population
+    from probmut.population import aligned, as_population
 
     criterion = criterion or KillCriterion()
     criterion.require_pairing(paired)

@@ -224,8 +224,8 @@ def _decision(out, stem: str, paired: bool, decision: str, instances: int):
     except AllFailedError:
         return True, "every instance failed (see probmut symptoms)"
     if decision == "deepcrime":
-        from probmut.io.populations import pair
         from probmut.killtest import deepcrime_test
+        from probmut.population import pair
 
         if paired:
             healthy, mutant = pair(healthy, mutant)
