@@ -19,12 +19,12 @@ __version__ = "0.1.0"
 
 _API = {
     # populations and files
-    "Population": "probmut.io.populations",
+    "Population": "probmut.population",
     "read_population": "probmut.io.populations",
     "write_tidy": "probmut.io.populations",
-    "as_population": "probmut.io.populations",
-    "pair": "probmut.io.populations",
-    "load_kill_rates": "probmut.io.populations",
+    "as_population": "probmut.population",
+    "pair": "probmut.population",
+    "load_kill_rates": "probmut.io.arrays",
     "Manifest": "probmut.io.manifest",
     # kill tests
     "KillCriterion": "probmut.killtest",
@@ -33,11 +33,11 @@ _API = {
     "kill_tests": "probmut.killtest",
     "kill_counts": "probmut.engine",
     # the bagged posterior and its studies
-    "PosteriorSettings": "probmut.posterior",
-    "bagged_posteriors": "probmut.posterior",
-    "study_from_kill_counts": "probmut.posterior",
-    "hellinger": "probmut.posterior",
-    "prob_greater": "probmut.posterior",
+    "PosteriorSettings": "probmut.bagging",
+    "bagged_posteriors": "probmut.bagging",
+    "study_from_kill_counts": "probmut.bagging",
+    "hellinger": "probmut.beta",
+    "prob_greater": "probmut.beta",
     "repeated_tests": "probmut.repeat",
     "monte_carlo_error": "probmut.mce",
     "sample_size_study": "probmut.sample_size",
@@ -47,7 +47,7 @@ _API = {
     "write_report": "probmut.report",
     # long-format DataFrames (pingouin style)
     "kill_test": "probmut.frames",
-    "posterior": "probmut.posterior",  # the module, callable: probmut.frames.posterior
+    "posterior": "probmut.frames",
     # the paper's choices
     "paper": "probmut.paper",
     "ProbmutError": "probmut.errors",

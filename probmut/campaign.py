@@ -48,13 +48,13 @@ these verdicts; the plain decision of every mutant is in its row.
 and the campaign is then unfinished, never reported as complete. The targets are the
 manifest's ``targets`` table, which ``probmut train`` records before it trains anything
 (and again at every round of ``--until-settled``, where mutants stop at different sizes):
-the same targets every reader checks (:func:`probmut.io.populations.check_complete`). A
+the same targets every reader checks (:func:`probmut.io.completeness.check_complete`). A
 manifest without targets (the bundled data, one written by hand) cannot say whether a
 population is short: its completeness is unknown, and the summary says so.
 
 Examples
 --------
->>> from probmut.posterior import PosteriorSettings, study_from_kill_counts
+>>> from probmut.bagging import PosteriorSettings, study_from_kill_counts
 >>> study = study_from_kill_counts(np.full(50, 5), [np.full(50, 90), np.full(50, 10)],
 ...                                ["healthy", "a", "b"], PosteriorSettings(bootstraps=50))
 >>> score = mutation_score(study.populations[1:], seed=1)
@@ -101,10 +101,10 @@ def posterior_draws(posteriors, draws: int = DRAWS, seed=None) -> np.ndarray:
     posteriors: each draw picks one bootstrap resample b (the same for all) and draws each
     pi_m from ``Beta(s_mb + 1, N - s_mb + 1)``. Returns a (draws, populations) array.
 
-    ``posteriors``: :class:`~probmut.posterior.PopulationPosterior` objects with the same
+    ``posteriors``: :class:`~probmut.bagging.PopulationPosterior` objects with the same
     numbers of resamples and trials.
 
-    >>> from probmut.posterior import PosteriorSettings, summarize
+    >>> from probmut.bagging import PosteriorSettings, summarize
     >>> rows = [summarize(n, np.full(20, c), PosteriorSettings(bootstraps=20))
     ...         for n, c in (("a", 10), ("b", 90))]
     >>> posterior_draws(rows, 1000, seed=0).mean(axis=0).round(1).tolist()
@@ -163,7 +163,7 @@ def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
 
     Parameters
     ----------
-    posteriors : :class:`~probmut.posterior.PopulationPosterior` of each mutant in the
+    posteriors : :class:`~probmut.bagging.PopulationPosterior` of each mutant in the
         score (leave flagged mutants out; keep survivors).
     draws : joint posterior draws for the interval.
     mass : the interval's probability mass.
@@ -357,7 +357,7 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     Parameters
     ----------
     mutation : the operator's name (it also keys the random stream).
-    posteriors : magnitude -> :class:`~probmut.posterior.PopulationPosterior`, the
+    posteriors : magnitude -> :class:`~probmut.bagging.PopulationPosterior`, the
         magnitudes to fit (analysed and not flagged).
     excluded : the operator's other magnitudes, listed but not fitted.
     baseline : the healthy population's posterior mean (healthy against itself), drawn
@@ -367,7 +367,7 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
 
     Examples
     --------
-    >>> from probmut.posterior import PosteriorSettings, summarize
+    >>> from probmut.bagging import PosteriorSettings, summarize
     >>> rows = {m: summarize(m, np.full(40, c), PosteriorSettings(bootstraps=40))
     ...         for m, c in (("10", 10), ("20", 30), ("30", 70), ("40", 95))}
     >>> curve = kill_curve("op", rows, seed=1)
@@ -660,7 +660,7 @@ def _aligned(healthy, mutant, paired: bool, notes: list):
     """Healthy and mutant populations as the analyses take them: paired ones on their
     common instance ids (a run until settled trains healthy instances ahead of a
     model-level mutant's)."""
-    from probmut.io.populations import pair
+    from probmut.population import pair
 
     if not paired:
         return healthy, mutant
@@ -685,7 +685,7 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
         bundled data's). A run directory's ``manifest.toml``; its ``rounds.json`` and
         ``coverage.json`` (``probmut coverage --json``) are read when present.
     model : the model (default: the manifest's first).
-    settings : :class:`~probmut.posterior.PosteriorSettings` of every analysis.
+    settings : :class:`~probmut.bagging.PosteriorSettings` of every analysis.
     seed, jobs : same seed, same numbers, for any number of threads.
     verdicts : compute each mutant's pilot verdict (:func:`probmut.recommend.recommend`;
         the largest part of the time).
@@ -703,9 +703,9 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     >>> report.complete is None       # the bundled manifest records no targets
     True
     """
+    from probmut.bagging import PosteriorSettings
+    from probmut.io.completeness import IncompleteRunWarning
     from probmut.io.manifest import Manifest
-    from probmut.io.populations import IncompleteRunWarning
-    from probmut.posterior import PosteriorSettings
 
     manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
     model = model or manifest.model_names()[0]
@@ -725,8 +725,8 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
 
 
 def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progress, notes):
+    from probmut.bagging import bagged_posteriors
     from probmut.io.populations import has_symptom_records, read_instances, read_population
-    from probmut.posterior import bagged_posteriors
     from probmut.progress import progress as progress_bar
 
     folder = manifest.path.parent
@@ -799,10 +799,10 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
 
 def _analyse(summary, healthy, path, settings, seed, jobs, verdicts, notes):
     """The bagged posterior, the test on whole populations and the verdict of a mutant."""
+    from probmut.bagging import bagged_posteriors
     from probmut.io.populations import read_population
     from probmut.io.records import AllFailedError
     from probmut.killtest import deepcrime_test
-    from probmut.posterior import bagged_posteriors
 
     try:
         mutant = read_population(path, name=summary.magnitude)

@@ -26,7 +26,7 @@ import numpy as np
 from numba import prange
 
 from probmut.errors import ProbmutError
-from probmut.killtest import KillCriterion, decide
+from probmut.killtest.criteria import KillCriterion, decide
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 #: Largest bootstraps, trials, repetitions or sample size (32-bit draws, int64 counts).
@@ -239,7 +239,7 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     ----------
     healthy, mutant : accuracies, 1-D (one population) or 2-D (S populations, one per
         row, e.g. the sub-populations of a sample-size study). Paired data must be
-        aligned by instance id (see :func:`probmut.io.populations.pair`).
+        aligned by instance id (see :func:`probmut.population.pair`).
     bootstraps, trials, sample : B, N and k of METHOD.md section 3.
     repetitions : R independent repetitions of the whole bagging (section 5).
     paired : model-level mutation: resample ids once and draw the same ids on both sides.

@@ -20,12 +20,12 @@ Examples
 from __future__ import annotations
 
 from probmut.errors import ProbmutError
-from probmut.io.populations import Population
+from probmut.population import Population
 
 
 def split(data, dv: str = "accuracy", between: str = "population",
           healthy: str = "healthy", subject: str | None = None):
-    """The healthy :class:`~probmut.io.populations.Population` and the mutant ones of a
+    """The healthy :class:`~probmut.population.Population` and the mutant ones of a
     long table (see the module doc).
 
     >>> import pandas as pd
@@ -70,8 +70,8 @@ def posterior(data, dv: str = "accuracy", between: str = "population",
               healthy: str = "healthy", subject: str | None = None, paired: bool = False,
               settings=None, seed=None, jobs: int | None = None):
     """Bagged posteriors of every mutant population of a long table: a
-    :class:`~probmut.posterior.PosteriorStudy` (baseline first; ``to_frame()``)."""
-    from probmut.posterior import bagged_posteriors
+    :class:`~probmut.bagging.PosteriorStudy` (baseline first; ``to_frame()``)."""
+    from probmut.bagging import bagged_posteriors
 
     healthy_population, mutants = _checked(data, dv, between, healthy, subject, paired)
     return bagged_posteriors(healthy_population, mutants, settings, paired=paired, seed=seed,

@@ -5,7 +5,7 @@ with fresh randomness, take from each repetition the mean and the variance of it
 summary, and report their averages with jackknife standard errors: with ``theta_i`` the
 leave-one-out average of the R values, ``se = sqrt((R-1)/R * sum_i (theta_i -
 mean(theta))^2)``; the 95% interval is ``average +- 1.96 se`` (the paper's rounding of
-the normal quantile, :data:`probmut.posterior.Z95`).
+the normal quantile, :data:`probmut.beta.Z95`).
 
 The paper's code divides the leave-one-out *sums* by R instead of R - 1, which shrinks
 the standard error by the factor (R - 1) / R; ``jackknife="paper"`` reproduces its
@@ -14,7 +14,7 @@ average it equals ``sd / sqrt(R)``).
 
 Beta summaries: moment matching by default (exact and instant); ``fit="lsq"`` is the
 least-squares fit, run for all R repetitions at once by
-:func:`probmut.posterior.fit_beta_batch`. :func:`probmut.paper.mce_settings`
+:func:`probmut.beta.fit_beta_batch`. :func:`probmut.paper.mce_settings`
 (``--paper``) is the paper's MCE code: least squares on its coarser grid (step 0.01),
 one ``curve_fit`` per repetition, the paper's jackknife, p rounded to 3 decimals.
 
@@ -31,15 +31,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from probmut.bagging import JACKKNIFES, PosteriorSettings
+from probmut.beta import Z95, beta_mean_var, fit_beta_batch, ratio_of
 from probmut.errors import ProbmutError
-from probmut.posterior import (
-    JACKKNIFES,
-    Z95,
-    PosteriorSettings,
-    beta_mean_var,
-    fit_beta_batch,
-    hellinger,
-)
 from probmut.results import Result
 
 
@@ -82,18 +76,6 @@ def repetition_moments(kill_counts, settings: PosteriorSettings) -> tuple[np.nda
                           settings.fit, settings.grid_step, solver=settings.solver)
     mean, var = beta_mean_var(a, b)
     return mean.reshape(counts.shape[:-1]), var.reshape(counts.shape[:-1])
-
-
-def ratio_of(mean: float, var: float, trials: int) -> float:
-    """Similarity ratio H(sound) / H(mutant) of the Beta with this mean and variance.
-
-    >>> ratio_of(0.99, 0.0001, 100) > 1 > ratio_of(0.01, 0.0001, 100)
-    True
-    """
-    common = mean * (1 - mean) / var - 1
-    a, b = mean * common, (1 - mean) * common
-    h_mutant = hellinger(a, b, trials + 1, 1)
-    return hellinger(a, b, 1, trials + 1) / h_mutant if h_mutant > 0 else math.inf
 
 
 @dataclass(frozen=True)
@@ -224,7 +206,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies (paired
+    healthy, mutant : :class:`~probmut.population.Population` or arrays of accuracies (paired
         populations are aligned by instance id).
     settings : B, N, k, criterion, Beta fit and jackknife (default
         :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.mce_settings`).
@@ -242,7 +224,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     (10, True, True)
     """
     from probmut.engine import kill_counts
-    from probmut.io.populations import aligned
+    from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
     healthy, mutant = aligned(healthy, mutant, paired)

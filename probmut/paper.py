@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from probmut.bagging import PosteriorSettings
 from probmut.killtest import KillCriterion
-from probmut.posterior import PosteriorSettings
 
 #: Grid step of the least-squares Beta fit of the bagged posterior (Figure 3).
 FIT_GRID = 0.001
@@ -77,5 +77,5 @@ def study_settings(**overrides) -> PosteriorSettings:
     """The paper's population-size study: :func:`mce_settings`, with the least-squares
     fits of its 24,000 repetitions per size run by the vectorised solver, which reaches
     the same minimum as ``curve_fit`` to about 1e-5 relative (see
-    :func:`probmut.posterior.fit_beta_batch`)."""
+    :func:`probmut.beta.fit_beta_batch`)."""
     return mce_settings(**({"solver": "lm"} | overrides))

@@ -7,7 +7,7 @@ axes it is given (``ax=`` or ``axes=``; new ones otherwise) and returns the figu
 this module does not choose a backend (the command line picks Agg).
 
 >>> import numpy as np
->>> from probmut.posterior import PosteriorSettings, study_from_kill_counts
+>>> from probmut.bagging import PosteriorSettings, study_from_kill_counts
 >>> study = study_from_kill_counts(np.full(20, 5), [np.full(20, 90)], ["healthy", "m"],
 ...                                PosteriorSettings(bootstraps=20))
 >>> fig = plot_posteriors(study)
@@ -24,12 +24,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
 
-from probmut.posterior import (
-    PosteriorStudy,
-    beta_pdf,
-    mixture_pdf,
-    resample_posteriors,
-)
+from probmut.bagging import PosteriorStudy
+from probmut.beta import beta_pdf, mixture_pdf, resample_posteriors
 
 #: One place for the look of every figure.
 STYLE = {"dpi": 150, "report_dpi": 100, "panel_size": (3.2, 2.4), "resample_color": "0.6",
@@ -135,7 +131,7 @@ def plot_posterior(study: PosteriorStudy, name: str, *, ax=None, title: str | No
     mutant of a campaign report); returns the figure.
 
     >>> import numpy as np
-    >>> from probmut.posterior import PosteriorSettings, study_from_kill_counts
+    >>> from probmut.bagging import PosteriorSettings, study_from_kill_counts
     >>> study = study_from_kill_counts(np.full(20, 5), [np.full(20, 90)], ["healthy", "m"],
     ...                                PosteriorSettings(bootstraps=20))
     >>> plot_posterior(study, "m").axes[0].get_title()
@@ -166,7 +162,7 @@ def plot_kill_curve(curve, *, ax=None, title: str | None = None):
 
     >>> import numpy as np
     >>> from probmut.campaign import kill_curve
-    >>> from probmut.posterior import PosteriorSettings, summarize
+    >>> from probmut.bagging import PosteriorSettings, summarize
     >>> rows = {m: summarize(m, np.full(40, c), PosteriorSettings(bootstraps=40))
     ...         for m, c in (("10", 10), ("20", 30), ("30", 70))}
     >>> fig = plot_kill_curve(kill_curve("op", rows, seed=1))

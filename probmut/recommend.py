@@ -67,8 +67,8 @@ from probmut.errors import ProbmutError
 from probmut.results import Result
 
 if TYPE_CHECKING:  # the command line reads this module's defaults without the heavy imports
+    from probmut.bagging import PosteriorSettings
     from probmut.io.cache import Cache
-    from probmut.posterior import PosteriorSettings
 
 #: Population sizes of the prediction table, below and above a typical pilot.
 DEFAULT_SIZES = (25, 50, 100, 200, 400)
@@ -270,9 +270,8 @@ def _populations(rng, h, m, n: int, draws: int, paired: bool, uncertain: bool, s
 
 def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, jobs):
     """Posterior mean, decision and posterior variance of every row."""
+    from probmut.beta import beta_mean_var, fit_beta_batch, ratio_of
     from probmut.engine import kill_counts
-    from probmut.mce import ratio_of
-    from probmut.posterior import beta_mean_var, fit_beta_batch
 
     counts = kill_counts(np.clip(healthy, 0, 1), np.clip(mutant, 0, 1),
                          bootstraps=settings.bootstraps, trials=settings.trials,
@@ -290,7 +289,7 @@ def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, j
 
 def _boundary(settings: PosteriorSettings, variance: float) -> float:
     """Posterior mean at which the decision flips, for a posterior of this variance."""
-    from probmut.mce import ratio_of
+    from probmut.beta import ratio_of
 
     low, high = 1e-6, 1 - 1e-6
     for _ in range(60):
@@ -401,10 +400,10 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     >>> advice.verdict, [s.n for s in advice.sizes]
     ('killed', [25, 100])
     """
+    from probmut.bagging import PosteriorSettings
     from probmut.engine import seed_sequence
     from probmut.io.cache import Cache, cache_key
     from probmut.io.populations import aligned
-    from probmut.posterior import PosteriorSettings
     from probmut.progress import progress as progress_display
 
     settings = settings or PosteriorSettings()

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.io.populations import Population
 from probmut.killtest import KillCriterion, deepcrime_test_batch
+from probmut.population import Population
 from probmut.results import Result, listing
 
 #: Kill tests decided per batch: bounds the memory of one repetition, whatever ``trials``.
@@ -81,7 +81,7 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     """Pass rate of ``trials`` kill tests with fresh sound/unknown pools, repeated.
 
     ``pool`` is the size of the sound pool (default: half the healthy instances). Paired
-    populations must hold the same instance ids (see :func:`probmut.io.populations.pair`);
+    populations must hold the same instance ids (see :func:`probmut.population.pair`);
     a paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``. ``report`` is
     called with the number of kill tests run, as they run (a progress bar's ``update``).
 

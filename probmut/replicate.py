@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from probmut import paper
+from probmut.bagging import PosteriorSettings
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
 from probmut.io.cache import Cache, cache_key
 from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
-from probmut.posterior import PosteriorSettings
 from probmut.progress import progress as progress_display
 from probmut.results import Result
 
@@ -104,8 +104,8 @@ def _write_frame(frame, path: Path, report: ReplicateReport) -> None:
 def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
     import pandas as pd
 
+    from probmut.bagging import bagged_posteriors, study_from_kill_counts
     from probmut.plots import plot_posteriors, save
-    from probmut.posterior import bagged_posteriors, study_from_kill_counts
 
     rows = []
     for model in manifest.model_names():

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from probmut import paper
+from probmut.bagging import PosteriorSettings
+from probmut.beta import Z95, ratio_of
 from probmut.errors import ProbmutError
 from probmut.io.cache import Cache, cache_key
-from probmut.mce import jackknife_se, ratio_of, repetition_moments
-from probmut.posterior import Z95, PosteriorSettings
+from probmut.mce import jackknife_se, repetition_moments
 from probmut.progress import progress as progress_display
 from probmut.results import Result
 
@@ -216,7 +217,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies.
+    healthy, mutant : :class:`~probmut.population.Population` or arrays of accuracies.
     settings : B, N, k, criterion, Beta fit and jackknife (default
         :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.study_settings`).
     sizes : population sizes n (each at most the smaller population).
@@ -238,7 +239,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     [(20, False), (50, True)]
     """
     from probmut.engine import kill_counts, seed_sequence
-    from probmut.io.populations import aligned
+    from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
     jackknife = settings.jackknife

@@ -65,13 +65,8 @@ from scipy import special
 
 from probmut.errors import ProbmutError
 from probmut.io.records import InstanceRecord
-from probmut.killtest import (
-    KillCriterion,
-    deepcrime_test,
-    mann_whitney_test,
-    paired_t_test,
-    pooled_z_test,
-)
+from probmut.killtest import KillCriterion, deepcrime_test
+from probmut.killtest.kernels import mann_whitney_test, paired_t_test, pooled_z_test
 from probmut.results import Result, listing, plain
 
 #: The symptoms in the order the rule tries them.
@@ -89,7 +84,7 @@ def student_t_test(x, y) -> float:
     """Two-sided p-value of Student's two-sample t-test (pooled variance, ``k_x + k_y -
     2`` degrees of freedom).
 
-    The statistic is DeepCrime's z (:func:`probmut.killtest.pooled_z_test`, which also
+    The statistic is DeepCrime's z (:func:`probmut.killtest.kernels.pooled_z_test`, which also
     decides constant samples relative to their scale: equal constants give p = 1,
     different ones p = 0); only the tail differs, Student's t instead of the normal.
 

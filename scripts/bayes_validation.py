@@ -23,10 +23,10 @@ import warnings
 
 import numpy as np
 
+from probmut.bagging import bagged_posteriors
 from probmut.bayes import BayesSettings, ConvergenceWarning, model_posterior
 from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
-from probmut.posterior import bagged_posteriors
 
 
 def main() -> None:

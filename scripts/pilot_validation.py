@@ -49,11 +49,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from probmut.bagging import PosteriorSettings, bagged_posteriors
+from probmut.beta import beta_mean_var, fit_beta_batch
 from probmut.engine import kill_counts
 from probmut.io.cache import Cache, cache_key
 from probmut.io.manifest import Manifest
 from probmut.io.populations import pair, read_population
-from probmut.posterior import PosteriorSettings, bagged_posteriors, beta_mean_var, fit_beta_batch
 from probmut.recommend import POWER, recommend
 
 PILOT_SIZES = (25, 50)

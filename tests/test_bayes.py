@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("pymc")
 pytest.importorskip("arviz")
 
+from probmut.bagging import SmallPopulationWarning, bagged_posteriors  # noqa: E402
 from probmut.bayes import (  # noqa: E402
     BayesComparison,
     BayesSettings,
@@ -34,7 +35,6 @@ from probmut.errors import ProbmutError  # noqa: E402
 from probmut.io.manifest import Manifest  # noqa: E402
 from probmut.io.populations import read_population  # noqa: E402
 from probmut.killtest import KillCriterion  # noqa: E402
-from probmut.posterior import SmallPopulationWarning, bagged_posteriors  # noqa: E402
 
 pytestmark = pytest.mark.bayes
 
@@ -56,7 +56,7 @@ def mnist_delete_training_data():
 
 def test_core_and_parser_import_without_pymc():
     code = ("import sys; sys.modules['pymc'] = None; sys.modules['arviz'] = None\n"
-            "import probmut.cli, probmut.posterior\n"
+            "import probmut.cli, probmut.bagging\n"
             "probmut.cli.build_parser()\n"
             "print(probmut.cli.main(['bayes', 'a.csv', 'b.csv']))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -9,14 +9,8 @@ from scipy import special, stats
 from probmut import paper
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
-from probmut.killtest import (
-    DIRECTIONS,
-    KillCriterion,
-    betainc,
-    deepcrime_test,
-    deepcrime_test_batch,
-    pooled_z_test,
-)
+from probmut.killtest import DIRECTIONS, KillCriterion, deepcrime_test, deepcrime_test_batch
+from probmut.killtest.kernels import betainc, pooled_z_test
 
 from .conftest import real_draws, real_paired_draws
 
@@ -428,7 +422,7 @@ def test_a_new_criterion_is_one_entry_and_its_kernel():
     # The dispatch is built from a list of kernels; one more kernel gets the next id.
     import numba
 
-    from probmut.killtest import CRITERIA, _dispatch_chain
+    from probmut.killtest.criteria import CRITERIA, _dispatch_chain
 
     @numba.njit
     def median_gap(x, y):   # a toy kernel with the registry's signature

@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 
 from probmut.errors import ProbmutError
-from probmut.io.populations import (
-    MissingAccuracyWarning,
-    Population,
-    load_kill_rates,
-    pair,
-    read_population,
-    write_tidy,
-)
+from probmut.io.arrays import load_kill_rates
+from probmut.io.populations import MissingAccuracyWarning, read_population, write_tidy
+from probmut.population import Population, pair
 
 from .conftest import RAW
 

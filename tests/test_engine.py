@@ -111,7 +111,7 @@ def test_impossible_requests_are_clear_errors():
 def _distribution_summary(counts):
     """Per repetition: mean kill count, sd of the counts over the B resamples (the
     bootstrap's signature) and the bagged posterior's variance (moment-matched Beta)."""
-    from probmut.posterior import fit_beta_batch
+    from probmut.beta import fit_beta_batch
 
     a, b = fit_beta_batch(counts, 100, "moments")
     return {"mean": counts.mean(axis=1), "sd": counts.std(axis=1, ddof=1),

@@ -9,10 +9,10 @@ import pytest
 from scipy import optimize, special, stats
 
 from probmut import paper
+from probmut.beta import fit_beta_batch, fit_least_squares, fit_moments
 from probmut.cli import main
 from probmut.io.populations import load_kill_rates, read_population
 from probmut.mce import jackknife_se, mce_from_kill_counts, monte_carlo_error
-from probmut.posterior import fit_beta_batch, fit_least_squares, fit_moments
 
 from .conftest import REFERENCE
 

@@ -10,8 +10,8 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from probmut.bagging import PosteriorSettings, study_from_kill_counts  # noqa: E402
 from probmut.plots import plot_posteriors, save  # noqa: E402
-from probmut.posterior import PosteriorSettings, study_from_kill_counts  # noqa: E402
 
 
 def _study():

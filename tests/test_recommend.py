@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import probmut.engine
+from probmut.bagging import PosteriorSettings
 from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
-from probmut.posterior import PosteriorSettings
 from probmut.recommend import LEVEL, _fresh_instances, recommend
 
 from .conftest import RAW, ROOT

@@ -33,6 +33,8 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
+from probmut.bagging import PosteriorSettings, bagged_posteriors, summarize
+from probmut.beta import mixture_pdf
 from probmut.campaign import (
     crossing,
     isotonic,
@@ -45,7 +47,6 @@ from probmut.campaign import (
 from probmut.cli import main
 from probmut.io.manifest import write_manifest
 from probmut.io.records import InstanceRecord
-from probmut.posterior import PosteriorSettings, bagged_posteriors, mixture_pdf, summarize
 from probmut.report import render_html
 from tests import chromium
 
@@ -187,7 +188,7 @@ def mnist_dc():
     return summarize_campaign(model="mnist_dc", verdicts=False)
 
 
-@pytest.mark.filterwarnings("ignore::probmut.posterior.SmallPopulationWarning")
+@pytest.mark.filterwarnings("ignore::probmut.bagging.SmallPopulationWarning")
 def test_a_campaign_of_deepcrimes_own_populations(mnist_dc, manifest):
     """DeepCrime's 20 vs 20 MNIST instances: the report's posteriors are `probmut
     posterior`'s (same seed, same kill counts), the score's mean is the average of the

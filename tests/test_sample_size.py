@@ -10,10 +10,10 @@ import pytest
 
 import probmut.engine
 from probmut import paper
+from probmut.bagging import PosteriorSettings
 from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import read_population
-from probmut.posterior import PosteriorSettings
 from probmut.sample_size import sample_size_study
 
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"

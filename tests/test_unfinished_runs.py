@@ -13,15 +13,10 @@ import pytest
 
 from probmut.cli import main
 from probmut.errors import ProbmutError
+from probmut.io.completeness import IncompleteRunWarning, check_complete, noting_completeness
 from probmut.io.manifest import Manifest, add_to_manifest
 from probmut.io.outcomes import load_outcomes
-from probmut.io.populations import (
-    IncompleteRunWarning,
-    check_complete,
-    noting_completeness,
-    read_instances,
-    read_population,
-)
+from probmut.io.populations import read_instances, read_population
 from probmut.io.records import InstanceRecord
 from probmut.train.run import write_population
 

@@ -32,7 +32,7 @@ from probmut.cli.flags import (
     with_flags,
 )
 from probmut.errors import ProbmutError
-from probmut.io.populations import pair
+from probmut.population import pair
 
 #: What saved kill rates fix: options that cannot apply to them (their bootstraps are the
 #: files'; the populations, the kill test, its sample size and the seed were the saving
@@ -79,8 +79,8 @@ def _run_repeat(args) -> int:
 
 
 def _run_posterior(args) -> int:
-    from probmut.io.populations import load_kill_rates
-    from probmut.posterior import bagged_posteriors, study_from_kill_counts
+    from probmut.bagging import bagged_posteriors, study_from_kill_counts
+    from probmut.io.arrays import load_kill_rates
 
     settings = posterior_settings_from(args)
     label = (f"{args.model}_{args.mutation}" if args.model else

@@ -13,12 +13,13 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from probmut.bagging import FITS, INTERVALS
 from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory, writable_file  # noqa: F401 (the commands' checks)
 from probmut.io.manifest import Manifest
-from probmut.io.populations import Population, pair, read_population
+from probmut.io.populations import read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
-from probmut.posterior import FITS, INTERVALS
+from probmut.population import Population, pair
 
 DEFAULT_SEED = 42
 #: Where ``replicate`` writes the paper's figures and tables (committed in the repository).
@@ -391,7 +392,7 @@ def posterior_settings_from(args, preset: str = "posterior_settings"):
     """Bagged-posterior settings: the defaults, or ``--paper``'s preset (``preset`` names
     the function of :mod:`probmut.paper`), with every explicit flag on top."""
     from probmut import paper
-    from probmut.posterior import PosteriorSettings
+    from probmut.bagging import PosteriorSettings
 
     base = (getattr(paper, preset)(criterion=criterion_from(args)) if args.paper
             else PosteriorSettings(criterion=criterion_from(args)))

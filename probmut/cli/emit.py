@@ -6,14 +6,14 @@ as ``null``: any JSON parser reads it) and nothing else; messages go to stderr.
 When the populations read come from a run that recorded its target (``probmut train``'s
 manifest), the document also says whether they are all complete: ``"complete"``, and
 ``"completeness"`` with each population's instances and target (see
-:func:`probmut.io.populations.check_complete`; the text output has its warnings).
+:func:`probmut.io.completeness.check_complete`; the text output has its warnings).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from probmut.io.populations import noted_completeness
+from probmut.io.completeness import noted_completeness
 from probmut.progress import ANALYSIS_DELAY, progress
 from probmut.results import dumps, listing
 

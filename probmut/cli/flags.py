@@ -9,7 +9,7 @@ manifest. When an analysis reads its populations through such a manifest
 populations out and never a survivor: a mutant the test set cannot tell apart is what
 mutation testing measures. Nothing is dropped unless the user asks. (Populations that
 DeepMutation's quality control removed at training time are not in the manifest's
-magnitudes at all: :class:`probmut.io.manifest.Mutation`.)
+magnitudes at all: :class:`probmut.io.manifest.MutationEntry`.)
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from probmut.io.populations import noting_completeness
+    from probmut.io.completeness import noting_completeness
 
     try:
         with noting_completeness():  # the JSON output says whether the runs read are complete

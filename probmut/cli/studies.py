@@ -38,7 +38,7 @@ DEFAULT_CACHE = Path(".probmut_cache")
 # --- mce ------------------------------------------------------------------------------------
 
 def _run_mce(args) -> int:
-    from probmut.io.populations import load_kill_rates
+    from probmut.io.arrays import load_kill_rates
     from probmut.mce import mce_from_kill_counts, monte_carlo_error
 
     settings = posterior_settings_from(args, "mce_settings")

@@ -16,7 +16,7 @@ The trainer (``probmut train``) writes one of these for each run
 (:func:`add_to_manifest`), before its first instance trains, with a ``targets`` table:
 each population file and the instances the run trains for it. A population file holding
 fewer is from a run that stopped early (:meth:`Manifest.target`, read by
-:func:`probmut.io.populations.check_complete`); a manifest without targets (the bundled
+:func:`probmut.io.completeness.check_complete`); a manifest without targets (the bundled
 data, one written by hand) says nothing about it::
 
     [models.rs3.targets]
@@ -45,8 +45,10 @@ def default_manifest() -> Path:
 
 
 @dataclass(frozen=True)
-class Mutation:
-    """One mutation of one model, resolved to files.
+class MutationEntry:
+    """A manifest's entry for one mutation of one model (an operator at all its
+    magnitudes), resolved to files. Not :class:`probmut.train.operators.Mutation`, which
+    is one operator at one magnitude (one mutant) as the trainer builds it.
 
     What ``probmut train`` found, magnitude -> ...: ``flags`` (``equivalent``,
     ``broken``), ``survivors`` (why the test set cannot tell the mutant apart) and
@@ -175,7 +177,7 @@ class Manifest:
     def mutation_names(self, model: str) -> list[str]:
         return list(self._model(model).get("mutations", {}))
 
-    def mutation(self, model: str, name: str) -> Mutation:
+    def mutation(self, model: str, name: str) -> MutationEntry:
         """Resolve one mutation of one model to its files.
 
         >>> m = Manifest.load().mutation("mnist", "delete_training_data")
@@ -194,9 +196,10 @@ class Manifest:
         files = tuple(self.path.parent / pattern.format(magnitude=m) for m in magnitudes)
         flags = {str(m): tuple(f) for m, f in spec.get("flags", {}).items()}
         survivors = {str(m): why for m, why in spec.get("survivors", {}).items()}
-        return Mutation(model=model, name=name, healthy=self.healthy(model),
-                        magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)),
-                        flags=flags, survivors=survivors, removed=removed)
+        return MutationEntry(model=model, name=name, healthy=self.healthy(model),
+                             magnitudes=magnitudes, files=files,
+                             paired=bool(spec.get("paired", False)), flags=flags,
+                             survivors=survivors, removed=removed)
 
     def target(self, path) -> tuple[str, int] | None:
         """``(model, instances)``: the target of the run that wrote the population file

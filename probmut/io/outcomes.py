@@ -32,8 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.io.arrays import text_start
 from probmut.io.atomic import atomic_write
-from probmut.io.populations import check_complete, text_start
+from probmut.io.completeness import check_complete
 from probmut.io.records import FAILED, AllFailedError, FailedInstanceWarning, InstanceRecord
 
 _SYMPTOM_KEYS = ("status", "error", "seconds", "initial_loss", "constant", "loss_history",
@@ -146,7 +147,7 @@ def load_outcomes(path, keep_failed: bool = False,
     :class:`~probmut.io.records.FailedInstanceWarning` naming them, unless
     ``keep_failed`` (a crashed or timed-out row is all False: it was never scored).
     Fewer instances than the run that wrote the population ``{stem}.csv`` aims at is
-    a warning, or an error when ``strict`` (:func:`~probmut.io.populations.check_complete`).
+    a warning, or an error when ``strict`` (:func:`~probmut.io.completeness.check_complete`).
     """
     population = Path(path).with_name(Path(path).name.removesuffix(".outcomes.npz") + ".csv")
     if not Path(path).exists():

@@ -1,4 +1,6 @@
-"""Populations: read and validate accuracy files, write tidy CSV, pair by instance id.
+"""Population files: read and validate accuracy files, write tidy CSV and instance records.
+The population itself (:class:`~probmut.population.Population`, pairing by instance id)
+is :mod:`probmut.population`; saved kill rates are :mod:`probmut.io.arrays`.
 
 Two formats are read, told apart by their header:
 
@@ -18,8 +20,9 @@ diverged), with a :class:`~probmut.io.records.FailedInstanceWarning`:
 
 A file from a run that stopped early holds fewer instances than the run's target
 (recorded in its manifest: :meth:`~probmut.io.manifest.Manifest.target`): every reader
-says so with an :class:`IncompleteRunWarning`, or refuses with ``strict=True``, and
-refuses a population with none of them (:func:`check_complete`).
+says so with an :class:`~probmut.io.completeness.IncompleteRunWarning`, or refuses with
+``strict=True``, and refuses a population with none of them
+(:func:`~probmut.io.completeness.check_complete`).
 """
 
 from __future__ import annotations
@@ -29,19 +32,30 @@ import io
 import math
 import re
 import warnings
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from probmut.errors import ProbmutError
+from probmut.io.arrays import load_kill_rates, text_start
 from probmut.io.atomic import atomic_write_text
-from probmut.io.manifest import population_target
+from probmut.io.completeness import (
+    Completeness,
+    IncompleteRunWarning,
+    check_complete,
+    noted_completeness,
+    noting_completeness,
+)
 from probmut.io.records import STATUSES, AllFailedError, FailedInstanceWarning, InstanceRecord
+from probmut.population import Population, aligned, as_population, pair
+
+#: What this module defines, and the names that moved out of it but stay importable here
+#: (the Population type, completeness checks, kill rates).
+__all__ = ["COLUMNS", "Completeness", "IncompleteRunWarning", "MissingAccuracyWarning",
+           "Population", "aligned", "as_population", "check_complete", "has_symptom_records",
+           "load_kill_rates", "noted_completeness", "noting_completeness", "pair",
+           "read_instances", "read_population", "text_start", "write_instances", "write_tidy"]
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
+
 #: Instance ids are stored as 64-bit integers.
 _LARGEST_ID = 2**63 - 1
 
@@ -52,167 +66,6 @@ COLUMNS = ("instance", "accuracy", "seed", "status", "seconds", "loss", "constan
 
 class MissingAccuracyWarning(UserWarning):
     """An instance without an accuracy was dropped from a population."""
-
-
-class IncompleteRunWarning(UserWarning):
-    """A population holds fewer instances than the run that wrote it aims at."""
-
-
-@dataclass(frozen=True)
-class Completeness:
-    """A population file's instances against the target of the run that wrote it.
-
-    >>> short = Completeness("rs3", "rs3/delete_training_data_50.csv", instances=3, target=20)
-    >>> short.complete
-    False
-    >>> print(short.message())
-    rs3: delete_training_data_50 has 3 of 20 instances (the run stopped early: rerun the same `probmut train` command to finish it)
-    """
-
-    model: str
-    file: str
-    instances: int  # records in the file, failed ones included
-    target: int
-
-    @property
-    def population(self) -> str:
-        return Path(self.file).stem
-
-    @property
-    def complete(self) -> bool:
-        return self.instances >= self.target
-
-    def message(self) -> str:
-        return (f"{self.model}: {self.population} has {self.instances} of {self.target} "
-                "instances (the run stopped early: rerun the same `probmut train` command to "
-                "finish it)")
-
-    def to_dict(self) -> dict:
-        return {"population": self.population, "file": self.file, "instances": self.instances,
-                "target": self.target, "complete": self.complete}
-
-
-#: The completeness of every population read inside :func:`noting_completeness`.
-_NOTED: ContextVar[list | None] = ContextVar("probmut_completeness", default=None)
-
-
-@contextmanager
-def noting_completeness():
-    """Note the :class:`Completeness` of every population read inside the block, one per
-    file; yields their list, which :func:`noted_completeness` also returns. The command
-    line runs each command inside one and adds what was noted to its JSON output.
-
-    >>> with noting_completeness() as noted:
-    ...     _ = check_complete("nowhere/x.csv", 3)  # no run manifest there: nothing noted
-    >>> noted
-    []
-    """
-    token = _NOTED.set([])
-    try:
-        yield _NOTED.get()
-    finally:
-        _NOTED.reset(token)
-
-
-def noted_completeness() -> list[Completeness]:
-    """What the innermost :func:`noting_completeness` block has noted so far."""
-    return list(_NOTED.get() or ())
-
-
-def check_complete(path, instances: int, strict: bool = False,
-                   manifest=None) -> Completeness | None:
-    """Compare the ``instances`` read from the population file ``path`` with the target
-    of the run that wrote it (:func:`~probmut.io.manifest.population_target`): None when
-    no run manifest records one. A population short of it is an
-    :class:`IncompleteRunWarning` (one line with the counts), an error when ``strict``;
-    one with no instance at all is always an error."""
-    found = population_target(path, manifest)
-    if found is None:
-        return None
-    completeness = Completeness(found[0], str(path), int(instances), found[1])
-    noted = _NOTED.get()
-    if noted is not None:  # a file read again replaces its earlier note
-        noted[:] = [c for c in noted if c.file != completeness.file] + [completeness]
-    if not completeness.complete:
-        if instances == 0:
-            raise ProbmutError(completeness.message())
-        if strict:
-            raise ProbmutError(completeness.message(), option="strict")
-        warnings.warn(completeness.message(), IncompleteRunWarning, stacklevel=3)
-    return completeness
-
-
-@dataclass(frozen=True, eq=False)
-class Population:
-    """Accuracies of independently trained instances, one per instance id.
-
-    Examples
-    --------
-    >>> pop = Population.from_values([0.91, 0.93, 0.92], name="healthy")
-    >>> pop
-    Population('healthy', 3 instances, mean 0.92)
-    >>> pop.ids.tolist()
-    [0, 1, 2]
-    """
-
-    values: np.ndarray
-    ids: np.ndarray
-    name: str = "population"
-    source: str | None = None
-
-    @classmethod
-    def from_values(cls, values, ids=None, name: str = "population",
-                    source: str | None = None) -> Population:
-        """A validated population, its instances in the order of their ids (so that
-        results never depend on the order in which rows were given)."""
-        where = source or name
-        try:
-            values = np.asarray(values, dtype=np.float64)
-            ids = np.arange(values.size) if ids is None else np.asarray(ids, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError) as error:
-            raise ProbmutError(f"{where}: accuracies must be numbers and instance ids "
-                               f"integers ({error})") from None
-        _validate(values, ids, where)
-        order = np.argsort(ids, kind="stable")
-        return cls(values=values[order], ids=ids[order], name=name, source=source)
-
-    def __len__(self) -> int:
-        return self.values.size
-
-    def __repr__(self) -> str:
-        return f"Population({self.name!r}, {len(self)} instances, mean {self.values.mean():.4g})"
-
-    def subset(self, ids) -> Population:
-        """The instances with the given ids, in that order."""
-        position = {int(i): k for k, i in enumerate(self.ids)}
-        try:
-            rows = [position[int(i)] for i in ids]
-        except KeyError as missing:
-            raise ProbmutError(f"{self.where}: no instance with id {missing}") from None
-        return Population(self.values[rows], self.ids[rows], self.name, self.source)
-
-    @property
-    def where(self) -> str:
-        return self.source or self.name
-
-
-def _validate(values: np.ndarray, ids: np.ndarray, where: str) -> None:
-    if values.ndim != 1 or ids.shape != values.shape:
-        raise ProbmutError(f"{where}: accuracies and instance ids must be 1-D and of equal length")
-    if values.size == 0:
-        raise ProbmutError(f"{where}: no accuracies found")
-    if not np.all(np.isfinite(values)):
-        bad = ids[~np.isfinite(values)]
-        raise ProbmutError(f"{where}: NaN or infinite accuracy for instance(s) {bad.tolist()[:10]}")
-    outside = (values < 0) | (values > 1)
-    if outside.any():
-        raise ProbmutError(
-            f"{where}: {int(outside.sum())} value(s) outside [0, 1] (e.g. instance "
-            f"{int(ids[outside][0])}: {values[outside][0]:g}, largest {values.max():g}); "
-            "probmut needs accuracies (shares of correct test inputs), not losses or errors")
-    unique, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any():
-        raise ProbmutError(f"{where}: duplicate instance id(s) {unique[counts > 1].tolist()[:10]}")
 
 
 def _parse_float(cell: str, where: str, instance) -> float:
@@ -405,46 +258,6 @@ def write_tidy(population: Population, path) -> None:
     atomic_write_text(path, "\n".join(rows) + "\n")
 
 
-def as_population(data, name: str = "population") -> Population:
-    """The one way probmut turns what a user passes into a validated :class:`Population`.
-
-    ``data`` is a Population (returned as is), a pandas Series (its index gives the
-    instance ids when it holds integers), a DataFrame with ``instance`` and ``accuracy``
-    columns, or any array-like of accuracies (ids 0, 1, ...).
-
-    >>> import pandas as pd
-    >>> as_population(pd.Series([0.9, 0.8], index=[4, 7]), "h").ids.tolist()
-    [4, 7]
-    >>> as_population(pd.DataFrame({"instance": [1, 0], "accuracy": [0.8, 0.9]})).values.tolist()
-    [0.9, 0.8]
-    """
-    if isinstance(data, Population):
-        return data
-    columns = getattr(data, "columns", None)
-    if columns is not None:
-        if "accuracy" not in columns or "instance" not in columns:
-            raise ProbmutError(f"{name}: a DataFrame needs 'instance' and 'accuracy' columns, "
-                               f"got {list(columns)}")
-        return Population.from_values(data["accuracy"].to_numpy(), data["instance"].to_numpy(),
-                                      name=name)
-    index = getattr(data, "index", None)
-    if index is not None and np.issubdtype(np.asarray(index).dtype, np.integer):
-        return Population.from_values(np.asarray(data), np.asarray(index), name=name)
-    return Population.from_values(np.asarray(data, dtype=np.float64), name=name)
-
-
-def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Population]:
-    """Both populations (see :func:`as_population`), paired by instance id if ``paired``.
-
-    >>> h, m = aligned([0.9, 0.8], Population.from_values([0.7, 0.6], ids=[1, 0]), True)
-    >>> m.values.tolist()
-    [0.6, 0.7]
-    """
-    healthy = as_population(healthy, "healthy")
-    mutant = as_population(mutant, "mutant")
-    return pair(healthy, mutant) if paired else (healthy, mutant)
-
-
 def _number(text: str) -> str:
     return "" if not math.isfinite(text) else f"{text:.6g}"
 
@@ -518,88 +331,6 @@ def read_instances(path, strict: bool = False, manifest=None) -> list[InstanceRe
             error=cells.get("error", "")))
     check_complete(path, len(records), strict, manifest)
     return records
-
-
-def pair(healthy: Population, mutant: Population) -> tuple[Population, Population]:
-    """Align two populations of a model-level mutation by instance id.
-
-    Mutant instance i is derived from healthy instance i, so both must hold the same
-    ids; an id on one side only is an error naming it.
-
-    >>> h = Population.from_values([0.9, 0.8], ids=[3, 5], name="h")
-    >>> m = Population.from_values([0.7, 0.6], ids=[5, 3], name="m")
-    >>> pair(h, m)[1].values.tolist()
-    [0.6, 0.7]
-    """
-    only_healthy = sorted(set(healthy.ids.tolist()) - set(mutant.ids.tolist()))
-    only_mutant = sorted(set(mutant.ids.tolist()) - set(healthy.ids.tolist()))
-    if only_healthy or only_mutant:
-        details = []
-        if only_healthy:
-            details.append(f"ids only in {healthy.where}: {only_healthy[:10]}")
-        if only_mutant:
-            details.append(f"ids only in {mutant.where}: {only_mutant[:10]}")
-        raise ProbmutError(
-            "paired mode needs the same instance ids on both sides (mutant i is derived from "
-            "healthy i); " + "; ".join(details))
-    order = np.sort(healthy.ids)
-    return healthy.subset(order), mutant.subset(order)
-
-
-def text_start(path, length: int = 40) -> str | None:
-    """The start of the file's first line if the file is text (e.g. a CSV given where a
-    NumPy file was expected), else None: for messages that say what a file is.
-
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "h.csv")
-    >>> _ = open(path, "w").write("instance,accuracy\\n0,0.9\\n")
-    >>> text_start(path)
-    'instance,accuracy'
-    """
-    with open(path, "rb") as file:
-        head = file.read(4 * length)
-    try:
-        text = head.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
-    line = text.splitlines()[0] if text.strip() else ""
-    return line[:length] if line.isprintable() and line.strip() else None
-
-
-def load_kill_rates(path, trials: int) -> np.ndarray:
-    """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
-
-    Accepts ``.npy`` arrays of float rates in [0, 1] or of integer counts in [0, N];
-    returns an int array of counts, same shape. Rates that are not multiples of 1/N are
-    an error.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ProbmutError(f"{path}: no such file")
-    text = text_start(path)
-    if text is not None:
-        raise ProbmutError(f"{path}: a text file ({text!r}...), not a NumPy .npy array of kill "
-                           "rates; population files are given without --kill-rates")
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
-        raise ProbmutError(f"{path}: not a NumPy .npy array ({error})") from None
-    if not isinstance(array, np.ndarray):  # an .npz archive
-        array.close()
-        raise ProbmutError(f"{path}: an .npz archive; give the .npy array of kill rates")
-    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
-        raise ProbmutError(f"{path}: holds {array.dtype} values, not kill rates (numbers)")
-    is_counts = np.issubdtype(array.dtype, np.integer)
-    array = np.asarray(array, dtype=np.float64)
-    if array.size == 0 or not np.all(np.isfinite(array)):
-        raise ProbmutError(f"{path}: empty, or holds NaN/infinite values")
-    counts = array if is_counts else array * trials
-    rounded = np.rint(counts)
-    if np.abs(counts - rounded).max() > 1e-6 or rounded.min() < 0 or rounded.max() > trials:
-        raise ProbmutError(
-            f"{path}: values are not kill rates of {trials} trials (multiples of 1/{trials} in "
-            "[0, 1]); check the number of trials", option="trials")
-    return rounded.astype(np.int64)
 
 
 def has_symptom_records(path) -> bool:

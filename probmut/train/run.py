@@ -42,9 +42,10 @@ from probmut.io.atomic import (
     remove_orphans,
 )
 from probmut.io.checked import DamagedFile, read_checked, write_checked
+from probmut.io.completeness import IncompleteRunWarning
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
-from probmut.io.populations import IncompleteRunWarning, write_instances
+from probmut.io.populations import write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout

@@ -14,7 +14,7 @@ retrained). It reports the final bracket: the largest magnitude found not killed
 the smallest found killed, at most ``resolution`` apart.
 
 The decision at each magnitude compares the mutant population with the healthy one:
-by default the bagged posterior's ratio (:func:`probmut.posterior.bagged_posteriors`,
+by default the bagged posterior's ratio (:func:`probmut.bagging.bagged_posteriors`,
 killed iff ratio > 1); with ``decision="deepcrime"`` DeepCrime's single test on the
 whole populations. Unlike DeepCrime's own search, which compares the middle
 magnitude with the previous lower bound's population, every magnitude is compared
@@ -224,14 +224,14 @@ def _decision(out, stem: str, paired: bool, decision: str, instances: int):
     except AllFailedError:
         return True, "every instance failed (see probmut symptoms)"
     if decision == "deepcrime":
-        from probmut.io.populations import pair
         from probmut.killtest import deepcrime_test
+        from probmut.population import pair
 
         if paired:
             healthy, mutant = pair(healthy, mutant)
         test = deepcrime_test(healthy, mutant)
         return test.killed, f"p {test.p_value:.3g}, d {test.effect_size:.3f}"
-    from probmut.posterior import PosteriorSettings, bagged_posteriors
+    from probmut.bagging import PosteriorSettings, bagged_posteriors
 
     sample = search_sample(instances)
     study = bagged_posteriors(healthy, [mutant], PosteriorSettings(sample=sample),

@@ -178,7 +178,7 @@ def train_populations(
                               check, name=name, decision=decision or "posterior", **options)
         options["unstackable"] = found.unstackable
         if until_settled:
-            from probmut.posterior import PosteriorSettings
+            from probmut.bagging import PosteriorSettings
             from probmut.train.rounds import train_until_settled
 
             return train_until_settled(settings, list(found.mutations), out, runner, loaded,

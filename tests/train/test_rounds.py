@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probmut.posterior import PosteriorSettings
+from probmut.bagging import PosteriorSettings
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
 from probmut.train.rounds import train_until_settled

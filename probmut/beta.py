@@ -1,110 +1,38 @@
-"""Bagged posterior of the kill probability, its Beta summary, distances and decision.
+"""The Beta maths of the bagged posterior: densities, the mixture of the resamples'
+posteriors and its Beta summary (one fit or many at once), credible intervals, the
+Hellinger distance, the similarity ratio and P(X > Y).
 
-For each bootstrap resample b the DeepCrime test killed ``s_b`` of ``N`` trials; with a
-uniform prior its posterior is ``Beta(s_b + 1, N - s_b + 1)``. The bagged posterior is
-the equal-weight mixture of the B posteriors (METHOD.md section 3), summarised by one
-Beta: by moment matching (default: the mixture's exact mean and variance) or by least
-squares on a grid (the paper's fit). The summary is compared with the ideal sound
-``Beta(1, N + 1)`` and ideal mutant ``Beta(N + 1, 1)`` posteriors by the Hellinger
-distance; ``ratio = H(post, sound) / H(post, mutant) > threshold`` means killed.
+A resample whose kill test killed ``s`` of ``N`` trials has the posterior ``Beta(s + 1,
+N - s + 1)`` (uniform prior); the bagged posterior (:mod:`probmut.bagging`) is the
+equal-weight mixture of them, summarised by one Beta: by moment matching (the mixture's
+exact mean and variance) or by least squares on a grid (the paper's fit). The summary's
+similarity ratio is ``H(summary, sound) / H(summary, mutant)``, the Hellinger distances to
+the ideal sound posterior ``Beta(1, N + 1)`` and the ideal mutant posterior ``Beta(N + 1,
+1)`` (METHOD.md section 3).
 
-References
-----------
-Tambon, Khomh, Antoniol. A probabilistic framework for mutation testing in deep neural
-networks. Information and Software Technology, 2023.
+scipy.special only: scipy.stats, .optimize and .integrate would double the start-up time
+of every command (METHOD-sized analyses take a fraction of a second after start-up); the
+paper's ``curve_fit`` imports scipy.optimize when it is asked for.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import sys
-import types
 import warnings
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import special
 
 from probmut.errors import ProbmutError
-from probmut.killtest import KillCriterion
-from probmut.results import Result, listing
 
 FITS = ("moments", "lsq")
 INTERVALS = ("hdi", "equal-tailed", "normal")
 #: Least-squares solvers: vectorised Levenberg-Marquardt, or scipy's curve_fit per fit.
 SOLVERS = ("lm", "curve_fit")
-#: Jackknife variants of the Monte-Carlo error (see :mod:`probmut.mce`).
-JACKKNIFES = ("standard", "paper")
 
 
-@dataclass(frozen=True)
-class PosteriorSettings:
-    """Every choice of a bagged-posterior analysis (and of its repetitions), in one place.
-
-    ``fit`` is the Beta summary (``"moments"`` or least squares ``"lsq"`` on the grid of
-    step ``grid_step``, computed by ``solver``); ``jackknife`` the standard error of
-    repeated analyses (:mod:`probmut.mce`). :func:`probmut.paper.posterior_settings`
-    gives exactly the paper's choices.
-
-    >>> PosteriorSettings().fit, PosteriorSettings().interval, PosteriorSettings().jackknife
-    ('moments', 'hdi', 'standard')
-    """
-
-    bootstraps: int = 100
-    trials: int = 100
-    sample: int = 20
-    fit: str = "moments"
-    grid_step: float = 0.001
-    interval: str = "hdi"
-    mass: float = 0.95
-    threshold: float = 1.0
-    criterion: KillCriterion = field(default_factory=KillCriterion)
-    jackknife: str = "standard"
-    solver: str = "lm"
-
-    def __post_init__(self):
-        if self.fit not in FITS:
-            raise ProbmutError(f"unknown Beta fit {self.fit!r}; choose one of {', '.join(FITS)}")
-        if self.interval not in INTERVALS:
-            raise ProbmutError(
-                f"unknown interval {self.interval!r}; choose one of {', '.join(INTERVALS)}")
-        if not 0 < self.mass < 1:
-            raise ProbmutError(f"the interval's mass must be in (0, 1), got {self.mass}")
-        if not 0 < self.grid_step < 0.5:
-            raise ProbmutError(f"the fit grid step must be in (0, 0.5), got {self.grid_step}")
-        if self.threshold <= 0:
-            raise ProbmutError(f"the ratio threshold must be positive, got {self.threshold}")
-        if self.solver not in SOLVERS:
-            raise ProbmutError(f"unknown least-squares solver {self.solver!r}; choose one of "
-                               f"{', '.join(SOLVERS)}")
-        if self.jackknife not in JACKKNIFES:
-            raise ProbmutError(f"unknown jackknife {self.jackknife!r}; choose one of "
-                               f"{', '.join(JACKKNIFES)}")
-
-    def describe(self, saved_bootstraps: str | None = None) -> str:
-        """The settings in words. For kill counts saved by another run, give their number
-        of bootstrap resamples as ``saved_bootstraps``: the words then say only what is
-        known of them (not the kill test nor the sample size that produced them).
-
-        >>> PosteriorSettings().describe(saved_bootstraps="7")[:56]
-        'B=7 bootstraps x N=100 trials, from saved kill counts; B'
-        """
-        fit = ("least squares on a grid of step " + f"{self.grid_step:g}"
-               if self.fit == "lsq" else "moment matching")
-        interval = {"hdi": "highest-density", "equal-tailed": "equal-tailed",
-                    "normal": "mean +- 1.96 sd (normal approximation)"}[self.interval]
-        tests = (f"B={saved_bootstraps} bootstraps x N={self.trials} trials, from saved kill "
-                 "counts" if saved_bootstraps is not None else
-                 f"B={self.bootstraps} bootstraps x N={self.trials} trials of {self.sample} vs "
-                 f"{self.sample} instances; kill iff {self.criterion.describe()}")
-        return (f"{tests}; Beta fit: {fit}; {self.mass:.0%} interval: {interval}; killed iff "
-                f"ratio > {self.threshold:g}")
-
-
-# --- Beta summaries -------------------------------------------------------------------
-# scipy.special only: scipy.stats, .optimize and .integrate would double the start-up time
-# of every command (METHOD-sized analyses take a fraction of a second after start-up).
+# --- densities, fits, intervals, distances ----------------------------------------------
 
 def beta_pdf(x, a, b):
     """Density of Beta(a, b) at ``x``, in log space.
@@ -275,7 +203,7 @@ def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
 
         ``12 u S``, ``S = sum_i w_i (|ln Gamma(z_i)| + 1)``, ``u = 2^-53``,
 
-    of the exact one (tests/test_posterior.py checks the bound against an independent
+    of the exact one (tests/test_beta.py checks the bound against an independent
     computation of ``L`` from trigamma integrals, for shapes up to 10^7). A computed
     ``H^2 = -expm1(L)`` within that bound is rounding noise: the distance is 0 (a
     posterior equal to an ideal one), and a ratio with it in the denominator is infinite.
@@ -318,7 +246,7 @@ def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
     distributions' quantiles (1e-12 to 1 - 1e-12). A shape below 1 makes ``pdf_X``
     infinite at that endpoint; there the variable ``v = w^(1/shape) / 2`` removes the
     singularity. Agrees with the closed form for integer shapes of Y to about 1e-11 for
-    shapes from 0.03 to 1000, U-shaped Betas included (tests/test_posterior.py).
+    shapes from 0.03 to 1000, U-shaped Betas included (tests/test_beta.py).
 
     >>> round(prob_greater(2, 1, 1, 1), 12)     # max of two uniforms vs one: 2/3
     0.666666666667
@@ -359,203 +287,6 @@ def _half_integral(near: float, far: float, log_beta: float, cuts, cdf) -> float
 @functools.cache
 def _gauss_legendre(points: int = 64):
     return np.polynomial.legendre.leggauss(points)
-
-
-# --- results ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PopulationPosterior:
-    """The bagged posterior of one population against the healthy baseline."""
-
-    name: str
-    kill_counts: np.ndarray
-    trials: int
-    alpha: float
-    beta: float
-    mean: float
-    var: float
-    ci_low: float
-    ci_high: float
-    h_sound: float
-    h_mutant: float
-    ratio: float
-    killed: bool
-    p_above_baseline: float | None
-
-    def to_dict(self) -> dict:
-        row = asdict(self)
-        row.pop("kill_counts")
-        row["kill_rate_mean"] = float(np.mean(self.kill_counts) / self.trials)
-        return row
-
-
-def summarize(name: str, kill_counts, settings: PosteriorSettings,
-              baseline: PopulationPosterior | None = None) -> PopulationPosterior:
-    """Beta summary, interval, distances, ratio and decision of one population.
-
-    >>> row = summarize("m", np.full(100, 100), PosteriorSettings())
-    >>> row.killed, round(row.mean, 4)
-    (True, 0.9902)
-    """
-    counts = np.asarray(kill_counts, dtype=np.int64)
-    n = settings.trials
-    a, b = fit_beta(counts, n, settings.fit, settings.grid_step, settings.solver)
-    mean, var = beta_mean_var(a, b)
-    low, high = credible_interval(a, b, settings.interval, settings.mass)
-    h_sound = hellinger(a, b, 1, n + 1)
-    h_mutant = hellinger(a, b, n + 1, 1)
-    ratio = h_sound / h_mutant if h_mutant > 0 else math.inf
-    above = None if baseline is None else prob_greater(a, b, baseline.alpha, baseline.beta)
-    return PopulationPosterior(
-        name=name, kill_counts=counts, trials=n, alpha=a, beta=b, mean=mean, var=var,
-        ci_low=low, ci_high=high, h_sound=h_sound, h_mutant=h_mutant, ratio=ratio,
-        killed=bool(ratio > settings.threshold), p_above_baseline=above)
-
-
-@dataclass(frozen=True)
-class PosteriorStudy(Result):
-    """Bagged posteriors of a healthy baseline (first row) and mutant populations."""
-
-    populations: tuple[PopulationPosterior, ...]
-    settings: PosteriorSettings
-    paired: bool = False
-    seed: int | None = None
-    source: str = "populations"
-
-    @property
-    def baseline(self) -> PopulationPosterior:
-        return self.populations[0]
-
-    @property
-    def saved(self) -> bool:
-        """The kill counts were not computed here (e.g. read from saved kill rates): their
-        number of resamples is theirs, their kill test and sample size are not known."""
-        return self.source != "populations"
-
-    def _saved_bootstraps(self) -> list[int]:
-        return [int(np.size(p.kill_counts)) for p in self.populations]
-
-    def describe(self) -> str:
-        """The settings in words (see :meth:`PosteriorSettings.describe`)."""
-        if not self.saved:
-            return self.settings.describe()
-        counts = self._saved_bootstraps()
-        if len(set(counts)) == 1:
-            return self.settings.describe(saved_bootstraps=str(counts[0]))
-        return self.settings.describe(saved_bootstraps=", ".join(
-            f"{n} ({p.name})" for n, p in zip(counts, self.populations, strict=True)))
-
-    def to_dict(self) -> dict:
-        rows = [p.to_dict() for p in self.populations]
-        detail = {k: v for k, v in asdict(self.settings).items() if k != "criterion"}
-        if self.saved:
-            counts = self._saved_bootstraps()
-            detail.pop("sample")
-            detail["bootstraps"] = counts[0] if len(set(counts)) == 1 else counts
-        else:
-            detail["criterion"] = asdict(self.settings.criterion)
-        return listing(rows, "populations", paired=self.paired, seed=self.seed,
-                       source=self.source, settings=self.describe(), settings_detail=detail)
-
-
-    def to_frame(self):
-        import pandas as pd
-
-        return pd.DataFrame([p.to_dict() for p in self.populations]).set_index("name")
-
-    def __str__(self) -> str:
-        header = (f"{'population':<22}{'mean':>8}  {'95% interval':<17}{'H_sound':>9}"
-                  f"{'H_mutant':>10}{'ratio':>11}  {'P(>base)':>8}  decision")
-        lines = [header, "-" * len(header)]
-        for p in self.populations:
-            above = "" if p.p_above_baseline is None else f"{p.p_above_baseline:.3f}"
-            verdict = "baseline" if p is self.baseline else ("KILLED" if p.killed else "not killed")
-            lines.append(
-                f"{p.name:<22}{p.mean:>8.4f}  [{p.ci_low:.3f}, {p.ci_high:.3f}]  "
-                f"{p.h_sound:>9.5f}{p.h_mutant:>10.5f}{p.ratio:>11.6g}  {above:>8}  {verdict}")
-        lines.append(f"settings: {self.describe()}"
-                     + (", paired by instance id" if self.paired else "")
-                     + (f", seed {self.seed}" if self.seed is not None else ""))
-        return "\n".join(lines)
-
-
-def study_from_kill_counts(baseline_counts, mutant_counts, names, settings: PosteriorSettings,
-                           paired: bool = False, seed=None,
-                           source: str = "kill counts") -> PosteriorStudy:
-    """Posterior study from saved kill counts: the baseline, then each mutant row.
-
-    ``names`` has one name for the baseline and one per mutant row.
-    """
-    mutant_counts = [np.asarray(c) for c in mutant_counts]
-    if len(names) != len(mutant_counts) + 1:
-        raise ProbmutError(f"{len(names)} names for {len(mutant_counts) + 1} populations")
-    baseline = summarize(names[0], baseline_counts, settings)
-    rows = [baseline] + [summarize(name, counts, settings, baseline)
-                         for name, counts in zip(names[1:], mutant_counts, strict=True)]
-    return PosteriorStudy(tuple(rows), settings, paired, seed, source)
-
-
-def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = None, *,
-                      paired: bool = False, seed=None, jobs: int | None = None,
-                      names=None, report=None) -> PosteriorStudy:
-    """Bagged posteriors of the healthy baseline (healthy vs itself) and each mutant.
-
-    Parameters
-    ----------
-    healthy : :class:`~probmut.io.populations.Population` or array of accuracies.
-    mutants : a list of populations (or arrays).
-    settings : :class:`PosteriorSettings` (default: probmut's defaults).
-    paired : model-level mutations; populations are aligned by instance id.
-    seed, jobs : see :func:`probmut.engine.kill_counts`. Every population pair is run
-        with the same seed (common random numbers): a mutant's numbers do not depend on
-        which other mutants are analysed with it, nor on their order.
-    report : called with the number of kill tests run, as they run (a progress bar's
-        ``update``); ``(1 + len(mutants)) * B * N`` in all.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> study = bagged_posteriors(rng.normal(0.99, 0.002, 100),
-    ...                           [rng.normal(0.98, 0.002, 100)], seed=1)
-    >>> [p.killed for p in study.populations]
-    [False, True]
-    """
-    from probmut.engine import kill_counts, seed_sequence
-    from probmut.io.populations import aligned, as_population
-
-    settings = settings or PosteriorSettings()
-    healthy = as_population(healthy, "healthy")
-    mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
-    names = list(names) if names else [healthy.name] + [m.name for m in mutants]
-    _warn_if_sample_near_population(settings.sample, [healthy] + mutants)
-    # One key for every pair, fixed here so that seed=None still shares it.
-    stream = seed_sequence(seed)
-
-    def counts(h, m):
-        h, m = aligned(h, m, paired)
-        return kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
-                           trials=settings.trials, sample=settings.sample, paired=paired,
-                           criterion=settings.criterion, seed=stream, jobs=jobs,
-                           report=report)
-
-    baseline = counts(healthy, healthy)
-    mutant_counts = [counts(healthy, m) for m in mutants]
-    return study_from_kill_counts(baseline, mutant_counts, names, settings, paired, seed,
-                                  source="populations")
-
-
-class SmallPopulationWarning(UserWarning):
-    """The sample size k is close to the population size: the bagged posterior degrades."""
-
-
-def _warn_if_sample_near_population(sample: int, populations) -> None:
-    smallest = min(populations, key=len)
-    if 2 * sample > len(smallest):
-        warnings.warn(
-            f"{smallest.where}: {len(smallest)} instances for samples of k = {sample}: the "
-            "trials of one resample share most instances, so kill counts pile up at 0 and N "
-            "and the bagged posterior is unreliable (the paper draws 20 of 200); train "
-            "more instances or lower the sample size k", SmallPopulationWarning, stacklevel=3)
 
 
 # --- many Beta summaries at once (Monte-Carlo error and sample-size studies) -------------
@@ -666,15 +397,34 @@ def fit_beta_batch(kill_counts, trials: int, fit: str = "moments", grid_step: fl
     return a, b
 
 
-class _CallableModule(types.ModuleType):
-    """``probmut.posterior(data, ...)`` is the long-format entry point
-    (:func:`probmut.frames.posterior`) although ``probmut.posterior`` is this module:
-    calling the module calls that function."""
+# --- the similarity ratio -----------------------------------------------------------------
 
-    def __call__(self, *args, **kwargs):
-        from probmut.frames import posterior
+def ideal_distances(a: float, b: float, trials: int) -> tuple[float, float]:
+    """Hellinger distances of Beta(a, b) to the ideal sound posterior ``Beta(1, N + 1)``
+    and to the ideal mutant posterior ``Beta(N + 1, 1)``, ``N = trials``.
 
-        return posterior(*args, **kwargs)
+    >>> ideal_distances(1, 101, 100)
+    (0.0, 1.0)
+    """
+    return hellinger(a, b, 1, trials + 1), hellinger(a, b, trials + 1, 1)
 
 
-sys.modules[__name__].__class__ = _CallableModule
+def similarity_ratio(h_sound: float, h_mutant: float) -> float:
+    """``H_sound / H_mutant``, infinite when the posterior is the ideal mutant one; above
+    the threshold (1 by default) means killed.
+
+    >>> similarity_ratio(0.5, 0.25), similarity_ratio(1.0, 0.0)
+    (2.0, inf)
+    """
+    return h_sound / h_mutant if h_mutant > 0 else math.inf
+
+
+def ratio_of(mean: float, var: float, trials: int) -> float:
+    """Similarity ratio of the Beta with this mean and variance (moment matching).
+
+    >>> ratio_of(0.99, 0.0001, 100) > 1 > ratio_of(0.01, 0.0001, 100)
+    True
+    """
+    common = mean * (1 - mean) / var - 1
+    a, b = mean * common, (1 - mean) * common
+    return similarity_ratio(*ideal_distances(a, b, trials))

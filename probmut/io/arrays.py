@@ -1,0 +1,68 @@
+"""Saved NumPy arrays: the paper's Monte-Carlo kill rates (``.npy``, read as kill counts)
+and :func:`text_start`, which names a text file given where an array was expected (also
+for the per-input outcome files of :mod:`probmut.io.outcomes`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+
+
+def text_start(path, length: int = 40) -> str | None:
+    """The start of the file's first line if the file is text (e.g. a CSV given where a
+    NumPy file was expected), else None: for messages that say what a file is.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "h.csv")
+    >>> _ = open(path, "w").write("instance,accuracy\\n0,0.9\\n")
+    >>> text_start(path)
+    'instance,accuracy'
+    """
+    with open(path, "rb") as file:
+        head = file.read(4 * length)
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    line = text.splitlines()[0] if text.strip() else ""
+    return line[:length] if line.isprintable() and line.strip() else None
+
+
+def load_kill_rates(path, trials: int) -> np.ndarray:
+    """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
+
+    Accepts ``.npy`` arrays of float rates in [0, 1] or of integer counts in [0, N];
+    returns an int array of counts, same shape. Rates that are not multiples of 1/N are
+    an error.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ProbmutError(f"{path}: no such file")
+    text = text_start(path)
+    if text is not None:
+        raise ProbmutError(f"{path}: a text file ({text!r}...), not a NumPy .npy array of kill "
+                           "rates; population files are given without --kill-rates")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise ProbmutError(f"{path}: not a NumPy .npy array ({error})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive
+        array.close()
+        raise ProbmutError(f"{path}: an .npz archive; give the .npy array of kill rates")
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise ProbmutError(f"{path}: holds {array.dtype} values, not kill rates (numbers)")
+    is_counts = np.issubdtype(array.dtype, np.integer)
+    array = np.asarray(array, dtype=np.float64)
+    if array.size == 0 or not np.all(np.isfinite(array)):
+        raise ProbmutError(f"{path}: empty, or holds NaN/infinite values")
+    counts = array if is_counts else array * trials
+    rounded = np.rint(counts)
+    if np.abs(counts - rounded).max() > 1e-6 or rounded.min() < 0 or rounded.max() > trials:
+        raise ProbmutError(
+            f"{path}: values are not kill rates of {trials} trials (multiples of 1/{trials} in "
+            "[0, 1]); check the number of trials", option="trials")
+    return rounded.astype(np.int64)

@@ -1,0 +1,272 @@
+"""The kill criteria: one registry row per criterion (:data:`CRITERIA`), the settings of a
+kill decision (:class:`KillCriterion`) and the compiled dispatch :func:`decide` that the
+scalar and batched API (:mod:`probmut.killtest.api`) and the Monte-Carlo engine
+(:mod:`probmut.engine`) share. The tests themselves, and their maths, are in
+:mod:`probmut.killtest.kernels`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba
+
+from probmut.errors import ProbmutError
+from probmut.killtest.kernels import (
+    mann_whitney_test,
+    paired_t_test,
+    pooled_z_test,
+    welch_test,
+    wilcoxon_test,
+)
+
+#: Kill directions: which sign of the effect (healthy minus mutant) counts as an effect.
+DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One kill criterion: a row of the registry :data:`CRITERIA`.
+
+    ``kernel`` is the compiled ``(x, y) -> (p, effect, effect in the mutant-better
+    sense)``; its position in the registry is the id the compiled dispatch uses.
+    ``rules`` maps each direction to what must reach the effect threshold; ``bounds`` is
+    the range of valid thresholds.
+    """
+
+    name: str
+    test: str
+    label: str
+    effect: str
+    symbol: str
+    thresholds: dict
+    sources: str
+    rules: dict
+    bounds: tuple
+    kernel: Callable
+    description: str
+    paired: bool = False
+
+
+def _signed_rules(symbol: str) -> dict:
+    return {"two-sided": f"|{symbol}|", "mutant-worse": symbol, "mutant-better": f"-{symbol}"}
+
+
+_COHEN_D = {"small": 0.2, "medium": 0.5, "large": 0.8}
+
+#: The kill criteria, by name (``KillCriterion.kind``); the order gives the kernel ids.
+CRITERIA = {c.name: c for c in (
+    Criterion("deepcrime", "DeepCrime test", "", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
+              _signed_rules("d"), (0.0, math.inf), pooled_z_test,
+              "DeepCrime's GLM z-test (pooled variance, normal tail) + Cohen's d"),
+    Criterion("welch", "Welch's t-test", "Welch ", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
+              _signed_rules("d"), (0.0, math.inf), welch_test,
+              "Welch's unequal-variance t-test + Cohen's d"),
+    Criterion("mannwhitney", "Mann-Whitney U test", "Mann-Whitney ", "Vargha-Delaney A12",
+              "A12", {"small": 0.56, "medium": 0.64, "large": 0.71},
+              "Vargha and Delaney (2000)",
+              {"two-sided": "max(A12, 1-A12)", "mutant-worse": "A12", "mutant-better": "1-A12"},
+              (0.5, 1.0), mann_whitney_test, "Mann-Whitney U + Vargha-Delaney A12"),
+    Criterion("paired-t", "Paired t-test", "paired t ", "Cohen's d_z", "d_z", _COHEN_D,
+              "Cohen (1988), as for d (Lakens 2013)", _signed_rules("d_z"), (0.0, math.inf),
+              paired_t_test,
+              "Student's t-test on the per-instance differences + Cohen's d_z (paired data)",
+              paired=True),
+    Criterion("wilcoxon", "Wilcoxon signed-rank test", "Wilcoxon ", "rank-biserial r", "r_rb",
+              {"small": 0.1, "medium": 0.3, "large": 0.5}, "Cohen (1988) for correlations",
+              _signed_rules("r_rb"), (0.0, 1.0), wilcoxon_test,
+              "Wilcoxon signed-rank test + matched-pairs rank-biserial r (paired data)",
+              paired=True),
+)}
+
+#: Criterion names, in kernel-id order.
+KINDS = tuple(CRITERIA)
+
+
+def _dispatch_chain(kernels, index: int = 0):
+    # Compiled `dispatch(kind, x, y)` that runs kernels[kind]: a chain of inlined tests
+    # built from the registry, so adding a criterion needs no edit here.
+    kernel = kernels[index]
+    if index == len(kernels) - 1:
+        @numba.njit(nogil=True, inline="always")
+        def last(kind, x, y):
+            return kernel(x, y)
+        return last
+    rest = _dispatch_chain(kernels, index + 1)
+
+    @numba.njit(nogil=True, inline="always")
+    def step(kind, x, y):
+        if kind == index:
+            return kernel(x, y)
+        return rest(kind, x, y)
+    return step
+
+
+_dispatch = _dispatch_chain([c.kernel for c in CRITERIA.values()])
+
+
+@dataclass(frozen=True)
+class KillCriterion:
+    """Settings of a kill decision: which test, its level and its effect-size threshold.
+
+    Parameters
+    ----------
+    alpha : significance level; killed needs ``p < alpha``.
+    effect : effect-size threshold, a number or ``"small"``, ``"medium"``, ``"large"``
+        (each criterion's ``thresholds`` in :data:`CRITERIA`); None: medium. For
+        ``deepcrime``, ``welch`` and ``paired-t`` it is on Cohen's d (d_z): killed needs
+        ``|d| >= effect`` (two-sided, the paper's rule), ``d >= effect`` (mutant-worse,
+        DeepCrime's classifier rule) or ``d <= -effect`` (mutant-better, DeepCrime's
+        regression rule). For ``mannwhitney`` it is on A12, in [0.5, 1]:
+        ``max(A12, 1 - A12)``, ``A12`` or ``1 - A12`` must reach it; for ``wilcoxon`` on
+        the rank-biserial r_rb, in [0, 1], signed like d.
+    direction : one of :data:`DIRECTIONS`.
+    round_p : decimals to round p to before comparing (DeepCrime reads p from the
+        printed GLM summary, i.e. 3 decimals); None compares the exact p. Applies to
+        every kind.
+    kind : a name of :data:`CRITERIA`; ``paired-t`` and ``wilcoxon`` need paired data.
+
+    Examples
+    --------
+    >>> KillCriterion(round_p=3)
+    KillCriterion(alpha=0.05, effect=0.5, direction='two-sided', round_p=3, kind='deepcrime')
+    >>> KillCriterion(kind="mannwhitney", effect="large").describe()
+    'Mann-Whitney p < 0.05 and max(A12, 1-A12) >= 0.71'
+    >>> KillCriterion(kind="wilcoxon", direction="mutant-worse").describe()
+    'Wilcoxon p < 0.05 and r_rb >= 0.3'
+    """
+
+    alpha: float = 0.05
+    effect: float | str | None = None
+    direction: str = "two-sided"
+    round_p: int | None = None
+    kind: str = "deepcrime"
+
+    def __post_init__(self):
+        if self.kind not in CRITERIA:
+            raise ProbmutError(
+                f"unknown kill criterion {self.kind!r}; choose one of {', '.join(KINDS)}")
+        spec = self.spec
+        object.__setattr__(self, "effect", _effect_threshold(self.effect, spec))
+        if not 0 < self.alpha < 1:
+            raise ProbmutError(f"alpha must be in (0, 1), got {self.alpha}")
+        low, high = spec.bounds
+        if not (math.isfinite(self.effect) and self.effect >= 0):
+            raise ProbmutError(f"the effect-size threshold must be a number >= 0, got {self.effect}")
+        if not low <= self.effect <= high:
+            named = ", ".join(f"{k} {v:g}" for k, v in spec.thresholds.items())
+            raise ProbmutError(
+                f"for the {self.kind} criterion the effect threshold is on {spec.symbol} and "
+                f"must be in [{low:g}, {high:g}] ({named}), got {self.effect}")
+        if self.direction not in DIRECTIONS:
+            raise ProbmutError(
+                f"unknown direction {self.direction!r}; choose one of {', '.join(DIRECTIONS)}")
+        if self.round_p is not None and not 0 <= self.round_p <= 15:
+            raise ProbmutError(f"round_p must be between 0 and 15 decimals, got {self.round_p}")
+
+    @property
+    def spec(self) -> Criterion:
+        """This criterion's row of :data:`CRITERIA`."""
+        return CRITERIA[self.kind]
+
+    def require_pairing(self, paired: bool) -> None:
+        """Refuse a paired criterion (``paired-t``, ``wilcoxon``) on unpaired populations.
+
+        >>> KillCriterion(kind="paired-t").require_pairing(False)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        probmut.errors.ProbmutError: the paired-t criterion needs paired populations ...
+        """
+        if self.spec.paired and not paired:
+            independent = ", ".join(c.name for c in CRITERIA.values() if not c.paired)
+            raise ProbmutError(
+                f"the {self.kind} criterion needs paired populations (a model-level mutation: "
+                "mutant i derived from healthy i, aligned by instance id), but these are "
+                f"independent; choose a criterion for independent samples ({independent})",
+                option="criterion")
+
+    def p_max(self) -> float:
+        """Largest p-value that still counts as significant (kill needs ``p <= p_max``).
+
+        Without rounding this is the float just below alpha. With rounding it is the
+        largest float whose printed form (``'%.*f'``, as statsmodels prints it) is below
+        alpha, so the compiled kernels need no string formatting.
+
+        >>> KillCriterion(round_p=3).p_max() < 0.0495 < KillCriterion(round_p=3).p_max() + 1e-15
+        True
+        """
+        if self.round_p is None:
+            return math.nextafter(self.alpha, 0.0)
+        def shown_below_alpha(p):
+            return round_p_value(p, self.round_p) < self.alpha
+        cutoff = self.alpha - 0.5 * 10.0 ** (-self.round_p)
+        while shown_below_alpha(math.nextafter(cutoff, 1.0)):
+            cutoff = math.nextafter(cutoff, 1.0)
+        while not shown_below_alpha(cutoff):
+            cutoff = math.nextafter(cutoff, 0.0)
+        return cutoff
+
+    def kernel_args(self) -> tuple[int, float, float, int]:
+        """The criterion as plain numbers for :func:`decide`: kind, p_max, effect, direction."""
+        return (KINDS.index(self.kind), self.p_max(), float(self.effect),
+                DIRECTIONS.index(self.direction))
+
+    def describe(self) -> str:
+        spec = self.spec
+        p = "p" if self.round_p is None else f"p rounded to {self.round_p} decimals"
+        return f"{spec.label}{p} < {self.alpha} and {spec.rules[self.direction]} >= {self.effect}"
+
+
+def _effect_threshold(effect, spec: Criterion) -> float:
+    named = spec.thresholds
+    if effect is None:
+        return named["medium"]
+    if isinstance(effect, str):
+        if effect in named:
+            return named[effect]
+        try:
+            return float(effect)
+        except ValueError:
+            raise ProbmutError(f"unknown effect size {effect!r}; give a number or one of "
+                               f"{', '.join(named)}") from None
+    return float(effect)
+
+
+def round_p_value(p: float, decimals: int) -> float:
+    """p as DeepCrime reads it from statsmodels' summary table (``'%.3f'``).
+
+    >>> round_p_value(0.0496, 3), round_p_value(0.04949, 3)
+    (0.05, 0.049)
+    """
+    return float(f"{p:.{decimals}f}")
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _effect_passes(up, down, effect, direction):
+    # up: the effect in the mutant-worse sense; down: in the mutant-better sense.
+    if direction == 0:
+        return max(up, down) >= effect
+    if direction == 1:
+        return up >= effect
+    return down >= effect
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def decide(kind, x, y, p_max, effect, direction):
+    """One kill test: ``(p, effect_size, killed)`` for samples ``x`` (healthy), ``y`` (mutant).
+
+    Compiled; ``kind, p_max, effect, direction`` are :meth:`KillCriterion.kernel_args`.
+    The effect size is the criterion's (:data:`CRITERIA`): Cohen's d, A12, d_z or r_rb.
+    Paired criteria read ``x[i], y[i]`` as a pair.
+
+    >>> import numpy as np
+    >>> x, y = np.array([0.90, 0.91, 0.92, 0.91]), np.array([0.85, 0.86, 0.84, 0.86])
+    >>> kind, p_max, effect, direction = KillCriterion(kind="mannwhitney").kernel_args()
+    >>> p, a12, killed = decide(kind, x, y, p_max, effect, direction)
+    >>> round(p, 4), a12, killed
+    (0.0284, 1.0, True)
+    """
+    p, up, down = _dispatch(kind, x, y)
+    return p, up, p <= p_max and _effect_passes(up, down, effect, direction)

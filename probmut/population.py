@@ -1,0 +1,153 @@
+"""The population: the accuracies of independently trained instances, one per instance
+id; the core data type every analysis takes. :func:`as_population` turns what a user
+passes (arrays, pandas Series or DataFrames) into one; :func:`pair` and :func:`aligned`
+align a model-level mutation's populations by instance id. Files of populations are
+read and written by :mod:`probmut.io.populations`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+
+
+@dataclass(frozen=True, eq=False)
+class Population:
+    """Accuracies of independently trained instances, one per instance id.
+
+    Examples
+    --------
+    >>> pop = Population.from_values([0.91, 0.93, 0.92], name="healthy")
+    >>> pop
+    Population('healthy', 3 instances, mean 0.92)
+    >>> pop.ids.tolist()
+    [0, 1, 2]
+    """
+
+    values: np.ndarray
+    ids: np.ndarray
+    name: str = "population"
+    source: str | None = None
+
+    @classmethod
+    def from_values(cls, values, ids=None, name: str = "population",
+                    source: str | None = None) -> Population:
+        """A validated population, its instances in the order of their ids (so that
+        results never depend on the order in which rows were given)."""
+        where = source or name
+        try:
+            values = np.asarray(values, dtype=np.float64)
+            ids = np.arange(values.size) if ids is None else np.asarray(ids, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise ProbmutError(f"{where}: accuracies must be numbers and instance ids "
+                               f"integers ({error})") from None
+        _validate(values, ids, where)
+        order = np.argsort(ids, kind="stable")
+        return cls(values=values[order], ids=ids[order], name=name, source=source)
+
+    def __len__(self) -> int:
+        return self.values.size
+
+    def __repr__(self) -> str:
+        return f"Population({self.name!r}, {len(self)} instances, mean {self.values.mean():.4g})"
+
+    def subset(self, ids) -> Population:
+        """The instances with the given ids, in that order."""
+        position = {int(i): k for k, i in enumerate(self.ids)}
+        try:
+            rows = [position[int(i)] for i in ids]
+        except KeyError as missing:
+            raise ProbmutError(f"{self.where}: no instance with id {missing}") from None
+        return Population(self.values[rows], self.ids[rows], self.name, self.source)
+
+    @property
+    def where(self) -> str:
+        return self.source or self.name
+
+
+def _validate(values: np.ndarray, ids: np.ndarray, where: str) -> None:
+    if values.ndim != 1 or ids.shape != values.shape:
+        raise ProbmutError(f"{where}: accuracies and instance ids must be 1-D and of equal length")
+    if values.size == 0:
+        raise ProbmutError(f"{where}: no accuracies found")
+    if not np.all(np.isfinite(values)):
+        bad = ids[~np.isfinite(values)]
+        raise ProbmutError(f"{where}: NaN or infinite accuracy for instance(s) {bad.tolist()[:10]}")
+    outside = (values < 0) | (values > 1)
+    if outside.any():
+        raise ProbmutError(
+            f"{where}: {int(outside.sum())} value(s) outside [0, 1] (e.g. instance "
+            f"{int(ids[outside][0])}: {values[outside][0]:g}, largest {values.max():g}); "
+            "probmut needs accuracies (shares of correct test inputs), not losses or errors")
+    unique, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise ProbmutError(f"{where}: duplicate instance id(s) {unique[counts > 1].tolist()[:10]}")
+
+
+def as_population(data, name: str = "population") -> Population:
+    """The one way probmut turns what a user passes into a validated :class:`Population`.
+
+    ``data`` is a Population (returned as is), a pandas Series (its index gives the
+    instance ids when it holds integers), a DataFrame with ``instance`` and ``accuracy``
+    columns, or any array-like of accuracies (ids 0, 1, ...).
+
+    >>> import pandas as pd
+    >>> as_population(pd.Series([0.9, 0.8], index=[4, 7]), "h").ids.tolist()
+    [4, 7]
+    >>> as_population(pd.DataFrame({"instance": [1, 0], "accuracy": [0.8, 0.9]})).values.tolist()
+    [0.9, 0.8]
+    """
+    if isinstance(data, Population):
+        return data
+    columns = getattr(data, "columns", None)
+    if columns is not None:
+        if "accuracy" not in columns or "instance" not in columns:
+            raise ProbmutError(f"{name}: a DataFrame needs 'instance' and 'accuracy' columns, "
+                               f"got {list(columns)}")
+        return Population.from_values(data["accuracy"].to_numpy(), data["instance"].to_numpy(),
+                                      name=name)
+    index = getattr(data, "index", None)
+    if index is not None and np.issubdtype(np.asarray(index).dtype, np.integer):
+        return Population.from_values(np.asarray(data), np.asarray(index), name=name)
+    return Population.from_values(np.asarray(data, dtype=np.float64), name=name)
+
+
+def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Population]:
+    """Both populations (see :func:`as_population`), paired by instance id if ``paired``.
+
+    >>> h, m = aligned([0.9, 0.8], Population.from_values([0.7, 0.6], ids=[1, 0]), True)
+    >>> m.values.tolist()
+    [0.6, 0.7]
+    """
+    healthy = as_population(healthy, "healthy")
+    mutant = as_population(mutant, "mutant")
+    return pair(healthy, mutant) if paired else (healthy, mutant)
+
+
+def pair(healthy: Population, mutant: Population) -> tuple[Population, Population]:
+    """Align two populations of a model-level mutation by instance id.
+
+    Mutant instance i is derived from healthy instance i, so both must hold the same
+    ids; an id on one side only is an error naming it.
+
+    >>> h = Population.from_values([0.9, 0.8], ids=[3, 5], name="h")
+    >>> m = Population.from_values([0.7, 0.6], ids=[5, 3], name="m")
+    >>> pair(h, m)[1].values.tolist()
+    [0.6, 0.7]
+    """
+    only_healthy = sorted(set(healthy.ids.tolist()) - set(mutant.ids.tolist()))
+    only_mutant = sorted(set(mutant.ids.tolist()) - set(healthy.ids.tolist()))
+    if only_healthy or only_mutant:
+        details = []
+        if only_healthy:
+            details.append(f"ids only in {healthy.where}: {only_healthy[:10]}")
+        if only_mutant:
+            details.append(f"ids only in {mutant.where}: {only_mutant[:10]}")
+        raise ProbmutError(
+            "paired mode needs the same instance ids on both sides (mutant i is derived from "
+            "healthy i); " + "; ".join(details))
+    order = np.sort(healthy.ids)
+    return healthy.subset(order), mutant.subset(order)
