@@ -230,7 +230,7 @@ def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: boo
     """``draws`` populations of n fresh instances like the pilot ``sample`` (P, D).
 
     The pilot's resampled shape (or ``shape(rng, sample, draws, n)``, standardised draws
-    of another; scripts/pilot_validation.py compares one), placed at the pilot's mean
+    of another; scripts/validation/pilot_validation.py compares one), placed at the pilot's mean
     and unbiased covariance; with ``uncertain``, at a draw from their posterior under a
     normal model instead (Jeffreys prior: covariance ~ inverse Wishart(P - 1, (P - 1) S),
     mean ~ normal(mean, covariance / P)), one draw per population. Returns (draws, n, D).

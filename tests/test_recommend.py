@@ -206,9 +206,9 @@ def test_a_paired_pilot_of_two_is_refused(capsys, tmp_path):
 
 @pytest.mark.slow
 def test_pilot_validation_quick_run_reports_every_part_reproducibly(tmp_path):
-    """scripts/pilot_validation.py --quick: every part and the targets printed, the summary
+    """scripts/validation/pilot_validation.py --quick: every part and the targets printed, the summary
     saved, and a rerun (from its cache) prints the same tables."""
-    command = [sys.executable, str(ROOT / "scripts" / "pilot_validation.py"), "--quick",
+    command = [sys.executable, str(ROOT / "scripts" / "validation" / "pilot_validation.py"), "--quick",
                "--out", str(tmp_path)]
     first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert first.returncode == 0, first.stderr

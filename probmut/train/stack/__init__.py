@@ -32,7 +32,7 @@ size) gives the same bits, whatever ``--jobs``. What is not bit-identical to
 distribution), and the floating-point summation order of the batched kernels differs
 from Keras' solo kernels (differences of the order of float rounding, which training
 amplifies like any change of seed). The population's statistics therefore match, which
-``scripts/bench_train.py`` measures.
+``scripts/benchmarks/bench_train.py`` measures.
 
 The package has three rooms: :mod:`~probmut.train.stack.eligibility` (which populations
 a stack can train, and how many members it gets: ``--stack auto``),

@@ -32,7 +32,7 @@ AUTO_STACK = 20
 CPU_BUDGET = 8 * 2**30
 #: A member's training step (floating-point operations) above which ``--stack auto``
 #: trains one at a time on a CPU: there a step is mostly computation, which the stacked
-#: kernels do more slowly than Keras' own (measured with ``scripts/bench_train.py
+#: kernels do more slowly than Keras' own (measured with ``scripts/benchmarks/bench_train.py
 #: --crossover``: docs/training.md, *Speed*).
 CPU_STEP_FLOPS = 100e6
 #: Optimizers whose update of a weight reads only that weight, its gradient and its own

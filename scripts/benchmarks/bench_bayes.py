@@ -16,8 +16,8 @@ the median and least over the fits of each fit's smallest ESS (bulk or tail), an
 divergences. The load average before and after says how busy the machine was. Run from
 the repository root::
 
-    python scripts/bench_bayes.py                 # 5 repetitions, about 3 minutes
-    python scripts/bench_bayes.py --repetitions 9 --json
+    python scripts/benchmarks/bench_bayes.py                 # 5 repetitions, about 3 minutes
+    python scripts/benchmarks/bench_bayes.py --repetitions 9 --json
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLERS = ("pymc", "nutpie")
 
 

@@ -11,7 +11,7 @@
 Prints Markdown tables (pasted in docs/bayes.md). About 15 minutes on one core with the
 defaults.
 
-    python scripts/bayes_validation.py [--subsets 10] [--sizes 20,30] [--seed 2024]
+    python scripts/validation/bayes_validation.py [--subsets 10] [--sizes 20,30] [--seed 2024]
                                        [--sampler nutpie|pymc]
 """
 

@@ -8,7 +8,7 @@ The first training step is the first call of the training loop (``models.fit`` o
 stack's ``fit_stack``), seen in any process of the run through a ``sitecustomize``
 module this script writes into a temporary folder; the run is stopped there.
 
-    python scripts/bench_startup.py --runs 5 --baseline ../main-before --json
+    python scripts/benchmarks/bench_startup.py --runs 5 --baseline ../main-before --json
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Where the training loop is, in this checkout and in older ones (stack.py before the
 #: stack package).
 LOOPS = ["probmut.train.models:fit", "probmut.train.stack.training:fit_stack",

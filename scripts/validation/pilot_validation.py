@@ -34,7 +34,7 @@ resumes, a rerun only prints. Prints Markdown tables (docs/recommend.md), writes
 --out/pilot_validation.json, and ends with a benchmark: one `probmut recommend` call on
 one pilot pair, start-up included.
 
-    python scripts/pilot_validation.py [--pilots 10] [--quick] [--jobs J] [--out DIR]
+    python scripts/validation/pilot_validation.py [--pilots 10] [--quick] [--jobs J] [--out DIR]
 """
 
 from __future__ import annotations

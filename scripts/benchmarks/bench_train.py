@@ -18,17 +18,17 @@ one at a time and as one stack of all of them (``--stack N``: ``auto`` trains th
 model one at a time, its steps being too large for stacking to pay): the speedup of
 stacking it, whatever it is. Run from the repository root::
 
-    python scripts/bench_train.py
-    python scripts/bench_train.py --json
-    python scripts/bench_train.py --instances 10 --mutant-instances 0 --mnist-instances 0
-    python scripts/bench_train.py --instances 10 --save-overhead
-    python scripts/bench_train.py --paper-size --json   # 200 instances each way (the paper's)
+    python scripts/benchmarks/bench_train.py
+    python scripts/benchmarks/bench_train.py --json
+    python scripts/benchmarks/bench_train.py --instances 10 --mutant-instances 0 --mnist-instances 0
+    python scripts/benchmarks/bench_train.py --instances 10 --save-overhead
+    python scripts/benchmarks/bench_train.py --paper-size --json   # 200 instances each way (the paper's)
 
 ``--save-overhead`` measures only what ``--save-models`` costs, in one process without
 start-up noise (see :func:`save_overhead`); ``--crossover`` only the per-step times
 alone and stacked behind ``--stack auto``'s threshold (see :func:`crossover`)::
 
-    python scripts/bench_train.py --crossover
+    python scripts/benchmarks/bench_train.py --crossover
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MAGNITUDES = "0,50"  # null (nothing deleted) and clear (half the training set deleted)
 
 

@@ -8,8 +8,8 @@ are reported: the coverage computation itself (in this process, TensorFlow alrea
 imported), and the whole ``probmut coverage`` command as a user runs it (start-up
 included). Run from the repository root::
 
-    python scripts/bench_coverage.py
-    python scripts/bench_coverage.py --run runs/cov20 --json
+    python scripts/benchmarks/bench_coverage.py
+    python scripts/benchmarks/bench_coverage.py --run runs/cov20 --json
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _probmut(*args) -> None:

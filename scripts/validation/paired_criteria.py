@@ -17,8 +17,8 @@ every criterion of the registry:
 
 Usage::
 
-    python scripts/paired_criteria.py              # the tables of docs/criteria.md
-    python scripts/paired_criteria.py --draws 2000 # quicker, noisier
+    python scripts/validation/paired_criteria.py              # the tables of docs/criteria.md
+    python scripts/validation/paired_criteria.py --draws 2000 # quicker, noisier
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ Parts (``--only``, comma-separated; default all):
 
 Usage::
 
-    python scripts/bench.py                   # everything (about 6 minutes)
-    python scripts/bench.py --only engine,mce,cli --json
+    python scripts/benchmarks/bench.py                   # everything (about 6 minutes)
+    python scripts/benchmarks/bench.py --only engine,mce,cli --json
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
 
 PARTS = ("engine", "criteria", "cli", "mce", "sample-size", "replicate", "report")
-RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
+RAW = Path(__file__).resolve().parents[2] / "raw_data" / "mnist"
 HEALTHY = RAW / "results_mnist_original.csv"
 MUTANT = RAW / "results_mnist_change_label_mutated0_MP_3.12.csv"
 
