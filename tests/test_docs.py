@@ -225,6 +225,23 @@ def test_symptoms_md_exploded_learning_rate_diverges_without_nan(folders):
     assert table.accuracy.max() < 0.15 and table.constant.sum() > len(table) / 2
 
 
+def test_symptoms_md_which_symptoms_held_on_every_draw():
+    """docs/symptoms.md: delete_training_data_50 and neurons_freezing_0.1 are a significant
+    accuracy change on every recorded draw, delete_training_data_10 and change_label_30
+    are not (their symptom word varies between the draws of tests/doc_spread.json)."""
+    lines = next(v for k, v in SPREAD["examples"].items()
+                 if k.startswith("symptoms.md: probmut symptoms runs/digits"))
+    symptom_varies = {line["line"].split()[0]: 10 in line["free_words"] for line in lines
+                      if line["line"].split()[0] in ("delete_training_data_10",
+                                                     "delete_training_data_50",
+                                                     "change_label_30", "neurons_freezing_0.1")}
+    assert symptom_varies == {"delete_training_data_10": True, "delete_training_data_50": False,
+                              "change_label_30": True, "neurons_freezing_0.1": False}
+    held = [line["line"] for line in lines if line["line"].split()[0] in
+            ("delete_training_data_50", "neurons_freezing_0.1")]
+    assert all(line.endswith(" significant accuracy change") for line in held), held
+
+
 @pytest.mark.slow
 @pytest.mark.train
 def test_recommend_md_what_the_until_settled_run_found(folders):
