@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from probmut.posterior import PosteriorSettings
+from probmut.recommend import LEVEL, settle_threshold
 from probmut.train.instance import HEALTHY, InstanceResult, RunSettings, instance_seed
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
@@ -96,10 +97,23 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert rounds == json.loads(json.dumps(report.to_dict()))
     first = rounds["rounds"][0]
     assert first["instances"][HEALTHY] == 5
-    # The clear mutant is settled after the first round and trains no more.
-    assert first["verdicts"]["delete_training_data_90"]["verdict"] == "killed"
-    assert len(_ids(tmp_path / "delete_training_data_90.csv")) == 5
-    assert all("delete_training_data_90" not in r["verdicts"] for r in rounds["rounds"][1:])
+    # Every verdict is told the plan (looks at 5, 10, 15 and 20 instances per side) and
+    # records p_killed with its Monte-Carlo error and the threshold it had to clear.
+    assert rounds["looks"] == [5, 10, 15, 20]
+    threshold = settle_threshold([5, 10, 15, 20])
+    assert threshold > LEVEL
+    for record in rounds["rounds"]:
+        for verdict in record["verdicts"].values():
+            assert verdict["threshold"] == threshold and verdict["draws"] >= 100
+            p = verdict["p_killed"]
+            assert verdict["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / verdict["draws"]))
+    # The clear mutant is settled killed within two rounds and trains no more.
+    settled = [r["round"] for r in rounds["rounds"]
+               if r["verdicts"].get("delete_training_data_90", {}).get("verdict") == "killed"]
+    assert settled and settled[0] <= 2
+    assert len(_ids(tmp_path / "delete_training_data_90.csv")) == 5 * settled[0]
+    assert all("delete_training_data_90" not in r["verdicts"]
+               for r in rounds["rounds"][settled[0]:])
     # The ambiguous one goes on to the cap, and the healthy population with it.
     final = rounds["final"]["change_label_20"]
     assert final["instances"] == 20 and final["verdict"] == "not settled"
@@ -110,7 +124,8 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert paired == list(range(len(paired))) and len(paired) <= 20
     assert [r["instances"][HEALTHY] for r in rounds["rounds"]] == [5, 10, 15, 20]
     table = (tmp_path / "rounds.txt").read_text()
-    assert "KILLED" in table.splitlines()[1] and "change_label_20: not settled" in table
+    assert "KILLED" in table.splitlines()[settled[0]] and "change_label_20: not settled" in table
+    assert f"threshold {threshold:.3g}" in table
     assert "round 1: healthy 5;" in capsys.readouterr().err
     # Each instance was trained once.
     assert len(backend.trained) == len(set(backend.trained)) == report.training.trained

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, integer, seed_value
+from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, integer, number, seed_value
 from probmut.errors import ProbmutError
 
 EXAMPLE = """example:
@@ -30,6 +30,7 @@ magnitudes takes its documented default. DeepMutation's names (DR, LE, NEB, ...)
 
 
 def register(subparsers) -> None:
+    from probmut.recommend import LEVEL
     from probmut.train.datasets import DATASETS, DOWNLOAD_TIMEOUT
     from probmut.train.models import MODELS
 
@@ -131,6 +132,10 @@ def register(subparsers) -> None:
     settle.add_argument("--sample", type=integer(2), default=20, metavar="K",
                         help="k instances per side in the verdicts' kill tests; the first "
                              "verdict needs K per side (default: 20)")
+    settle.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True),
+                        default=None, metavar="L",
+                        help="for any true effect, at most 1 - L of the runs end with a wrong "
+                             f"settled verdict, over all the rounds (default: {LEVEL})")
     p.set_defaults(func=handle)
 
 
@@ -404,7 +409,7 @@ def _until_settled(args, settings, mutations, backend, dataset, name, options):
     return train_until_settled(settings, mutations, args.out, backend, dataset, name=name,
                                analysis=PosteriorSettings(sample=args.sample),
                                round_size=args.round, max_instances=args.max_instances,
-                               seed=args.seed, **options)
+                               level=args.level, seed=args.seed, **options)
 
 
 def _settled_summary(args, settled, summary: str) -> str:

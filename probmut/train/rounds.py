@@ -8,8 +8,15 @@ against the healthy instances they derive from); a mutant stops when its verdict
 settled (killed or not killed) or when it reaches ``max_instances``. Verdicts need at
 least k instances per side; rounds before that only train.
 
+Looking again after every round gives a verdict more chances to settle by luck, so the
+verdicts are told the whole plan: the looks are at round_size, 2 round_size, ... (from
+k on) up to ``max_instances``, and :func:`probmut.recommend.settle_threshold` raises the
+level p_killed must clear so that, for any true effect, a mutant ends with a wrong
+settled verdict on at most ``1 - level`` of the runs (docs/recommend.md).
+
 The output directory gains ``rounds.json`` and ``rounds.txt`` (one row per round: the
-instances of each population and each verdict), rewritten after every round. A resumed
+instances of each population and each verdict, with p_killed, its Monte-Carlo standard
+error and the threshold it had to clear), rewritten after every round. A resumed
 run replays the rounds from the records on disk: finished instances are not retrained
 and the verdicts, cached under ``.work/verdicts``, are the same, so it continues where
 it stopped.
@@ -37,9 +44,10 @@ class SettleReport:
     training: RunReport = field(default_factory=RunReport)
     rounds: list[dict] = field(default_factory=list)
     final: dict[str, dict] = field(default_factory=dict)  # mutant stem -> last verdict
+    looks: list[int] = field(default_factory=list)  # instances per side of the planned looks
 
     def to_dict(self) -> dict:
-        return {"rounds": self.rounds, "final": self.final}
+        return {"looks": self.looks, "rounds": self.rounds, "final": self.final}
 
     def table(self) -> str:
         """The rounds as a readable table: instances and verdict per population."""
@@ -66,13 +74,26 @@ def _short(verdict: dict, instances: int) -> str:
         return f"{instances} {word}"
     if word == "killed":
         word = "KILLED"
-    detail = f"P(killed) {verdict['p_killed']:.2f}"
+    detail = (f"P(killed) {verdict['p_killed']:.2f} ± {verdict['p_killed_se']:.2f}, "
+              f"threshold {verdict['threshold']:.3g}")
     if word == "not settled":
         detail += (f", ~{verdict['needed']} needed" if verdict["needed"] else ", out of reach")
     return f"{instances} {word} ({detail})"
 
 
-def _verdict(out: Path, mutation, settings, *, level, max_instances, seed, cache) -> dict:
+def _looks(round_size: int, max_instances: int, sample: int) -> list[int]:
+    """Instances per side at which the verdicts are planned: after every round, from k on.
+
+    >>> _looks(10, 200, 20)[:3], len(_looks(10, 200, 20)), _looks(30, 100, 20)
+    ([20, 30, 40], 19, [30, 60, 90, 100])
+    """
+    rounds = -(-max_instances // round_size)
+    sizes = {min(j * round_size, max_instances) for j in range(1, rounds + 1)}
+    return sorted(n for n in sizes if n >= sample)
+
+
+def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed,
+             cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
     from probmut.recommend import recommend
@@ -84,13 +105,16 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, seed, cache
         healthy = healthy.subset(mutant.ids)
     n = min(len(healthy), len(mutant))
     if n < settings.sample:
-        return {"verdict": TOO_FEW, "p_killed": None, "needed": None, "instances": len(mutant),
+        return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
+                "draws": None, "needed": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
-    advice = recommend(healthy, mutant, settings, sizes=(n,), level=level,
-                       max_instances=max_instances, paired=paired, seed=seed, cache=cache,
-                       name=mutation.stem)
-    return {"verdict": advice.verdict, "p_killed": advice.p_killed, "needed": advice.needed,
-            "instances": len(mutant), "message": advice.message}
+    advice = recommend(healthy, mutant, settings, sizes=(), level=level,
+                       max_instances=max_instances, looks=looks, paired=paired, seed=seed,
+                       cache=cache, name=mutation.stem)
+    return {"verdict": advice.verdict, "p_killed": advice.p_killed,
+            "p_killed_se": advice.p_killed_se, "threshold": advice.threshold,
+            "draws": advice.draws_used, "needed": advice.needed, "instances": len(mutant),
+            "message": advice.message}
 
 
 def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
@@ -107,7 +131,8 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     analysis : :class:`~probmut.posterior.PosteriorSettings` of the verdicts.
     round_size : instances added per round to each population still in training.
     max_instances : most instances per population.
-    level : the verdict's level (default :data:`probmut.recommend.LEVEL`).
+    level : ``1 - level`` bounds the chance of a wrong settled verdict over all the
+        rounds (default :data:`probmut.recommend.LEVEL`).
     seed : seed of the verdicts.
 
     One line per round (instances and verdicts) goes to stderr, also without ``progress``
@@ -120,7 +145,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     level = LEVEL if level is None else level
     cache = Cache(out / ".work" / "verdicts")
     targets = {HEALTHY: 0} | {m.stem: 0 for m in mutations}
-    report = SettleReport()
+    report = SettleReport(looks=_looks(round_size, max_instances, analysis.sample))
     training = {m.stem: m for m in mutations}
     number, on_disk = 0, 0
     while training:
@@ -140,8 +165,8 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
         verdicts = {}
         for stem, mutation in list(training.items()):
             verdicts[stem] = verdict = _verdict(out, mutation, analysis, level=level,
-                                                max_instances=max_instances, seed=seed,
-                                                cache=cache)
+                                                max_instances=max_instances,
+                                                looks=report.looks, seed=seed, cache=cache)
             report.final[stem] = verdict
             if verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances:
                 del training[stem]
