@@ -473,15 +473,16 @@ def _boundary(settings: PosteriorSettings, variance: float) -> float:
 _SEARCH = 100
 
 
-def _settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
+def settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
                    reference: int, n, grown: bool):
-    """Chance that a verdict from n instances per side is settled (module notes): if the
+    """Chance that a verdict from n instances per side is settled (module notes: Instances
+    needed), read from a pilot's ``p_killed`` (a share of ``draws`` populations): if the
     truth is the pilot's estimate, or (``grown``) for the pilot grown to n, its
     uncertainty included. ``n`` may be an array of sizes above the pilot's.
 
-    >>> round(float(_settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=False)), 2)
+    >>> round(float(settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=False)), 2)
     0.8
-    >>> round(float(_settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=True)), 2)
+    >>> round(float(settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=True)), 2)
     0.74
     """
     from scipy import special
@@ -504,7 +505,7 @@ def _needed(p_killed: float, draws: int, pilot: float, threshold: float, referen
     (114, None)
     """
     n = np.arange(math.floor(pilot) + 1, _SEARCH * max(max_instances, math.ceil(pilot)) + 1)
-    chance = _settle_chance(p_killed, draws, pilot, threshold, reference, n, grown=False)
+    chance = settle_chance(p_killed, draws, pilot, threshold, reference, n, grown=False)
     reached = np.flatnonzero(chance >= POWER)
     return int(n[reached[0]]) if reached.size else None
 
@@ -512,20 +513,18 @@ def _needed(p_killed: float, draws: int, pilot: float, threshold: float, referen
 def _message(verdict, p_killed, se, threshold, looks, level, needed, mean, boundary,
              reference, max_instances, pilot, needed_chance):
     band = f"{mean['median']:.2f} [{mean['low']:.2f}, {mean['high']:.2f}]"
+    over_looks = (f" (the threshold that keeps wrong settled verdicts at most {1 - level:.2g} "
+                  f"over {looks} looks)" if looks > 1 else "")
     if verdict != "not settled":
         share = p_killed if verdict == "killed" else 1 - p_killed
-        rule = f"at least {threshold:.3g} with its Monte-Carlo error"
-        if looks > 1:
-            rule += (f", the threshold that keeps wrong settled verdicts at most "
-                     f"{1 - level:.2g} over {looks} looks")
         return (f"a large population ({reference} per side) would be judged {verdict} with "
-                f"predicted probability {share:.2f} (standard error {se:.2f}; {rule}), the "
-                f"uncertainty of the {pilot}-instance pilot included; its posterior mean would "
-                f"be about {band}.")
+                f"predicted probability {share:.2f} (standard error {se:.2f}), at least "
+                f"{threshold:.3g} with its Monte-Carlo error{over_looks}, the uncertainty of the "
+                f"{pilot}-instance pilot included; its posterior mean would be about {band}.")
     why = (f"a large population ({reference} per side) would be judged killed with predicted "
-           f"probability {p_killed:.2f} (standard error {se:.2f}), not beyond "
-           f"{1 - threshold:.2g} or {threshold:.3g} with its Monte-Carlo error; its posterior "
-           f"mean would be about {band}, decision boundary {boundary:.2f}.")
+           f"probability {p_killed:.2f} (standard error {se:.2f}): with its Monte-Carlo error, "
+           f"neither at most {1 - threshold:.2g} nor at least {threshold:.3g}{over_looks}; its "
+           f"posterior mean would be about {band}, decision boundary {boundary:.2f}.")
     if needed is None:
         return (why + " At the pilot's estimate the kill probability sits so close to the "
                 f"boundary that populations of {reference} split between both decisions "
@@ -657,7 +656,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         effective = 2 / (1 / h.size + 1 / m.size)  # the pilot's size for a difference
         needed = _needed(p_killed, used, effective, threshold, reference, max_instances)
         if needed is not None:
-            needed_chance = float(_settle_chance(p_killed, used, effective, threshold,
+            needed_chance = float(settle_chance(p_killed, used, effective, threshold,
                                                  reference, needed, grown=True))
     message = _message(verdict, p_killed, se, threshold, len(looks), level, needed,
                        _median_and_band(means), boundary, reference, max_instances, pilot,

@@ -14,7 +14,6 @@ from probmut.io.populations import pair, read_population
 from probmut.posterior import PosteriorSettings
 from probmut.recommend import (
     LEVEL,
-    MORE_DRAWS,
     _bounds,
     _fresh_instances,
     _settle,
@@ -223,6 +222,66 @@ def test_the_monte_carlo_error_of_p_killed_is_inside_the_verdict():
                    100)[0] == "not settled"
 
 
+def _normal_pair(rng, effect, count=1, n=200):
+    """Synthetic normal accuracies (MNIST's healthy spread), the mutant ``effect`` standard
+    deviations worse."""
+    return (0.99 + 0.0006 * rng.standard_normal((count, n)),
+            0.99 + 0.0006 * (rng.standard_normal((count, n)) - effect))
+
+
+def _path(h, m, looks, settings, seed):
+    """The verdict after each look until settled: (verdict, instances per side)."""
+    for n in looks:
+        advice = recommend(h[:n], m[:n], settings, sizes=(), looks=looks, max_instances=200,
+                           seed=seed)
+        if advice.verdict != "not settled":
+            break
+    return advice.verdict, n
+
+
+@pytest.mark.slow
+def test_a_coin_toss_mutant_looked_at_ten_times_settles_rarely():
+    """Normal populations at d = 0.62, where about half of the fresh populations of 200
+    per side are judged killed (q, measured on 200 of them): any settled verdict is a
+    coin toss, so wrong settled verdicts of at most 5% allow settling on at most 10% of
+    the paths. The rule settles about 4% of them (6 of these 150 paths: 10 looks from
+    20 to 200 per side); at 4%, more than 15 of 150 has a chance under 0.1% (binomial).
+    Without the correction over the looks (a fixed 0.95, the Monte-Carlo bound kept)
+    20 of the same 150 paths settle."""
+    from scipy import stats
+
+    from probmut.posterior import bagged_posteriors
+
+    small = PosteriorSettings(bootstraps=20, trials=20)
+    rng = np.random.default_rng(2024)
+    fresh = _normal_pair(rng, 0.62, count=200)
+    q = np.mean([bagged_posteriors(h, [m], small, seed=i).populations[1].killed
+                 for i, (h, m) in enumerate(zip(*fresh, strict=True))])
+    assert 0.3 < q < 0.7  # a coin toss (standard error of q: 0.035)
+    looks = list(range(20, 201, 20))
+    paths = 150
+    settled = sum(_path(*(rows[0] for rows in _normal_pair(rng, 0.62)), looks, small,
+                        seed=j)[0] != "not settled" for j in range(paths))
+    assert stats.binom.sf(15, paths, 0.04) < 0.001
+    assert settled <= 15
+
+
+@pytest.mark.slow
+def test_clear_mutants_still_settle_from_few_instances():
+    """With the command line's plan (19 looks): d = 1.6 is killed from 20 or 30
+    instances per side, d = 0 called not killed, from a median of at most 60. d = 0
+    takes longer: the criterion is two-sided (a better mutant can be killed too), and
+    the estimate must keep clear of |d| = 0.62 on both sides (latent model: median 50,
+    78% by 60, 90% by 80; one path of seed 7 took 170)."""
+    rng = np.random.default_rng(7)
+    for effect, expected, paths in ((1.6, "killed", 3), (0.0, "not killed", 5)):
+        seen = [_path(*(rows[0] for rows in _normal_pair(rng, effect)), list(LOOKS),
+                      PosteriorSettings(), seed=j) for j in range(paths)]
+        assert all(verdict == expected for verdict, _ in seen), seen
+        sizes = [n for _, n in seen]
+        assert (max(sizes) <= 30) if effect else (np.median(sizes) <= 60), seen
+
+
 def test_cli_json_and_text(capsys):
     code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
                  "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
@@ -236,6 +295,18 @@ def test_cli_json_and_text(capsys):
     assert [row["n"] for row in first["per_size"]] == [25, 50]
     assert {"n", "mean_band", "agreement", "killed_share"} <= set(first["per_size"][0])
     assert second["verdict"] in ("not killed", "not settled")
+    for advice in (first, second):  # one look: the level, with p_killed's error
+        assert advice["threshold"] == LEVEL and advice["looks"] == 1
+        assert advice["draws_used"] in (20, 40, 80, 160)
+        p = advice["p_killed"]
+        assert advice["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / advice["draws_used"]))
+    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--draws", "20",
+                 "--bootstraps", "20", "--trials", "30", "--no-cache", "--json",
+                 "--looks", "25,50,75,100"])
+    looked = json.loads(capsys.readouterr().out)
+    assert code == 0 and looked["looks"] == 4
+    assert looked["threshold"] == settle_threshold([25, 50, 75, 100]) > LEVEL
     code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
                  "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--draws", "20",
                  "--bootstraps", "20", "--trials", "30", "--no-cache"])
@@ -260,6 +331,12 @@ def _bad(capsys, *argv):
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
     (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
     (["--pilot", "25", "--draws", "3"], "argument --draws: must be at least 10"),
+    (["--pilot", "25", "--looks", "25,x"], "expected comma-separated integers, got '25,x' "
+                                           "(--looks)"),
+    (["--pilot", "25", "--looks", "10,25"], "the planned looks must be at least the sample "
+                                            "size k = 20"),
+    (["--pilot", "25", "--level", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
+                                            "populations"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     err = _bad(capsys, "--model", "mnist", "--mutation", "delete_training_data",

@@ -20,7 +20,7 @@ from probmut.recommend import LEVEL, settle_threshold
 from probmut.train.instance import HEALTHY, InstanceResult, RunSettings, instance_seed
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
-from probmut.train.rounds import train_until_settled
+from probmut.train.rounds import FUTILITY, train_until_settled
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = np.zeros(2000, dtype=np.int64)
@@ -114,9 +114,13 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert len(_ids(tmp_path / "delete_training_data_90.csv")) == 5 * settled[0]
     assert all("delete_training_data_90" not in r["verdicts"]
                for r in rounds["rounds"][settled[0]:])
-    # The ambiguous one goes on to the cap, and the healthy population with it.
+    # The ambiguous one stops, not settled, before the cap once settling by the cap is out
+    # of reach (a chance under FUTILITY); the healthy population follows the last mutant.
     final = rounds["final"]["change_label_20"]
-    assert final["instances"] == 20 and final["verdict"] == "not settled"
+    assert final["verdict"] == "not settled" and final["instances"] < 20
+    assert final["reach"] < FUTILITY and "Training stops: the chance" in final["message"]
+    assert all(r["verdicts"]["change_label_20"]["reach"] >= FUTILITY
+               for r in rounds["rounds"] if r["round"] * 5 < final["instances"])
     assert "predicted probability" in final["message"]
     assert len(_ids(tmp_path / "healthy.csv")) == 20
     # The paired mutant is derived from healthy instances: never more, the same ids.
@@ -185,6 +189,7 @@ def test_train_until_settled_on_digits(tmp_path):
     (["--mutation", "change_label:20", "--sample", "30", "--max-instances", "20"],
      "--sample 30 is more than --max-instances 20"),
     (["--mutation", "change_label:20", "--round", "0"], "argument --round: must be at least 1"),
+    (["--mutation", "change_label:20", "--level", "1.5"], "argument --level: must be"),
 ])
 def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):
     from probmut.cli import main

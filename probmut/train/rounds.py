@@ -5,8 +5,12 @@ Each round adds ``round_size`` instances to every mutant population still in tra
 goes on while any mutant needs it. After the round, :func:`probmut.recommend.recommend`
 judges every mutant in training on the instances trained so far (model-level mutants
 against the healthy instances they derive from); a mutant stops when its verdict is
-settled (killed or not killed) or when it reaches ``max_instances``. Verdicts need at
-least k instances per side; rounds before that only train.
+settled (killed or not killed), when it reaches ``max_instances``, or when settling by
+``max_instances`` is out of reach: the chance that its instances grown to
+``max_instances`` settle the verdict, its uncertainty included
+(:func:`probmut.recommend.settle_chance`), is under ``FUTILITY``. Stopping without a
+verdict never makes one wrong; it saves the instances of mutants at the decision
+boundary. Verdicts need at least k instances per side; rounds before that only train.
 
 Looking again after every round gives a verdict more chances to settle by luck, so the
 verdicts are told the whole plan: the looks are at round_size, 2 round_size, ... (from
@@ -35,6 +39,10 @@ from probmut.train.run import RunReport, run_populations
 
 #: Verdict of a population that has fewer than k instances so far.
 TOO_FEW = "too few instances"
+#: A mutant stops training, not settled, when the chance that it settles by
+#: ``max_instances`` is under this (docs/recommend.md: on the bundled data no path that
+#: would have settled was stopped).
+FUTILITY = 0.02
 
 
 @dataclass
@@ -45,15 +53,17 @@ class SettleReport:
     rounds: list[dict] = field(default_factory=list)
     final: dict[str, dict] = field(default_factory=dict)  # mutant stem -> last verdict
     looks: list[int] = field(default_factory=list)  # instances per side of the planned looks
+    max_instances: int = 0
 
     def to_dict(self) -> dict:
-        return {"looks": self.looks, "rounds": self.rounds, "final": self.final}
+        return {"looks": self.looks, "max_instances": self.max_instances,
+                "rounds": self.rounds, "final": self.final}
 
     def table(self) -> str:
         """The rounds as a readable table: instances and verdict per population."""
         stems = list(self.final)
         cells = [[("-" if (v := record["verdicts"].get(stem)) is None else
-                   _short(v, record["instances"][stem])) for stem in stems]
+                   _short(v, record["instances"][stem], self.max_instances)) for stem in stems]
                  for record in self.rounds]
         widths = [max([len(stem)] + [len(row[j]) for row in cells])
                   for j, stem in enumerate(stems)]
@@ -68,7 +78,7 @@ class SettleReport:
         return "\n".join(line.rstrip() for line in lines)
 
 
-def _short(verdict: dict, instances: int) -> str:
+def _short(verdict: dict, instances: int, maximum: int) -> str:
     word = verdict["verdict"]
     if word == TOO_FEW:
         return f"{instances} {word}"
@@ -76,8 +86,8 @@ def _short(verdict: dict, instances: int) -> str:
         word = "KILLED"
     detail = (f"P(killed) {verdict['p_killed']:.2f} ± {verdict['p_killed_se']:.2f}, "
               f"threshold {verdict['threshold']:.3g}")
-    if word == "not settled":
-        detail += (f", ~{verdict['needed']} needed" if verdict["needed"] else ", out of reach")
+    if verdict["reach"] is not None:
+        detail += f", P(settles by {maximum}) {verdict['reach']:.2f}"
     return f"{instances} {word} ({detail})"
 
 
@@ -96,7 +106,7 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
              cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
-    from probmut.recommend import recommend
+    from probmut.recommend import recommend, settle_chance
 
     healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
     mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
@@ -106,15 +116,23 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
     n = min(len(healthy), len(mutant))
     if n < settings.sample:
         return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
-                "draws": None, "needed": None, "instances": len(mutant),
+                "draws": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
     advice = recommend(healthy, mutant, settings, sizes=(), level=level,
                        max_instances=max_instances, looks=looks, paired=paired, seed=seed,
                        cache=cache, name=mutation.stem)
+    reach, message = None, advice.message
+    if advice.verdict == "not settled" and n < max_instances:
+        reach = float(settle_chance(advice.p_killed, advice.draws_used,
+                                    2 / (1 / len(healthy) + 1 / len(mutant)), advice.threshold,
+                                    advice.reference, max_instances, grown=True))
+        if reach < FUTILITY:
+            message += (f" Training stops: the chance that {max_instances} instances per side "
+                        f"settle it is {reach:.3f}, under {FUTILITY:g}.")
     return {"verdict": advice.verdict, "p_killed": advice.p_killed,
             "p_killed_se": advice.p_killed_se, "threshold": advice.threshold,
-            "draws": advice.draws_used, "needed": advice.needed, "instances": len(mutant),
-            "message": advice.message}
+            "draws": advice.draws_used, "needed": advice.needed, "reach": reach,
+            "instances": len(mutant), "message": message}
 
 
 def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
@@ -145,7 +163,8 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     level = LEVEL if level is None else level
     cache = Cache(out / ".work" / "verdicts")
     targets = {HEALTHY: 0} | {m.stem: 0 for m in mutations}
-    report = SettleReport(looks=_looks(round_size, max_instances, analysis.sample))
+    report = SettleReport(looks=_looks(round_size, max_instances, analysis.sample),
+                          max_instances=max_instances)
     training = {m.stem: m for m in mutations}
     number, on_disk = 0, 0
     while training:
@@ -168,13 +187,14 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
                                                 max_instances=max_instances,
                                                 looks=report.looks, seed=seed, cache=cache)
             report.final[stem] = verdict
-            if verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances:
+            if (verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances
+                    or (verdict["reach"] is not None and verdict["reach"] < FUTILITY)):
                 del training[stem]
         report.rounds.append({"round": number, "instances": dict(targets),
                               "verdicts": verdicts})
         _write(out, report)
         print(f"round {number}: {HEALTHY} {targets[HEALTHY]}; "
-              + "; ".join(f"{stem} {_short(v, targets[stem])}"
+              + "; ".join(f"{stem} {_short(v, targets[stem], max_instances)}"
                           + ("" if stem in training else ", stops")
                           for stem, v in verdicts.items()), file=sys.stderr)
     return report
