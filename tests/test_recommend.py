@@ -387,3 +387,24 @@ def test_pilot_validation_quick_run_reports_every_part_reproducibly(tmp_path):
     assert again.returncode == 0, again.stderr
     before_timings = [run.stdout.split("## Benchmark")[0] for run in (first, again)]
     assert before_timings[0] == before_timings[1]
+
+
+@pytest.mark.slow
+def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_path):
+    """scripts/sequential_validation.py --quick: both parts, the frontier and the targets
+    printed and saved, and a rerun (every path from its cache) prints the same tables."""
+    command = [sys.executable, str(ROOT / "scripts" / "sequential_validation.py"), "--quick",
+               "--out", str(tmp_path)]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    for heading in ("## (a)", "### normal", "## (b)", "most any rule may settle",
+                    "## Targets"):
+        assert heading in first.stdout
+    document = json.loads((tmp_path / "sequential_validation.json").read_text())
+    assert document["threshold"] == settle_threshold(range(20, 201, 10))
+    assert [cell["effect"] for cell in document["synthetic"]] == [0.0, 0.6, 1.5]
+    for path in document["bundled_paths"]:  # every look recorded, up to the last one
+        assert len(path["trajectory"]["p_killed"]) == path["looks"]
+    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split("total")[0] == first.stdout.split("total")[0]
