@@ -64,7 +64,7 @@ from pilot_validation import magnitudes  # noqa: E402  (the 77 bundled magnitude
 
 PILOT, ROUND, MAXIMUM = 20, 10, 200  # the command line's defaults
 LOOKS = list(range(PILOT, MAXIMUM + 1, ROUND))
-THRESHOLD = settle_threshold(LOOKS, REFERENCE_SIZE, LEVEL)
+THRESHOLDS = [settle_threshold(n, LOOKS, REFERENCE_SIZE, LEVEL) for n in LOOKS]
 EFFECTS = [round(0.1 * i, 1) for i in range(16)]
 SHAPES = ("normal", "heavy-tailed (lenet-like)", "skewed drop, paired (model-level-like)")
 PAIRED = {"normal": False, "heavy-tailed (lenet-like)": False,
@@ -119,7 +119,7 @@ def follow(h, m, paired, settings, seed, args, cache) -> dict:
     """Look after every round until the verdict settles (cached per path), keeping every
     look's p_killed, its standard error and ``needed`` (-1 for out of reach)."""
     key = cache_key("sequential-validation path with its looks", METHOD, CONFIDENCE,
-                    MORE_DRAWS, THRESHOLD, h, m, paired, settings, seed, args.draws, LOOKS)
+                    MORE_DRAWS, THRESHOLDS, h, m, paired, settings, seed, args.draws, LOOKS)
     stored = cache.get(key)
     if stored is None:
         seen = []
@@ -151,7 +151,7 @@ def stopped(path) -> dict:
     last = len(trajectory["p_killed"]) - (path["verdict"] != "not settled")
     for i in range(min(last, len(LOOKS) - 1)):
         chance = settle_chance(trajectory["p_killed"][i], trajectory["draws"][i], LOOKS[i],
-                               THRESHOLD, REFERENCE_SIZE, MAXIMUM, grown=True)
+                               THRESHOLDS[-1], REFERENCE_SIZE, MAXIMUM, grown=True)
         if chance < FUTILITY:
             return {**path, "verdict": "not settled", "n": LOOKS[i], "looks": i + 1,
                     "stopped": True}
@@ -428,12 +428,12 @@ def main() -> None:
         settings = PosteriorSettings(bootstraps=20, trials=20)
     cache = Cache(Path(args.out) / ".cache")
     started = time.perf_counter()
-    threshold = THRESHOLD
     print(f"Paths: looks at {LOOKS[0]}, {LOOKS[1]}, ..., {LOOKS[-1]} instances per side "
-          f"({len(LOOKS)} looks); threshold {threshold:.4f} (latent-model error "
-          f"{sequential_error(threshold, LOOKS):.3f}; a fixed {LEVEL} would give "
-          f"{sequential_error(LEVEL, LOOKS):.3f}); bagged posteriors B = {settings.bootstraps}, "
-          f"N = {settings.trials}, k = {settings.sample}; seed {args.seed}\n")
+          f"({len(LOOKS)} looks); thresholds {THRESHOLDS[0]:.4f}, {THRESHOLDS[1]:.4f}, ..., "
+          f"{THRESHOLDS[-1]:.4f} (latent-model error {sequential_error(THRESHOLDS, LOOKS):.3f}; "
+          f"a fixed {LEVEL} would give {sequential_error(LEVEL, LOOKS):.3f}); bagged posteriors "
+          f"B = {settings.bootstraps}, N = {settings.trials}, k = {settings.sample}; seed "
+          f"{args.seed}\n")
     cells, pooled_a, paths_b, rows_b = [], {}, [], {}
     if "a" in args.only:
         cells = part_a(args, settings, cache)
@@ -446,7 +446,7 @@ def main() -> None:
     print(f"total {seconds:.0f} s")
     from probmut.io.atomic import atomic_write_text
 
-    document = {"threshold": threshold, "looks": LOOKS, "targets": targets,
+    document = {"thresholds": THRESHOLDS, "looks": LOOKS, "targets": targets,
                 "synthetic": [{k: c[k] for k in ("shape", "effect", "q", "summary")}
                               for c in cells],
                 "synthetic_pooled": pooled_a, "bundled": rows_b, "bundled_paths": paths_b,

@@ -154,11 +154,11 @@ def test_resampled_draws_keep_mean_and_unbiased_variance():
 LOOKS = range(20, 201, 10)
 
 
-def _latent_paths(threshold, looks, q, paths, seed, reference=200):
+def _latent_paths(thresholds, looks, q, paths, seed, reference=200):
     """Share of paths ending wrongly settled, simulated directly in the latent model of
     the verdict (independent of the numerical integration): the effect estimate from n
     instances is a running mean of unit-variance draws, p_killed its predictive
-    probability of a fresh reference population's decision."""
+    probability of a fresh reference population's decision, ``thresholds`` one per look."""
     from scipy import special
 
     rng = np.random.default_rng(seed)
@@ -167,7 +167,7 @@ def _latent_paths(threshold, looks, q, paths, seed, reference=200):
     sums = np.cumsum(rng.standard_normal((paths, n.size)) * np.sqrt(np.diff(n, prepend=0)),
                      axis=1) + n * x
     z = sums / n / np.sqrt(1 / n + 1 / reference)
-    bound = special.ndtri(threshold)
+    bound = special.ndtri(np.broadcast_to(thresholds, n.shape))
     up, down = z >= bound, z <= -bound
     first = np.argmax(up | down, axis=1)
     settled = (up | down).any(axis=1)
@@ -175,24 +175,27 @@ def _latent_paths(threshold, looks, q, paths, seed, reference=200):
     return float(np.mean(killed) * (1 - q) + np.mean(settled & ~killed) * q)
 
 
-def test_the_threshold_over_repeated_looks():
+def test_the_thresholds_over_repeated_looks():
     """The correction itself: a fixed level of 0.95 over the 19 looks of the command line
     ends wrongly settled on 11.8% of the paths of the worst mutant (latent model); the
-    threshold for those looks, 0.9778, keeps it at 5%. Both are checked against a direct
-    simulation of the latent model (40 000 paths: standard error about 0.1 to 0.16
-    points); one look keeps the level."""
-    assert settle_threshold([20]) == LEVEL == settle_threshold([25], level=LEVEL)
-    threshold = settle_threshold(LOOKS)
-    assert threshold == pytest.approx(0.9778, abs=2e-4)
-    assert sequential_error(threshold, LOOKS) == pytest.approx(0.05, abs=1e-4)
+    thresholds for those looks, 0.9945 at 20 instances per side relaxing to the level at
+    180 and after, keep it at 5%. Both are checked against a direct simulation of the
+    latent model (40 000 paths: standard error about 0.1 to 0.16 points); one look keeps
+    the level."""
+    assert settle_threshold(20, [20]) == LEVEL == settle_threshold(25, [25], level=LEVEL)
+    thresholds = [settle_threshold(n, LOOKS) for n in LOOKS]
+    assert thresholds[0] == pytest.approx(0.9945, abs=2e-4)
+    assert thresholds[-3:] == [LEVEL] * 3 and np.all(np.diff(thresholds) <= 0)
+    assert sequential_error(thresholds, LOOKS) == pytest.approx(0.05, abs=1e-4)
     assert sequential_error(LEVEL, LOOKS) == pytest.approx(0.118, abs=1e-3)
-    for level, error in ((LEVEL, 0.118), (threshold, 0.05)):
-        worst = max(_latent_paths(level, LOOKS, q, 40000, seed=int(100 * q))
-                    for q in (0.5, 0.55, 0.6, 0.65))
+    for levels, error in ((LEVEL, 0.118), (thresholds, 0.05)):
+        worst = max(_latent_paths(levels, LOOKS, q, 40000, seed=int(100 * q))
+                    for q in (0.5, 0.55, 0.6, 0.65, 0.7))
         assert worst == pytest.approx(error, abs=0.006)
-    # More looks need a higher threshold; looks are a set (order and repeats ignored).
-    assert settle_threshold(range(25, 201, 25)) < threshold < settle_threshold(range(20, 201, 5))
-    assert settle_threshold([200, 20, 20] + list(LOOKS)) == threshold
+    # More looks need higher thresholds; looks are a set (order and repeats ignored).
+    assert (settle_threshold(20, range(20, 201, 20)) < thresholds[0]
+            < settle_threshold(20, range(20, 201, 5)))
+    assert settle_threshold(30, [200, 20, 20] + list(LOOKS)) == thresholds[1]
 
 
 def test_the_monte_carlo_error_of_p_killed_is_inside_the_verdict():
@@ -244,10 +247,10 @@ def test_a_coin_toss_mutant_looked_at_ten_times_settles_rarely():
     """Normal populations at d = 0.62, where about half of the fresh populations of 200
     per side are judged killed (q, measured on 200 of them): any settled verdict is a
     coin toss, so wrong settled verdicts of at most 5% allow settling on at most 10% of
-    the paths. The rule settles about 4% of them (6 of these 150 paths: 10 looks from
-    20 to 200 per side); at 4%, more than 15 of 150 has a chance under 0.1% (binomial).
-    Without the correction over the looks (a fixed 0.95, the Monte-Carlo bound kept)
-    20 of the same 150 paths settle."""
+    the paths. The rule settles 5 of these 150 paths (10 looks from 20 to 200 per side);
+    even at 4%, more than 15 of 150 has a chance under 0.1% (binomial). Without the
+    correction over the looks (a fixed 0.95, the Monte-Carlo bound kept) 20 of the same
+    150 paths settle."""
     from scipy import stats
 
     from probmut.posterior import bagged_posteriors
@@ -306,7 +309,7 @@ def test_cli_json_and_text(capsys):
                  "--looks", "25,50,75,100"])
     looked = json.loads(capsys.readouterr().out)
     assert code == 0 and looked["looks"] == 4
-    assert looked["threshold"] == settle_threshold([25, 50, 75, 100]) > LEVEL
+    assert looked["threshold"] == settle_threshold(25, [25, 50, 75, 100]) > LEVEL
     code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
                  "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--draws", "20",
                  "--bootstraps", "20", "--trials", "30", "--no-cache"])
@@ -401,7 +404,7 @@ def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_pat
                     "## Targets"):
         assert heading in first.stdout
     document = json.loads((tmp_path / "sequential_validation.json").read_text())
-    assert document["threshold"] == settle_threshold(range(20, 201, 10))
+    assert document["thresholds"] == [settle_threshold(n, LOOKS) for n in LOOKS]
     assert [cell["effect"] for cell in document["synthetic"]] == [0.0, 0.6, 1.5]
     for path in document["bundled_paths"]:  # every look recorded, up to the last one
         assert len(path["trajectory"]["p_killed"]) == path["looks"]

@@ -100,11 +100,12 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     # Every verdict is told the plan (looks at 5, 10, 15 and 20 instances per side) and
     # records p_killed with its Monte-Carlo error and the threshold it had to clear.
     assert rounds["looks"] == [5, 10, 15, 20]
-    threshold = settle_threshold([5, 10, 15, 20])
-    assert threshold > LEVEL
+    thresholds = {n: settle_threshold(n, [5, 10, 15, 20]) for n in (5, 10, 15, 20)}
+    assert thresholds[5] > thresholds[10] > LEVEL
     for record in rounds["rounds"]:
         for verdict in record["verdicts"].values():
-            assert verdict["threshold"] == threshold and verdict["draws"] >= 100
+            assert verdict["threshold"] == thresholds[verdict["instances"]]
+            assert verdict["draws"] >= 100
             p = verdict["p_killed"]
             assert verdict["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / verdict["draws"]))
     # The clear mutant is settled killed within two rounds and trains no more.
@@ -129,7 +130,7 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert [r["instances"][HEALTHY] for r in rounds["rounds"]] == [5, 10, 15, 20]
     table = (tmp_path / "rounds.txt").read_text()
     assert "KILLED" in table.splitlines()[settled[0]] and "change_label_20: not settled" in table
-    assert f"threshold {threshold:.3g}" in table
+    assert f"threshold {thresholds[5]:.3g}" in table.splitlines()[1]
     assert "round 1: healthy 5;" in capsys.readouterr().err
     # Each instance was trained once.
     assert len(backend.trained) == len(set(backend.trained)) == report.training.trained

@@ -14,9 +14,9 @@ boundary. Verdicts need at least k instances per side; rounds before that only t
 
 Looking again after every round gives a verdict more chances to settle by luck, so the
 verdicts are told the whole plan: the looks are at round_size, 2 round_size, ... (from
-k on) up to ``max_instances``, and :func:`probmut.recommend.settle_threshold` raises the
-level p_killed must clear so that, for any true effect, a mutant ends with a wrong
-settled verdict on at most ``1 - level`` of the runs (docs/recommend.md).
+k on) up to ``max_instances``, and :func:`probmut.recommend.settle_threshold` sets the
+level p_killed must clear at each look so that, for any true effect, a mutant ends with
+a wrong settled verdict on at most ``1 - level`` of the runs (docs/recommend.md).
 
 The output directory gains ``rounds.json`` and ``rounds.txt`` (one row per round: the
 instances of each population and each verdict, with p_killed, its Monte-Carlo standard
@@ -106,7 +106,7 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
              cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
-    from probmut.recommend import recommend, settle_chance
+    from probmut.recommend import recommend, settle_chance, settle_threshold
 
     healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
     mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
@@ -123,8 +123,9 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
                        cache=cache, name=mutation.stem)
     reach, message = None, advice.message
     if advice.verdict == "not settled" and n < max_instances:
+        last = settle_threshold(max_instances, looks, advice.reference, advice.level)
         reach = float(settle_chance(advice.p_killed, advice.draws_used,
-                                    2 / (1 / len(healthy) + 1 / len(mutant)), advice.threshold,
+                                    2 / (1 / len(healthy) + 1 / len(mutant)), last,
                                     advice.reference, max_instances, grown=True))
         if reach < FUTILITY:
             message += (f" Training stops: the chance that {max_instances} instances per side "
