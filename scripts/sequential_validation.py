@@ -28,6 +28,7 @@ path): an interrupted run resumes, a rerun only prints. Markdown on stdout (the 
 of docs/recommend.md), the numbers in --out/sequential_validation.json.
 
     python scripts/sequential_validation.py [--paths 100] [--orders 4] [--quick] [--jobs J]
+        [--shapes 0,1,2] [--effects 0.5,0.6]   (a part of (a)'s grid, same paths)
 """
 
 from __future__ import annotations
@@ -196,14 +197,14 @@ def part_a(args, settings, cache):
     """Every path of every shape and effect, with q from the fresh populations. Where q is
     below 0.02 or above 0.98 a settled verdict is almost never wrong: ``--paths-far``
     paths measure the settled share and the instances there, ``--paths`` elsewhere."""
-    shapes = SHAPES[:1] if args.quick else SHAPES
-    effects = [0.0, 0.6, 1.5] if args.quick else EFFECTS
+    shapes, effects = args.shapes, args.effects
     cells = []
     bar = tqdm(total=len(shapes) * len(effects), desc="(a) synthetic effects", unit="effect",
                file=sys.stderr)
-    for s, shape in enumerate(shapes):
-        paired = PAIRED[shape]
-        for e, effect in enumerate(effects):
+    for shape in shapes:
+        s, paired = SHAPES.index(shape), PAIRED[shape]
+        for effect in effects:
+            e = EFFECTS.index(effect)  # seeds follow the grid: a subset reuses the same paths
             key = cache_key("sequential-validation fresh", shape, effect, args.fresh,
                             settings, args.seed)
             fresh = cache.get(key)
@@ -418,13 +419,28 @@ def main() -> None:
     parser.add_argument("--out", default="validation_results")
     parser.add_argument("--only", default="ab", choices=["a", "b", "ab"],
                         help="the parts to run (both)")
+    parser.add_argument("--shapes", default="0,1,2",
+                        help="the shapes of (a), by number: " + ", ".join(
+                            f"{i} {shape}" for i, shape in enumerate(SHAPES)) + " (all)")
+    parser.add_argument("--effects", default=None,
+                        help="a subset of (a)'s grid of effects d, comma-separated (the whole "
+                             "grid 0, 0.1, ..., 1.5)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: the normal shape at d = 0, 0.6, 1.5, 4 paths, "
                              "6 magnitudes, smaller bagged posteriors")
     args = parser.parse_args()
+    try:
+        args.shapes = [SHAPES[int(i)] for i in args.shapes.split(",")]
+        args.effects = (EFFECTS if args.effects is None else
+                        [EFFECTS[EFFECTS.index(round(float(d), 1))]
+                         for d in args.effects.split(",")])
+    except (ValueError, IndexError):
+        parser.error(f"--shapes takes numbers from 0 to {len(SHAPES) - 1}, --effects values "
+                     f"of the grid {EFFECTS[0]}, {EFFECTS[1]}, ..., {EFFECTS[-1]}")
     settings = PosteriorSettings()
     if args.quick:
         args.paths, args.paths_far, args.fresh, args.resamples = 4, 2, 8, 8
+        args.shapes, args.effects = SHAPES[:1], [0.0, 0.6, 1.5]
         settings = PosteriorSettings(bootstraps=20, trials=20)
     cache = Cache(Path(args.out) / ".cache")
     started = time.perf_counter()
