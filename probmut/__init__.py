@@ -41,6 +41,10 @@ _API = {
     "repeated_tests": "probmut.repeat",
     "monte_carlo_error": "probmut.mce",
     "sample_size_study": "probmut.sample_size",
+    # a whole campaign: its summary, mutation score, and its HTML report
+    "summarize_campaign": "probmut.campaign",
+    "mutation_score": "probmut.campaign",
+    "write_report": "probmut.report",
     # long-format DataFrames (pingouin style)
     "kill_test": "probmut.frames",
     "posterior": "probmut.posterior",  # the module, callable: probmut.frames.posterior

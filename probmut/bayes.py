@@ -1,4 +1,4 @@
-"""Model-based posterior of the kill probability (PyMC), with ArviZ diagnostics.
+"""Model-based posterior of the kill probability (nutpie or PyMC), with ArviZ diagnostics.
 
 The bagged posterior (:mod:`probmut.posterior`) resamples the instances that were
 trained, so with 20-30 instances it can only replay those few. Here each population's
@@ -33,6 +33,13 @@ normal and has no heavy tails. ``likelihood="normal"`` is offered for comparison
 Priors are weakly informative on the scaled data (a group mean within +-4 pooled sds,
 a group sd up to a few pooled sds), so they do not depend on the accuracy's units.
 
+Samplers
+--------
+``sampler="nutpie"`` (default): nutpie's NUTS (Rust) on the model's log density written
+out below and compiled by Numba (cached on disk); the tests check it against PyMC's logp
+and gradient. ``sampler="pymc"``: PyMC's NUTS on the PyMC model, compiled for every fit.
+The same posterior; the draws differ.
+
 Kill probability
 ----------------
 For every posterior draw, ``trials`` k-vs-k kill tests are simulated from the model
@@ -56,12 +63,15 @@ localization: an improved R-hat. Bayesian Analysis, 2021.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
+import numba
 import numpy as np
 
 from probmut.engine import seed_sequence
@@ -74,13 +84,15 @@ try:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         import arviz as az
-        import pymc as pm
-except ImportError as missing:  # pragma: no cover - exercised with pymc absent
+except ImportError:  # pragma: no cover - exercised with arviz absent
     raise ProbmutError(
-        f"the model-based posterior needs PyMC and ArviZ ({missing.name} is not installed): "
-        "install probmut[bayes], e.g. pip install 'probmut[bayes]'") from None
+        "the model-based posterior needs ArviZ (not installed): install probmut[bayes], "
+        "e.g. pip install 'probmut[bayes]'") from None
 
 LIKELIHOODS = ("student-t", "normal")
+#: NUTS implementations: nutpie's (Rust, on the model's log density compiled by Numba and
+#: cached on disk) and PyMC's own (Python, on the model compiled by PyTensor for each fit).
+SAMPLERS = ("nutpie", "pymc")
 #: Convergence thresholds (Vehtari et al. 2021): rank-normalised split R-hat and the
 #: bulk/tail effective sample size per chain.
 RHAT_MAX = 1.01
@@ -102,7 +114,10 @@ class BayesSettings:
     ----------
     draws, tune, chains : NUTS draws and tuning steps per chain, number of chains (>= 2,
         R-hat needs several).
-    cores : processes for the chains (results do not depend on it).
+    cores : parallel workers (results do not depend on them): threads for nutpie's chains
+        and for the kill simulation, processes for PyMC's chains.
+    sampler : ``"nutpie"`` (default) or ``"pymc"``: which NUTS draws the posterior; the
+        same model and posterior, other draws.
     likelihood : ``"student-t"`` (robust, default) or ``"normal"``.
     trials : simulated k-vs-k kill tests per posterior draw.
     sample : k, instances per side of one simulated test.
@@ -118,6 +133,7 @@ class BayesSettings:
     tune: int = 1000
     chains: int = 2
     cores: int = 1
+    sampler: str = "nutpie"
     likelihood: str = "student-t"
     trials: int = 100
     sample: int = 20
@@ -129,6 +145,9 @@ class BayesSettings:
         if self.likelihood not in LIKELIHOODS:
             raise ProbmutError(f"unknown likelihood {self.likelihood!r}; choose one of "
                                f"{', '.join(LIKELIHOODS)}")
+        if self.sampler not in SAMPLERS:
+            raise ProbmutError(f"unknown sampler {self.sampler!r}; choose one of "
+                               f"{', '.join(SAMPLERS)}")
         for name in ("draws", "tune", "trials", "cores"):
             if int(getattr(self, name)) < 1:
                 raise ProbmutError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -143,7 +162,8 @@ class BayesSettings:
 
     def describe(self) -> str:
         model = "Student-t" if self.likelihood == "student-t" else "Normal"
-        return (f"{model} model, {self.chains} chains x {self.draws} draws ({self.tune} tuning); "
+        return (f"{model} model, {self.chains} chains x {self.draws} draws ({self.tune} tuning, "
+                f"{self.sampler}); "
                 f"{self.trials} simulated {self.sample} vs {self.sample} tests per draw, kill iff "
                 f"{self.criterion.describe()}; {self.mass:.0%} HDI")
 
@@ -250,16 +270,16 @@ class BayesComparison:
         row["diagnostics"] = asdict(self.diagnostics) | {"converged": self.diagnostics.converged}
         return row
 
-    def summary_line(self) -> str:
+    def summary_cells(self) -> list[str]:
+        """The cells of this mutant's row of the study's table (see :class:`BayesStudy`)."""
         low, high = self.interval(self.kill_draws)
         d_low, d_high = self.interval(self.d_draws)
         diff_low, diff_high = self.interval(self.diff_draws)
-        flag = "" if self.diagnostics.converged else "  NOT CONVERGED"
-        return (f"{self.name:<16}{self.kill_mean:>7.3f} [{low:.3f}, {high:.3f}]"
-                f"{self.diff_draws.mean():>+11.5f} [{diff_low:+.5f}, {diff_high:+.5f}]"
-                f"{self.d_draws.mean():>+7.2f} [{d_low:+.2f}, {d_high:+.2f}]"
-                f"{self.p_mutant_worse:>9.3f}{self.diagnostics.r_hat_max:>7.3f}"
-                f"{self.diagnostics.ess_bulk_min:>7.0f}{self.diagnostics.divergences:>5d}{flag}")
+        return [self.name, f"{self.kill_mean:.3f} [{low:.3f}, {high:.3f}]",
+                f"{self.diff_draws.mean():+.5f} [{diff_low:+.5f}, {diff_high:+.5f}]",
+                f"{self.d_draws.mean():+.2f} [{d_low:+.2f}, {d_high:+.2f}]",
+                f"{self.p_mutant_worse:.3f}", f"{self.diagnostics.r_hat_max:.3f}",
+                f"{self.diagnostics.ess_bulk_min:.0f}", f"{self.diagnostics.divergences:d}"]
 
 
 @dataclass(frozen=True)
@@ -318,12 +338,28 @@ class BayesStudy(Result):
             rows.append(flat)
         return pd.DataFrame(rows).set_index("name")
 
+    #: The table's columns: heading and narrowest width (the first left-aligned, the others
+    #: right-aligned and at least two spaces wider than their longest cell).
+    COLUMNS = (("mutant", 16), ("P(kill) [{mass} HDI]", 22),
+               ("mean diff mutant-healthy [HDI]", 32), ("Cohen d [HDI]", 22),
+               ("P(worse)", 9), ("R-hat", 7), ("ESS", 7), ("div", 5))
+
     def __str__(self) -> str:
         mass = f"{self.settings.mass:.0%}"
-        header = (f"{'mutant':<16}{'P(kill) [' + mass + ' HDI]':>22}"
-                  f"{'mean diff mutant-healthy [HDI]':>32}{'Cohen d [HDI]':>22}"
-                  f"{'P(worse)':>9}{'R-hat':>7}{'ESS':>7}{'div':>5}")
-        lines = [header, "-" * len(header)] + [c.summary_line() for c in self.comparisons]
+        rows = [c.summary_cells() for c in self.comparisons]
+        headings = [heading.format(mass=mass) for heading, _ in self.COLUMNS]
+        widths = [max(least, len(headings[0]) if j == 0 else len(headings[j]) + 1,
+                      *(len(row[j]) + (0 if j == 0 else 2) for row in rows))
+                  for j, (_, least) in enumerate(self.COLUMNS)]
+
+        def line(cells):
+            return cells[0].ljust(widths[0]) + "".join(
+                cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))
+
+        header = line(headings)
+        lines = [header, "-" * len(header)] + [
+            line(row) + ("" if c.diagnostics.converged else "  NOT CONVERGED")
+            for row, c in zip(rows, self.comparisons, strict=True)]
         lines.append(f"settings: {self.settings.describe()}"
                      + (", paired (per-instance differences)" if self.paired else "")
                      + (f", seed {self.seed}" if self.seed is not None else ""))
@@ -339,6 +375,57 @@ class BayesStudy(Result):
 
 
 # --- model ------------------------------------------------------------------------------
+# One model, two implementations of its log density: PyMC's (the definition, and the
+# density PyMC's sampler uses) and a compiled one for nutpie's sampler, checked against
+# PyMC's value and gradient in tests/test_bayes.py. Parameters on the unconstrained scale,
+# in PyMC's order: mu (2), log sigma (2), then log(nu - 1) of the Student-t (one shared
+# by both groups; paired: healthy, then difference).
+
+#: Priors on the scaled data: mu ~ Normal(0, MU_SD), sigma ~ HalfNormal(SIGMA_SD),
+#: nu - 1 ~ Exponential with mean NU_MINUS_ONE_MEAN.
+MU_SD = 2.0
+SIGMA_SD = 2.0
+NU_MINUS_ONE_MEAN = 29.0
+
+
+def _scale(values, center) -> float:
+    scale = float(np.sqrt(np.mean((values - center) ** 2)))
+    if not scale > 0:
+        raise ProbmutError("every accuracy is identical; the model needs some spread")
+    return scale
+
+
+def _scaled_data(h, m, paired: bool):
+    """The two modelled groups on the model's scale (healthy; mutant, or the per-instance
+    differences when paired) and the maps (c, s, r) back to accuracies."""
+    if paired:
+        diff = m - h
+        c = float(h.mean())
+        s = _scale(h, c)
+        r = _scale(diff, 0.0)
+        return (h - c) / s, diff / r, (c, s, r)
+    both = np.concatenate([h, m])
+    c = float(both.mean())
+    s = _scale(both, c)
+    return (h - c) / s, (m - c) / s, (c, s, s)
+
+
+def _nu_names(paired: bool, likelihood: str) -> list[str]:
+    if likelihood == "normal":
+        return []
+    return ["nu_healthy", "nu_difference"] if paired else ["nu"]
+
+
+def _pymc():
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            import pymc
+    except ImportError:
+        raise ProbmutError("the pymc sampler needs PyMC (not installed): install "
+                           "probmut[bayes], e.g. pip install 'probmut[bayes]'") from None
+    return pymc
+
 
 @contextmanager
 def _quiet_pymc():
@@ -351,51 +438,159 @@ def _quiet_pymc():
         logger.setLevel(level)
 
 
-def _observe(name, likelihood, nu, mu, sigma, observed):
-    if likelihood == "normal":
-        return pm.Normal(name, mu=mu, sigma=sigma, observed=observed)
-    return pm.StudentT(name, nu=nu, mu=mu, sigma=sigma, observed=observed)
-
-
-def _nu(name, likelihood):
-    if likelihood == "normal":
-        return None
-    return pm.Exponential(name + "_minus_one", 1 / 29) + 1
-
-
-def _scale(values, center) -> float:
-    scale = float(np.sqrt(np.mean((values - center) ** 2)))
-    if not scale > 0:
-        raise ProbmutError("every accuracy is identical; the model needs some spread")
-    return scale
-
-
-def _build_model(h, m, paired: bool, likelihood: str):
-    """The PyMC model on scaled data and the affine maps back to accuracies."""
+def _pymc_model(first, second, paired: bool, likelihood: str):
+    """The model in PyMC, observing the two scaled groups."""
+    pm = _pymc()
     with pm.Model() as model:
-        if paired:
-            diff = m - h
-            c = float(h.mean())
-            s = _scale(h, c)
-            r = _scale(diff, 0.0)
-            mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, difference
-            sigma = pm.HalfNormal("sigma", 2.0, shape=2)
-            nu_h = _nu("nu_healthy", likelihood)
-            nu_d = _nu("nu_difference", likelihood)
-            _observe("healthy", likelihood, nu_h, mu[0], sigma[0], (h - c) / s)
-            _observe("difference", likelihood, nu_d, mu[1], sigma[1], diff / r)
-            scales = (c, s, r)
+        mu = pm.Normal("mu", 0.0, MU_SD, shape=2)   # healthy, mutant (paired: difference)
+        sigma = pm.HalfNormal("sigma", SIGMA_SD, shape=2)
+        nus = [pm.Exponential(name + "_minus_one", 1 / NU_MINUS_ONE_MEAN) + 1
+               for name in _nu_names(paired, likelihood)]
+        for group, data in enumerate((first, second)):
+            name = ("healthy", "difference" if paired else "mutant")[group]
+            if likelihood == "normal":
+                pm.Normal(name, mu=mu[group], sigma=sigma[group], observed=data)
+            else:
+                pm.StudentT(name, nu=nus[group % len(nus)], mu=mu[group], sigma=sigma[group],
+                            observed=data)
+    return model
+
+
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+@numba.njit(cache=True, nogil=True)
+def _digamma(x):
+    # psi(x) for x > 0: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the
+    # asymptotic series to the x^-10 term (next term below 3e-14 there).
+    result = 0.0
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    inv2 = 1.0 / (x * x)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240
+                                                                          - inv2 / 132))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+@numba.njit(cache=True, nogil=True)
+def _group_log_likelihood(z, mu, sigma, nu, student):
+    # Log likelihood of one group and its derivatives in mu, log sigma and nu. With
+    # r = (z - mu) / sigma and t = nu + r^2, the t's kernel is -(nu + 1)/2 log(t / nu).
+    n = z.shape[0]
+    inv_sigma = 1.0 / sigma
+    sum_log_t = sum_r = sum_rr = 0.0
+    for i in range(n):
+        r = (z[i] - mu) * inv_sigma
+        if student:
+            t = nu + r * r
+            inv_t = 1.0 / t
+            sum_log_t += math.log(t)
+            sum_r += r * inv_t
+            sum_rr += r * r * inv_t
         else:
-            both = np.concatenate([h, m])
-            c = float(both.mean())
-            s = _scale(both, c)
-            mu = pm.Normal("mu", 0.0, 2.0, shape=2)         # healthy, mutant
-            sigma = pm.HalfNormal("sigma", 2.0, shape=2)
-            nu = _nu("nu", likelihood)
-            _observe("healthy", likelihood, nu, mu[0], sigma[0], (h - c) / s)
-            _observe("mutant", likelihood, nu, mu[1], sigma[1], (m - c) / s)
-            scales = (c, s, s)
-    return model, scales
+            sum_r += r
+            sum_rr += r * r
+    if not student:
+        logp = -0.5 * sum_rr - n * (math.log(sigma) + _HALF_LOG_2PI)
+        return logp, sum_r * inv_sigma, sum_rr - n, 0.0
+    kernel = sum_log_t - n * math.log(nu)  # the sum of log(1 + r^2 / nu)
+    logp = (n * (math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * nu)
+                 - 0.5 * math.log(nu * math.pi) - math.log(sigma)) - 0.5 * (nu + 1.0) * kernel)
+    d_nu = (0.5 * n * (_digamma(0.5 * (nu + 1.0)) - _digamma(0.5 * nu) - 1.0 / nu)
+            - 0.5 * kernel + 0.5 * (nu + 1.0) / nu * sum_rr)
+    return logp, (nu + 1.0) * sum_r * inv_sigma, (nu + 1.0) * sum_rr - n, d_nu
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_density(x, first, second, student, paired):
+    # The model's log density (PyMC's, the transforms' Jacobians included) and gradient.
+    grad = np.zeros(x.shape[0])
+    logp = 0.0
+    for g in range(2):
+        sigma = math.exp(x[2 + g])
+        logp += (-0.5 * (x[g] / MU_SD) ** 2 - math.log(MU_SD) - _HALF_LOG_2PI
+                 + 0.5 * math.log(2 / math.pi) - math.log(SIGMA_SD)
+                 - 0.5 * (sigma / SIGMA_SD) ** 2 + x[2 + g])
+        grad[g] -= x[g] / MU_SD**2
+        grad[2 + g] += 1.0 - (sigma / SIGMA_SD) ** 2
+    for j in range(4, x.shape[0]):
+        excess = math.exp(x[j])
+        logp += x[j] - math.log(NU_MINUS_ONE_MEAN) - excess / NU_MINUS_ONE_MEAN
+        grad[j] += 1.0 - excess / NU_MINUS_ONE_MEAN
+    for g in range(2):
+        j = 4 + g if paired else 4
+        nu = 1.0 + math.exp(x[j]) if student else 0.0
+        value, d_mu, d_log_sigma, d_nu = _group_log_likelihood(
+            first if g == 0 else second, x[g], math.exp(x[2 + g]), nu, student)
+        logp += value
+        grad[g] += d_mu
+        grad[2 + g] += d_log_sigma
+        if student:
+            grad[j] += d_nu * (nu - 1.0)
+    return logp, grad
+
+
+def _nutpie():
+    try:
+        import nutpie
+        import nutpie.compiled_pyfunc
+    except ImportError:
+        raise ProbmutError("the nutpie sampler needs nutpie (not installed): install "
+                           "probmut[bayes], e.g. pip install 'probmut[bayes]', or choose "
+                           "the sampler 'pymc'") from None
+    return nutpie
+
+
+@functools.cache
+def _nutpie_model(paired: bool, likelihood: str):
+    """The model for nutpie's NUTS (Rust), its density compiled by Numba (cached on disk);
+    each fit passes its data with ``.with_data(first=..., second=...)``."""
+    student = likelihood == "student-t"
+    nus = [name + "_minus_one" for name in _nu_names(paired, likelihood)]
+    names = ["mu", "sigma", *nus]
+    shapes = [(2,), (2,)] + [()] * len(nus)
+    # PyMC's start: its initial point (prior mean or scale), jittered by U(-1, 1) per chain
+    center = np.array([0.0, 0.0, math.log(SIGMA_SD), math.log(SIGMA_SD)]
+                      + [math.log(NU_MINUS_ONE_MEAN)] * len(nus))
+
+    def log_density(x, first, second):
+        return _log_density(x, first, second, student, paired)
+
+    def named(x, first, second):
+        return {"mu": x[:2].copy(), "sigma": np.exp(x[2:4])} | {
+            name: np.asarray(math.exp(x[4 + i])) for i, name in enumerate(nus)}
+
+    def start(seed):
+        return center + np.random.default_rng(seed).uniform(-1.0, 1.0, center.size)
+
+    return _nutpie().compiled_pyfunc.from_pyfunc(
+        center.size, lambda: log_density, lambda seed1, seed2, chain: named,
+        [np.dtype(np.float64)] * len(names), shapes, names,
+        shared_data={"first": np.zeros(3), "second": np.zeros(3)},
+        make_initial_point_fn=start)
+
+
+def _sample(paired: bool, first, second, settings: BayesSettings, seed: int, progressbar):
+    """NUTS draws of the model's parameters given the two groups' scaled data."""
+    if settings.sampler == "nutpie":
+        model = _nutpie_model(paired, settings.likelihood).with_data(
+            first=np.ascontiguousarray(first, dtype=np.float64),
+            second=np.ascontiguousarray(second, dtype=np.float64))
+        with _ctrl_c_stops():
+            return _nutpie().sample(model, draws=settings.draws, tune=settings.tune,
+                                    chains=settings.chains, cores=settings.cores, seed=seed,
+                                    target_accept=settings.target_accept,
+                                    progress_bar=progressbar, save_warmup=False)
+    pm = _pymc()
+    with (_pymc_model(first, second, paired, settings.likelihood), _quiet_pymc(),
+          _ctrl_c_stops(), warnings.catch_warnings()):
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
+                         cores=settings.cores, target_accept=settings.target_accept,
+                         random_seed=seed, progressbar=progressbar,
+                         compute_convergence_checks=False)
 
 
 def _nu_draws(posterior, name, likelihood, shape):
@@ -424,13 +619,22 @@ def _student_t(rng, nu, size):
     return out
 
 
-def _simulated_kill_rates(params, paired: bool, settings: BayesSettings, rng) -> np.ndarray:
-    """Share of ``trials`` simulated k-vs-k tests killed, for each posterior draw."""
+def _simulated_kill_rates(params, paired: bool, settings: BayesSettings,
+                          stream: np.random.SeedSequence) -> np.ndarray:
+    """Share of ``trials`` simulated k-vs-k tests killed, for each posterior draw.
+
+    The draws are simulated in blocks of ``_DRAW_CHUNK``, each from its own child of
+    ``stream``, on ``settings.cores`` threads (NumPy's generators release the GIL): the
+    same numbers for any number of threads.
+    """
     mu_h, sigma_h, nu_h, mu_2, sigma_2, nu_2 = params
     k, tests = settings.sample, settings.trials
+    starts = range(0, mu_h.size, _DRAW_CHUNK)
     rates = np.empty(mu_h.size)
-    for start in range(0, mu_h.size, _DRAW_CHUNK):
+
+    def simulate(start, child):
         part = slice(start, start + _DRAW_CHUNK)
+        rng = np.random.default_rng(child)
         count = mu_h[part].size
         size = (count, tests, k)
         x = mu_h[part, None, None] + sigma_h[part, None, None] * _student_t(rng, nu_h[part], size)
@@ -440,6 +644,10 @@ def _simulated_kill_rates(params, paired: bool, settings: BayesSettings, rng) ->
         _, _, killed = deepcrime_test_batch(x.reshape(-1, k), y.reshape(-1, k),
                                             settings.criterion)
         rates[part] = killed.reshape(count, tests).mean(axis=1)
+
+    children = stream.spawn(len(starts))
+    with ThreadPoolExecutor(max(1, min(settings.cores, len(starts)))) as pool:
+        list(pool.map(simulate, starts, children))
     return rates
 
 
@@ -447,6 +655,36 @@ def _skewness(values) -> float:
     centered = values - values.mean()
     spread = np.sqrt(np.mean(centered**2))
     return float(np.mean(centered**3) / spread**3) if spread > 0 else 0.0
+
+
+@contextmanager
+def _ctrl_c_stops():
+    """Ctrl-C stops the sampling with KeyboardInterrupt. PyMC and nutpie catch it and
+    return the draws made so far (PyMC fails on too few): after a SIGINT nothing they
+    return is used."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = []
+
+    def note(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    except Exception:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
@@ -463,7 +701,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         through per-instance differences.
     seed : int, SeedSequence or None; seeds NUTS and the simulated tests.
     name : display name (default the mutant population's name).
-    progressbar : PyMC's sampling progress bar (for a terminal).
+    progressbar : the sampler's progress display (for a terminal).
 
     Warns :class:`ConvergenceWarning` when R-hat, ESS or divergences fail the checks.
 
@@ -471,7 +709,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     --------
     >>> rng = np.random.default_rng(0)
     >>> res = model_posterior(rng.normal(0.99, 0.001, 30), rng.normal(0.988, 0.001, 30),
-    ...                       BayesSettings(draws=300, tune=300), seed=1)
+    ...                       BayesSettings(draws=500, tune=500), seed=1)
     >>> res.kill_mean > 0.5, res.p_mutant_worse > 0.99, res.diagnostics.converged
     (True, True, True)
     """
@@ -485,14 +723,8 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     sampler_stream, simulation_stream = sequence.spawn(2)
     sampler_seed = int(sampler_stream.generate_state(1)[0])
     h, m = healthy.values, mutant.values
-    model, (c, s, r) = _build_model(h, m, paired, settings.likelihood)
-    with model, _quiet_pymc(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        idata = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
-                          cores=settings.cores, target_accept=settings.target_accept,
-                          random_seed=sampler_seed, progressbar=progressbar,
-                          compute_convergence_checks=False)
+    first, second, (c, s, r) = _scaled_data(h, m, paired)
+    idata = _sample(paired, first, second, settings, sampler_seed, progressbar)
     post = idata.posterior
     shape = post["mu"].values.shape[:2]
     mu = post["mu"].values
@@ -511,8 +743,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         diff, sigma_m = mu_2 - mu_h, sigma_2
     cohens_d = -diff / np.sqrt((sigma_h**2 + sigma_m**2) / 2)
     params = [a.ravel() for a in (mu_h, sigma_h, nu_1, mu_2, sigma_2, nu_2)]
-    rates = _simulated_kill_rates(params, paired, settings,
-                                  np.random.default_rng(simulation_stream)).reshape(shape)
+    rates = _simulated_kill_rates(params, paired, settings, simulation_stream).reshape(shape)
     diagnostics = _diagnostics(idata, settings)
     label = name or mutant.name
     if not diagnostics.converged:

@@ -9,7 +9,10 @@ This is the only hot code of probmut. One kernel serves every study:
 Each bootstrap resample is one *task* with its own random stream, derived from the
 seed and the task's index alone (a SeedSequence key hashed with the index through
 SplitMix64 into a xoshiro256** state). Tasks run in parallel threads (numba ``prange``),
-so the numbers depend on the seed only, never on the number of workers.
+so the numbers depend on the seed only, never on the number of workers. Long work is
+split into kernel calls of a fraction of a second (blocks of tasks, and slices of their
+trials when a task is long, its stream and draws kept between calls), so that Ctrl-C
+and progress displays get their turn; the split never changes the numbers.
 
 Why numba: the kernel is a tight loop of small random draws and sums (about 40 random
 integers and 80 flops per test); numba compiles it to native code with threads and an
@@ -31,6 +34,13 @@ MAX_COUNT = 2**31 - 1
 #: Largest number of bootstrap resamples in one call: its kill counts take 8 bytes each
 #: (1 GiB at the limit).
 MAX_RESAMPLES = 2**27
+#: Work of one kernel call per thread, in random draws (a k-vs-k test draws 2k positions
+#: and takes about as long as 2k + 8 draws): about 0.1 s of one core. The kernel does not
+#: return to Python before it is done, so this bounds how long Ctrl-C and a progress
+#: display wait; the calls' overhead is tens of microseconds each.
+CALL_WORK = 2 * 10**7
+#: Largest memory of the tasks kept between calls (their resamples, positions and streams).
+CALL_MEMORY = 2**24
 
 
 @numba.njit(cache=True, inline="always")
@@ -84,59 +94,81 @@ def _below(state, n):
 
 
 @numba.njit(cache=True, parallel=True)
-def _kill_count_kernel(healthy, mutant, paired, repetitions, bootstraps, trials, sample,
-                       kind, p_max, effect, direction, key0, key1, first_set, out):
-    # Task = one bootstrap resample of one repetition of one population pair. Its stream
-    # depends on its global index only, so any split of the sets into calls (first_set)
-    # and any number of threads give the same counts.
-    n_sets = healthy.shape[0]
+def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, trials_from,
+                       trials_to, sample, kind, p_max, effect, direction, key0, key1,
+                       first_stream, states, h_boot, m_boot, h_positions, m_positions, out):
+    # Task = one bootstrap resample of one repetition of one population pair. This call
+    # runs trials [trials_from, trials_to) of tasks first_task ... first_task + count - 1.
+    # When their trials take several calls, the rows of states, h_boot, m_boot and the
+    # positions keep each task's random stream and draws between calls; otherwise (no
+    # rows) they are the task's own, as small and hot in cache as can be. A task's stream
+    # depends on its global index (first_stream + task) only, so any split of the work
+    # into calls and any number of threads give the same counts.
     n_h = healthy.shape[1]
     n_m = mutant.shape[1]
-    per_set = repetitions * bootstraps
-    for task in prange(n_sets * per_set):
+    kept = states.shape[0] > 0
+    for slot in prange(count):
+        task = first_task + slot
         s = task // per_set
-        state = np.empty(4, dtype=np.uint64)
-        _seed_state(key0, key1, first_set * per_set + task, state)
-        x = np.empty(sample)
-        y = np.empty(sample)
-        if paired:
-            # One resample of instance ids, used on both sides.
-            h_boot = np.empty(n_h)
-            m_boot = np.empty(n_h)
+        if kept:
+            state, h_pos, m_pos = states[slot], h_positions[slot], m_positions[slot]
+            h_draw, m_draw = h_boot[slot], m_boot[slot]
+        else:
+            state = np.empty(4, dtype=np.uint64)
+            h_pos, m_pos = np.empty(n_h, dtype=np.int64), np.empty(n_m, dtype=np.int64)
+            h_draw, m_draw = np.empty(n_h), np.empty(n_m)
+        if trials_from == 0:
+            _seed_state(key0, key1, first_stream + task, state)
             for i in range(n_h):
                 j = _below(state, n_h)
-                h_boot[i] = healthy[s, j]
-                m_boot[i] = mutant[s, j]
-            positions = np.arange(n_h)
-            kills = 0
-            for _ in range(trials):
-                for i in range(sample):
-                    j = i + _below(state, n_h - i)
-                    positions[i], positions[j] = positions[j], positions[i]
-                    x[i] = h_boot[positions[i]]
-                    y[i] = m_boot[positions[i]]
-                kills += decide(kind, x, y, p_max, effect, direction)[2]
-        else:
-            h_boot = np.empty(n_h)
-            m_boot = np.empty(n_m)
-            for i in range(n_h):
-                h_boot[i] = healthy[s, _below(state, n_h)]
-            for i in range(n_m):
-                m_boot[i] = mutant[s, _below(state, n_m)]
-            h_positions = np.arange(n_h)
-            m_positions = np.arange(n_m)
-            kills = 0
-            for _ in range(trials):
-                for i in range(sample):
-                    j = i + _below(state, n_h - i)
-                    h_positions[i], h_positions[j] = h_positions[j], h_positions[i]
-                    x[i] = h_boot[h_positions[i]]
+                h_draw[i] = healthy[s, j]
+                if paired:  # one resample of instance ids, used on both sides
+                    m_draw[i] = mutant[s, j]
+                h_pos[i] = i
+            if not paired:
+                for i in range(n_m):
+                    m_draw[i] = mutant[s, _below(state, n_m)]
+                    m_pos[i] = i
+            out[task] = 0
+        x = np.empty(sample)
+        y = np.empty(sample)
+        kills = 0
+        for _ in range(trials_from, trials_to):
+            for i in range(sample):
+                j = i + _below(state, n_h - i)
+                h_pos[i], h_pos[j] = h_pos[j], h_pos[i]
+                x[i] = h_draw[h_pos[i]]
+                if paired:  # the same k ids on both sides
+                    y[i] = m_draw[h_pos[i]]
+            if not paired:
                 for i in range(sample):
                     j = i + _below(state, n_m - i)
-                    m_positions[i], m_positions[j] = m_positions[j], m_positions[i]
-                    y[i] = m_boot[m_positions[i]]
-                kills += decide(kind, x, y, p_max, effect, direction)[2]
-        out[task] = kills
+                    m_pos[i], m_pos[j] = m_pos[j], m_pos[i]
+                    y[i] = m_draw[m_pos[i]]
+            kills += decide(kind, x, y, p_max, effect, direction)[2]
+        out[task] += kills
+
+
+def _calls(tasks: int, trials: int, sample: int, n_h: int, n_m: int,
+           threads: int) -> tuple[int, int]:
+    """How the work is split into kernel calls of about ``CALL_WORK`` per thread: tasks
+    per call and trials per call. Whole tasks when one fits a thread's share; else
+    ``threads`` tasks at a time (all busy), a slice of their trials per call.
+
+    >>> _calls(tasks=100, trials=100, sample=20, n_h=200, n_m=200, threads=2)   # one call
+    (100, 100)
+    >>> _calls(tasks=3000, trials=100_000, sample=20, n_h=200, n_m=200, threads=2)
+    (8, 100000)
+    >>> _calls(tasks=3000, trials=10**7, sample=20, n_h=200, n_m=200, threads=2)
+    (2, 416666)
+    """
+    budget = CALL_WORK * threads
+    per_test = 2 * sample + 8
+    whole = n_h + n_m + trials * per_test
+    if whole * threads <= budget:
+        return min(tasks, budget // whole), trials
+    block = min(tasks, threads, max(1, CALL_MEMORY // (16 * (n_h + n_m) + 32)))
+    return block, min(trials, max(1, budget // (block * per_test)))
 
 
 def seed_sequence(seed) -> np.random.SeedSequence:
@@ -200,7 +232,7 @@ def _as_sets(values, name: str) -> np.ndarray:
 def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sample: int = 20,
                 repetitions: int = 1, paired: bool = False,
                 criterion: KillCriterion | None = None, seed=None,
-                jobs: int | None = None, first_set: int = 0) -> np.ndarray:
+                jobs: int | None = None, first_set: int = 0, report=None) -> np.ndarray:
     """Number of kills in ``trials`` k-vs-k kill tests, per bootstrap resample.
 
     Parameters
@@ -219,6 +251,10 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     first_set : index of the first row of ``healthy`` within a larger study split into
         several calls (e.g. for progress or resumable chunks): the counts of row ``i`` are
         those that row ``first_set + i`` would get in one call with the same seed.
+    report : called after each kernel call with the number of kill tests it ran (e.g. a
+        progress bar's ``update``). The work is split into calls of a fraction of a second
+        (see :func:`_calls`), so Ctrl-C interrupts within about that time; the split
+        never changes the counts.
 
     Returns
     -------
@@ -263,9 +299,25 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     single = np.ndim(getattr(healthy, "values", healthy)) == 1
     key0, key1 = seed_key(seed)
     set_jobs(jobs)
-    out = np.empty(h.shape[0] * repetitions * bootstraps, dtype=np.int64)
-    _kill_count_kernel(h, m, bool(paired), int(repetitions), int(bootstraps), int(trials),
-                       int(sample), *criterion.kernel_args(), key0, key1, int(first_set), out)
+    per_set = int(repetitions) * int(bootstraps)
+    tasks, trials, sample = h.shape[0] * per_set, int(trials), int(sample)
+    out = np.empty(tasks, dtype=np.int64)
+    block, trial_step = _calls(tasks, trials, sample, h.shape[1], m.shape[1],
+                               numba.get_num_threads())
+    rows = block if trial_step < trials else 0  # tasks whose trials take several calls
+    states = np.empty((rows, 4), dtype=np.uint64)
+    h_boot, h_positions = np.empty((rows, h.shape[1])), np.empty((rows, h.shape[1]), np.int64)
+    m_boot, m_positions = np.empty((rows, m.shape[1])), np.empty((rows, m.shape[1]), np.int64)
+    for first in range(0, tasks, block):
+        count = min(block, tasks - first)
+        for trials_from in range(0, trials, trial_step):
+            trials_to = min(trials, trials_from + trial_step)
+            _kill_count_kernel(h, m, bool(paired), per_set, first, count, trials_from,
+                               trials_to, sample, *criterion.kernel_args(), key0, key1,
+                               int(first_set) * per_set, states, h_boot, m_boot, h_positions,
+                               m_positions, out)
+            if report is not None:
+                report(count * (trials_to - trials_from))
     out = out.reshape(h.shape[0], repetitions, bootstraps)
     if single:
         out = out[0]

@@ -71,13 +71,14 @@ class Outcomes:
         return cls(correct, labels, ids, name)
 
     @classmethod
-    def load(cls, path, name: str | None = None) -> Outcomes:
-        """Read a trainer's ``{stem}.outcomes.npz``; the name defaults to the stem."""
+    def load(cls, path, name: str | None = None, strict: bool = False) -> Outcomes:
+        """Read a trainer's ``{stem}.outcomes.npz``; the name defaults to the stem.
+        ``strict``: a population short of its run's target is an error, not a warning."""
         from pathlib import Path
 
         from probmut.io.outcomes import load_outcomes
 
-        ids, correct, labels = load_outcomes(path)
+        ids, correct, labels = load_outcomes(path, strict=strict)
         stem = Path(path).name.removesuffix(".npz").removesuffix(".outcomes")
         return cls.from_matrix(correct, labels, ids, name or stem)
 

@@ -27,7 +27,7 @@ statistical analyses. The American Statistician 63(2), 2009.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -155,7 +155,9 @@ class MCEResult(Result):
                 "repetitions": self.repetitions, "ratio": ratio if math.isfinite(ratio) else None,
                 "killed": self.killed, "jackknife": self.jackknife, "paired": self.paired,
                 "seed": self.seed, "source": self.source, "fit": self.settings.fit,
-                "grid_step": self.settings.grid_step, "settings": self.settings.describe()}
+                "grid_step": self.settings.grid_step, "bootstraps": self.settings.bootstraps,
+                "settings": self.settings.describe(
+                    None if self.source == "populations" else str(self.settings.bootstraps))}
 
 
     def to_frame(self):
@@ -192,7 +194,7 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
     kill_counts : int array (R, B), e.g. ``load_kill_rates("reps.npy", 100)``.
     settings : fit, grid, solver, jackknife and trials (default
         :class:`PosteriorSettings`; the paper's MCE exactly:
-        :func:`probmut.paper.mce_settings`).
+        :func:`probmut.paper.mce_settings`); B is the counts' own.
 
     Examples
     --------
@@ -204,7 +206,8 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
     counts = np.asarray(kill_counts)
     if counts.ndim != 2:
         raise ProbmutError(f"kill counts for the MCE must be R x B (2-D), got shape {counts.shape}")
-    settings = settings or PosteriorSettings()
+    # The counts' own number of resamples, whatever the settings said.
+    settings = replace(settings or PosteriorSettings(), bootstraps=counts.shape[1])
     means, variances = repetition_moments(counts, settings)
     return MCEResult(name, means, variances, float(jackknife_se(means, settings.jackknife)),
                      float(jackknife_se(variances, settings.jackknife)), settings, paired,
@@ -212,10 +215,12 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
 
 
 def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None, *,
-                      repetitions: int = 100, paired: bool = False, seed=None, jobs: int | None = None, name: str | None = None) -> MCEResult:
+                      repetitions: int = 100, paired: bool = False, seed=None,
+                      jobs: int | None = None, name: str | None = None,
+                      report=None) -> MCEResult:
     """MCE of the bagged posterior of ``mutant`` against ``healthy``, from populations.
 
-    All R x B x N DeepCrime tests run in one call of the compiled engine.
+    All R x B x N DeepCrime tests run in the compiled engine.
 
     Parameters
     ----------
@@ -225,6 +230,8 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
         :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.mce_settings`).
     repetitions : R (the paper: 100).
     seed, jobs : see :func:`probmut.engine.kill_counts`; same seed, same numbers.
+    report : called with the number of kill tests run, as they run (a progress bar's
+        ``update``); R * B * N in all.
 
     Examples
     --------
@@ -243,8 +250,9 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     if repetitions < 2:
         raise ProbmutError(f"the Monte-Carlo error needs at least 2 repetitions, got "
                            f"{repetitions}", option="repetitions")
-    counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps, trials=settings.trials,
-                         sample=settings.sample, repetitions=repetitions, paired=paired,
-                         criterion=settings.criterion, seed=seed, jobs=jobs)
+    counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps,
+                         trials=settings.trials, sample=settings.sample,
+                         repetitions=repetitions, paired=paired, criterion=settings.criterion,
+                         seed=seed, jobs=jobs, report=report)
     return mce_from_kill_counts(counts, settings, name=name, paired=paired,
                                 seed=seed, source="populations")

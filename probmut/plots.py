@@ -32,7 +32,7 @@ from probmut.posterior import (
 )
 
 #: One place for the look of every figure.
-STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
+STYLE = {"dpi": 150, "report_dpi": 100, "panel_size": (3.2, 2.4), "resample_color": "0.6",
          "fit_color": "tab:blue", "mixture_color": "black", "font_size": 8,
          # Figures 4/5: the estimate and its lower/upper MCE bounds, side by side.
          "estimate_color": "tab:blue", "lower_color": "tab:green", "upper_color": "tab:orange",
@@ -92,37 +92,126 @@ def _plot_posteriors(study, axes, title):
     count = len(study.populations)
     own = axes is None
     fig, axes = _grid(axes, count, 3, sharex=True)
-    # Denser near 0 and 1, where the posteriors of clear cases are narrow spikes.
-    x = 0.5 - 0.5 * np.cos(np.linspace(0.002, np.pi - 0.002, 800))
     for ax, post in zip(axes.flat, study.populations, strict=False):
-        a_b, b_b = resample_posteriors(post.kill_counts, post.trials)
-        pairs = np.unique(np.column_stack([a_b, b_b]), axis=0)
-        curves = beta_pdf(x[None, :], pairs[:, :1], pairs[:, 1:])
-        ax.add_collection(LineCollection(
-            np.stack([np.broadcast_to(x, curves.shape), curves], axis=-1),
-            colors=STYLE["resample_color"], linewidths=0.5, alpha=0.25))
-        ax.plot(x, mixture_pdf(post.kill_counts, post.trials, x), ls="--",
-                color=STYLE["mixture_color"], lw=1, label="bagged (mixture)")
-        fitted = beta_pdf(x, post.alpha, post.beta)
-        ax.plot(x, fitted, color=STYLE["fit_color"], lw=1.5,
-                label=f"Beta({post.alpha:.3g}, {post.beta:.3g})")
-        inside = (x >= post.ci_low) & (x <= post.ci_high)
-        ax.fill_between(x[inside], fitted[inside], color=STYLE["fit_color"], alpha=0.25,
-                        label=f"{study.settings.mass:.0%} interval")
-        ax.axvline(post.mean, color=STYLE["fit_color"], lw=1, ls=":")
-        verdict = ("baseline" if post is study.baseline
-                   else "killed" if post.killed else "not killed")
-        ax.set_title(f"{post.name}: mean {post.mean:.3f}, ratio {post.ratio:.4g} ({verdict})")
-        ax.set_xlim(0, 1)
-        top = np.nanmax(np.where(np.isfinite(fitted), fitted, np.nan))
-        ax.set_ylim(0, 1.15 * max(top, 1.0))
-        ax.set_xlabel("kill probability")
-        ax.set_ylabel("density")
+        _posterior_panel(ax, study, post)
     for ax in axes.flat[count:]:
         ax.set_visible(False)
     axes.flat[0].legend(loc="upper right", fontsize=6, frameon=False)
     _finish(fig, title, own)
     return fig
+
+
+def _posterior_panel(ax, study, post):
+    """One population's panel of Figure 3 (see :func:`plot_posteriors`)."""
+    # Denser near 0 and 1, where the posteriors of clear cases are narrow spikes.
+    x = 0.5 - 0.5 * np.cos(np.linspace(0.002, np.pi - 0.002, 800))
+    a_b, b_b = resample_posteriors(post.kill_counts, post.trials)
+    pairs = np.unique(np.column_stack([a_b, b_b]), axis=0)
+    curves = beta_pdf(x[None, :], pairs[:, :1], pairs[:, 1:])
+    ax.add_collection(LineCollection(
+        np.stack([np.broadcast_to(x, curves.shape), curves], axis=-1),
+        colors=STYLE["resample_color"], linewidths=0.5, alpha=0.25))
+    ax.plot(x, mixture_pdf(post.kill_counts, post.trials, x), ls="--",
+            color=STYLE["mixture_color"], lw=1, label="bagged (mixture)")
+    fitted = beta_pdf(x, post.alpha, post.beta)
+    ax.plot(x, fitted, color=STYLE["fit_color"], lw=1.5,
+            label=f"Beta({post.alpha:.3g}, {post.beta:.3g})")
+    inside = (x >= post.ci_low) & (x <= post.ci_high)
+    ax.fill_between(x[inside], fitted[inside], color=STYLE["fit_color"], alpha=0.25,
+                    label=f"{study.settings.mass:.0%} interval")
+    ax.axvline(post.mean, color=STYLE["fit_color"], lw=1, ls=":")
+    verdict = ("baseline" if post is study.baseline
+               else "killed" if post.killed else "not killed")
+    ax.set_title(f"{post.name}: mean {post.mean:.3f}, ratio {post.ratio:.4g} ({verdict})")
+    ax.set_xlim(0, 1)
+    top = np.nanmax(np.where(np.isfinite(fitted), fitted, np.nan))
+    ax.set_ylim(0, 1.15 * max(top, 1.0))
+    ax.set_xlabel("kill probability")
+    ax.set_ylabel("density")
+
+
+def plot_posterior(study: PosteriorStudy, name: str, *, ax=None, title: str | None = None):
+    """One population's panel of Figure 3 (``name``: a population of ``study``, e.g. a
+    mutant of a campaign report); returns the figure.
+
+    >>> import numpy as np
+    >>> from probmut.posterior import PosteriorSettings, study_from_kill_counts
+    >>> study = study_from_kill_counts(np.full(20, 5), [np.full(20, 90)], ["healthy", "m"],
+    ...                                PosteriorSettings(bootstraps=20))
+    >>> plot_posterior(study, "m").axes[0].get_title()
+    'm: mean 0.892, ratio 1.029 (killed)'
+    """
+    post = next((p for p in study.populations if p.name == name), None)
+    if post is None:
+        raise ValueError(f"no population {name!r} in the study")
+    with _rc():
+        own = ax is None
+        if own:
+            fig, ax = plt.subplots(figsize=STYLE["panel_size"])
+        _posterior_panel(ax, study, post)
+        ax.legend(loc="upper right", fontsize=6, frameon=False)
+        _finish(ax.figure, title, own)
+        return ax.figure
+
+
+def plot_kill_curve(curve, *, ax=None, title: str | None = None):
+    """One operator's kill probability against its magnitude
+    (:class:`probmut.campaign.KillCurve`); returns the figure.
+
+    Each magnitude's posterior mean with its credible interval; for ordered magnitudes
+    the isotonic fit (line), the level that counts as killed (dashed) and the smallest
+    (or largest) killed magnitude with its interval (vertical line, shaded band, clipped
+    to the tested range); categories in the manifest's order, without a fit. The healthy
+    population against itself is the dotted line.
+
+    >>> import numpy as np
+    >>> from probmut.campaign import kill_curve
+    >>> from probmut.posterior import PosteriorSettings, summarize
+    >>> rows = {m: summarize(m, np.full(40, c), PosteriorSettings(bootstraps=40))
+    ...         for m, c in (("10", 10), ("20", 30), ("30", 70))}
+    >>> fig = plot_kill_curve(kill_curve("op", rows, seed=1))
+    >>> fig.axes[0].get_xlabel(), len(fig.axes[0].lines) > 0
+    ('magnitude', True)
+    """
+    with _rc():
+        own = ax is None
+        if own:
+            width, height = STYLE["panel_size"]
+            fig, ax = plt.subplots(figsize=(1.3 * width, height))
+        ordered = curve.values is not None
+        x = curve.values if ordered else np.arange(len(curve.magnitudes), dtype=float)
+        color = STYLE["estimate_color"]
+        if curve.baseline is not None:
+            ax.axhline(curve.baseline, color=STYLE["resample_color"], ls=":", lw=1,
+                       label="healthy vs healthy")
+        ax.axhline(curve.level, color=STYLE["mixture_color"], ls="--", lw=0.8,
+                   label=f"kill probability {curve.level:g}")
+        ax.errorbar(x, curve.means, [curve.means - curve.ci_low, curve.ci_high - curve.means],
+                    fmt="o", ms=3, capsize=2, color=color,
+                    label=f"posterior mean, {curve.mass:.0%} interval")
+        if curve.fitted is not None:
+            ax.plot(x, curve.fitted, color=color, lw=1.2,
+                    label=f"isotonic fit ({curve.direction})")
+            edges = {-np.inf: x.min(), np.inf: x.max()}
+            low = edges.get(curve.threshold_low, curve.threshold_low)
+            high = edges.get(curve.threshold_high, curve.threshold_high)
+            side = "largest" if curve.direction == "decreasing" else "smallest"
+            ax.axvspan(low, high, color=STYLE["upper_color"], alpha=0.2,
+                       label=f"{side} killed magnitude, {curve.mass:.0%} interval")
+            if np.isfinite(curve.threshold):
+                ax.axvline(curve.threshold, color=STYLE["upper_color"], lw=1.2)
+        if not ordered:
+            ax.set_xticks(x, curve.magnitudes, rotation=30, ha="right")
+        ax.set_xlabel(curve.axis)
+        ax.set_ylabel("kill probability")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.38 if ordered else -0.55),
+                  ncol=2, fontsize=6, frameon=False)
+        ax.set_title(title or curve.mutation)
+        if own:
+            ax.figure.tight_layout()
+        return ax.figure
 
 
 def _finish(fig, title, own: bool) -> None:

@@ -82,14 +82,24 @@ class PosteriorSettings:
             raise ProbmutError(f"unknown jackknife {self.jackknife!r}; choose one of "
                                f"{', '.join(JACKKNIFES)}")
 
-    def describe(self) -> str:
+    def describe(self, saved_bootstraps: str | None = None) -> str:
+        """The settings in words. For kill counts saved by another run, give their number
+        of bootstrap resamples as ``saved_bootstraps``: the words then say only what is
+        known of them (not the kill test nor the sample size that produced them).
+
+        >>> PosteriorSettings().describe(saved_bootstraps="7")[:56]
+        'B=7 bootstraps x N=100 trials, from saved kill counts; B'
+        """
         fit = ("least squares on a grid of step " + f"{self.grid_step:g}"
                if self.fit == "lsq" else "moment matching")
         interval = {"hdi": "highest-density", "equal-tailed": "equal-tailed",
                     "normal": "mean +- 1.96 sd (normal approximation)"}[self.interval]
-        return (f"B={self.bootstraps} bootstraps x N={self.trials} trials of {self.sample} vs "
-                f"{self.sample} instances; kill iff {self.criterion.describe()}; Beta fit: {fit}; "
-                f"{self.mass:.0%} interval: {interval}; killed iff ratio > {self.threshold:g}")
+        tests = (f"B={saved_bootstraps} bootstraps x N={self.trials} trials, from saved kill "
+                 "counts" if saved_bootstraps is not None else
+                 f"B={self.bootstraps} bootstraps x N={self.trials} trials of {self.sample} vs "
+                 f"{self.sample} instances; kill iff {self.criterion.describe()}")
+        return (f"{tests}; Beta fit: {fit}; {self.mass:.0%} interval: {interval}; killed iff "
+                f"ratio > {self.threshold:g}")
 
 
 # --- Beta summaries -------------------------------------------------------------------
@@ -245,18 +255,58 @@ def _golden_section_minimum(f, low: float, high: float, tolerance: float = 1e-12
 
 
 def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
-    """Hellinger distance between Beta(a1, b1) and Beta(a2, b2), in log space.
+    """Hellinger distance between Beta(a1, b1) and Beta(a2, b2), in log space; exactly 0
+    when it is zero to working precision.
 
-    ``H^2 = 1 - B((a1+a2)/2, (b1+b2)/2) / sqrt(B(a1,b1) B(a2,b2))``, clipped to [0, 1].
+    ``H^2 = 1 - exp(L)``, ``L = ln B((a1+a2)/2, (b1+b2)/2) - (ln B(a1,b1) + ln B(a2,b2))/2``
+    (the log of the Bhattacharyya coefficient), clipped to [0, 1].
+
+    Notes
+    -----
+    For nearby Betas ``L`` is tiny while the log-Beta functions are made of log-gamma
+    values of the size of ``(a + b) ln(a + b)``: millions for N = 100,000 trials. Each of
+    the nine log-gamma values ``g`` (three per log-Beta; weights 1, 1/2, 1/2) is within
+    ``2u (|g| + 1)`` of its exact value for the rounding of its argument (the relative
+    change ``u`` of ``x`` moves ``ln Gamma(x)`` by ``u x psi(x)``, and ``|x psi(x)| <= 2
+    (|ln Gamma(x)| + 1)`` for ``x >= 0.5``) and as much again for its evaluation (SciPy's
+    log-Beta and log-gamma are accurate to a couple of ulps), and summing nine terms
+    adds at most ``8u`` times the sum of their sizes (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, section 4.2). So the computed ``L`` is within
+
+        ``12 u S``, ``S = sum_i w_i (|ln Gamma(z_i)| + 1)``, ``u = 2^-53``,
+
+    of the exact one (tests/test_posterior.py checks the bound against an independent
+    computation of ``L`` from trigamma integrals, for shapes up to 10^7). A computed
+    ``H^2 = -expm1(L)`` within that bound is rounding noise: the distance is 0 (a
+    posterior equal to an ideal one), and a ratio with it in the denominator is infinite.
 
     >>> hellinger(3, 4, 3, 4)
+    0.0
+    >>> hellinger(100_001, 1, 100_001 + 1e-9, 1)   # equal to working precision
     0.0
     >>> round(hellinger(1, 101, 101, 1), 6)
     1.0
     """
-    log_ratio = (special.betaln((a1 + a2) / 2, (b1 + b2) / 2)
-                 - 0.5 * (special.betaln(a1, b1) + special.betaln(a2, b2)))
-    return float(math.sqrt(min(max(1.0 - math.exp(log_ratio), 0.0), 1.0)))
+    middle = ((a1 + a2) / 2, (b1 + b2) / 2)
+    log_coefficient = (special.betaln(*middle)
+                       - 0.5 * (special.betaln(a1, b1) + special.betaln(a2, b2)))
+    squared = -math.expm1(log_coefficient)
+    if squared <= _LOG_BETA_ERROR * (_log_beta_size(*middle) + 0.5 * _log_beta_size(a1, b1)
+                                     + 0.5 * _log_beta_size(a2, b2)):
+        return 0.0
+    return float(math.sqrt(min(squared, 1.0)))
+
+
+#: The rounding bound of :func:`hellinger`'s log Bhattacharyya coefficient, per unit of
+#: the size of its log-gamma values: 12 u (see its Notes).
+_LOG_BETA_ERROR = 12 * 2.0**-53
+
+
+def _log_beta_size(a: float, b: float) -> float:
+    """``|ln Gamma(a)| + |ln Gamma(b)| + |ln Gamma(a + b)| + 3``: the size of the log-gamma
+    values that ``ln B(a, b)`` is made of (see :func:`hellinger`)."""
+    return float(abs(special.gammaln(a)) + abs(special.gammaln(b))
+                 + abs(special.gammaln(a + b)) + 3)
 
 
 def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
@@ -376,13 +426,36 @@ class PosteriorStudy(Result):
     def baseline(self) -> PopulationPosterior:
         return self.populations[0]
 
+    @property
+    def saved(self) -> bool:
+        """The kill counts were not computed here (e.g. read from saved kill rates): their
+        number of resamples is theirs, their kill test and sample size are not known."""
+        return self.source != "populations"
+
+    def _saved_bootstraps(self) -> list[int]:
+        return [int(np.size(p.kill_counts)) for p in self.populations]
+
+    def describe(self) -> str:
+        """The settings in words (see :meth:`PosteriorSettings.describe`)."""
+        if not self.saved:
+            return self.settings.describe()
+        counts = self._saved_bootstraps()
+        if len(set(counts)) == 1:
+            return self.settings.describe(saved_bootstraps=str(counts[0]))
+        return self.settings.describe(saved_bootstraps=", ".join(
+            f"{n} ({p.name})" for n, p in zip(counts, self.populations, strict=True)))
+
     def to_dict(self) -> dict:
         rows = [p.to_dict() for p in self.populations]
+        detail = {k: v for k, v in asdict(self.settings).items() if k != "criterion"}
+        if self.saved:
+            counts = self._saved_bootstraps()
+            detail.pop("sample")
+            detail["bootstraps"] = counts[0] if len(set(counts)) == 1 else counts
+        else:
+            detail["criterion"] = asdict(self.settings.criterion)
         return {"populations": rows, "paired": self.paired, "seed": self.seed,
-                "source": self.source, "settings": self.settings.describe(),
-                "settings_detail": {k: v for k, v in asdict(self.settings).items()
-                                    if k != "criterion"} | {
-                    "criterion": asdict(self.settings.criterion)}}
+                "source": self.source, "settings": self.describe(), "settings_detail": detail}
 
 
     def to_frame(self):
@@ -400,7 +473,7 @@ class PosteriorStudy(Result):
             lines.append(
                 f"{p.name:<22}{p.mean:>8.4f}  [{p.ci_low:.3f}, {p.ci_high:.3f}]  "
                 f"{p.h_sound:>9.5f}{p.h_mutant:>10.5f}{p.ratio:>11.6g}  {above:>8}  {verdict}")
-        lines.append(f"settings: {self.settings.describe()}"
+        lines.append(f"settings: {self.describe()}"
                      + (", paired by instance id" if self.paired else "")
                      + (f", seed {self.seed}" if self.seed is not None else ""))
         return "\n".join(lines)
@@ -424,7 +497,7 @@ def study_from_kill_counts(baseline_counts, mutant_counts, names, settings: Post
 
 def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = None, *,
                       paired: bool = False, seed=None, jobs: int | None = None,
-                      names=None) -> PosteriorStudy:
+                      names=None, report=None) -> PosteriorStudy:
     """Bagged posteriors of the healthy baseline (healthy vs itself) and each mutant.
 
     Parameters
@@ -436,6 +509,8 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     seed, jobs : see :func:`probmut.engine.kill_counts`. Every population pair is run
         with the same seed (common random numbers): a mutant's numbers do not depend on
         which other mutants are analysed with it, nor on their order.
+    report : called with the number of kill tests run, as they run (a progress bar's
+        ``update``); ``(1 + len(mutants)) * B * N`` in all.
 
     Examples
     --------
@@ -460,7 +535,8 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
         h, m = aligned(h, m, paired)
         return kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
                            trials=settings.trials, sample=settings.sample, paired=paired,
-                           criterion=settings.criterion, seed=stream, jobs=jobs)
+                           criterion=settings.criterion, seed=stream, jobs=jobs,
+                           report=report)
 
     baseline = counts(healthy, healthy)
     mutant_counts = [counts(healthy, m) for m in mutants]
@@ -565,12 +641,17 @@ def fit_beta_batch(kill_counts, trials: int, fit: str = "moments", grid_step: fl
     if counts.ndim != 2:
         raise ProbmutError("kill counts for a batch of fits must be 2-D (fits x resamples)")
     if fit == "moments":
+        # The mixture's mean, its complement and its variance (mean of the variances plus
+        # variance of the means), each summed from positive terms: no cancellation, so
+        # equal resamples give their own Beta to a few ulps, whatever N.
         a, b = resample_posteriors(counts, trials)
-        means = a / (a + b)
-        mean = means.mean(axis=1)
-        second = (means**2 + a * b / ((a + b) ** 2 * (a + b + 1))).mean(axis=1)
-        common = mean * (1 - mean) / (second - mean**2) - 1
-        return mean * common, (1 - mean) * common
+        total = a + b
+        means = a / total
+        mean, complement = means.mean(axis=1), (b / total).mean(axis=1)
+        variance = ((a * b / (total**2 * (total + 1))).mean(axis=1)
+                    + ((means - mean[:, None]) ** 2).mean(axis=1))
+        common = mean * complement / variance - 1
+        return mean * common, complement * common
     if fit != "lsq":
         raise ProbmutError(f"unknown Beta fit {fit!r}; choose one of {', '.join(FITS)}")
     if solver not in SOLVERS:

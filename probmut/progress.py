@@ -5,12 +5,17 @@ characters, and no output at all looks like a hang. :func:`progress` gives a tqd
 a terminal and otherwise a :class:`LineProgress`, which prints one line when the run
 starts, then at most one line every ``interval`` seconds, and one line at the end.
 Both take the same calls (``update``, ``set_postfix``, ``write``, ``close``, ``with``).
+With a ``delay``, neither shows anything before that many seconds have passed: work
+that is over sooner prints nothing.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+
+#: Seconds after which an analysis shows its progress: quicker ones print nothing.
+ANALYSIS_DELAY = 2.0
 
 
 class LineProgress:
@@ -23,18 +28,25 @@ class LineProgress:
     ...     bar.update(2)
     >>> print(stream.getvalue().splitlines()[-1])
     demo: 4/4 (100%) done
+    >>> with LineProgress(4, "quick", stream=stream, delay=60) as bar:   # over before 60 s
+    ...     bar.update(4)
+    >>> "quick" in stream.getvalue()
+    False
     """
 
     def __init__(self, total: int, desc: str, unit: str = "step", stream=None,
-                 interval: float = 10.0):
+                 interval: float = 10.0, delay: float = 0.0):
         self.total, self.desc, self.unit = total, desc, unit
         self.stream = stream or sys.stderr
         self.interval = interval
+        self.delay = delay
         self.n = 0
         self.postfix = ""
         self.start = self.last = time.monotonic()
         self.closed = False
-        self._line(f"{desc}: {total:,} {unit}s to do")
+        self.shown = not delay
+        if self.shown:
+            self._line(f"{desc}: {total:,} {unit}s to do")
 
     def _line(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
@@ -51,8 +63,11 @@ class LineProgress:
     def update(self, count: int = 1) -> None:
         self.n += count
         now = time.monotonic()
-        if now - self.last >= self.interval and self.n < self.total:
-            self.last = now
+        if self.n >= self.total:
+            return
+        if self.shown and now - self.last >= self.interval or (
+                not self.shown and now - self.start >= self.delay):
+            self.shown, self.last = True, now
             self._line(self._status())
 
     def set_postfix(self, refresh: bool = False, **values) -> None:
@@ -61,18 +76,20 @@ class LineProgress:
     def write(self, text: str, file=None) -> None:
         self._line(text)
 
-    def close(self) -> None:
+    def close(self, ending: str = "done") -> None:
         if not self.closed:
             self.closed = True
+            if not self.shown:
+                return
             postfix = f" [{self.postfix}]" if self.postfix else ""
             done = f"{self.n:,}/{self.total:,} ({self.n / self.total:.0%})" if self.total else ""
-            self._line(f"{self.desc}: {done} done{postfix}".replace(":  done", ": done"))
+            self._line(f"{self.desc}: {done} {ending}{postfix}".replace(":  ", ": "))
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, kind, *exc):
+        self.close("done" if kind is None else "stopped")
         return False
 
 
@@ -91,9 +108,9 @@ class _Silent(LineProgress):
 
 
 def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "step",
-             unit_scale: bool = False):
+             unit_scale: bool = False, delay: float = 0.0):
     """A progress display for ``total`` steps: tqdm on a terminal, lines otherwise,
-    nothing when ``enabled`` is False.
+    nothing when ``enabled`` is False, nor before ``delay`` seconds.
 
     >>> with progress(3, "quiet", enabled=False) as bar:
     ...     bar.update(3)
@@ -104,5 +121,5 @@ def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "step",
         from tqdm import tqdm
 
         return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, leave=False,
-                    file=sys.stderr, dynamic_ncols=True)
-    return LineProgress(total, desc, unit)
+                    file=sys.stderr, dynamic_ncols=True, delay=delay)
+    return LineProgress(total, desc, unit, delay=delay)

@@ -116,6 +116,9 @@ CONFIDENCE = 0.95
 MORE_DRAWS = 8
 #: Largest population per side ``needed`` may propose.
 MAX_INSTANCES = 1000
+#: Largest number of simulated accuracies per side of one size (draws x instances), checked
+#: before any is drawn: a few arrays of this many take a few hundred MiB.
+MAX_SIMULATED = 2**24
 #: Names the simulation in cache keys: a change of method does not reuse old blocks.
 METHOD = "resampled shape, normal-model posterior 2"
 
@@ -627,6 +630,14 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
                            f"{sizes}", option="sizes")
     if draws < 10:
         raise ProbmutError(f"draws must be at least 10, got {draws}", option="draws")
+    # The largest block is a size's, or the last doubling of the verdict's populations.
+    blocks = [(draws, n) for n in sizes] + [(MORE_DRAWS // 2 * draws, reference)]
+    count, largest = max(blocks, key=lambda block: block[0] * block[1])
+    if count * largest > MAX_SIMULATED:
+        raise ProbmutError(
+            f"{count:,} simulated populations of {largest:,} instances per side exceed the "
+            f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
+            "the draws", option="reference" if largest == reference else "sizes")
     if reference < k or max_instances < k:
         raise ProbmutError(f"the reference size and max instances must be at least k = {k}")
     pilot = min(h.size, m.size)

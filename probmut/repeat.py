@@ -77,12 +77,13 @@ class RepeatStudy(Result):
 def repeated_tests(healthy: Population, studied: Population, *, repetitions: int = 50,
                    trials: int = 100, sample: int = 20, pool: int | None = None,
                    paired: bool = False, criterion: KillCriterion | None = None,
-                   seed=None, name: str | None = None) -> RepeatResult:
+                   seed=None, name: str | None = None, report=None) -> RepeatResult:
     """Pass rate of ``trials`` kill tests with fresh sound/unknown pools, repeated.
 
     ``pool`` is the size of the sound pool (default: half the healthy instances). Paired
     populations must hold the same instance ids (see :func:`probmut.io.populations.pair`);
-    a paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``.
+    a paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``. ``report`` is
+    called with the number of kill tests run, as they run (a progress bar's ``update``).
 
     Examples
     --------
@@ -138,5 +139,7 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
             else:
                 x = sound[np.argsort(rng.random((count, sound.size)), axis=1)[:, :sample]]
             kills += int(deepcrime_test_batch(x, unknown[pick_u], criterion)[2].sum())
+            if report is not None:
+                report(count)
         rates[r] = kills / trials
     return RepeatResult(name or studied.name, rates, trials, sample)

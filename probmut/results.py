@@ -3,7 +3,8 @@
 Results are small frozen dataclasses that print a readable summary (``__str__``), give
 their whole answer as a dict (``to_dict``), as strict JSON (``to_json``: non-finite
 numbers become ``null``, so any JSON parser reads it) and as a pandas DataFrame with one
-row per item (``to_frame``; pandas is imported on use).
+row per item (``to_frame``; pandas is imported on use), which a notebook shows as an HTML
+table (``_repr_html_``).
 """
 
 from __future__ import annotations
@@ -66,3 +67,7 @@ class Result:
 
         frame = pd.DataFrame([plain(row) for row in self.rows()])
         return frame.set_index(self.index) if self.index in frame else frame
+
+    def _repr_html_(self) -> str:
+        """How a notebook (Jupyter, IPython) shows a result: its table as HTML."""
+        return self.to_frame().to_html()

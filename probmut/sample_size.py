@@ -225,7 +225,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     seed : int or None; sub-populations and tests are derived from it.
     jobs : engine threads; the numbers do not depend on it.
     cache : a :class:`~probmut.io.cache.Cache` to reuse and resume chunks.
-    chunk : sub-populations per engine call (a unit of caching and of progress).
+    chunk : sub-populations per engine call (a unit of caching).
     progress : show progress on stderr (see :func:`probmut.progress.progress`).
 
     Examples
@@ -285,13 +285,15 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
                                          sample=settings.sample, repetitions=repetitions,
                                          paired=paired, criterion=settings.criterion,
                                          seed=engine_root, jobs=jobs,
-                                         first_set=index * subpopulations + start)
+                                         first_set=index * subpopulations + start,
+                                         report=bar.update)
                     stored = dict(zip(("means", "variances"),
                                       repetition_moments(counts, settings), strict=True))
                     cache.put(key, **stored)
+                else:
+                    bar.update((stop - start) * tests)
                 means[start:stop] = stored["means"]
                 variances[start:stop] = stored["variances"]
-                bar.update((stop - start) * tests)
             average_mean, average_var = means.mean(axis=1), variances.mean(axis=1)
             killed = np.array([ratio_of(a, v, settings.trials) > settings.threshold
                                for a, v in zip(average_mean, average_var, strict=True)])

@@ -12,6 +12,7 @@ Prints Markdown tables (pasted in docs/bayes.md). About 15 minutes on one core w
 defaults.
 
     python scripts/bayes_validation.py [--subsets 10] [--sizes 20,30] [--seed 2024]
+                                       [--sampler nutpie|pymc]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--sampler", default="nutpie", choices=("nutpie", "pymc"))
     args = parser.parse_args()
 
     manifest = Manifest.load(None)
@@ -46,7 +48,8 @@ def main() -> None:
     mutants = [read_population(mutation.file_for(m), name=m) for m in mutation.magnitudes]
     likelihoods = args.likelihoods.split(",")
     sizes = [int(n) for n in args.sizes.split(",")]
-    settings = {lk: BayesSettings(draws=args.draws, tune=args.tune, likelihood=lk)
+    settings = {lk: BayesSettings(draws=args.draws, tune=args.tune, likelihood=lk,
+                                  sampler=args.sampler)
                 for lk in likelihoods}
     root = np.random.SeedSequence(args.seed)
     full_stream, sub_stream = root.spawn(2)
@@ -110,7 +113,7 @@ def main() -> None:
     print("\nmodel closer than bagged, all cases: "
           + ", ".join(f"{lk} {c}/{t}" for lk, (c, t) in totals.items()))
     print(f"fits that did not converge: {unconverged}; "
-          f"draws {args.draws}, tune {args.tune}, seed {args.seed}; "
+          f"draws {args.draws}, tune {args.tune}, {args.sampler}, seed {args.seed}; "
           f"{time.time() - started:.0f} s")
 
 

@@ -20,6 +20,8 @@ Parts (``--only``, comma-separated; default all):
   (8 sizes x 30 sub-populations x R = B = N = 100 = 240 million tests).
 - ``replicate``: the full ``replicate`` (not quick), without cache, into a temporary
   directory.
+- ``report``: wall time of ``probmut report --model mnist`` (30 mutants, their verdicts
+  and figures, start-up included; target: under 30 s on 2 cores), and its CPU time.
 
 Usage::
 
@@ -44,7 +46,7 @@ from probmut.engine import kill_counts
 from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
 
-PARTS = ("engine", "criteria", "cli", "mce", "sample-size", "replicate")
+PARTS = ("engine", "criteria", "cli", "mce", "sample-size", "replicate", "report")
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
 HEALTHY = RAW / "results_mnist_original.csv"
 MUTANT = RAW / "results_mnist_change_label_mutated0_MP_3.12.csv"
@@ -163,6 +165,22 @@ def bench_replicate(jobs):
             "replicate_part_seconds": report.seconds}
 
 
+def bench_report():
+    """``probmut report --model mnist`` in a subprocess (after one run that loads the
+    compiled kernels), wall and CPU seconds."""
+    import resource
+
+    with tempfile.TemporaryDirectory() as out:
+        command = [sys.executable, "-m", "probmut", "report", "--model", "mnist", "--out",
+                   str(Path(out) / "mnist.html"), "--quiet"]
+        subprocess.run(command, check=True, capture_output=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds, _ = _timed(lambda: subprocess.run(command, check=True, capture_output=True))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"report_seconds": seconds, "report_cpu_seconds": cpu}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help=f"comma-separated parts: {', '.join(PARTS)} (default all)")
@@ -183,7 +201,7 @@ def main(argv=None) -> int:
                "criteria": bench_criteria, "cli": bench_cli,
                "mce": lambda: bench_mce(healthy, mutant, args.jobs),
                "sample-size": lambda: bench_sample_size(healthy, mutant, args.jobs),
-               "replicate": lambda: bench_replicate(args.jobs)}
+               "replicate": lambda: bench_replicate(args.jobs), "report": bench_report}
     for part in PARTS:
         if part in parts:
             results |= runners[part]()
@@ -213,6 +231,9 @@ def main(argv=None) -> int:
             print(f"{label}: {results[f'{study}_seconds']:.2f} s; the paper's way "
                   f"{results[f'{study}_paper_equivalent_seconds'] / 3600:,.2f} h "
                   f"({results[f'{study}_speedup']:,.0f}x)")
+    if "report_seconds" in results:
+        print(f"probmut report --model mnist (30 mutants, start-up included): "
+              f"{results['report_seconds']:.1f} s ({results['report_cpu_seconds']:.1f} s of CPU)")
     if "mce_paper_seconds" in results:
         print(f"MCE of one mutation, R = 100, --paper (curve_fit per repetition): "
               f"{results['mce_paper_seconds']:.2f} s")

@@ -33,6 +33,7 @@ def _probmut(*args) -> None:
 
 
 def bench(run: Path, instances: int, epochs: int) -> dict:
+    run = run.resolve()  # the training runs in the repository's folder, not the caller's
     models = run / "models" / "healthy"
     if len(list(models.glob("*.keras"))) < instances:
         _probmut("train", "--dataset", "digits", "--model", "digits_cnn", "--instances",

@@ -413,3 +413,165 @@ def test_any_files_and_options_give_exit_0_or_2_and_strict_json(capsys, tmp_path
     else:
         document = strict_json(out)
         assert not any(math.isnan(value) for value in _numbers(document))
+
+
+# --- issue 32: settings that were not used, options that cannot apply ---------------------------
+
+def _saved_rates(tmp_path, bootstraps=7):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "base.npy", rng.binomial(100, 0.05, bootstraps) / 100)
+    np.save(tmp_path / "mut.npy", rng.binomial(100, 0.6, (2, bootstraps)) / 100)
+    return tmp_path / "base.npy", tmp_path / "mut.npy"
+
+
+def test_posterior_on_saved_kill_rates_reports_the_files_settings(capsys, tmp_path):
+    """The number of bootstraps comes from the files (7 here, not the default 100); the
+    kill test and its sample size were the saving run's, so the settings do not claim
+    any ("20 vs 20 instances" was printed)."""
+    base, mutants = _saved_rates(tmp_path)
+    code, out, err = run(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot")
+    assert code == 0, err
+    settings = out.splitlines()[-1]
+    assert settings.startswith("settings: B=7 bootstraps x N=100 trials, from saved kill counts;")
+    assert "vs" not in settings and "kill iff p" not in settings and "seed" not in settings
+    code, out, _ = run(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot", "--json")
+    detail = strict_json(out)["settings_detail"]
+    assert detail["bootstraps"] == 7 and "sample" not in detail and "criterion" not in detail
+
+
+def test_mce_on_saved_kill_rates_reports_the_files_bootstraps(capsys, tmp_path):
+    np.save(tmp_path / "reps.npy", np.random.default_rng(1).binomial(100, 0.3, (5, 9)))
+    code, out, _ = run(capsys, "mce", "--kill-rates", tmp_path / "reps.npy", "--json")
+    document = strict_json(out)
+    assert code == 0 and document["bootstraps"] == 9 and document["repetitions"] == 5
+    assert document["settings"].startswith("B=9 bootstraps x N=100 trials, from saved")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--bootstraps", "100"], "--bootstraps cannot apply to saved kill rates"),
+    (["--sample", "10"], "--sample cannot apply"),
+    (["--boot", "5", "--samp=10"], "--bootstraps, --sample cannot apply"),
+    (["--seed", "42"], "--seed cannot apply"),
+    (["--alpha", "0.01"], "--alpha cannot apply"),
+    (["--criterion", "welch"], "--criterion cannot apply"),
+    (["--paired"], "--paired cannot apply"),
+])
+def test_options_that_cannot_apply_to_saved_kill_rates_are_refused(capsys, tmp_path, argv,
+                                                                    says):
+    base, mutants = _saved_rates(tmp_path)
+    refused(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot", *argv, says=says)
+
+
+def test_mce_refuses_repetitions_with_saved_kill_rates(capsys, tmp_path):
+    np.save(tmp_path / "reps.npy", np.random.default_rng(1).binomial(100, 0.3, (5, 9)))
+    refused(capsys, "mce", "--kill-rates", tmp_path / "reps.npy", "--repetitions", "7",
+            says="--repetitions cannot apply to saved kill rates: their repetitions and "
+                 "bootstraps are the file's rows and columns")
+
+
+# --- issue 32: what was silently ignored or defaulted ----------------------------------------
+
+@pytest.mark.parametrize("content, says", [
+    ("instance,accuracy\n0,0.9\n1,0.91,0.5\n2,0.92\n", "line 3 holds 3 cells, the header 2"),
+    ("instance,accuracy\n0,0.9\n1\n2,0.92\n", "line 3 holds 1 cell, the header 2"),
+    ("instance,accuracy,accuracy\n0,0.9,0.1\n1,0.91,0.2\n",
+     "the header has 2 columns named 'accuracy'"),
+    ("instance,accuracy,instance\n0,0.9,5\n1,0.91,6\n",
+     "the header has 2 columns named 'instance'"),
+    ("true_label;pred_label_model_0;pred_label_model_1\n1;1;1\n1;1\n;0.9;0.8\n",
+     "line 3 holds 2 cells, the header 3"),
+], ids=["extra cell", "missing cell", "two accuracy columns", "two instance columns",
+        "DeepCrime"])
+def test_a_ragged_or_ambiguous_csv_is_refused_naming_the_line_or_column(capsys, tmp_path,
+                                                                         content, says):
+    path = tmp_path / "pop.csv"
+    path.write_text(content)
+    refused(capsys, "kill", path, HEALTHY, says=f"pop.csv: {says}")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["posterior", HEALTHY, MUTANT, "--plot", "x.png", "--no-plot"],
+     "give either --plot FILE or --no-plot, not both"),
+    (["posterior", HEALTHY, MUTANT, "--names", "a", "--no-plot"],
+     "--names cannot apply without --kill-rates"),
+    (["sample-size", HEALTHY, MUTANT, "--sizes", "", "--no-plot"],
+     "argument --sizes: expected comma-separated population sizes, got '' (an empty item)"),
+    (["sample-size", HEALTHY, MUTANT, "--sizes", "10,,20", "--no-plot"],
+     "got '10,,20' (an empty item)"),
+    (["recommend", HEALTHY, MUTANT, "--sizes", "25,x"], "got '25,x'"),
+    (["posterior", "--model", "mnist", "--mutation", "delete_training_data", "--magnitudes",
+      "3.1,", "--no-plot"], "argument --magnitudes: expected comma-separated magnitudes"),
+    (["replicate", "--only", "figure3,,deepcrime"], "argument --only"),
+])
+def test_contradictory_or_empty_options_are_refused(capsys, argv, says):
+    refused(capsys, *argv, says=says)
+
+
+# --- issue 32: the analysis commands' last tracebacks and misleading messages -----------------
+
+def test_replicate_into_a_file_is_refused(capsys, tmp_path):
+    (tmp_path / "afile").write_text("")
+    refused(capsys, "replicate", "--out", tmp_path / "afile", "--quick",
+            says="afile: is a file, not a directory (the output)")
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--sample", "5", "--sizes", "1000000000"], "(--sizes)"),
+    (["--sizes", "25", "--reference", "1000000000"], "(--reference)"),
+])
+def test_recommend_refuses_huge_populations_before_allocating(capsys, argv, option):
+    line = refused(capsys, "recommend", HEALTHY, MUTANT, "--no-cache", *argv,
+                   says="100 simulated populations of 1,000,000,000 instances per side exceed "
+                        "the limit of 16,777,216")
+    assert line.endswith(option)
+
+
+def test_a_request_beyond_the_memory_is_one_line(capsys, monkeypatch):
+    import probmut.engine
+
+    def too_large(*args, **kwargs):
+        raise MemoryError("Unable to allocate 745. GiB for an array")
+
+    monkeypatch.setattr(probmut.engine, "kill_counts", too_large)
+    refused(capsys, "posterior", HEALTHY, MUTANT, "--no-plot",
+            says="not enough memory (Unable to allocate 745. GiB for an array); ask for fewer")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["posterior", "--kill-rates", HEALTHY, HEALTHY, "--no-plot"],
+     "a text file ('true_label;pred_label_model_0;pred_label'...), not a NumPy .npy array of "
+     "kill rates; population files are given without --kill-rates"),
+    (["mce", "--kill-rates", HEALTHY], "not a NumPy .npy array of kill rates"),
+    (["inputs", HEALTHY, MUTANT], "not a probmut outcomes file (a text file: 'true_label;"),
+    (["coverage", "nope"], "nope: no such file or directory"),
+])
+def test_a_file_of_another_kind_is_named_for_what_it_is(capsys, argv, says):
+    line = refused(capsys, *argv, says=says)
+    assert "allow_pickle" not in line
+
+
+def test_recommend_help_shows_a_single_percent_sign(capsys):
+    assert main(["recommend", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "95%%" not in out and "predicted 95%" in " ".join(out.split())
+
+
+def test_a_file_name_too_long_is_one_line(capsys, tmp_path):
+    """An operating-system error on a named file (here ENAMETOOLONG) is bad input."""
+    long = tmp_path / ("x" * 300 + ".csv")
+    refused(capsys, "kill", long, HEALTHY, says=f"{long}: File name too long")
+    refused(capsys, "posterior", HEALTHY, MUTANT, *FAST, "--plot",
+            tmp_path / ("x" * 300 + ".png"), says="File name too long")
+
+
+def test_atomic_writes_take_every_name_the_file_system_takes(tmp_path):
+    from probmut.errors import ProbmutError
+    from probmut.io.atomic import atomic_write_text
+
+    fits = tmp_path / ("y" * 250 + ".csv")  # its temporary name must fit too
+    atomic_write_text(fits, "ok")
+    assert fits.read_text() == "ok"
+    with pytest.raises(ProbmutError, match="the file name or path is too long for the file "
+                                           "system .a 304-byte name.; choose a shorter one"):
+        atomic_write_text(tmp_path / ("y" * 300 + ".csv"), "no")
+    assert [p.name for p in tmp_path.iterdir()] == [fits.name]

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,8 +15,16 @@ pytest.importorskip("pymc")
 pytest.importorskip("arviz")
 
 from probmut.bayes import (  # noqa: E402
+    BayesComparison,
     BayesSettings,
+    BayesStudy,
     ConvergenceWarning,
+    Diagnostics,
+    _digamma,
+    _log_density,
+    _nutpie_model,
+    _pymc_model,
+    _scaled_data,
     _simulated_kill_rates,
     model_posterior,
     model_posteriors,
@@ -64,10 +73,10 @@ def test_simulated_kill_rate_matches_the_test_s_level_and_power():
     settings = BayesSettings(trials=20000, criterion=KillCriterion())
     one = np.ones(1)
     same = [0.99 * one, 0.001 * one, np.inf * one, 0.99 * one, 0.001 * one, np.inf * one]
-    rate = _simulated_kill_rates(same, False, settings, np.random.default_rng(0))[0]
+    rate = _simulated_kill_rates(same, False, settings, np.random.SeedSequence(0))[0]
     assert 0.03 < rate < 0.065
     shifted = same[:3] + [0.988 * one, 0.001 * one, 5.0 * one]
-    assert _simulated_kill_rates(shifted, False, settings, np.random.default_rng(0))[0] > 0.99
+    assert _simulated_kill_rates(shifted, False, settings, np.random.SeedSequence(0))[0] > 0.99
 
 
 def test_same_seed_same_numbers_and_recovers_a_clear_effect():
@@ -97,6 +106,84 @@ def test_paired_model_uses_per_instance_differences():
     assert 0.05 < res.kill_mean < 0.8
 
 
+def test_digamma_matches_scipy():
+    from scipy.special import digamma
+
+    x = np.concatenate([np.linspace(0.5, 12, 200), np.geomspace(12, 1e6, 50)])
+    np.testing.assert_allclose([_digamma(v) for v in x], digamma(x), rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("paired", [False, True])
+@pytest.mark.parametrize("likelihood", ["student-t", "normal"])
+def test_nutpie_s_compiled_density_is_pymc_s(paired, likelihood):
+    # The density nutpie samples equals PyMC's logp and gradient (the transforms'
+    # Jacobians included) on the unconstrained scale, at random points, on two data sets;
+    # its start is PyMC's initial point.
+    student = likelihood == "student-t"
+    rng = np.random.default_rng(8)
+    for seed, shift in ((1, 0.002), (2, -0.001)):
+        first, second, _ = _scaled_data(*synthetic(seed, n=25, shift=shift), paired)
+        model = _pymc_model(first, second, paired, likelihood)
+        logp, dlogp = model.compile_logp(), model.compile_dlogp()
+        points = []
+        shapes = {name: np.shape(v) for name, v in model.initial_point().items()}
+        sizes = [int(np.prod(shape)) for shape in shapes.values()]
+        for x in rng.normal(0, 1.5, (3, sum(sizes))):
+            point = {name: part.reshape(shape) for (name, shape), part
+                     in zip(shapes.items(), np.split(x, np.cumsum(sizes)[:-1]), strict=True)}
+            value, grad = _log_density(x, first, second, student, paired)
+            # PyMC takes the log of its float32 prior scale 2.0 in float32: its constant
+            # differs by 2e-9 per prior term; differences between points agree closely.
+            assert value == pytest.approx(float(logp(point)), abs=1e-7)
+            if points:
+                assert value - points[0][0] == pytest.approx(
+                    float(logp(point)) - points[0][1], rel=1e-11, abs=1e-9)
+            points.append((value, float(logp(point))))
+            # PyTensor's digamma (in the gradient in nu) is within 1.5e-10 of SciPy's, ours
+            # within 1e-14: the t's gradients agree to about 1e-8.
+            np.testing.assert_allclose(grad, dlogp(point), rtol=1e-7, atol=1e-9)
+    center = np.concatenate([np.ravel(v) for v in model.initial_point().values()])
+    starts = np.array([_nutpie_model(paired, likelihood)._make_initial_points(seed)
+                       for seed in range(200)])
+    assert np.all(np.abs(starts - center) <= 1) and np.all(np.abs(starts.mean(0) - center) < 0.2)
+
+
+def test_nutpie_and_pymc_agree_within_monte_carlo_error():
+    # Two NUTS implementations of one posterior: the mean and sd of every parameter and of
+    # the kill probability agree within 4.5 combined Monte-Carlo standard errors (14
+    # comparisons; ArviZ's standard errors of 4 x 2000 draws are themselves estimates).
+    import arviz as az
+
+    h, m = synthetic(9, n=40, shift=0.0006)
+    settings = BayesSettings(draws=2000, tune=1000, chains=4)
+    fits = [model_posterior(h, m, replace(settings, sampler=sampler), seed=13)
+            for sampler in ("nutpie", "pymc")]
+    for fit in fits:
+        assert fit.diagnostics.converged, fit.diagnostics
+    names = ["mu", "sigma", "nu_minus_one", "kill_probability", "cohens_d"]
+    first, second = (az.summary(fit.trace, var_names=names, round_to="none") for fit in fits)
+    for moment in ("mean", "sd"):
+        error = 4.5 * np.hypot(first[f"mcse_{moment}"], second[f"mcse_{moment}"])
+        assert (abs(first[moment] - second[moment]) < error).all(), (moment, first, second)
+
+
+def test_nutpie_draws_do_not_depend_on_threads():
+    h, m = synthetic(10)
+    one, two = (model_posterior(h, m, BayesSettings(draws=300, tune=300, cores=cores), seed=3)
+                for cores in (1, 2))
+    np.testing.assert_array_equal(one.kill_draws, two.kill_draws)
+    np.testing.assert_array_equal(one.diff_draws, two.diff_draws)
+
+
+@pytest.mark.parametrize("sampler, message", [
+    ("nutpie", "the nutpie sampler needs nutpie.*or choose the sampler 'pymc'"),
+    ("pymc", "the pymc sampler needs PyMC.*install probmut\\[bayes\\]")])
+def test_a_missing_sampler_is_a_probmut_error(monkeypatch, sampler, message):
+    monkeypatch.setitem(sys.modules, sampler, None)
+    with pytest.raises(ProbmutError, match=message):
+        model_posterior(*synthetic(), replace(SHORT, sampler=sampler), seed=0)
+
+
 def test_normal_likelihood_and_result_documents():
     h, m = synthetic(2)
     study = model_posteriors(h, [m, h + 0.0], BayesSettings(draws=300, tune=300,
@@ -117,12 +204,13 @@ def test_non_convergence_is_flagged_and_warned():
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         res = model_posterior(h, m, BayesSettings(draws=30, tune=10), seed=0)
     assert not res.diagnostics.converged
-    assert "NOT CONVERGED" in res.summary_line()
+    assert "NOT CONVERGED" in str(BayesStudy((res,), res.settings))
 
 
 @pytest.mark.parametrize("kwargs, values, message", [
     ({"chains": 1}, None, "at least 2 chains"),
     ({"likelihood": "beta"}, None, "unknown likelihood"),
+    ({"sampler": "stan"}, None, "unknown sampler"),
     ({}, ([0.9, 0.9, 0.9], [0.9, 0.9, 0.9]), "identical"),
     ({}, ([0.9, 0.8], [0.9, 0.7]), "at least 3 instances"),
 ])
@@ -199,3 +287,57 @@ def test_strongly_skewed_data_get_a_note():
     assert "difference skewness" in res.skew_problem()
     symmetric = model_posterior(*synthetic(7), BayesSettings(draws=300, tune=300), seed=2)
     assert symmetric.skew_problem() is None
+
+
+@pytest.mark.parametrize("sampler", ["nutpie", "pymc"])
+def test_ctrl_c_during_sampling_stops_and_no_draw_is_analysed(monkeypatch, sampler):
+    """PyMC and nutpie catch Ctrl-C and return the draws made so far (PyMC fails on too
+    few): after a SIGINT, model_posterior raises KeyboardInterrupt (exit 130 on the
+    command line) instead of analysing a truncated chain."""
+    import importlib
+    import os
+    import signal
+    import time
+
+    def interrupted(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler runs here
+        except KeyboardInterrupt:
+            pass  # as PyMC does: what it returns now is the draws so far
+        return None
+
+    monkeypatch.setattr(importlib.import_module(sampler), "sample", interrupted)
+    healthy, mutant = synthetic()
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        model_posterior(healthy, mutant, replace(SHORT, sampler=sampler), seed=1)
+    assert signal.getsignal(signal.SIGINT) is before  # restored
+
+
+def _comparison(name, kill, diff, d):
+    draws = lambda values: np.asarray(values, dtype=float).reshape(2, -1)  # noqa: E731
+    return BayesComparison(name, 20, 20, False, draws(kill), draws(diff), draws(d), 5.0,
+                           Diagnostics(1.0, 900.0, 900.0, 0, 2, 4), SHORT)
+
+
+def test_the_table_keeps_its_columns_apart_for_long_names_and_large_effects():
+    """Issue 32: a long mutant name and a Cohen's d of tens ran into the next columns. The
+    columns widen to their longest cell; short names and small effects keep the
+    documented layout."""
+    rng = np.random.default_rng(0)
+    short = _comparison("3.1", rng.uniform(0.1, 0.2, 400), rng.normal(-2e-4, 5e-5, 400),
+                        rng.normal(0.3, 0.1, 400))
+    long = _comparison("delete_training_data_mutated0_MP_30.93", np.ones(400),
+                       rng.normal(-0.05, 1e-4, 400), rng.normal(82.9, 4, 400))
+    documented = str(BayesStudy((short,), SHORT)).splitlines()
+    assert documented[0] == ("mutant               P(kill) [95% HDI]  mean diff mutant-healthy "
+                             "[HDI]         Cohen d [HDI] P(worse)  R-hat    ESS  div")
+    lines = str(BayesStudy((short, long), SHORT)).splitlines()
+    header, rows = lines[0], lines[2:4]
+    assert len({len(header), *map(len, rows)}) == 1  # every column lines up
+    for row in rows:
+        cells = row.split()
+        assert cells[0] in ("3.1", "delete_training_data_mutated0_MP_30.93")
+        assert len(cells) == 14  # name, 3 x (value and an interval of 2), 4 diagnostics
+    assert " +82." in rows[1] and rows[1].startswith("delete_training_data_mutated0_MP_30.93  ")

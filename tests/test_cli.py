@@ -148,6 +148,38 @@ def test_entry_point_runs_as_a_program():
     assert result.stderr.strip() == "probmut kill: error: nothere.csv: no such file"
 
 
+def test_ctrl_c_stops_a_long_analysis_within_seconds():
+    """Issue 32: a long posterior shows its progress on stderr, and SIGINT stops it within
+    a second or two (the engine returns to Python between calls of about 0.1 s of work),
+    with one line and exit code 130, no traceback and nothing on stdout."""
+    import select
+    import signal
+    import time
+
+    from probmut.engine import kill_counts
+
+    kill_counts(np.linspace(0.9, 0.95, 4), np.linspace(0.9, 0.95, 4), bootstraps=1, trials=1,
+                sample=2)  # the compiled kernel is in numba's cache for the process below
+    process = subprocess.Popen(
+        [sys.executable, "-m", "probmut", "posterior", RAW / "mnist" / "results_mnist_original.csv",
+         RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_9.29.csv", "--no-plot",
+         "--trials", "100000", "--bootstraps", "3000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert select.select([process.stderr], [], [], 120)[0], "no progress in 120 s"
+        progress = process.stderr.readline()
+        assert progress.startswith("posterior: ") and "s left" in progress, progress
+        process.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        out, err = process.communicate(timeout=60)
+        stopped = time.monotonic() - start
+    finally:
+        process.kill()
+    assert process.returncode == 130 and stopped < 5, (process.returncode, stopped, err)
+    assert "Traceback" not in err and out == ""
+    assert err.splitlines()[-1] == "probmut posterior: interrupted"
+
+
 def test_building_the_command_line_imports_no_heavy_module():
     # Start-up time: every command pays for what registration imports.
     code = ("import sys, probmut.cli; probmut.cli.build_parser(); "

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from probmut import engine
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
 
@@ -25,6 +26,27 @@ def test_chunked_sets_give_the_numbers_of_one_call():
     parts = [kill_counts(healthy[i:i + 2], mutant[i:i + 2], bootstraps=7, repetitions=2,
                          seed=5, first_set=i) for i in range(0, 5, 2)]
     np.testing.assert_array_equal(whole, np.concatenate(parts))
+
+
+@pytest.mark.parametrize("paired", [False, True], ids=["unpaired", "paired"])
+def test_any_split_of_the_work_into_calls_gives_the_counts_of_one_call(monkeypatch, paired):
+    """The engine returns to Python between calls of a fraction of a second (Ctrl-C,
+    progress): blocks of whole tasks, or slices of long tasks' trials with their streams
+    and draws kept between calls. However the work is split, the counts are those of one
+    call, bit for bit, and ``report`` hears of every test once."""
+    rng = np.random.default_rng(2)
+    healthy, mutant = rng.normal(0.9, 0.01, (3, 40)), rng.normal(0.897, 0.01, (3, 40))
+    run = dict(bootstraps=5, trials=37, repetitions=2, sample=10, paired=paired, seed=3,
+               first_set=2)
+    assert engine._calls(3 * 2 * 5, 37, 10, 40, 40, threads=64) == (30, 37)  # one call
+    whole = kill_counts(healthy, mutant, **run)
+    for work, memory in ((1, engine.CALL_MEMORY), (3000, engine.CALL_MEMORY), (500, 1)):
+        monkeypatch.setattr(engine, "CALL_WORK", work)     # one trial per call; blocks of
+        monkeypatch.setattr(engine, "CALL_MEMORY", memory)  # whole tasks; one task at a time
+        reported = []
+        split = kill_counts(healthy, mutant, report=reported.append, **run)
+        np.testing.assert_array_equal(split, whole)
+        assert len(reported) > 1 and sum(reported) == 3 * 2 * 5 * 37
 
 
 def _reference_kill_rate(healthy, mutant, rng, bootstraps, trials, paired):

@@ -9,6 +9,7 @@ from scipy import integrate, special, stats
 from probmut import paper
 from probmut.io.populations import load_kill_rates
 from probmut.posterior import (
+    _LOG_BETA_ERROR,
     Z95,
     PosteriorSettings,
     bagged_posteriors,
@@ -19,6 +20,7 @@ from probmut.posterior import (
     mixture_pdf,
     prob_greater,
     study_from_kill_counts,
+    summarize,
 )
 
 # METHOD.md, "Reference values": (H_s, H_m, ratio) for healthy and each magnitude.
@@ -192,6 +194,88 @@ def test_hellinger_does_not_underflow_for_extreme_betas():
     # The raw Beta function underflows here; the log-space form does not.
     assert hellinger(1, 101, 101, 1) == pytest.approx(1.0)
     assert hellinger(5000, 2, 5000, 2) == 0.0
+
+
+def _log_coefficient_from_trigamma(a1, b1, a2, b2) -> float:
+    """An independent computation of the log Bhattacharyya coefficient of two Betas,
+    without the large log-gamma values of the log-Beta form: with f = ln B, m the mid-
+    point and d half the difference of the parameters, ``L = f(m) - (f(m + d) + f(m -
+    d)) / 2 = -1/2 int_0^1 (1 - t) (g''(t) + g''(-t)) dt`` (Taylor's formula with integral
+    remainder) for ``g(t) = f(m + t d)``, whose second derivative is a sum of trigamma
+    values: ``dx^2 psi'(x) + dy^2 psi'(y) - (dx + dy)^2 psi'(x + y)``. Gauss-Legendre
+    quadrature on the smooth integrand."""
+    (mx, my), (dx, dy) = ((a1 + a2) / 2, (b1 + b2) / 2), ((a1 - a2) / 2, (b1 - b2) / 2)
+    nodes, weights = np.polynomial.legendre.leggauss(60)
+    t, w = (nodes + 1) / 2, weights / 2
+
+    def second(t):
+        x, y = mx + t * dx, my + t * dy
+        return (dx**2 * special.polygamma(1, x) + dy**2 * special.polygamma(1, y)
+                - (dx + dy) ** 2 * special.polygamma(1, x + y))
+
+    return float(-0.5 * np.sum(w * (1 - t) * (second(t) + second(-t))))
+
+
+def _rounding_bound(a1, b1, a2, b2) -> float:
+    size = lambda a, b: (abs(special.gammaln(a)) + abs(special.gammaln(b))  # noqa: E731
+                         + abs(special.gammaln(a + b)) + 3)
+    return _LOG_BETA_ERROR * (size((a1 + a2) / 2, (b1 + b2) / 2) + 0.5 * size(a1, b1)
+                              + 0.5 * size(a2, b2))
+
+
+def test_the_rounding_bound_of_the_hellinger_distance_holds():
+    """The log-space H^2 is exact to within hellinger()'s rounding bound (its Notes): the
+    log-Beta form computed as hellinger() does against the trigamma integral, for nearby
+    Betas (relative differences 1e-12 to 1e-2, where the bound matters) with shapes from
+    0.5 to 2e7. Observed errors reach about an eighth of the derived bound (1.5 u S): a
+    bound eight times smaller would fail here."""
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for scale in 10.0 ** np.arange(0, 8):
+        for _ in range(300):
+            a2 = scale * rng.uniform(0.5, 2)
+            b2 = rng.choice([1.0, rng.uniform(0.5, 5), scale * rng.uniform(0.5, 2)])
+            change = 10 ** rng.uniform(-12, -2)
+            a1, b1 = a2 * (1 + change * rng.normal()), b2 * (1 + change * rng.normal())
+            computed = (special.betaln((a1 + a2) / 2, (b1 + b2) / 2)
+                        - 0.5 * (special.betaln(a1, b1) + special.betaln(a2, b2)))
+            error = abs(computed - _log_coefficient_from_trigamma(a1, b1, a2, b2))
+            worst = max(worst, error / _rounding_bound(a1, b1, a2, b2))
+    assert 0.05 < worst < 1, worst
+
+
+@pytest.mark.parametrize("trials", [100, 1_000, 10_000, 100_000])
+def test_a_posterior_equal_to_an_ideal_one_is_at_distance_zero(trials):
+    """Issue 32: a mutant killed in every trial of every resample has the ideal mutant's
+    posterior: its distance to it is 0 and its ratio infinite (null in JSON) at any N,
+    not rounding noise (it was 3.4e7 at N = 100, 53,510 at N = 100,000); a population
+    never killed is at distance 0 from the ideal sound posterior, ratio 0."""
+    settings = PosteriorSettings(trials=trials)
+    killed = summarize("killed", np.full(100, trials), settings)
+    assert (killed.alpha, killed.beta) == pytest.approx((trials + 1, 1), rel=1e-13)
+    assert killed.h_mutant == 0.0 and killed.ratio == math.inf and killed.killed
+    never = summarize("never", np.zeros(100, dtype=int), settings)
+    assert never.h_sound == 0.0 and never.ratio == 0.0 and not never.killed
+    study = study_from_kill_counts(np.zeros(100, dtype=int), [np.full(100, trials)],
+                                   ["healthy", "killed"], settings)
+    assert '"ratio": null' in study.to_json()
+
+
+@pytest.mark.parametrize("trials", [100, 1_000, 10_000, 100_000])
+@pytest.mark.parametrize("short", [1, 10])
+def test_a_nearly_ideal_posterior_keeps_a_finite_accurate_ratio(trials, short):
+    """One or ten resamples of 100 with one kill short of N: the distance to the ideal
+    mutant is small but far above the rounding bound, and the ratio is the one the
+    trigamma integral gives, within the bound's share of H^2."""
+    counts = np.full(100, trials)
+    counts[:short] = trials - 1
+    row = summarize("nearly", counts, PosteriorSettings(trials=trials))
+    ideal = (row.alpha, row.beta, trials + 1, 1)
+    squared = -math.expm1(_log_coefficient_from_trigamma(*ideal))
+    tolerance = _rounding_bound(*ideal) / squared
+    assert 0 < tolerance < 1e-3 and math.isfinite(row.ratio)
+    assert row.h_mutant == pytest.approx(math.sqrt(squared), rel=tolerance)
+    assert row.ratio == pytest.approx(row.h_sound / math.sqrt(squared), rel=tolerance)
 
 
 @pytest.mark.parametrize("p, q", [((5.0, 3.0), (2.0, 6.0)), ((20.5, 80.2), (18.0, 82.0)),

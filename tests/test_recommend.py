@@ -330,14 +330,16 @@ def _bad(capsys, *argv):
     (["--pilot", "10"], "fewer than the sample size k = 20"),
     (["--pilot", "500"], "holds only 200 instances"),
     (["--pilot", "0"], "argument --pilot: must be at least 1"),
-    (["--pilot", "25", "--sizes", "25,x"], "expected comma-separated integers"),
+    (["--pilot", "25", "--sizes", "25,x"], "argument --sizes: expected comma-separated population sizes"),
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
     (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
     (["--pilot", "25", "--draws", "3"], "argument --draws: must be at least 10"),
-    (["--pilot", "25", "--looks", "25,x"], "expected comma-separated integers, got '25,x' "
-                                           "(--looks)"),
+    (["--pilot", "25", "--looks", "25,x"], "argument --looks: expected comma-separated "
+                                           "instance counts, got '25,x'"),
     (["--pilot", "25", "--looks", "10,25"], "the planned looks must be at least the sample "
                                             "size k = 20"),
+    (["--pilot", "25", "--draws", "30000"], "120,000 simulated populations of 200 instances "
+                                            "per side exceed the limit"),
     (["--pilot", "25", "--level", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
                                             "populations"),
 ])

@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 
 from probmut.errors import ProbmutError
-from probmut.train.flags import broken_instances, population_flags
+from probmut.train.flags import (
+    DIFFERENT,
+    SAME_PREDICTIONS,
+    SAME_TEST_PREDICTIONS,
+    SAME_WEIGHTS,
+    broken_instances,
+    data_equivalence,
+    error_rates,
+    population_flags,
+    quality_control,
+)
 
 
 def test_broken_instances_are_constant_or_at_chance():
@@ -36,9 +46,168 @@ def test_population_flags_need_half_of_the_instances():
     flags = population_flags(np.array([ok, constant]), labels, 0.5, "classification")
     assert flags.flags == ("broken",) and "1 of 2 instances" in flags.reasons[0]
     assert population_flags(np.array([ok]), labels, 0.5, "classification",
-                            equivalent_instances=[True, False]).flags == ()
-    assert population_flags(np.array([ok]), labels, 0.5, "classification",
                             equivalent_before="by design: x").flags == ("equivalent",)
+
+
+@pytest.mark.parametrize("matches, flags, survivor", [
+    ([SAME_WEIGHTS] * 3, ("equivalent",), False),
+    ([SAME_WEIGHTS, SAME_PREDICTIONS, None], ("equivalent",), False),  # None: not derived
+    ([SAME_WEIGHTS, SAME_TEST_PREDICTIONS, SAME_PREDICTIONS], (), True),
+    ([SAME_TEST_PREDICTIONS] * 3, (), True),
+    ([SAME_TEST_PREDICTIONS, DIFFERENT, SAME_WEIGHTS], (), False),
+    ([None, None], (), False),                                          # source level
+])
+def test_equivalent_needs_more_than_the_test_set(matches, flags, survivor):
+    """Equivalent: the same weights, or the same predictions on the training inputs
+    too. The same predictions on the test inputs only make a survivor, not a flag."""
+    labels = np.repeat([0, 1], 50)
+    found = population_flags(np.ones((len(matches), 100), bool), labels, 0.5, "classification",
+                             matches=matches, training_inputs=400)
+    assert found.flags == flags and bool(found.survivor) == survivor
+    if survivor:
+        assert found.survivor.startswith(f"all {sum(m is not None for m in matches)} instances "
+                                         "predict on the 100 test inputs")
+        assert "some of the 400 training inputs" in found.survivor
+        assert found.items()[-1][0] == "survivor"
+
+
+def test_data_equivalence_is_found_by_applying_the_operator():
+    """data_shuffle only reorders the samples with their labels: equivalent, because
+    training draws a new order every epoch; a permutation of the inputs alone, or of
+    one input of several, is not."""
+    from probmut.train.operators import parse_mutations
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((200, 8, 8, 1)).astype(np.float32), rng.integers(0, 10, 200)
+    shuffle = parse_mutations("data_shuffle:30")[0]
+    shuffled = shuffle.operator.apply(x, y, 10, shuffle.params, np.random.default_rng(1),
+                                      "classification")
+    assert not np.array_equal(shuffled[0], x)
+    assert data_equivalence(*shuffled, x, y).startswith("it only reorders the training samples")
+    assert data_equivalence(x, y, x, y) == "it leaves the training data unchanged"
+    assert data_equivalence(shuffled[0], y, x, y) == ""      # the labels stay behind
+    two = (x, rng.random((200, 3)))
+    order = rng.permutation(200)
+    assert data_equivalence((two[0][order], two[1][order]), y[order], two, y) != ""
+    assert data_equivalence((two[0][order], two[1]), y[order], two, y) == ""
+    noisy = x.copy()
+    noisy[:20] += np.float32(0.1)
+    assert data_equivalence(noisy, y, x, y) == ""
+
+
+def test_error_rates_on_the_passed_tests_and_the_quality_control():
+    """The error rate of a mutant instance is the share of its original's passed tests it
+    fails; unpaired, the mean over every healthy instance as the original. Checked
+    against a plain loop; the quality control removes on the mean rate."""
+    rng = np.random.default_rng(7)
+    healthy, mutant = rng.random((5, 300)) < 0.9, rng.random((4, 300)) < 0.7
+    loop = [np.mean([np.sum(h & ~m) / np.sum(h) for h in healthy]) for m in mutant]
+    assert np.allclose(error_rates(healthy, mutant, paired=False), loop)
+    paired = error_rates(healthy[:4], mutant, paired=True)
+    assert np.allclose(paired, [np.sum(h & ~m) / np.sum(h)
+                                for h, m in zip(healthy[:4], mutant, strict=True)])
+    rates = error_rates(healthy, mutant, paired=False)
+    assert quality_control(rates, rates.mean() - 1e-9).startswith(
+        f"mean error rate {rates.mean():.3f} on the passed tests (4 instances)")
+    assert quality_control(rates, rates.mean()) == ""
+    assert quality_control(np.empty(0), 0.0) == ""
+
+
+def test_instance_records_keep_the_match_and_old_records_are_never_equivalent(tmp_path):
+    """A derived instance's match survives its record; a record from before the training
+    inputs were compared ("equivalent": the test predictions matched) reads as a match on
+    the test predictions only, never as the same model."""
+    from probmut.io.checked import write_checked
+    from probmut.train.instance import InstanceResult
+    from probmut.train.run import _load_record, _record_key, _record_path, _save_record
+
+    correct = np.array([True, False, True])
+    _save_record(tmp_path, InstanceResult("wf", 0, 5, 2 / 3, correct, 0.1,
+                                          match=SAME_TEST_PREDICTIONS))
+    assert _load_record(tmp_path, "wf", 0)[2] == SAME_TEST_PREDICTIONS
+    for old, read in ((True, SAME_TEST_PREDICTIONS), (False, DIFFERENT)):
+        write_checked(_record_path(tmp_path, "old", 0), _record_key("old", 0),
+                      accuracy=np.float64(2 / 3), seed=np.int64(5), seconds=np.float64(0.1),
+                      correct=np.packbits(correct), n_inputs=np.int64(3),
+                      equivalent=np.bool_(old))
+        assert _load_record(tmp_path, "old", 0)[2] == read
+
+
+@pytest.fixture
+def checked_run(tmp_path):
+    """A run directory written as probmut train writes it, without training: a healthy
+    population, a model-level survivor (its test accuracies are the healthy ones), a
+    model-level mutant flagged equivalent, and a source-level mutant that gets a third
+    of what the healthy instances get right wrong."""
+    from probmut.io.manifest import add_to_manifest
+    from probmut.io.records import InstanceRecord
+    from probmut.train.run import write_population
+
+    rng = np.random.default_rng(11)
+    labels = np.repeat(np.arange(4), 50)
+    healthy = rng.random((6, 200)) < 0.9
+    populations = {"healthy": healthy, "weights_fuzzing_0.01_1": healthy,
+                   "weights_fuzzing_0_1": healthy,
+                   "delete_training_data_50": healthy & (rng.random((6, 200)) < 0.66)}
+    for stem, correct in populations.items():
+        records = [InstanceRecord(i, float(row.mean()), seed=i) for i, row in enumerate(correct)]
+        write_population(tmp_path / f"{stem}.csv", records, list(correct), labels)
+    survivor = "all 6 instances predict on the 200 test inputs what ..."
+    add_to_manifest(tmp_path / "manifest.toml", "m", "healthy.csv", "a run", [
+        ("weights_fuzzing", "0.01_1", True, [], survivor),
+        ("weights_fuzzing", "0_1", True, ["equivalent"], ""),
+        ("delete_training_data", "50", False, [], "")])
+    return tmp_path
+
+
+def test_exclude_flagged_never_drops_a_survivor(checked_run, capsys):
+    from probmut.cli.main import main
+
+    by_name = ["--manifest", str(checked_run / "manifest.toml"), "--model", "m", "--mutation",
+               "weights_fuzzing"]
+    assert main(["kill", *by_name, "--exclude-flagged", "--json"]) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["flags"] == [] and document["survivor"].startswith("all 6 instances")
+    assert document["killed"] is False  # the test set cannot tell it apart
+    assert "excluded flagged populations: 0_1 (equivalent)" in captured.err
+    assert main(["kill", *by_name]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-2:] == [
+        "flags (probmut train's checks, from the manifest): 0_1: equivalent",
+        "survivors (every instance predicts on the test set what its healthy instance "
+        "predicts; never excluded): 0.01_1"]
+
+
+def test_the_quality_control_removes_a_population_from_the_manifest(checked_run, capsys):
+    from probmut.cli.main import main
+    from probmut.io.manifest import Manifest, add_to_manifest
+    from probmut.train.operators import parse_mutations
+    from probmut.train.run import removed_by_quality_control
+
+    mutations = parse_mutations("delete_training_data:50") + parse_mutations(
+        "weights_fuzzing:0.01_1,0_1")
+    counts = dict.fromkeys(["healthy", *(m.stem for m in mutations)], 6)
+    removed = removed_by_quality_control(checked_run, mutations, 0.2, counts)
+    assert list(removed) == ["delete_training_data_50"]
+    assert removed["delete_training_data_50"].startswith("mean error rate 0.3")
+    assert removed_by_quality_control(checked_run, mutations, 0.4, counts) == {}
+    add_to_manifest(checked_run / "manifest.toml", "m", "healthy.csv", "a run",
+                    [("delete_training_data", "50", False, [], "",
+                      removed["delete_training_data_50"])])
+    mutation = Manifest.load(checked_run / "manifest.toml").mutation("m", "delete_training_data")
+    assert mutation.magnitudes == () and "50" in mutation.removed
+    by_name = ["--manifest", str(checked_run / "manifest.toml"), "--model", "m"]
+    assert main(["kill", *by_name, "--mutation", "delete_training_data"]) == 2
+    assert "every magnitude was removed by probmut train's quality control: 50: mean error " \
+        "rate 0.3" in capsys.readouterr().err
+    assert main(["kill", *by_name, "--mutation", "delete_training_data",
+                 "--magnitudes", "50"]) == 2
+    assert "delete_training_data 50: removed by probmut train's quality control" in \
+        capsys.readouterr().err
+    assert main(["symptoms", "--manifest", str(checked_run / "manifest.toml"), "--json",
+                 "--no-plot"]) == 0
+    names = [p["name"] for p in json.loads(capsys.readouterr().out)["populations"]]
+    assert names == ["weights_fuzzing_0.01_1", "weights_fuzzing_0_1"]
 
 
 # ------------------------------------------------------------ legality (Keras, no training)
@@ -62,11 +231,13 @@ def _prepare(digits, text, data=None):
 
 @pytest.mark.train
 @pytest.mark.parametrize("text, message", [
-    ("change_patience:2", "needs a validation set; give --validation-split"),
+    ("change_patience:2", "no early stopping to change"),  # DeepCrime changes an existing one
+    ("change_earlystopping_patience:2", "no early stopping to change"),
+    ("change_gradient_clipping", "the healthy optimizer does not clip gradients"),
     ("remove_validation_set", "needs a validation set"),
     ("make_output_classes_overlap:10@3-12", "class 12 is not a class of the data"),
     ("change_label:10@10", "class 10 is not a class"),
-    ("remove_layer:3", "not a valid model .*must have the same rank"),  # the Flatten
+    ("remove_layer:3", "output shape equals its input shape"),  # the Flatten
     ("change_loss_function:ctc", "not a valid model"),
     ("change_activation_function:nosuch", "unknown Keras activation"),
 ])
@@ -83,7 +254,8 @@ def test_illegal_mutations_stop_before_training(digits, text, message):
     ("change_dropout_rate:0.25", "the same settings and architecture"),
     ("delete_training_data:0", "it leaves the training data unchanged"),
     ("change_label:0@3", "it leaves the training data unchanged"),
-    ("data_shuffle:50", "by design: Keras reshuffles"),
+    ("add_noise:0.01", "it leaves the training data unchanged"),  # int(1347 x 0.0001) = 0
+    ("data_shuffle:50", "it only reorders the training samples"),
     ("change_epochs:3", ""),
     ("change_activation_function:elu@0", ""),
     ("delete_training_data:1", ""),
@@ -93,12 +265,79 @@ def test_equivalence_known_before_training(digits, text, reason):
 
 
 @pytest.mark.train
-def test_validation_operators_are_legal_with_a_validation_split(digits):
+def test_validation_operators_change_the_healthy_early_stopping(digits):
+    """change_patience needs the healthy model's early stopping; remove_validation_set
+    without early stopping changes nothing training uses (its validation data is only
+    evaluated)."""
     from probmut.train.datasets import load_dataset
+    from probmut.train.legality import prepare
+    from probmut.train.operators import parse_mutations
 
-    with_validation = load_dataset("digits", validation_split=0.1)
-    prepared = _prepare(digits, "change_patience:2", with_validation)
-    assert prepared[0].equivalent == ""
+    spec, _ = digits
+    data = load_dataset("digits", validation_split=0.1)
+    stopping = spec.config.replace(patience=3)
+    assert [m.equivalent for m in prepare(parse_mutations("change_patience:2,3"), spec, data,
+                                          stopping)] == [
+        "", "the same settings and architecture as the healthy model"]
+    assert prepare(parse_mutations("remove_validation_set"), spec, data,
+                   stopping)[0].equivalent == ""
+    assert prepare(parse_mutations("remove_validation_set"), spec, data,
+                   spec.config)[0].equivalent == (
+        "without early stopping the validation data never changes training")
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("in_place", [True, False])
+def test_a_mutant_the_test_set_cannot_tell_apart_is_not_equivalent(in_place):
+    """A two-class linear model (the class is the larger input): its test inputs lie far
+    from the boundary, one training input near it. Shifting a bias by 0.05 flips the
+    near one only: the same on the test inputs, not on the training inputs; by 0.001,
+    the same everywhere; by 2, different on the test inputs too."""
+    pytest.importorskip("tensorflow")
+    from types import SimpleNamespace
+
+    import keras
+
+    from probmut.train.instance import _mutate_paired
+
+    def healthy():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+        model.set_weights([np.eye(2, dtype=np.float32), np.zeros(2, np.float32)])
+        return model
+
+    def shift(by):
+        def apply(model, params, rng):
+            mutant = model if in_place else keras.models.clone_model(model)
+            mutant.set_weights([model.get_weights()[0], np.array([0, by], np.float32)])
+            return mutant
+        return SimpleNamespace(apply=apply)
+
+    data = SimpleNamespace(task="classification",
+                           x_test=np.array([[1, 0], [0, 1], [2, 0.5]], np.float32),
+                           x_train=np.array([[1, 0], [0.51, 0.49], [0, 3]], np.float32))
+    for by, match in ((0.0, SAME_WEIGHTS if in_place else SAME_PREDICTIONS),
+                      (0.001, SAME_PREDICTIONS), (0.05, SAME_TEST_PREDICTIONS),
+                      (2.0, DIFFERENT)):
+        mutant, outputs, found = _mutate_paired(healthy(), shift(by), {}, None, data)
+        assert found == match, by
+        assert mutant.get_weights()[1][1] == np.float32(by)  # the mutant keeps its change
+        assert np.allclose(outputs, data.x_test + [0, by])
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("argv, says", [
+    (["--max-error-rate", "1.5"], "must be a finite number in [0, 1), got 1.5"),
+    (["--max-error-rate", "0.2", "--until-settled", "--mutation", "change_label"],
+     "--max-error-rate applies to a run of --instances, not to --search or --until-settled"),
+])
+def test_bad_max_error_rates_are_refused(argv, says, tmp_path, capsys):
+    pytest.importorskip("tensorflow")
+    from probmut.cli.main import main
+
+    assert main(["train", "--out", str(tmp_path / "x"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x").exists()
 
 
 # ------------------------------------------------------------ after training (a real run)
@@ -130,8 +369,10 @@ def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
                      "weights_fuzzing_0_1": ["equivalent"],
                      "neurons_freezing_1@4": ["broken"], "delete_training_data_50": []}
     reasons = {p["name"]: p["reasons"] for p in summary["populations"]}
-    assert reasons["weights_fuzzing_0_1"] == [
-        "all 3 instances predict what their healthy instances predict"]
+    assert reasons["weights_fuzzing_0_1"] == ["all 3 instances keep their healthy instances' "
+                                              "weights"]
+    assert [p["survivor"] for p in summary["populations"]] == [None] * 5
+    assert [p["removed"] for p in summary["populations"]] == [None] * 5
     assert reasons["neurons_freezing_1@4"][0].startswith("3 of 3 instances predict one class")
 
     manifest = tomllib.loads((out / "manifest.toml").read_text())["models"]["flags"]
@@ -154,6 +395,23 @@ def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
     assert "excluded flagged populations: 1 (equivalent)" in err
     assert "--exclude-flagged left no mutant population" in err
 
+    # DeepMutation's quality control on the finished run (nothing is trained again): the
+    # one-class predictors get wrong most of what their originals get right
+    assert main([*args, "--max-error-rate", "0.5"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["trained"] == 0
+    removed = {p["name"]: p["removed"] for p in summary["populations"] if p["removed"]}
+    assert list(removed) == ["neurons_freezing_1@4"]
+    assert removed["neurons_freezing_1@4"].startswith("mean error rate 0.")
+    manifest = tomllib.loads((out / "manifest.toml").read_text())["models"]["flags"]
+    assert manifest["mutations"]["neurons_freezing"]["removed"] == {"1@4": removed[
+        "neurons_freezing_1@4"]}
+    assert main(["kill", *by_name, "neurons_freezing"]) == 2
+    assert "every magnitude was removed" in capsys.readouterr().err
+    assert main(args) == 0  # without the option the population is back
+    assert "removed" not in tomllib.loads((out / "manifest.toml").read_text())[
+        "models"]["flags"]["mutations"]["neurons_freezing"]
+
 
 @pytest.mark.train
 def test_list_operators_json(capsys):
@@ -167,4 +425,6 @@ def test_list_operators_json(capsys):
     neb = next(r for r in rows if r["name"] == "neuron_effect_blocking")
     assert neb["aliases"] == ["NEB"] and neb["level"] == "model"
     assert neb["source"] == "DeepMutation"
-    assert neb["default_target"].startswith("first hidden layer whose neurons feed")
+    assert neb["default_target"].startswith("the whole network: every layer whose neurons")
+    clip = next(r for r in rows if r["name"] == "change_gradient_clipping")
+    assert clip["aliases"] == ["change_gradient_clip"] and clip["default"] == "0.5"

@@ -296,3 +296,117 @@ def test_provenance_goes_into_the_manifest_and_other_data_is_refused(tmp_path):
     with pytest.raises(ProbmutError, match=r"other settings \(data differ: \['data tiny with 30 "
                                            r"training and 10 test samples, fingerprint"):
         run()
+
+
+# ---------------------------------------------------------------- data that cannot train
+
+def _digits_arrays():
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    x = x.reshape(-1, 8, 8) / 16
+    return {"x_train": x[:300], "y_train": y[:300], "x_test": x[300:400], "y_test": y[300:400]}
+
+
+def _with(**changes):
+    return lambda path: np.savez(path, **(_digits_arrays() | changes))
+
+
+def _nan_pixel(part):
+    def write(path):
+        arrays = _digits_arrays()
+        arrays[part] = arrays[part].copy()
+        arrays[part][5, 3, 3] = np.nan if part == "x_train" else np.inf
+        np.savez(path, **arrays)
+    return write
+
+
+def _bytes(content):
+    return lambda path: path.write_bytes(content)
+
+
+def _truncated(path):
+    _with()(path)
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def _plain_npy(path):
+    with open(path, "wb") as handle:
+        np.save(handle, _digits_arrays()["x_train"])
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("write, says", [
+    (_nan_pixel("x_train"), "x_train holds NaN or infinite values (the first in sample 5)"),
+    (_nan_pixel("x_test"), "x_test holds NaN or infinite values (the first in sample 5)"),
+    (_with(y_train=np.zeros(300, int)),
+     "the training set holds a single class (0); a classifier needs samples of at least two"),
+    (_with(x_test=np.zeros((0, 8, 8)), y_test=np.zeros(0, int)), "x_test is empty"),
+    (_with(x_train=np.array([["a"] * 8] * 8 * 300).reshape(300, 8, 8)),
+     "x_train holds <U1 values, not numbers"),
+    (_bytes(b""), "the file is empty"),
+    (_bytes(bytes(range(256)) * 4), "not an .npz archive (no zip archive)"),
+    (_truncated, "a damaged or truncated .npz archive"),
+    (_plain_npy, "a .npy array, not an .npz archive"),
+], ids=["nan pixel", "inf in x_test", "one class", "empty x_test", "strings", "empty file",
+        "random bytes", "truncated", "plain npy"])
+def test_data_that_cannot_train_is_refused_in_one_line(tmp_path, capsys, write, says):
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    path = tmp_path / "data.npz"
+    write(path)
+    load_dataset.cache_clear()
+    assert main(["train", "--data", str(path), "--out", str(tmp_path / "out"),
+                 "--instances", "1", "--epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"probmut train: error: --data {path}: ")
+    assert says in err[0], err[0]
+    assert not (tmp_path / "out").exists()  # nothing trained, nothing written
+
+
+@pytest.mark.train
+def test_an_image_folder_with_a_corrupt_image_names_it(tmp_path):
+    pytest.importorskip("tensorflow")
+    folder = _image_folder(tmp_path / "pets", per_class=6, shape=(10, 12, 1))
+    broken = folder / "train" / "dog" / "2.png"
+    broken.write_bytes(b"not a png at all")
+    with pytest.raises(ProbmutError) as refused:
+        load_dataset(str(folder))
+    assert str(refused.value) == (f"--data {folder}: cannot read the image {broken} (Unknown "
+                                  "image file format. One of JPEG, JPEG XL, PNG, GIF, BMP, WebP "
+                                  "required.); remove or replace it")
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("mutation, says", [
+    ("delete_training_data:100", "--mutation delete_training_data:100: the mutated training "
+                                 "set holds no samples"),
+    ("delete_training_data:100@0", "--mutation delete_training_data:100@0: the mutated training "
+                                   "set holds a single class (1); a classifier needs samples "
+                                   "of at least two"),
+])
+def test_a_mutation_that_leaves_nothing_to_learn_is_refused_before_training(
+        tmp_path, capsys, mutation, says):
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    path = tmp_path / "two_classes.npz"
+    arrays = _digits_arrays()
+    keep = arrays["y_train"] < 2
+    np.savez(path, x_train=arrays["x_train"][keep], y_train=arrays["y_train"][keep],
+             x_test=arrays["x_test"], y_test=arrays["y_test"] % 2)
+    load_dataset.cache_clear()
+    assert main(["train", "--data", str(path), "--out", str(tmp_path / "out"),
+                 "--instances", "1", "--epochs", "1", "--mutation", mutation]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"probmut train: error: {says}"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_mutated_training_data_with_nan_is_refused():
+    x = np.ones((4, 3))
+    x[2, 1] = np.nan
+    with pytest.raises(ProbmutError, match="holds NaN or infinite values .the first in sample 2"):
+        datasets.check_training_set("--mutation m", x, np.array([0, 1, 0, 1]),
+                                    "classification", "mutated training set")

@@ -1,7 +1,9 @@
-"""Mutation operators: what each one changes, counted exactly (labels, samples, weights,
-units, layers; layer tables before and after), on synthetic data and on the bundled
-digits_cnn and DeepCrime MNIST models. No training: operators act on data arrays,
-training settings, built models or weights.
+"""Mutation operators: what each one changes, counted exactly against its reference's
+rule (DeepCrime's ``int(n * percent / 100)``, DeepMutation++'s and PMT's
+``int(n * ratio)``, over the layer or the whole network the reference samples from), on
+synthetic data and on the bundled digits_cnn and DeepCrime MNIST models. No training:
+operators act on data arrays, training settings, built models or weights. The counts a
+user sees (``probmut train --dry-run``) are tested in tests/test_train_dryrun.py.
 """
 
 import types
@@ -13,10 +15,13 @@ from probmut.errors import ProbmutError
 from probmut.train import operators as ops
 from probmut.train.datasets import ModelDims
 from probmut.train.models import TrainConfig
-from probmut.train.operators import ALIASES, OPERATORS, parse_mutations
+from probmut.train.operators import ALIASES, OPERATORS, count, parse_mutations
+from probmut.train.operators.model import select
+from probmut.train.tasks import strata
 
 DEEPMUTATION = ["DR", "LE", "DM", "DF", "NP", "LR", "LAs", "AFRs", "GF", "WS", "NEB", "NAI",
                 "NS", "LD", "LAm", "AFRm"]
+#: DeepCrime's 24 operators by the names its configuration uses (utils/properties).
 DEEPCRIME = ["change_label", "delete_training_data", "unbalance_train_data",
              "make_output_classes_overlap", "add_noise", "change_activation_function",
              "add_activation_function", "remove_activation_function",
@@ -24,17 +29,19 @@ DEEPCRIME = ["change_label", "delete_training_data", "unbalance_train_data",
              "change_weights_regularisation", "remove_weights_regularisation",
              "change_dropout_rate", "add_bias", "remove_bias", "change_loss_function",
              "change_optimisation_function", "change_learning_rate", "change_epochs",
-             "change_batch_size", "disable_batching", "change_gradient_clipping",
-             "change_patience", "remove_validation_set"]
+             "change_batch_size", "disable_batching", "change_gradient_clip",
+             "change_earlystopping_patience", "remove_validation_set"]
 
 
 def test_both_catalogues_are_in_the_registry():
-    assert sorted(ALIASES) == sorted(DEEPMUTATION)
-    assert set(DEEPCRIME) <= set(OPERATORS)
+    assert set(DEEPMUTATION) <= set(ALIASES)
     for name in DEEPCRIME:
-        assert "DeepCrime" in OPERATORS[name].source, name
+        operator = parse_mutations(name)[0].operator
+        assert "DeepCrime" in operator.source, name
     for alias in DEEPMUTATION:
         assert "DeepMutation" in OPERATORS[ALIASES[alias][0]].source, alias
+    assert sorted(set(ALIASES) - set(DEEPMUTATION)) == ["change_earlystopping_patience",
+                                                         "change_gradient_clip"]
     assert {op.level for op in OPERATORS.values()} == {"data", "training", "model"}
 
 
@@ -43,9 +50,49 @@ def test_aliases_and_defaults():
     assert [m.stem for m in parse_mutations("LE:10@3")] == ["change_label_10@3"]
     assert [m.stem for m in parse_mutations("DR")] == ["data_repetition_10"]
     assert [m.stem for m in parse_mutations("disable_batching")] == ["disable_batching_on"]
+    assert [m.stem for m in parse_mutations("change_earlystopping_patience:3")] == [
+        "change_patience_3"]
     assert parse_mutations("LD")[0].params == {"layer": None}  # bound later to a layer
-    assert parse_mutations("gaussian_fuzzing:0.1_sd0.05")[0].params == {
-        "ratio": 0.1, "scale": None, "sd": 0.05, "layer": None}
+    # DeepMutation's model level: 1% of the network; GF as the paper's N(w, sd^2)
+    assert parse_mutations("GF")[0].params == {"ratio": 0.01, "scale": None, "sd": 0.1,
+                                               "layer": None}
+    for alias in ["WS", "NEB", "NAI", "NS"]:
+        assert parse_mutations(alias)[0].params == {"ratio": 0.01, "layer": None}, alias
+        assert OPERATORS[ALIASES[alias][0]].scope == "network", alias
+    assert parse_mutations("neurons_freezing:0.05@network")[0].params["layer"] == "network"
+    assert parse_mutations("remove_bias:each")[0].params == {"layer": "each"}
+    assert parse_mutations("change_gradient_clipping")[0].params == {"clip": (None, 0.5)}
+    assert parse_mutations("LAs")[0].params == {"insert": "batch_normalization", "name": None,
+                                                "layer": None}
+
+
+@pytest.mark.parametrize("n, share, per, expected", [
+    (40, 34, 100, 13),      # 13.6: truncated (rounding would give 14)
+    (100, 29, 100, 29),     # computed as DeepCrime does, n * percent / 100 (no 28.999...)
+    (32, 0.05, 1, 1),       # PMT's neurons_freezing:0.05 on 32 filters: 1.6 -> 1
+    (16, 0.1, 1, 1),        # 1.6 -> 1
+    (38160, 0.01, 1, 381),  # digits_cnn's kernel weights, DeepMutation's 1%
+])
+def test_counts_are_truncated_as_the_references_count(n, share, per, expected):
+    assert count(n, share, per) == expected
+    assert count(n, share, per) == int(n * share / per)
+
+
+def test_network_selection_draws_from_all_pools_at_once():
+    sizes = [144, 4608, 32768, 640]
+    picks = select(sizes, 0.01, np.random.default_rng(0), minimum=1)
+    assert sum(len(p) for p in picks) == 381
+    assert all(np.all((p >= 0) & (p < s)) and len(np.unique(p)) == len(p)
+               for p, s in zip(picks, sizes, strict=True))
+    # uniform over the pooled positions: each pool's share of 200 x 381 draws is
+    # hypergeometric; 4 standard deviations of its sum
+    totals = np.sum([[len(p) for p in select(sizes, 0.01, np.random.default_rng(seed))]
+                     for seed in range(200)], axis=0)
+    share = np.array(sizes) / sum(sizes)
+    sd = np.sqrt(200 * 381 * share * (1 - share) * (1 - 381 / sum(sizes)))
+    assert np.all(np.abs(totals - 200 * 381 * share) < 4 * sd), (totals, 200 * 381 * share)
+    assert [len(p) for p in select(sizes, 0.0, np.random.default_rng(0), minimum=1)] == [0] * 4
+    assert sum(len(p) for p in select([10], 0.01, np.random.default_rng(0), minimum=1)) == 1
 
 
 # ------------------------------------------------------------ data operators
@@ -57,13 +104,14 @@ def _data():
     return x, y
 
 
-def _apply(name, magnitude, x, y, seed=0, task="classification"):
+def _apply(name, magnitude, x, y, seed=0, task="classification", n_classes=5):
     mutation = parse_mutations(f"{name}:{magnitude}")[0]
-    return mutation.operator.apply(x, y, 5, mutation.params, np.random.default_rng(seed), task)
+    return mutation.operator.apply(x, y, n_classes, mutation.params,
+                                   np.random.default_rng(seed), task)
 
 
-@pytest.mark.parametrize("percent, changed", [(0, 0), (12.5, 5), (25, 10), (60, 24), (100, 40)])
-def test_change_label_changes_exactly_the_share_of_the_largest_class(percent, changed):
+@pytest.mark.parametrize("percent, changed", [(0, 0), (12.5, 5), (25, 10), (34, 13), (100, 40)])
+def test_change_label_changes_the_truncated_share_of_the_largest_class(percent, changed):
     x, y = _data()
     _, y2 = _apply("change_label", percent, x, y)
     diff = y2 != y
@@ -81,21 +129,76 @@ def test_change_label_all_classes_and_a_chosen_class():
     assert (y3 != y).sum() == 10 and set(y[y3 != y]) == {3}
 
 
-def test_change_label_on_continuous_targets_adds_label_noise():
+def test_regression_label_noise_has_one_sd_for_all_targets():
+    """DeepCrime: noise sd = percent/100 x np.std(y_train), one sd over both columns."""
     rng = np.random.default_rng(1)
     y = rng.normal(0, [1.0, 3.0], size=(20000, 2)).astype(np.float32)
     _, y2 = _apply("change_label", 20, y, y, task="regression")
     noise = y2 - y
     assert np.all(noise != 0)
-    # sd 20% of each column's sd; Monte-Carlo se of an sd from 20000 draws is 0.5%
-    assert np.allclose(noise.std(axis=0) / y.std(axis=0), 0.2, rtol=0.03)
+    # both columns get 0.2 x the pooled sd (sqrt(5) here), not 0.2 x their own sd;
+    # Monte-Carlo se of an sd from 20000 draws is 0.5%
+    assert np.allclose(noise.std(axis=0) / (0.2 * y.std()), 1, rtol=0.03)
+
+
+# MovieLens ml-latest-small's rating counts (0.5, 1, ..., 5 stars), a tenth of them,
+# scaled to [0, 1] as DeepCrime's movie_recomm scales ratings
+RATINGS = np.repeat((np.arange(1, 11) - 1) / 9,
+                    [137, 281, 179, 755, 555, 2005, 1314, 2682, 855, 1321]).astype(np.float32)
+
+
+def _ratings():
+    return (np.arange(len(RATINGS))[:, None],) * 2, RATINGS.copy()
+
+
+def test_recommender_labels_are_classes_of_ratings():
+    """DeepCrime configures MovieLens as a classifier: change_label relabels P% of the
+    most common rating (4 stars) with another rating value."""
+    x, y = _ratings()
+    _, y2 = _apply("change_label", 10, x, y, task="recommendation")
+    changed = y2 != y
+    assert changed.sum() == int(2682 * 10 / 100)
+    assert np.all(y[changed] == np.float32(7 / 9))  # 4 stars
+    assert set(y2[changed]) <= set(RATINGS) and len(set(y2[changed])) > 5
+
+
+def test_recommender_unbalance_trims_the_ratings_below_the_average_count():
+    """The ratings rarer than the average: 0.5 to 2.5 stars and 4.5 (not 5)."""
+    x, y = _ratings()
+    _, y2 = _apply("unbalance_train_data", 50, x, y, task="recommendation")
+    before = dict(zip(*np.unique(y, return_counts=True), strict=True))
+    after = dict(zip(*np.unique(y2, return_counts=True), strict=True))
+    trimmed = [round(float(v) * 9 / 2 + 0.5, 1) for v in before if after[v] < before[v]]
+    assert trimmed == [0.5, 1.0, 1.5, 2.0, 2.5, 4.5]
+    assert all(after[v] == before[v] - int(before[v] * 50 / 100) for v in before
+               if after[v] < before[v])
+    _, y3 = _apply("delete_training_data", 10, x, y, task="recommendation")
+    assert len(y) - len(y3) == sum(int(c * 10 / 100) for c in before.values())
+    x4, y4 = _apply("make_output_classes_overlap", 10, x, y, task="recommendation")
+    assert len(y4) == len(y) + 268 and np.all(y4[len(y):] == np.float32(5 / 9))  # 3 stars
+
+
+def test_regression_groups_are_deepcrimes_buckets_around_zero():
+    """Gaze targets far from 0 (relative to their sd) all fall in DeepCrime's top
+    bucket, so deletion takes the share of one group (mean +- sd would make nine)."""
+    rng = np.random.default_rng(2)
+    y = (rng.normal(0, 0.1, size=(300, 2)) + 10).astype(np.float32)
+    assert np.unique(strata(y, "regression")).tolist() == [8]
+    x = np.arange(300, dtype=np.float32)[:, None]
+    _, y2 = _apply("delete_training_data", 45, x, y, task="regression")
+    assert len(y2) == 300 - 135
+    centred = rng.normal(0, 1, size=(3000, 2)).astype(np.float32)
+    groups = strata(centred, "regression")
+    sd = centred.std(axis=0)
+    expected = (((centred >= -sd).astype(int) + (centred >= sd)) * [3, 1]).sum(axis=1)
+    assert np.array_equal(groups, expected) and len(np.unique(groups)) == 9
 
 
 def test_delete_training_data_removes_the_share_of_every_class():
     x, y = _data()
-    x2, y2 = _apply("delete_training_data", 30.93, x, y)
-    # round half up of 30.93% of 40, 30, 20, 20, 10
-    assert np.bincount(y2).tolist() == [40 - 12, 30 - 9, 20 - 6, 20 - 6, 10 - 3]
+    x2, y2 = _apply("delete_training_data", 45, x, y)
+    # int(45% of 40, 30, 20, 20, 10) = 18, 13, 9, 9, 4 (rounding: 18, 14, 9, 9, 5)
+    assert np.bincount(y2).tolist() == [40 - 18, 30 - 13, 20 - 9, 20 - 9, 10 - 4]
     # rows stay aligned: every kept x is the position of a sample of that class
     assert np.array_equal(y[x2[:, 0].astype(int)], y2)
 
@@ -108,26 +211,19 @@ def test_delete_training_data_local_and_on_two_inputs():
     assert np.array_equal(b, a * 10) and np.array_equal(y[a[:, 0].astype(int)], y2)
 
 
-def test_delete_training_data_on_continuous_targets_uses_label_buckets():
-    y = np.concatenate([np.full(10, -5.0), np.zeros(80), np.full(10, 5.0)]).astype(np.float32)
-    x = np.arange(100, dtype=np.float32)[:, None]
-    _, y2 = _apply("delete_training_data", 50, x, y, task="recommendation")
-    assert [np.sum(y2 == v) for v in (-5, 0, 5)] == [5, 40, 5]
-
-
 def test_unbalance_removes_only_from_classes_below_average():
     x, y = _data()  # average 24: classes 2, 3, 4 are below
-    _, y2 = _apply("unbalance_train_data", 50, x, y)
-    assert np.bincount(y2).tolist() == [40, 30, 10, 10, 5]
+    _, y2 = _apply("unbalance_train_data", 45, x, y)
+    assert np.bincount(y2).tolist() == [40, 30, 11, 11, 6]
 
 
 def test_make_output_classes_overlap_adds_relabelled_copies():
     x, y = _data()
-    x2, y2 = _apply("make_output_classes_overlap", 25, x, y)
-    assert len(y2) == 130 and np.array_equal(x2[:120], x) and np.array_equal(y2[:120], y)
+    x2, y2 = _apply("make_output_classes_overlap", 34, x, y)
+    assert len(y2) == 133 and np.array_equal(x2[:120], x) and np.array_equal(y2[:120], y)
     assert np.all(y[x2[120:, 0].astype(int)] == 0)  # copies of the most frequent class
     assert np.all(y2[120:] == 1)  # labelled as the second most frequent
-    assert len(np.unique(x2[120:])) == 10
+    assert len(np.unique(x2[120:])) == 13
     x3, y3 = _apply("make_output_classes_overlap", "50@3-4", x, y)
     assert np.all(y[x3[120:, 0].astype(int)] == 3) and np.all(y3[120:] == 4) and len(y3) == 130
 
@@ -168,6 +264,15 @@ def test_add_noise_scales_with_each_inputs_own_spread():
     assert np.allclose(ratio, 0.5, rtol=0.15)
 
 
+def test_add_noise_whose_share_counts_to_no_input_changes_nothing():
+    """DeepCrime: int(120 x 0.01 / 100) = 0 inputs, no noise (legality then flags it
+    equivalent before training)."""
+    _, y = _data()
+    x = np.random.default_rng(3).random((120, 4, 4, 1)).astype(np.float32)
+    x2, y2 = _apply("add_noise", 0.01, x, y)
+    assert np.array_equal(x2, x) and np.array_equal(y2, y)
+
+
 def test_data_shuffle_moves_only_the_chosen_samples():
     x, y = _data()
     x2, y2 = _apply("data_shuffle", 50, x, y)
@@ -175,7 +280,7 @@ def test_data_shuffle_moves_only_the_chosen_samples():
     assert 0 < moved.sum() <= 60
     assert np.array_equal(np.sort(x2[:, 0]), x[:, 0])  # a permutation
     assert np.array_equal(y[x2[:, 0].astype(int)], y2)
-    assert OPERATORS["data_shuffle"].by_design[0] == "equivalent"
+    assert OPERATORS["data_shuffle"].note.startswith("equivalent")
 
 
 def test_same_seed_same_mutation():
@@ -198,12 +303,14 @@ def test_same_seed_same_mutation():
     ("gaussian_fuzzing:0.05", "RATIO_sdSD"),
     ("weights_fuzzing:1.5_1", "ratio must be between 0 and 1"),
     ("neurons_freezing:0.1@-1", "layer index must be at least 0"),
+    ("change_activation_function:elu@network", "layer index must be an integer"),
     ("change_epochs:0", "at least 1"),
     ("change_batch_size:2.5", "an integer"),
     ("change_learning_rate:0", "learning rate"),
-    ("change_dropout_rate:1", r"in \[0, 1\)"),
+    ("change_dropout_rate:1.5", "between 0 and 1"),   # DeepCrime's largest rate is 1
     ("add_weights_regularisation:l3", "one of l1, l2, l1_l2"),
-    ("change_gradient_clipping:0.5", "value_THRESHOLD"),
+    ("change_gradient_clipping:max_0.5", "T, value_T or norm_T"),
+    ("change_gradient_clipping:0", "clip threshold must be at least"),
     ("change_patience:-1", "at least 0"),
     ("disable_batching:5", "takes no magnitude"),
     ("layer_deactivation:6@2", "layer index as the magnitude"),
@@ -216,7 +323,8 @@ def test_bad_magnitudes_are_clear_errors(text, message):
 
 # ------------------------------------------------------------ training operators
 
-BASE = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rate=1.0)
+BASE = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rate=1.0,
+                   clip=("value", 1.0), patience=5)
 
 
 @pytest.mark.parametrize("text, changes", [
@@ -228,7 +336,8 @@ BASE = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rat
     ("disable_batching", {"full_batch": True}),
     ("remove_validation_set", {"validation": False}),
     ("change_patience:3", {"patience": 3}),
-    ("change_gradient_clipping:norm_1.5", {"clip": ("norm", 1.5)}),
+    ("change_gradient_clipping", {"clip": ("value", 0.5)}),  # DeepCrime's clipvalue 0.5
+    ("change_gradient_clipping:value_2", {"clip": ("value", 2.0)}),
     ("change_activation_function:elu@1", {"layer_changes": ((1, "activation", "elu"),)}),
     ("remove_activation_function:4", {"layer_changes": ((4, "activation", "linear"),)}),
     ("add_weights_regularisation:l1_l2@2",
@@ -237,17 +346,32 @@ BASE = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rat
     ("change_dropout_rate:0.5@5", {"layer_changes": ((5, "rate", 0.5),)}),
     ("remove_bias:0", {"layer_changes": ((0, "use_bias", False),)}),
     ("add_bias:0", {"layer_changes": ((0, "use_bias", True),)}),
-    ("remove_layer:5", {"structure": (("remove", 5),)}),
-    ("add_layer:0", {"structure": (("add", 0),)}),
+    ("remove_layer:5", {"structure": (("remove", 5, None),)}),
+    ("add_layer:batch_normalization@0", {"structure": (("add", 0, "batch_normalization"),)}),
+    ("add_layer:tanh@4", {"structure": (("add", 4, "tanh"),)}),
 ])
 def test_training_operators_change_only_their_setting(text, changes):
     m = parse_mutations(text)[0]
     assert m.operator.apply(BASE, m.params) == BASE.replace(**changes)
 
 
+@pytest.mark.parametrize("text, config, problem", [
+    ("change_patience:3", BASE.replace(patience=None), "no early stopping to change"),
+    ("change_gradient_clipping", BASE.replace(clip=None), "does not clip gradients"),
+    ("change_gradient_clipping:norm_1", BASE, "clips by value, not by norm"),
+    ("change_patience:3", BASE, None),
+    ("change_gradient_clipping:value_0.1", BASE, None),
+])
+def test_change_operators_need_the_setting_they_change(text, config, problem):
+    mutation = parse_mutations(text)[0]
+    found = mutation.operator.requires(config, mutation.params)
+    assert found is None if problem is None else problem in found
+
+
 # ------------------------------------------------------------ needs Keras
 
-DIMS = {"digits_cnn": ModelDims((8, 8, 1), 10), "deepcrime_mnist": ModelDims((28, 28, 1), 10)}
+DIMS = {"digits_cnn": ModelDims((8, 8, 1), 10), "deepcrime_mnist": ModelDims((28, 28, 1), 10),
+        "gaze_lenet": ModelDims(((36, 60, 1), (2,)), 2)}
 
 
 @pytest.fixture(scope="module")
@@ -273,12 +397,12 @@ def _table(model):
     return [type(layer).__name__ for layer in model.layers]
 
 
-def _bound(text, model, task="classification"):
-    return ops.bind(parse_mutations(text)[0], model, task)
+def _bound(text, model, task="classification", published=None):
+    return ops.bind(parse_mutations(text)[0], model, task, published)
 
 
 def _mutate(model, text, seed=0):
-    mutation = _bound(text, model)
+    mutation, = _bound(text, model)
     return mutation.operator.apply(model, mutation.params, np.random.default_rng(seed))
 
 
@@ -293,25 +417,61 @@ DIGITS = ["Conv2D", "MaxPooling2D", "Conv2D", "Flatten", "Dense", "Dropout", "De
 def test_keras_names_are_checked_when_bound(keras):
     model = _model(keras)
     for text in ["change_activation_function:nosuch", "change_loss_function:nosuch",
-                 "change_optimisation_function:nosuch", "change_weights_initialisation:nosuch"]:
+                 "change_optimisation_function:nosuch", "change_weights_initialisation:nosuch",
+                 "add_layer:nosuch"]:
         with pytest.raises(ProbmutError, match="unknown Keras"):
             _bound(text, model)
-    assert _bound("change_activation_function:elu@2", model).params == {"name": "elu",
-                                                                       "layer": 2}
+    assert _bound("change_activation_function:elu@2", model)[0].params == {"name": "elu",
+                                                                          "layer": 2}
 
 
 @pytest.mark.train
 @pytest.mark.parametrize("text, layer", [
-    ("neurons_freezing:0.1", 0), ("change_activation_function:elu", 0),
-    ("remove_activation_function", 0), ("remove_bias", 0), ("add_weights_regularisation", 0),
-    ("change_dropout_rate:0.5", 5), ("neuron_effect_blocking:0.1", 0),
+    ("neurons_freezing:0.1", 0), ("weights_fuzzing:0.1_1", 0),   # PMT: the first conv
+    ("change_activation_function:elu", 0), ("remove_activation_function", 0),
+    ("remove_bias", 0), ("add_weights_regularisation", 0), ("change_dropout_rate:0.5", 5),
     ("remove_layer", 5), ("add_layer", 0), ("remove_activation_trained", 0),
+    ("GF", "network"), ("WS", "network"), ("NEB", "network"), ("NAI", "network"),
+    ("NS", "network"),
 ])
-def test_default_targets_are_hidden_layers(keras, text, layer):
-    mutation = _bound(text, _model(keras))
+def test_default_targets(keras, text, layer):
+    mutation, = _bound(text, _model(keras))
     assert mutation.params["layer"] == layer
-    if mutation.operator.parse is ops._layer_only:  # the layer index becomes the magnitude
+    if mutation.operator.parse is ops.magnitudes.layer_only:  # the index is the magnitude
         assert mutation.stem == f"{mutation.operator.name}_{layer}"
+
+
+@pytest.mark.train
+def test_default_targets_follow_the_subjects_published_configurations(keras):
+    """DeepCrime's and PMT's MNIST: change_activation_function on the Dense(128) layer
+    (their index 6, which counts the InputLayer); UnityEyes: the second convolution,
+    and add_activation_function on the linear output layer (their indices 3 and 9)."""
+    from probmut.train.models import MODELS
+
+    mnist = MODELS["deepcrime_mnist"]
+    model = mnist.build(DIMS["deepcrime_mnist"])
+    bound, = _bound("change_activation_function:elu", model, published=mnist.layers)
+    assert bound.params["layer"] == 5 and _table(model)[5] == "Dense"
+    assert model.layers[5].units == 128 and bound.stem == "change_activation_function_elu"
+    assert _bound("change_activation_function:elu@0", model, published=mnist.layers)[0] \
+        .params["layer"] == 0  # an explicit target wins
+    gaze = MODELS["gaze_lenet"]
+    model = gaze.build(DIMS["gaze_lenet"])
+    assert _bound("change_activation_function:tanh", model, "regression",
+                  gaze.layers)[0].params["layer"] == 3
+    assert model.layers[3].filters == 50
+    output, = _bound("add_activation_function:relu", model, "regression", gaze.layers)
+    assert output.params["layer"] == 9 and model.layers[9].output is model.outputs[0]
+
+
+@pytest.mark.train
+def test_each_makes_one_mutant_per_layer_that_fits_as_deepcrime_loops(keras):
+    model = _model(keras)
+    each = _bound("remove_bias:each", model)
+    assert [m.stem for m in each] == ["remove_bias_0", "remove_bias_2", "remove_bias_4",
+                                      "remove_bias_6"]  # the output layer too
+    assert [m.stem for m in _bound("change_activation_function:tanh@each", model)] == [
+        f"change_activation_function_tanh@{i}" for i in (0, 2, 4, 6)]
 
 
 @pytest.mark.train
@@ -324,7 +484,10 @@ def test_default_targets_are_hidden_layers(keras, text, layer):
     ("add_activation_function:relu", "no hidden layer"),  # every hidden layer has relu
     ("add_bias", "no hidden layer"), ("change_weights_regularisation:l1", "no hidden layer"),
     ("remove_weights_regularisation", "no hidden layer"),
+    ("remove_weights_regularisation:each", "no layer that is"),
     ("neuron_effect_blocking:0.1@6", "is not a layer whose neurons feed"),  # the output
+    ("remove_layer:1", "output shape equals its input shape"),  # max pooling: LR's rule
+    ("remove_layer:3", "output shape equals its input shape"),  # the Flatten
 ])
 def test_impossible_targets_are_clear_errors_with_the_layer_table(keras, text, message):
     model = _model(keras)
@@ -334,10 +497,10 @@ def test_impossible_targets_are_clear_errors_with_the_layer_table(keras, text, m
 
 
 @pytest.mark.train
-def test_classification_only_operators_say_so(keras):
+def test_task_restricted_operators_say_so(keras):
     model = _model(keras)
-    with pytest.raises(ProbmutError, match="only for classification models; this is a "
-                                           "regression model"):
+    with pytest.raises(ProbmutError, match="only for classification and recommendation "
+                                           "models; this is a regression model"):
         _bound("make_output_classes_overlap:10", model, "regression")
     with pytest.raises(ProbmutError, match="only for classification and regression"):
         _bound("noise_perturbation:10", model, "recommendation")
@@ -347,20 +510,25 @@ def test_classification_only_operators_say_so(keras):
 
 # -- model level, on both bundled CNNs
 
+def _unit_columns(before, after):
+    """Output units (kernel columns) whose kernel slice changed."""
+    return np.flatnonzero(np.any((before != after).reshape(-1, before.shape[-1]), axis=0))
+
+
 @pytest.mark.train
 @pytest.mark.parametrize("name, units", [("digits_cnn", 16), ("deepcrime_mnist", 32)])
-def test_unit_operators_on_the_first_convolution(keras, name, units):
-    from probmut.train.operators import count
-
-    share = count(units, 0.1)  # 2 of 16, 3 of 32
-    cases = [("neurons_freezing:0.1", share, True), ("neuron_activation_inverse:0.1", share, True),
-             ("neuron_switch:0.1", max(2, share), True), ("weight_shuffling:0.1", share, False)]
+def test_unit_operators_on_one_layer_change_the_truncated_share(keras, name, units):
+    share = max(1, int(units * 0.1))  # 1 of 16, 3 of 32 (rounding gave 2 and 3)
+    cases = [("neurons_freezing:0.1", share, True), ("neuron_activation_inverse:0.1@0", share,
+                                                     True),
+             ("neuron_switch:0.1@0", max(2, share), True), ("weight_shuffling:0.1@0", share,
+                                                             False)]
     for text, columns, bias_changed in cases:
         model = _model(keras, name)
         before = [w.copy() for w in model.get_weights()]
         _mutate(model, text)
         after = model.get_weights()
-        cols = np.flatnonzero(np.any(after[0] != before[0], axis=(0, 1, 2)))
+        cols = _unit_columns(before[0], after[0])
         assert len(cols) == columns, text
         assert _changed(before, after) == [True, bias_changed] + [False] * (len(before) - 2), text
         if bias_changed:
@@ -368,14 +536,65 @@ def test_unit_operators_on_the_first_convolution(keras, name, units):
 
 
 @pytest.mark.train
-def test_weights_and_gaussian_fuzzing_change_the_ratio_of_one_kernel(keras):
+def test_pmt_neurons_freezing_0_05_freezes_one_of_32_filters(keras):
+    """PMT's bundled MNIST population: size = int(32 x 0.05) = 1 filter of the first
+    convolution, kernel and bias zeroed."""
+    model = _model(keras, "deepcrime_mnist")
+    before = [w.copy() for w in model.get_weights()]
+    _mutate(model, "neurons_freezing:0.05")
+    after = model.get_weights()
+    cols = _unit_columns(before[0], after[0])
+    assert len(cols) == 1 and np.all(after[0][..., cols] == 0) and after[1][cols[0]] == 0
+    assert _changed(before, after) == [True, True] + [False] * (len(before) - 2)
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("text, changed_units", [
+    ("WS", 1), ("NAI", 1), ("NS", 2), ("neurons_freezing:0.05@network", 6),
+    ("WS:0.1", 12), ("NAI:0.1", 12), ("NS:0.1", None),
+])
+def test_unit_operators_over_the_network(keras, text, changed_units):
+    """int(122 units x ratio) over the network's four weighted layers; NS moves at least
+    two units in every layer it touches."""
+    model = _model(keras)
+    before = [w.copy() for w in model.get_weights()]
+    _mutate(model, text, seed=1)
+    after = model.get_weights()
+    per_layer = [len(_unit_columns(before[k], after[k])) for k in range(0, len(before), 2)]
+    expected = changed_units or int(122 * 0.1)
+    if text.startswith("NS"):  # a unit drawn alone in its layer takes a partner
+        assert sum(per_layer) >= expected and all(n != 1 for n in per_layer)
+    else:
+        assert sum(per_layer) == expected, per_layer
+    if text.startswith("WS"):
+        assert all(np.array_equal(before[k], after[k]) for k in range(1, len(before), 2))
+
+
+@pytest.mark.train
+def test_gaussian_fuzzing_default_fuzzes_1_percent_of_the_whole_network(keras):
+    """The paper's 1% of the network's weights: int(38160 x 0.01) = 381 kernel weights
+    over every weighted layer (biases untouched), each w -> N(w, 0.1^2)."""
+    model = _model(keras)
+    before = [w.copy() for w in model.get_weights()]
+    _mutate(model, "GF", seed=3)
+    after = model.get_weights()
+    kernels = range(0, len(before), 2)
+    changed = [int(np.sum(before[k] != after[k])) for k in kernels]
+    assert sum(changed) == 381 and changed[2] > 250  # the dense kernel holds 86% of them
+    assert all(np.array_equal(before[k], after[k]) for k in range(1, len(before), 2))
+    delta = np.concatenate([(after[k] - before[k])[after[k] != before[k]] for k in kernels])
+    assert abs(delta.std() / 0.1 - 1) < 0.15  # se of an sd from 381 draws: 3.6%
+
+
+@pytest.mark.train
+def test_weights_and_gaussian_fuzzing_on_one_kernel(keras):
     model = _model(keras, "deepcrime_mnist")
     before = [w.copy() for w in model.get_weights()]
     _mutate(model, "weights_fuzzing:0.05_1@5")  # dense 128: 9216 x 128 kernel
     after = model.get_weights()
     assert _changed(before, after) == [False] * 4 + [True] + [False] * 3
     changed = after[4] != before[4]
-    assert changed.sum() == 58982  # 5% of 1179648, rounded half up
+    assert changed.sum() == int(1179648 * 0.05)
     ratio = np.abs(after[4][changed] - before[4][changed]) / np.abs(before[4][changed])
     assert 0.6 < np.median(ratio) < 0.75  # |N(0, 1)| has median 0.674 (noise scale |w|)
 
@@ -387,20 +606,25 @@ def test_weights_and_gaussian_fuzzing_change_the_ratio_of_one_kernel(keras):
         assert delta.size == 589824  # 50%
         assert abs(delta.std() / expected_sd - 1) < 0.01  # se of an sd from 590k draws: 0.1%
 
+    model = _model(keras)  # PMT's weights_fuzzing has no minimum: int(144 x 0.001) = 0
+    before = [w.copy() for w in model.get_weights()]
+    _mutate(model, "weights_fuzzing:0.001_1")
+    assert not any(_changed(before, model.get_weights()))
+
 
 @pytest.mark.train
 @pytest.mark.parametrize("name, text, consumer, neurons, rows_each", [
-    ("digits_cnn", "neuron_effect_blocking:0.1", 2, 2, 1),         # conv 16 -> pool -> conv
+    ("digits_cnn", "neuron_effect_blocking:0.1@0", 2, 1, 1),       # conv 16 -> pool -> conv
     ("digits_cnn", "neuron_effect_blocking:0.1@2", 4, 3, 16),      # conv 32 -> flatten -> dense
     ("digits_cnn", "neuron_effect_blocking:0.1@4", 6, 6, 1),       # dense 64 -> dropout -> dense
-    ("deepcrime_mnist", "neuron_effect_blocking:0.1", 1, 3, 1),    # conv 32 -> conv
+    ("deepcrime_mnist", "neuron_effect_blocking:0.1@0", 1, 3, 1),  # conv 32 -> conv
     ("deepcrime_mnist", "neuron_effect_blocking:0.1@1", 5, 6, 144),  # conv 64 -> pool, dropout,
 ])                                                                   # flatten -> dense
 def test_neuron_effect_blocking_zeroes_what_the_neurons_send_to_the_next_layer(
         keras, name, text, consumer, neurons, rows_each):
     model = _model(keras, name)
     before = [w.copy() for w in model.get_weights()]
-    mutation = _bound(text, model)
+    mutation, = _bound(text, model)
     mutation.operator.apply(model, mutation.params, np.random.default_rng(0))
     after = model.get_weights()
     kernel = 2 * [i for i, layer in enumerate(model.layers) if layer.weights].index(consumer)
@@ -410,6 +634,23 @@ def test_neuron_effect_blocking_zeroes_what_the_neurons_send_to_the_next_layer(
     assert len(zero_rows) == neurons * rows_each
     channels = model.layers[mutation.params["layer"]].output.shape[-1]
     assert len(set(zero_rows % channels)) == neurons  # whole neurons (channels last)
+
+
+@pytest.mark.train
+def test_neuron_effect_blocking_over_the_network(keras):
+    """int(112 x 0.1) = 11 neurons of the three layers that feed a weighted layer
+    (16 + 32 + 64; the output layer feeds none), blocked in their consumers."""
+    model = _model(keras)
+    before = [w.copy() for w in model.get_weights()]
+    _mutate(model, "NEB:0.1", seed=2)
+    after = model.get_weights()
+    blocked = 0
+    for kernel, channels in [(2, 16), (4, 32), (6, 64)]:  # consumers of layers 0, 2, 4
+        rows = np.moveaxis(after[kernel] != before[kernel], -2, 0)
+        changed_rows = np.flatnonzero(rows.reshape(len(rows), -1).any(axis=1))
+        blocked += len(set(changed_rows % channels))
+    assert blocked == 11
+    assert not _changed(before, after)[0]  # nothing blocks the image's effect
 
 
 @pytest.mark.train
@@ -459,21 +700,22 @@ def _built(keras, text, name="digits_cnn"):
 
     spec = MODELS[name]
     keras.utils.set_random_seed(0)
-    mutation = _bound(text, spec.build(DIMS[name]))
+    mutation, = _bound(text, spec.build(DIMS[name]))
     return build_model(spec, DIMS[name], mutation.operator.apply(spec.config, mutation.params))
 
 
 @pytest.mark.train
 def test_layer_structure_operators(keras):
+    """LR removes a layer whose input and output shapes agree (the Dropout); LAs inserts
+    a batch normalisation or an activation layer, as DeepMutation's LAs does."""
     removed = _built(keras, "LR")
     assert _table(removed) == ["Conv2D", "MaxPooling2D", "Conv2D", "Flatten", "Dense", "Dense"]
     added = _built(keras, "LAs")
-    assert _table(added) == ["Conv2D", "Conv2D", *DIGITS[1:]]
-    assert added.layers[1].name.endswith("_added") and added.layers[1].filters == 16
-    assert added.layers[1].count_params() == 3 * 3 * 16 * 16 + 16
-    pooled = _built(keras, "remove_layer:1")  # max pooling out: the dense layer grows
-    assert _table(pooled) == [t for i, t in enumerate(DIGITS) if i != 1]
-    assert pooled.layers[3].kernel.shape == (8 * 8 * 32, 64)
+    assert _table(added) == ["Conv2D", "BatchNormalization", *DIGITS[1:]]
+    activation = _built(keras, "add_layer:tanh@4")
+    assert _table(activation) == [*DIGITS[:5], "Activation", *DIGITS[5:]]
+    assert activation.layers[5].activation.__name__ == "tanh"
+    assert len(activation.get_weights()) == len(_built(keras, "change_epochs:3").get_weights())
 
 
 @pytest.mark.train
@@ -490,8 +732,33 @@ def test_layer_setting_operators(keras):
     assert len(unbiased.get_weights()) == len(_built(keras, "change_epochs:3").get_weights()) - 1
     initialised = _built(keras, "change_weights_initialisation:zeros@2")
     assert np.all(initialised.layers[2].kernel.numpy() == 0)
-    clipped = _built(keras, "change_gradient_clipping:value_0.5", "deepcrime_mnist")
-    assert clipped.optimizer.clipvalue == 0.5 and float(clipped.optimizer.learning_rate) == 1.0
+
+
+@pytest.mark.train
+def test_deepcrimes_largest_dropout_rate_trains_one_instance_at_a_time(keras):
+    """change_dropout_rate:1 (in DeepCrime's list) drops every input in training; a
+    stack's inverted-dropout scale 1 / (1 - rate) would be infinite, so it falls back."""
+    from probmut.train.stack import stack_problem
+
+    spec_config = TrainConfig(epochs=1, batch_size=8)
+    assert stack_problem(_built(keras, "change_dropout_rate:1"), spec_config).endswith(
+        " drops every input (rate 1)")
+    assert stack_problem(_built(keras, "change_dropout_rate:0.75"), spec_config) is None
+
+
+@pytest.mark.train
+def test_gradient_clipping_changes_the_healthy_optimizers_threshold(keras):
+    from probmut.train.models import make_optimizer
+
+    for healthy, text, expected in [(("value", 1.0), "change_gradient_clipping", (0.5, None)),
+                                    (("norm", 2.0), "change_gradient_clipping:0.25",
+                                     (None, 0.25))]:
+        config = TrainConfig(epochs=1, batch_size=8, optimizer="adadelta", learning_rate=1.0,
+                             clip=healthy)
+        mutation = parse_mutations(text)[0]
+        optimizer = make_optimizer(mutation.operator.apply(config, mutation.params))
+        assert (optimizer.clipvalue, optimizer.clipnorm) == expected
+        assert float(optimizer.learning_rate) == 1.0
 
 
 @pytest.mark.train
@@ -512,7 +779,7 @@ def test_operators_for_layers_digits_cnn_lacks(keras):
             ("remove_weights_regularisation", lambda m: m.layers[1].kernel_regularizer is None),
             ("change_weights_regularisation:l1", lambda m: type(
                 m.layers[1].kernel_regularizer).__name__ == "L1")]:
-        mutation = ops.bind(parse_mutations(text)[0], probe)
+        mutation, = ops.bind(parse_mutations(text)[0], probe)
         assert mutation.params["layer"] == 1
         assert check(build_model(spec, DIMS["digits_cnn"],
                                  mutation.operator.apply(spec.config, mutation.params))), text
@@ -520,6 +787,8 @@ def test_operators_for_layers_digits_cnn_lacks(keras):
 
 @pytest.mark.train
 def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
+    """remove_validation_set gives training no validation data, as DeepCrime's
+    ``validation_data=None``: the validation samples are never trained on."""
     from probmut.train import models
 
     calls = []
@@ -543,4 +812,22 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     assert stops[0] == []
     assert (n2, second["batch_size"]) == (50, 50)
     assert stops[1][0].patience == 1
-    assert (n3, third["validation_data"], stops[2]) == (57, None, [])
+    assert (n3, third["validation_data"], stops[2]) == (50, None, [])
+
+
+@pytest.mark.train
+def test_a_compiled_user_models_clipping_is_the_healthy_setting(keras, monkeypatch, tmp_path):
+    import sys
+
+    (tmp_path / "clipped_model.py").write_text(
+        "import keras\n"
+        "def build(shape, n):\n"
+        "    model = keras.Sequential([keras.layers.Input(shape), keras.layers.Flatten(),\n"
+        "                              keras.layers.Dense(n, activation='softmax')])\n"
+        "    model.compile(optimizer=keras.optimizers.SGD(clipnorm=2.0),\n"
+        "                  loss='categorical_crossentropy')\n"
+        "    return model\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    from probmut.train.models import resolve_model
+
+    assert resolve_model("clipped_model:build", DIMS["digits_cnn"]).config.clip == ("norm", 2.0)

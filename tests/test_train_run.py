@@ -127,9 +127,13 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     process.wait()
     before = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")}
     assert 2 <= len(before) < 6
+    # the manifest, written before training, knows the population is not written yet
+    unfinished = probmut("symptoms", out, "--no-plot", check=False)
+    assert unfinished.returncode == 2
+    assert "resume: healthy has 0 of 6 instances (the run stopped early" in unfinished.stderr
 
     result = probmut("train", *stacked, "--instances", 6, "--out", out)
-    assert f"trained {6 - len(before)} instances" in result.stdout
+    assert f"trained {6 - len(before)} instance" in result.stdout  # or instances
     assert f"{len(before)} were already done" in result.stdout
     assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")
             if p.name in before} == before  # finished instances were not retrained
@@ -138,6 +142,52 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     assert not list(out.rglob("*.tmp"))
     again = probmut("train", *stacked, "--instances", 6, "--out", out)
     assert "trained 0 instances" in again.stdout and "6 were already done" in again.stdout
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_path):
+    """Ctrl-C in the middle of a run (issue 32): the analyses name each population short
+    of its target, --strict refuses, the JSON says so; the same command finishes the run
+    and the analyses read it as complete."""
+    pytest.importorskip("tensorflow")
+    out = tmp_path / "rs3"
+    train = ["train", *FAST, "--instances", 6, "--stack", 1,
+             "--mutation", "delete_training_data:10,50", "--out", out]
+    process = subprocess.Popen([sys.executable, "-m", "probmut", *map(str, train)], cwd=REPO,
+                               env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    second = out / ".work" / "delete_training_data_50" / "00001.npz"  # 2 of each population
+    deadline = time.monotonic() + 300
+    while not second.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "interrupted; completed work is kept" in stderr
+    counts = {stem: len(read_population(out / f"{stem}.csv")[1])
+              for stem in ["healthy", "delete_training_data_10", "delete_training_data_50"]}
+    assert all(2 <= n < 6 for n in counts.values()), counts
+
+    by_name = ["--manifest", out / "manifest.toml", "--model", "rs3",
+               "--mutation", "delete_training_data"]
+    result = probmut("kill", *by_name, "--json")
+    assert [line.removeprefix("probmut: warning: ") for line in result.stderr.splitlines()
+            if "stopped early" in line] == [
+        f"rs3: {stem} has {n} of 6 instances (the run stopped early: rerun the same "
+        "`probmut train` command to finish it)" for stem, n in counts.items()]
+    document = json.loads(result.stdout)
+    assert document["complete"] is False
+    assert {e["population"]: e["instances"] for e in document["completeness"]} == counts
+    strict = probmut("kill", *by_name, "--strict", check=False)
+    assert strict.returncode == 2 and strict.stdout == ""
+    assert "probmut kill: error: rs3: healthy has" in strict.stderr
+
+    probmut(*train)  # the same command finishes the run
+    finished = probmut("kill", *by_name, "--json", "--strict")
+    assert "stopped early" not in finished.stderr
+    document = json.loads(finished.stdout)
+    assert document["complete"] is True
+    assert [e["instances"] for e in document["completeness"]] == [6, 6, 6]
 
 
 @pytest.mark.slow
@@ -158,6 +208,13 @@ def test_resume_refuses_other_settings(digits_run):
     (["--validation-split", "1"], "--validation-split must be a share"),
     (["--model", "no_module_here:build"], "cannot import"),
     (["--instances", "0"], "--instances must be at least 1"),
+    (["--model", "os:path"], "--model os:path: path is of type module, not a function "
+                             "(input_shape, n_classes) -> keras.Model"),
+    (["--model", "probmut.errors:EXIT_BAD_INPUT"], "EXIT_BAD_INPUT is of type int"),
+    (["--model", "os.path:join"], "join((8, 8, 1), 10) failed (TypeError: "),
+    (["--model", "os:getcwd"], "getcwd((8, 8, 1), 10) failed"),
+    (["--model", ":build"], "cannot import build from  (ValueError: Empty module name)"),
+    (["--mutation", "change_loss_function:nosuch"], "unknown Keras loss 'nosuch'"),
 ])
 def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsys, args, message):
     pytest.importorskip("tensorflow")
@@ -165,8 +222,43 @@ def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsy
 
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "empty_keras_home"))
     assert main(["train", "--out", str(tmp_path / "out"), *args]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "out").exists()  # nothing trained, nothing written
+
+
+@pytest.mark.parametrize("out, says", [
+    ("a_file", "a_file: is a file, not a directory (the output directory) (--out)"),
+    ("x" * 300, "File name too long; choose another place for the output directory (--out)"),
+    ("new/" + "x" * 300 + "/run", "cannot write there (File name too long); choose another "
+                                  "place for the output directory (--out)"),
+    ("a_file/run", "cannot write there (Not a directory)"),
+])
+def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path, capsys,
+                                                                      monkeypatch, out, says):
+    from probmut.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    Path("a_file").write_text("not a folder")
+    assert main(["train", "--out", out, "--instances", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("probmut train: error: ") and says in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing made, nothing left
+
+
+def test_the_summary_counts_in_words():
+    from probmut.cli.train import _summary
+    from probmut.train.run import RunReport
+
+    class Args:
+        out, json = Path("run"), False
+
+    one = RunReport(trained=1, resumed=1, seconds=2.0, counts={"healthy": 1, "x_1": 2})
+    assert _summary(Args, one, "run").splitlines()[:3] == [
+        "trained 1 instance in 2.0 s (30.0/min); 1 was already done",
+        "  run/healthy.csv: 1 instance", "  run/x_1.csv: 2 instances"]
+    assert _summary(Args, RunReport(trained=2, resumed=0, seconds=2.0), "run").startswith(
+        "trained 2 instances in 2.0 s (60.0/min); 0 were already done")
 
 
 def test_tensorflow_set_up_before_probmut_gets_a_warning():
@@ -258,7 +350,7 @@ def test_a_damaged_record_is_trained_again_and_the_others_kept(tmp_path):
     kept = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz") if p != damaged}
     result = probmut("train", *FAST, "--instances", 3, "--stack", 1, "--out", out)
     assert "00001.npz: damaged record" in result.stderr
-    assert "trained 1 instances" in result.stdout and "2 were already done" in result.stdout
+    assert "trained 1 instance in" in result.stdout and "2 were already done" in result.stdout
     assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz") if p != damaged} == kept
     assert np.array_equal(read_population(out / "healthy.csv")[2], accuracies)  # same seed
 
@@ -279,3 +371,28 @@ def same_but_seconds(first, second):
     """Two populations' records agree in everything but the measured seconds."""
     strip = lambda records: [repr(dataclasses.replace(r, seconds=0.0)) for r in records]  # noqa: E731
     return strip(first) == strip(second)
+
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
+    """A KeyboardInterrupt raised inside a finalizer (TensorFlow runs many) is only
+    printed by Python; the run remembers the Ctrl-C and stops after the unit, quietly."""
+    from probmut.train.run import _Interrupts
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is handled by the test runner here")
+    printed = []  # what Python would print as "Exception ignored in ..."
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)
+
+    class Finalized:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)
+
+    interrupts = _Interrupts()
+    try:
+        Finalized()  # collected at once: the KeyboardInterrupt is raised in __del__
+        assert interrupts.requested
+    finally:
+        interrupts.restore()
+    assert printed == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.unraisablehook == printed.append

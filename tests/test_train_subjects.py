@@ -131,11 +131,15 @@ def test_gaze_and_recommender_runs_through_the_command(tmp_path, capsys):
                  "--epochs", "1", "--out", str(tmp_path / "movies"), "--quiet",
                  "--mutation", "unbalance_train_data:50", "--mutation", "change_label:10"]) == 0
     capsys.readouterr()
-    # operators that only make sense for classifiers (or image inputs) say so
-    assert main(["train", "--model", "recommender", "--data", str(ratings), "--out",
+    # operators that only make sense for classes or image inputs say so
+    assert main(["train", "--model", "gaze_lenet", "--data", str(gaze), "--out",
                  str(tmp_path / "x"), "--mutation", "make_output_classes_overlap"]) == 2
-    assert "only for classification models; this is a recommendation model" in \
-        capsys.readouterr().err
+    assert "only for classification and recommendation models; this is a regression model" \
+        in capsys.readouterr().err
+    assert main(["train", "--model", "recommender", "--data", str(ratings), "--out",
+                 str(tmp_path / "x"), "--mutation", "add_noise"]) == 2
+    assert "only for classification and regression models; this is a recommendation model" \
+        in capsys.readouterr().err
     assert main(["train", "--model", "recommender", "--data", str(ratings), "--out",
                  str(tmp_path / "x"), "--mutation", "neurons_freezing"]) == 2
     assert "no hidden layer that is a layer with a kernel" in capsys.readouterr().err

@@ -144,12 +144,13 @@ def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_
 @pytest.mark.slow
 def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     out, _ = symptoms_run
-    text = probmut("train", *FAST, "--search", "delete_training_data:0,100", "--resolution",
+    # DeepCrime's bound for the operator: 99 (at 100 no training data is left, refused)
+    text = probmut("train", *FAST, "--search", "delete_training_data:0,99", "--resolution",
                    "50", "--criterion", "deepcrime", "--instances", 2, "--out", out).stdout
-    assert "trained 3 magnitudes (at most 3 = " in text  # ceil(log2(100 / 50)) + 2
+    assert "trained 3 magnitudes (at most 3 = " in text  # ceil(log2(99 / 50)) + 2
     lines = text.splitlines()
     decided = [line.split()[:2] for line in lines[2:5]]
-    assert [value for value, _ in decided] == ["100", "0", "50"]
+    assert [value for value, _ in decided] == ["99", "0", "49.5"]
     assert all(trained == "yes" for _, trained in decided)
     assert any(line.startswith(("bracket: not killed at", "killed at 0")) for line in lines)
 
@@ -165,11 +166,18 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     config = spec.config.replace(epochs=1)
     with Serial(1, {"dataset": data}) as backend:
         settings = RunSettings("digits", "digits_cnn", config, seed=42, stack=20)  # as the CLI
-        again = run_search(settings, "delete_training_data:0,100",
+        again = run_search(settings, "delete_training_data:0,99",
                            50, 2, out, backend, data, spec,
                            name="digits", criterion="deepcrime", progress=False)
-    assert again.trained == 0 and [s.value for s in again.steps] == [100, 0, 50]
+    assert again.trained == 0 and [s.value for s in again.steps] == [99, 0, 49.5]
     assert str(again).splitlines()[-2] in lines
+    # a range whose strong end leaves no training data is refused before training
+    refused = probmut("train", *FAST, "--search", "delete_training_data:0,100",
+                      "--instances", 2, "--out", out, check=False)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1] == (
+        "probmut train: error: --mutation delete_training_data:100: the mutated training set "
+        "holds no samples (magnitude 100 of the search delete_training_data:0,100: narrow its "
+        "range) (--search)")
 
 
 def test_an_instance_past_its_timeout_stops_and_is_recorded_as_timed_out():
@@ -215,3 +223,59 @@ def test_coverage_needs_saved_models(tmp_path, capsys):
     (tmp_path / "manifest.toml").write_text('[models.x]\nhealthy = "healthy.csv"\n')
     assert main(["coverage", str(tmp_path), "--no-plot"]) == 2
     assert "--save-models" in capsys.readouterr().err
+
+
+@pytest.fixture
+def model_folder(tmp_path):
+    """A folder of two files named as models (their content is not read before the
+    checks below)."""
+    folder = tmp_path / "models" / "healthy"
+    folder.mkdir(parents=True)
+    for i in range(2):
+        (folder / f"{i:05d}.keras").write_bytes(b"PK")
+    return folder
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["{m}/00000.keras", "{m}/00000.keras", "--out", "{t}/p.csv"],
+     "{m}/00000.keras: given twice; each model file is one instance, name it once"),
+    (["{m}", "{m}/00001.keras", "--out", "{t}/p.csv"], "{m}/00001.keras: given twice"),
+    (["{m}/00000.keras", "{m}/../healthy/00000.keras", "--out", "{t}/p.csv"],
+     "{m}/../healthy/00000.keras: given twice (as {m}/00000.keras)"),
+    (["{m}/00000.keras", "--out", "{t}"],
+     "{t}: is a directory; give a file name for the population file (--out)"),
+    (["{m}/00000.keras", "--out", "{t}/" + "p" * 300 + ".csv"], "File name too long"),
+    (["{m}/00000.keras", "--out", "{t}/" + "p" * 246 + ".csv"],
+     "p.outcomes.npz: File name too long"),  # the CSV's name fits, its outcomes file's not
+    (["{m}", "--manifest", "{t}"], "{t}: is a directory; give a file name for the manifest"),
+])
+def test_evaluate_refuses_what_it_cannot_score_or_write(tmp_path, capsys, model_folder, argv,
+                                                        says):
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    fill = {"m": model_folder, "t": tmp_path}
+    assert main(["evaluate", *(a.format(**fill) for a in argv), "--dataset", "digits"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("probmut evaluate: error: "), err
+    assert says.format(**fill) in err[0], err[0]
+    assert not list(tmp_path.glob("p*"))  # nothing written
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"", "the file is empty"),
+    (b"random bytes, not a zip archive",
+     "not a .keras model (a .keras file is a zip archive; this one is damaged or another kind "
+     "of file)"),
+])
+def test_evaluate_says_what_is_wrong_with_a_damaged_model_file(tmp_path, capsys, content, says):
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    model = tmp_path / "m.keras"
+    model.write_bytes(content)
+    assert main(["evaluate", str(model), "--dataset", "digits", "--out", str(tmp_path / "p.csv"),
+                 "--quiet"]) == 1  # a model that cannot be scored is a crashed instance
+    assert f"1 model failed (recorded in the population files):\n  {model}: crashed: {says}" \
+        in capsys.readouterr().err
+    assert [(r.status, r.error) for r in read_instances(tmp_path / "p.csv")] == [("crashed", says)]

@@ -12,14 +12,16 @@ from probmut.cli.args import (
     add_posterior_arguments,
     add_run_arguments,
     add_sample_argument,
+    comma_list,
     criterion_from,
     figure_path,
     integer,
     manifest_magnitudes,
     posterior_settings_from,
+    refuse_given,
     resolve_inputs,
 )
-from probmut.cli.emit import emit, emit_with_figure
+from probmut.cli.emit import emit, emit_with_figure, tests_progress
 from probmut.cli.flags import (
     Flagged,
     add_flag_arguments,
@@ -30,6 +32,18 @@ from probmut.cli.flags import (
 )
 from probmut.errors import ProbmutError
 from probmut.io.populations import pair
+
+#: What saved kill rates fix: options that cannot apply to them (their bootstraps are the
+#: files'; the populations, the kill test, its sample size and the seed were the saving
+#: run's).
+SAVED_RATES_FIX = ("bootstraps", "sample", "criterion", "alpha", "effect", "direction",
+                   "round_p", "seed", "jobs", "paired", "strict", "exclude_flagged")
+
+
+def saved_rates_reason(fixed: str) -> str:
+    """Why an option cannot apply to saved kill rates; ``fixed`` says what the files fix."""
+    return (f"to saved kill rates: their {fixed}, and the kill test, its sample size and the "
+            "seed were those of the run that saved them")
 
 
 def _run_kill(args) -> int:
@@ -51,11 +65,14 @@ def _run_repeat(args) -> int:
         inputs.mutants = [pair(inputs.healthy, mutant)[1] for mutant in inputs.mutants]
     populations = [inputs.healthy] + inputs.mutants
     names = ["healthy (false positives)"] + [m.name for m in inputs.mutants]
-    results = tuple(
-        repeated_tests(inputs.healthy, population, repetitions=args.repetitions,
-                       trials=args.trials, sample=args.sample, pool=args.pool,
-                       paired=inputs.paired, criterion=criterion, seed=args.seed, name=name)
-        for population, name in zip(populations, names, strict=True))
+    total = len(populations) * args.repetitions * args.trials
+    with tests_progress(args, total, "repeat") as bar:
+        results = tuple(
+            repeated_tests(inputs.healthy, population, repetitions=args.repetitions,
+                           trials=args.trials, sample=args.sample, pool=args.pool,
+                           paired=inputs.paired, criterion=criterion, seed=args.seed,
+                           name=name, report=bar.update)
+            for population, name in zip(populations, names, strict=True))
     emit(args, RepeatStudy(results, criterion, inputs.paired, args.seed))
     return 0
 
@@ -73,24 +90,30 @@ def _run_posterior(args) -> int:
     if args.kill_rates:
         if len(args.kill_rates) != 2 or args.files:
             raise ProbmutError("--kill-rates takes two files: BASELINE.npy MUTANTS.npy")
+        refuse_given(args, SAVED_RATES_FIX, saved_rates_reason("bootstraps come from the files"))
         baseline = load_kill_rates(args.kill_rates[0], settings.trials)
         mutants = load_kill_rates(args.kill_rates[1], settings.trials)
         mutants = mutants[None, :] if mutants.ndim == 1 else mutants
         if baseline.ndim != 1 or mutants.ndim != 2:
             raise ProbmutError("--kill-rates: BASELINE must be 1-D (B,), MUTANTS (B,) or "
                                "(mutants, B)")
-        names = ["healthy"] + (args.names.split(",") if args.names else
+        names = ["healthy"] + (args.names or
                                manifest_magnitudes(args) or
                                [f"mutant {i}" for i in range(1, len(mutants) + 1)])
         if len(names) != len(mutants) + 1:
             raise ProbmutError(f"{len(names) - 1} names for {len(mutants)} mutant rows")
         study = study_from_kill_counts(baseline, list(mutants), names, settings,
-                                       paired=args.paired, source="saved kill rates")
+                                       source="saved kill rates")
     else:
+        refuse_given(args, ["names"], "without --kill-rates: populations are named by their "
+                     "files or magnitudes")
         inputs, flags = exclude_flagged(args, resolve_inputs(args), manifest_flags(args))
         inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
-        study = bagged_posteriors(inputs.healthy, inputs.mutants, settings, paired=inputs.paired,
-                                  seed=args.seed, jobs=args.jobs)
+        total = len(inputs.populations) * settings.bootstraps * settings.trials
+        with tests_progress(args, total, "posterior") as bar:
+            study = bagged_posteriors(inputs.healthy, inputs.mutants, settings,
+                                      paired=inputs.paired, seed=args.seed, jobs=args.jobs,
+                                      report=bar.update)
     if figure:
         from probmut.plots import plot_posteriors, save
 
@@ -140,7 +163,8 @@ def register(subparsers) -> None:
     add_population_arguments(posterior)
     posterior.add_argument("--kill-rates", nargs="+", metavar="NPY",
                            help="analyse saved kill rates instead: BASELINE.npy MUTANTS.npy")
-    posterior.add_argument("--names", help="comma-separated mutant names for --kill-rates")
+    posterior.add_argument("--names", type=comma_list(str, "names"),
+                           help="comma-separated mutant names for --kill-rates")
     add_criterion_arguments(posterior, PAPER_HELP_POSTERIOR)
     add_posterior_arguments(posterior)
     add_plot_arguments(posterior, "figures/MODEL/NAME.png")

@@ -73,6 +73,53 @@ def number(low: float, high: float, *, low_open: bool = False, high_open: bool =
     return parse
 
 
+def flag(option: str) -> str:
+    """The command-line flag of a setting: ``sample`` -> ``--sample``."""
+    return "--" + option.replace("_", "-")
+
+
+def refuse_given(args, options, reason: str) -> None:
+    """Refuse the options among ``options`` (their dests) that were given on the command
+    line (``args.given``, recorded by :class:`probmut.cli.main.Parser`) but cannot apply:
+    ``reason`` says why, after "cannot apply".
+
+    >>> refuse_given(argparse.Namespace(given={"sample"}), ["bootstraps", "sample"],
+    ...              "to saved kill rates")
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: --sample cannot apply to saved kill rates
+    """
+    given = [option for option in options if option in getattr(args, "given", ())]
+    if given:
+        raise ProbmutError(f"{', '.join(map(flag, given))} cannot apply {reason}")
+
+
+def comma_list(convert=str, what: str = "values"):
+    """argparse type: a comma-separated list (``25,50,100``), each item converted; an
+    empty list or an empty item (``''``, ``10,,20``) is refused. Every option that takes a
+    list reads it with this.
+
+    >>> comma_list(int, "sizes")(" 25, 50")
+    [25, 50]
+    >>> comma_list(int, "sizes")("10,,20")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected comma-separated sizes, got '10,,20' (an empty item)
+    """
+    def parse(text: str) -> list:
+        items = [item.strip() for item in text.split(",")]
+        if "" in items:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r} "
+                                             "(an empty item)")
+        try:
+            return [convert(item) for item in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated {what}, got {text!r}") from None
+    parse.__name__ = "list"
+    return parse
+
+
 #: A seed: any non-negative integer (NumPy's SeedSequence takes arbitrarily large ones).
 seed_value = integer(0, 2**128)
 
@@ -120,15 +167,23 @@ def add_population_arguments(parser: argparse.ArgumentParser, many_mutants: bool
     group = parser.add_argument_group("populations by name (from a manifest)")
     group.add_argument("--model", help="model name in the manifest, e.g. mnist")
     group.add_argument("--mutation", help="mutation name, e.g. delete_training_data")
-    group.add_argument("--magnitudes", help="comma-separated subset of magnitudes (default all)")
+    group.add_argument("--magnitudes", type=comma_list(str, "magnitudes"),
+                       help="comma-separated subset of magnitudes (default all)")
     group.add_argument("--manifest", help="manifest TOML (default: bundled raw_data/manifest.toml "
                                           "or $PROBMUT_MANIFEST)")
     parser.add_argument("--paired", action="store_true",
                         help="model-level mutation: mutant i derived from healthy i (pairs by "
                              "instance id; implied by the manifest for such mutations)")
+    add_strict_argument(parser)
+
+
+def add_strict_argument(parser: argparse.ArgumentParser):
+    """``--strict``: what is otherwise dropped or warned about in the populations read is
+    an error."""
     parser.add_argument("--strict", action="store_true",
-                        help="a missing accuracy is an error instead of a dropped instance "
-                             "(a strict reading)")
+                        help="a missing accuracy, a failed instance, or a population short of "
+                             "the instances its run aims at (a run that stopped early) is an "
+                             "error instead of a warning (a strict reading)")
 
 
 def _decimals(text: str) -> int | str:
@@ -222,16 +277,18 @@ def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
             raise ProbmutError("give either population files or --model/--mutation, not both")
         manifest = Manifest.load(args.manifest)
         healthy = read_population(manifest.healthy(args.model), name="healthy",
-                                  strict=args.strict)
+                                  strict=args.strict, manifest=manifest)
         if not args.mutation:
             if need_mutants:
                 raise ProbmutError(f"--model {args.model} needs --mutation (one of "
                                    f"{', '.join(manifest.mutation_names(args.model))})")
             return Inputs(healthy, [], args.paired, args.model)
         mutation = manifest.mutation(args.model, args.mutation)
-        chosen = (args.magnitudes.split(",") if args.magnitudes else mutation.magnitudes)
-        mutants = [read_population(mutation.file_for(m.strip()), name=m.strip(),
-                                   strict=args.strict) for m in chosen]
+        if not args.magnitudes:
+            mutation.require_magnitudes()
+        chosen = args.magnitudes or mutation.magnitudes
+        mutants = [read_population(mutation.file_for(m), name=m, strict=args.strict,
+                                   manifest=manifest) for m in chosen]
         return Inputs(healthy, mutants, args.paired or mutation.paired, args.model, args.mutation)
     if args.mutation or args.magnitudes:
         raise ProbmutError("--mutation and --magnitudes need --model")
@@ -255,6 +312,8 @@ def figure_path(args, folder: str, name: str) -> Path | None:
     The file's format (its suffix) and its folder are checked now, before any computation.
     """
     if args.no_plot:
+        if args.plot:
+            raise ProbmutError("give either --plot FILE or --no-plot, not both", option="plot")
         return None
     path = Path(args.plot) if args.plot else FIGURE_DIR / folder / name
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -336,5 +395,5 @@ def manifest_magnitudes(args):
     if not (args.model and args.mutation):
         return None
     magnitudes = Manifest.load(args.manifest).mutation(args.model, args.mutation).magnitudes
-    return list(args.magnitudes.split(",") if args.magnitudes else magnitudes)
+    return list(args.magnitudes or magnitudes)
 

@@ -1,7 +1,8 @@
-"""The ``bayes`` subcommand: model-based posterior of the kill probability (PyMC).
+"""The ``bayes`` subcommand: model-based posterior of the kill probability (nutpie or PyMC).
 
-Registering the command imports nothing heavy; PyMC and ArviZ are imported when the
-command runs, and their absence is a plain error (exit 2) saying what to install.
+Registering the command imports nothing heavy; ArviZ and the sampler (nutpie or PyMC) are
+imported when the command runs, and their absence is a plain error (exit 2) saying what
+to install.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _run_bayes(args) -> int:
     settings = BayesSettings(
         draws=args.draws, tune=args.tune, chains=args.chains,
         cores=min(args.chains, args.jobs or os.cpu_count() or 1),
-        likelihood=args.likelihood, trials=args.trials, sample=args.sample,
+        sampler=args.sampler, likelihood=args.likelihood, trials=args.trials, sample=args.sample,
         criterion=criterion_from(args))
     inputs = resolve_inputs(args)
     inputs.require(3, "the 3 the model needs per population")
@@ -53,7 +54,7 @@ def _run_bayes(args) -> int:
 
 def register(subparsers) -> None:
     bayes = subparsers.add_parser(
-        "bayes", help="model-based posterior of the kill probability (PyMC; probmut[bayes])",
+        "bayes", help="model-based posterior of the kill probability (probmut[bayes])",
         description="Fit a robust Bayesian model (Student-t, BEST) to the healthy and mutant "
                     "accuracies (paired: per-instance differences), simulate k-vs-k kill tests "
                     "from it, and report the posterior of the kill probability, of the mean "
@@ -65,6 +66,10 @@ def register(subparsers) -> None:
     group = bayes.add_argument_group("model and sampler")
     group.add_argument("--likelihood", choices=("student-t", "normal"), default="student-t",
                        help="accuracy model: robust Student-t or normal (default: student-t)")
+    group.add_argument("--sampler", choices=("nutpie", "pymc"), default="nutpie",
+                       help="NUTS implementation: nutpie's, on the model compiled once and "
+                            "cached, or PyMC's own, which compiles it for every fit; the same "
+                            "posterior, other draws (default: nutpie)")
     group.add_argument("--draws", type=integer(1, 10**6), default=1000,
                        help="NUTS draws per chain (default: 1000)")
     group.add_argument("--tune", type=integer(1, 10**6), default=1000,

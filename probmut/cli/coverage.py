@@ -15,6 +15,8 @@ from probmut.cli.args import (
     DEFAULT_SEED,
     add_plot_arguments,
     add_quiet_argument,
+    add_strict_argument,
+    comma_list,
     figure_path,
     integer,
     number,
@@ -31,12 +33,8 @@ EXAMPLE = """examples:
 
 
 def _neurons(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"give numbers of neurons like 6,8,10, got {text!r}") \
-            from None
-    if not values or min(values) < 1:
+    values = tuple(comma_list(int, "numbers of neurons like 6,8,10")(text))
+    if min(values) < 1:
         raise argparse.ArgumentTypeError(f"numbers of neurons must be at least 1, got {text!r}")
     return values
 
@@ -95,6 +93,7 @@ def register(subparsers) -> None:
                    help=f"seed of k-means, subsets, bootstrap (default: {DEFAULT_SEED})")
     add_plot_arguments(p, "figures/coverage/NAME.png")
     add_quiet_argument(p)
+    add_strict_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=handle)
 
@@ -109,6 +108,12 @@ def _source(args):
         if not models.is_dir():
             raise ProbmutError(f"{run} has no saved models (models/healthy); train it with "
                                "--save-models, or give model files")
+        from probmut.io.manifest import population_target
+        from probmut.io.populations import read_instances
+
+        healthy = run / "healthy.csv"
+        if healthy.exists() or population_target(healthy):  # a run that stopped early is named
+            read_instances(healthy, args.strict)
         dataset = args.data or args.dataset
         if dataset is None:
             settings = run / ".work" / "settings.json"
@@ -117,14 +122,18 @@ def _source(args):
                                    "--dataset or --data")
             dataset = json.loads(settings.read_text())["dataset"]
         return model_files([models]), dataset, run.resolve().name
+    missing = [source for source in args.source if not Path(source).exists()]
+    if missing:
+        raise ProbmutError(f"{missing[0]}: no such file or directory")
     if not (args.data or args.dataset):
         raise ProbmutError("model files need --dataset or --data (the test set to cover)")
     return model_files(args.source), args.data or args.dataset, "models"
 
 
-def _against(run: str):
+def _against(run: str, strict: bool):
     """The healthy outcomes and ``(outcomes, paired)`` of each mutant population of a run;
-    populations whose every instance failed are left out with a warning."""
+    populations whose every instance failed are left out with a warning. ``strict``: a
+    population short of the run's target is an error, not a warning."""
     import warnings
 
     from probmut.inputs import Outcomes
@@ -134,7 +143,8 @@ def _against(run: str):
     path = Path(run)
     manifest = Manifest.load(path / "manifest.toml" if path.is_dir() else path)
     model = manifest.model_names()[0]
-    outcomes = lambda csv: Outcomes.load(csv.with_name(f"{csv.stem}.outcomes.npz"))  # noqa: E731
+    outcomes = lambda csv: Outcomes.load(csv.with_name(f"{csv.stem}.outcomes.npz"),  # noqa: E731
+                                         strict=strict)
     mutants = []
     for mutation in manifest.mutations(model):
         for csv in mutation.files:
@@ -151,7 +161,7 @@ def handle(args) -> int:
 
     _require("tensorflow", "train")
     files, dataset_name, label = _source(args)
-    against = _against(args.against) if args.against else None
+    against = _against(args.against, args.strict) if args.against else None
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import configure_tensorflow
     from probmut.train.relevance import measure_coverage

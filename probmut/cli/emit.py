@@ -2,18 +2,41 @@
 
 With ``--json`` a command prints exactly one JSON document on stdout (non-finite numbers
 as ``null``: any JSON parser reads it) and nothing else; messages go to stderr.
+
+When the populations read come from a run that recorded its target (``probmut train``'s
+manifest), the document also says whether they are all complete: ``"complete"``, and
+``"completeness"`` with each population's instances and target (see
+:func:`probmut.io.populations.check_complete`; the text output has its warnings).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from probmut.io.populations import noted_completeness
+from probmut.progress import ANALYSIS_DELAY, progress
 from probmut.results import dumps
+
+
+def tests_progress(args, total: int, desc: str):
+    """The progress display of an analysis of ``total`` kill tests: shown on stderr once it
+    has run for a while (:data:`~probmut.progress.ANALYSIS_DELAY`), never with --quiet."""
+    return progress(total, desc, enabled=not args.quiet, unit="test", unit_scale=True,
+                    delay=ANALYSIS_DELAY)
+
+
+def _json(document: dict) -> str:
+    """The document, with the completeness of the run populations read, if any."""
+    noted = noted_completeness()
+    if noted:
+        document = document | {"complete": all(c.complete for c in noted),
+                               "completeness": [c.to_dict() for c in noted]}
+    return dumps(document)
 
 
 def emit(args, result) -> None:
     """Print a result: its JSON document with ``--json``, else its readable table."""
-    print(result.to_json() if args.json else result)
+    print(_json(result.to_dict()) if args.json else result)
 
 
 def emit_many(args, results, key: str) -> None:
@@ -21,7 +44,7 @@ def emit_many(args, results, key: str) -> None:
     if len(results) == 1:
         emit(args, results[0])
     elif args.json:
-        print(dumps({key: [r.to_dict() for r in results]}))
+        print(_json({key: [r.to_dict() for r in results]}))
     else:
         print("\n\n".join(str(r) for r in results))
 
@@ -29,8 +52,17 @@ def emit_many(args, results, key: str) -> None:
 def emit_with_figure(args, document: dict, text: str, figure: Path | None) -> None:
     """Print a result that drew a figure: JSON with a "figure" key, or text and its path."""
     if args.json:
-        print(dumps(document | {"figure": str(figure) if figure else None}))
+        print(_json(document | {"figure": str(figure) if figure else None}))
     else:
         print(text)
         if figure:
             print(f"figure: {figure}")
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, in the plural unless the count is one.
+
+    >>> counted(1, "instance"), counted(0, "instance"), counted(3, "model")
+    ('1 instance', '0 instances', '3 models')
+    """
+    return f"{count} {noun}{'' if count == 1 else 's'}"

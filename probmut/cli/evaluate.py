@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from probmut.cli.args import add_quiet_argument, integer
+from probmut.cli.args import add_quiet_argument, integer, writable_file
+from probmut.cli.emit import counted
 from probmut.errors import ProbmutError
 
 EXAMPLE = """examples:
@@ -68,6 +69,11 @@ def handle(args) -> int:
 
     files = model_files(args.models)
     dataset = load_dataset(args.data or args.dataset, task=args.task)
+    if args.out is not None:  # the population CSV and its outcomes file beside it
+        writable_file(args.out, "population file", "out")
+        writable_file(args.out.with_name(f"{args.out.stem}.outcomes.npz"), "outcomes file", "out")
+    else:
+        writable_file(args.manifest, "manifest", "manifest")
     if args.out is not None:
         plan = [(args.out, files, instance_ids(files), None)]
         model = None
@@ -101,13 +107,14 @@ def handle(args) -> int:
         print(json.dumps(document, indent=2))
     else:
         for w in written:
-            print(f"{w.file}: {w.instances} instances, mean accuracy {w.accuracy_mean:.6g} on "
+            print(f"{w.file}: {counted(w.instances, 'instance')}, mean accuracy "
+                  f"{w.accuracy_mean:.6g} on "
                   f"{len(dataset.y_test)} test inputs of {dataset.name}")
         if args.manifest is not None:
             print(f"manifest: {args.manifest}")
     failures = [f for w in written for f in w.failures]
     if failures:
-        print(f"{len(failures)} models failed (recorded in the population files):",
+        print(f"{counted(len(failures), 'model')} failed (recorded in the population files):",
               *failures[:5], sep="\n  ", file=sys.stderr)
         return 1
     return 0

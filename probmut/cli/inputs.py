@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from probmut.cli.args import integer, number
+from probmut.cli.args import add_strict_argument, integer, number
+from probmut.cli.emit import emit
 from probmut.errors import ProbmutError
 from probmut.inputs import ALTERNATIVES, CORRECTIONS, Outcomes, analyse_inputs
 
@@ -33,13 +34,13 @@ def _run_inputs(args) -> int:
     if len(args.files) < 2:
         raise ProbmutError("give the healthy outcomes file and at least one mutant's "
                            "(HEALTHY.outcomes.npz MUTANT.outcomes.npz ...)")
-    healthy, *mutants = [Outcomes.load(path) for path in args.files]
+    healthy, *mutants = [Outcomes.load(path, strict=args.strict) for path in args.files]
     study = analyse_inputs(healthy, mutants,
                            inputs=parse_input_range(args.inputs, healthy.n_inputs),
                            alpha=args.alpha, correction=args.correction,
                            alternative=args.alternative, threshold=args.majority,
                            show=args.show)
-    print(study.to_json() if args.json else study)
+    emit(args, study)
     return 0
 
 
@@ -68,6 +69,7 @@ def register(subparsers) -> None:
                              "when more than this fraction of its instances do")
     parser.add_argument("--show", type=integer(0), default=10,
                         help="killing inputs listed per mutant")
+    add_strict_argument(parser)
     parser.add_argument("--json", action="store_true",
                         help="one JSON document with every killing input")
     parser.set_defaults(func=_run_inputs)

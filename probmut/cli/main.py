@@ -3,7 +3,11 @@
 Each feature module registers its own subcommands through a ``register(subparsers)``
 function listed in ``_COMMAND_MODULES``; a handler returns the exit code. Bad input
 (a bad option value, or :class:`probmut.errors.ProbmutError` from anywhere below) is
-reported in one line without a traceback, with exit code 2.
+reported in one line without a traceback, with exit code 2, and so are a request too large
+for the memory (numpy's MemoryError) and an operating-system error on a named file (a
+name too long, a folder where a file is wanted, no permission). Ctrl-C stops any command
+with one line and exit code 130; a command that keeps its completed work (it sets the
+default ``resumes=True``; ``--no-cache`` turns it off) says that rerunning it resumes.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 import warnings
 
 from probmut import __version__
+from probmut.cli.args import flag
 from probmut.errors import EXIT_BAD_INPUT, ProbmutError
 
 _COMMAND_MODULES = [
@@ -26,17 +31,32 @@ _COMMAND_MODULES = [
     "probmut.cli.inputs",
     "probmut.cli.symptoms",
     "probmut.cli.coverage",
+    "probmut.cli.report",
 ]
 
 #: Exit code when the reader of our output went away (``probmut ... | head``): 128 + SIGPIPE.
 EXIT_BROKEN_PIPE = 141
+#: Exit code after Ctrl-C: 128 + SIGINT, as shells report it.
+EXIT_INTERRUPTED = 130
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with a usage error in one line (``probmut kill: error: ...``), exit 2."""
+    """argparse, with a usage error in one line (``probmut kill: error: ...``), exit 2,
+    and a record of the options given on the command line (``args.given``, their dests),
+    so that a command can refuse an option that cannot apply, even at its default value."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.given: set[str] = set()
 
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _get_values(self, action, arg_strings):
+        # argparse calls this for each action found on the command line, and only those.
+        if action.option_strings:
+            self.given.add(action.dest)
+        return super()._get_values(action, arg_strings)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,19 +77,15 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
     """The arguments; an unknown option is reported by the command it was given to, so
     that the message points at that command's help (``probmut kill --help``)."""
     args, unknown = parser.parse_known_args(argv)
+    owner = args.commands.get(args.command, parser)
     if unknown:
-        owner = args.commands.get(args.command, parser)
         owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.given = frozenset(owner.given)
     return args
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"probmut: warning: {message}", file=sys.stderr)
-
-
-def flag(option: str) -> str:
-    """The command-line flag of a setting: ``sample`` -> ``--sample``."""
-    return "--" + option.replace("_", "-")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,18 +99,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from probmut.io.populations import noting_completeness
+
     try:
-        return int(args.func(args) or 0)
+        with noting_completeness():  # the JSON output says whether the runs read are complete
+            return int(args.func(args) or 0)
     except ProbmutError as error:
         hint = f" ({flag(error.option)})" if error.option else ""
         print(f"probmut {args.command}: error: {error}{hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except MemoryError as error:  # a request beyond the limits checked before allocating
+        detail = f" ({error})" if str(error) else ""
+        print(f"probmut {args.command}: error: not enough memory{detail}; ask for fewer "
+              "instances, bootstraps, trials or draws", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(f"probmut {args.command}: interrupted; completed work is kept, run the same "
-              "command again to resume", file=sys.stderr)
-        return 130
+        resumes = getattr(args, "resumes", False) and not getattr(args, "no_cache", False)
+        print(f"probmut {args.command}: interrupted"
+              + ("; completed work is kept, run the same command again to resume"
+                 if resumes else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader closed the pipe (e.g. `| head`): stop quietly. Point stdout at
         # /dev/null so that the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except OSError as error:
+        if error.filename is None:  # not about a file: unexpected, keep the traceback
+            raise
+        # a file name too long, a folder where a file is wanted, no permission, ...
+        print(f"probmut {args.command}: error: {error.filename}: {error.strerror}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT

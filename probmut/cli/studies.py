@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probmut.cli.analysis import SAVED_RATES_FIX, saved_rates_reason
 from probmut.cli.args import (
     PAPER_HELP_MCE,
     PLOT_DIR,
@@ -17,14 +18,16 @@ from probmut.cli.args import (
     add_population_arguments,
     add_posterior_arguments,
     add_run_arguments,
+    comma_list,
     figure_path,
     integer,
     number,
     posterior_settings_from,
+    refuse_given,
     resolve_inputs,
     writable_directory,
 )
-from probmut.cli.emit import emit, emit_many, emit_with_figure
+from probmut.cli.emit import emit, emit_many, emit_with_figure, tests_progress
 from probmut.errors import ProbmutError
 
 DEFAULT_CACHE = Path(".probmut_cache")
@@ -40,38 +43,32 @@ def _run_mce(args) -> int:
     if args.kill_rates:
         if args.files or args.model:
             raise ProbmutError("give either --kill-rates or populations, not both")
+        refuse_given(args, (*SAVED_RATES_FIX, "repetitions", "mutation", "magnitudes",
+                            "manifest"),
+                     saved_rates_reason("repetitions and bootstraps are the file's rows and "
+                                        "columns"))
         counts = load_kill_rates(args.kill_rates, settings.trials)
         if counts.ndim != 2 or counts.shape[0] < 2:
             raise ProbmutError(f"{args.kill_rates}: needs an R x B array of kill rates, one row "
                                f"per repetition and at least 2 rows; got shape {counts.shape}",
                                option="kill_rates")
-        emit(args, mce_from_kill_counts(counts, settings,
-                                        name=Path(args.kill_rates).stem, paired=args.paired,
+        emit(args, mce_from_kill_counts(counts, settings, name=Path(args.kill_rates).stem,
                                         source="saved kill rates"))
         return 0
     inputs = resolve_inputs(args)
     inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
-    results = [monte_carlo_error(inputs.healthy, mutant, settings, repetitions=args.repetitions,
-                                 paired=inputs.paired, seed=args.seed,
-                                 jobs=args.jobs, name=mutant.name)
-               for mutant in inputs.mutants]
+    total = len(inputs.mutants) * args.repetitions * settings.bootstraps * settings.trials
+    with tests_progress(args, total, "mce") as bar:
+        results = [monte_carlo_error(inputs.healthy, mutant, settings,
+                                     repetitions=args.repetitions, paired=inputs.paired,
+                                     seed=args.seed, jobs=args.jobs, name=mutant.name,
+                                     report=bar.update)
+                   for mutant in inputs.mutants]
     emit_many(args, results, "results")
     return 0
 
 
 # --- sample-size and recommend ---------------------------------------------------------------
-
-def _sizes(text: str | None, default, option: str = "sizes") -> list[int]:
-    if not text:
-        return list(default)
-    try:
-        sizes = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes:
-        raise ProbmutError(f"expected comma-separated integers, got {text!r}", option=option)
-    return sizes
-
 
 def _cache(args):
     from probmut.io.cache import Cache
@@ -89,8 +86,7 @@ def _run_sample_size(args) -> int:
     cache = _cache(args)
     studies = []
     for healthy, mutant in inputs.pairs():
-        sizes = _sizes(args.sizes, default_sizes(min(len(healthy), len(mutant)),
-                                                 settings.sample))
+        sizes = args.sizes or default_sizes(min(len(healthy), len(mutant)), settings.sample)
         studies.append(sample_size_study(
             healthy, mutant, settings, sizes=sizes, subpopulations=args.subpopulations,
             repetitions=args.repetitions, paired=inputs.paired, seed=args.seed,
@@ -121,15 +117,15 @@ def _run_recommend(args) -> int:
 
     inputs = resolve_inputs(args)
     settings = posterior_settings_from(args, "study_settings")
-    sizes = _sizes(args.sizes, DEFAULT_SIZES)
-    looks = _sizes(args.looks, (), option="looks") if args.looks else None
+    sizes = args.sizes or DEFAULT_SIZES
     cache = _cache(args)
     results = []
     for healthy, mutant in inputs.pairs():
         results.append(recommend(
             _first(healthy, args.pilot), _first(mutant, args.pilot), settings, sizes=sizes,
             draws=args.draws, level=args.level, reference=args.reference,
-            max_instances=args.max_instances, looks=looks, paired=inputs.paired, seed=args.seed,
+            max_instances=args.max_instances, looks=args.looks, paired=inputs.paired,
+            seed=args.seed,
             jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
     emit_many(args, results, "mutants")
     return 0
@@ -140,11 +136,14 @@ def _run_recommend(args) -> int:
 def _run_replicate(args) -> int:
     from probmut.replicate import PARTS, replicate
 
-    parts = args.only.split(",") if args.only else list(PARTS)
+    parts = args.only or list(PARTS)
+    writable_directory(Path(args.out), "output", "out")
+    if args.cache and not args.no_cache:
+        writable_directory(Path(args.cache), "cache", "cache")
     report = replicate(Path(args.out), quick=args.quick, jobs=args.jobs, seed=args.seed,
                        cache_dir=None if args.no_cache else args.cache, manifest=args.manifest,
                        parts=parts, progress=not args.quiet)
-    print(report.to_json() if args.json else report)
+    emit(args, report)
     return 0
 
 
@@ -162,7 +161,8 @@ def _add_sample_size_arguments(parser: argparse.ArgumentParser):
     add_criterion_arguments(parser, PAPER_HELP_MCE)
     add_posterior_arguments(parser)
     group = parser.add_argument_group("population-size study")
-    group.add_argument("--sizes", help="comma-separated population sizes (default: the "
+    group.add_argument("--sizes", type=comma_list(int, "population sizes"),
+                       help="comma-separated population sizes (default: the "
                                        "paper's 25,50,...,175,190 for 200 instances; else 8 "
                                        "sizes up to 95%% of the population)")
     group.add_argument("--subpopulations", type=integer(1), default=30,
@@ -184,7 +184,8 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--pilot", type=integer(1), metavar="N",
                        help="use only the first N instances of each population as the pilot "
                             "(e.g. to try it on the bundled data)")
-    group.add_argument("--sizes", help="comma-separated population sizes per side to predict "
+    group.add_argument("--sizes", type=comma_list(int, "population sizes"),
+                       help="comma-separated population sizes per side to predict "
                                        f"(default: {','.join(map(str, defaults.DEFAULT_SIZES))})")
     group.add_argument("--draws", type=integer(10), default=defaults.DRAWS,
                        help="simulated populations per size and for the verdict "
@@ -194,7 +195,8 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
                             "one look settles the verdict; over --looks, 1 - LEVEL bounds the "
                             "chance of a wrong settled verdict for any true effect "
                             f"(default: {defaults.LEVEL})")
-    group.add_argument("--looks", metavar="N1,N2,...",
+    group.add_argument("--looks", type=comma_list(int, "instance counts"),
+                       metavar="N1,N2,...",
                        help="instances per side at which you look at the verdict, this pilot's "
                             "size among them (e.g. 20,30,...,200 when judging after every "
                             "round of 10): the verdict then settles only at the level that "
@@ -240,7 +242,7 @@ def register(subparsers) -> None:
                     "its cached chunks to .probmut_cache/ (--cache DIR, --no-cache).")
     _add_sample_size_arguments(sample_size)
     add_plot_arguments(sample_size, "figures/MODEL/NAME_sample_size.png")
-    sample_size.set_defaults(func=_run_sample_size)
+    sample_size.set_defaults(resumes=True, func=_run_sample_size)
 
     recommend = subparsers.add_parser(
         "recommend", help="is a pilot enough? a verdict, and predictions for fresh instances",
@@ -248,10 +250,10 @@ def register(subparsers) -> None:
                     "killed / not killed / not settled that a large population would reach, "
                     "with the pilot's own uncertainty; for 'not settled', the instances per "
                     "side that would settle it; and, for fresh populations of each size, the "
-                    "predicted 95%% band of the posterior mean and the share reaching the same "
+                    "predicted 95% band of the posterior mean and the share reaching the same "
                     "decision (docs/recommend.md).")
     _add_recommend_arguments(recommend)
-    recommend.set_defaults(func=_run_recommend)
+    recommend.set_defaults(resumes=True, func=_run_recommend)
 
     rep = subparsers.add_parser(
         "replicate", help="regenerate the paper's figures and tables from raw_data/",
@@ -264,11 +266,12 @@ def register(subparsers) -> None:
                      help="reduced settings (about a minute; for CI), not the paper's numbers")
     rep.add_argument("--out", default=str(PLOT_DIR),
                      help=f"output directory (default: {PLOT_DIR})")
-    rep.add_argument("--only", help="comma-separated parts: figure3 (with the ratio table), "
+    rep.add_argument("--only", type=comma_list(str, "parts"),
+                     help="comma-separated parts: figure3 (with the ratio table), "
                                     "deepcrime, motivating, sample-size (default: all)")
     rep.add_argument("--cache", default=None,
                      help="cache directory (default: OUT/.probmut_cache)")
     rep.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     rep.add_argument("--manifest", help="manifest TOML (default: the bundled raw_data)")
     add_run_arguments(rep, json_help="print the list of files written as JSON")
-    rep.set_defaults(func=_run_replicate)
+    rep.set_defaults(resumes=True, func=_run_replicate)

@@ -9,6 +9,7 @@ from pathlib import Path
 from probmut.cli.args import (
     add_criterion_arguments,
     add_plot_arguments,
+    add_strict_argument,
     criterion_from,
     figure_path,
 )
@@ -32,7 +33,7 @@ def _run_symptoms(args) -> int:
     from probmut.symptoms import study_from_manifest
 
     manifest = Manifest.load(_manifest_path(args))
-    study = study_from_manifest(manifest, args.model, criterion_from(args))
+    study = study_from_manifest(manifest, args.model, criterion_from(args), strict=args.strict)
     figure = figure_path(args, "symptoms", f"{study.label}.png")
     if figure:
         from probmut.plots import plot_symptoms, save
@@ -47,11 +48,13 @@ def register(subparsers) -> None:
         "symptoms", help="what each mutation did to training: crash, hang, NaN, accuracy "
                          "and time change",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Classify each mutant population of a run in the manner of Jia et al. "
-                    "(SANER 2022): crash, hang, nan when most of its instances crashed, timed "
-                    "out or diverged; else no observable difference, insignificant or "
-                    "significant accuracy change (the kill criterion's test), with the "
-                    "training-time change and its own test (see docs/symptoms.md).",
+        description="Classify each mutant population of a run after Jia et al. (SANER "
+                    "2022): crash, hang, nan when most of its instances crashed, timed out or "
+                    "diverged; else no observable difference, insignificant or significant "
+                    "accuracy change (Jia et al.'s two-tailed t-test at 0.05: Student's, "
+                    "paired for model-level mutants), with the failed instances, the kill "
+                    "criterion's effect size and the training-time change with its own test "
+                    "(see docs/symptoms.md).",
         epilog="example:\n  probmut symptoms runs/digits\n"
                "  probmut symptoms --manifest raw_data/manifest.toml --model mnist --no-plot")
     parser.add_argument("run", nargs="?", metavar="RUN_DIR",
@@ -59,6 +62,7 @@ def register(subparsers) -> None:
     parser.add_argument("--manifest", help="a manifest file instead of a run directory")
     parser.add_argument("--model", help="the model in the manifest (default: its first)")
     add_criterion_arguments(parser)
+    add_strict_argument(parser)
     add_plot_arguments(parser, "figures/symptoms/MODEL.png")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=_run_symptoms)

@@ -7,13 +7,22 @@ after every argument that can be checked without it has been.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
 
-from probmut.cli.args import DEFAULT_SEED, add_quiet_argument, integer, number, seed_value
+from probmut.cli.args import (
+    DEFAULT_SEED,
+    add_quiet_argument,
+    integer,
+    number,
+    seed_value,
+    writable_directory,
+)
+from probmut.cli.emit import counted
 from probmut.errors import ProbmutError
 
 EXAMPLE = """example:
@@ -22,10 +31,16 @@ EXAMPLE = """example:
   probmut train ... --mutation weights_fuzzing:0.05_1@3 --mutation change_activation_function:elu
   probmut train --list-operators          every operator, its magnitude and default target
 
+  probmut train --model deepcrime_mnist --mutation neurons_freezing:0.05 --dry-run
+                                          what a mutation changes, nothing trained
+
 magnitudes are VALUE[@TARGET]: a percent (3.1), a Keras name (elu), RATIO_SCALE (0.05_1),
-@LAYER for a layer index (default: first fitting hidden layer), @all or @CLASS for
-change_label, @C1+C2 for the class-targeted data operators; an operator without
-magnitudes takes its documented default. DeepMutation's names (DR, LE, NEB, ...) work too.
+@LAYER for a layer index (default: the subject's published layer, else the first fitting
+hidden layer), @each for one mutant per fitting layer, @network for every weighted layer
+(the default of DeepMutation's GF, WS, NEB, NAI, NS), @all or @CLASS for change_label,
+@C1+C2 for the class-targeted data operators; an operator without magnitudes takes its
+documented default. DeepMutation's names (DR, LE, NEB, ...) and DeepCrime's
+(change_gradient_clip, change_earlystopping_patience) work too; docs/operators.md.
 """
 
 
@@ -59,14 +74,20 @@ def register(subparsers) -> None:
                    help=f"give up a Keras download that has not started after SECONDS "
                         f"(default {DOWNLOAD_TIMEOUT:g})")
     p.add_argument("--model", default="digits_cnn",
-                   help=f"{', '.join(MODELS)}, or module:function returning a Keras classifier "
+                   help=f"{', '.join(MODELS)}, or module:function: a function (input_shape, "
+                        "n_classes) returning a keras.Model classifier, on the Python path "
                         "(default: digits_cnn)")
     p.add_argument("--instances", type=int, help="instances per population (20)")
     p.add_argument("--mutation", action="append", default=[], metavar="OP[:MAG1,MAG2]",
                    help="a mutation and its magnitudes (default: the operator's); repeatable")
     p.add_argument("--list-operators", action="store_true",
-                   help="print every operator (name, DeepMutation name, level, magnitude, "
-                        "default target, source) and exit; with --json as JSON")
+                   help="print every operator (name, level, default, source, magnitude, "
+                        "default target, the references' names) and exit; with --json as JSON")
+    p.add_argument("--dry-run", action="store_true",
+                   help="train nothing: say per mutation whether it is legal (and why not), "
+                        "its target and exactly what it changes (samples, settings, or "
+                        "weights/units per layer for instance 0); with --json as JSON; exit "
+                        "2 if a mutation is illegal")
     p.add_argument("--out", type=Path, help="output directory (required to train)")
     p.add_argument("--name", help="model name in the manifest (default: --out's name)")
     p.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
@@ -103,6 +124,13 @@ def register(subparsers) -> None:
     p.add_argument("--retry-failed", action="store_true",
                    help="train crashed and timed-out instances again (by default they are "
                         "recorded once)")
+    p.add_argument("--max-error-rate", type=number(0, 1, high_open=True), metavar="R",
+                   help="DeepMutation's quality control: remove a mutant population whose "
+                        "instances get wrong, on average, more than the share R of the test "
+                        "inputs their original model gets right (the healthy instance each "
+                        "derives from; for source-level mutants every healthy instance, "
+                        "averaged); it keeps its files, is listed as removed and left out of "
+                        "the manifest's magnitudes")
     search = p.add_argument_group("killable-magnitude search (DeepCrime's binary search)")
     search.add_argument("--search", metavar="OP:LOW,HIGH",
                         help="bisect the magnitude of OP between LOW (weak) and HIGH (strong) "
@@ -136,7 +164,23 @@ def register(subparsers) -> None:
                         default=None, metavar="L",
                         help="for any true effect, at most 1 - L of the runs end with a wrong "
                              f"settled verdict, over all the rounds (default: {LEVEL})")
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, resumes=True)
+
+
+def _check_out(out: Path) -> None:
+    """``--out`` can hold the run: a directory, or one that can be made there. One made
+    to check is removed again, so that nothing is left when a later check fails."""
+    try:
+        made = [folder for folder in (out, *out.parents) if not folder.exists()]
+    except OSError as error:  # e.g. a name too long for the file system
+        raise ProbmutError(f"{out}: {error.strerror}; choose another place for the output "
+                           "directory", option="out") from None
+    try:
+        writable_directory(out, "output directory", "out")
+    finally:
+        for folder in made:  # the deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _positive(value, flag):
@@ -205,22 +249,28 @@ def operator_table(json_output: bool) -> str:
     rows = [op.describe() for op in OPERATORS.values()]
     if json_output:
         return json.dumps(rows, indent=2)
-    lines = [f"{'operator':<31}{'alias':<6}{'level':<9}{'default':<19}source",
-             "  magnitude; default target"]
+    lines = [f"{'operator':<31}{'level':<9}{'default':<21}source",
+             "  magnitude; default target; the references' names"]
     for row in rows:
-        lines.append(f"{row['name']:<31}{','.join(row['aliases']) or '-':<6}{row['level']:<9}"
-                     f"{row['default'] or '(layer)':<19}{row['source']}")
+        lines.append(f"{row['name']:<31}{row['level']:<9}{row['default'] or '(layer)':<21}"
+                     f"{row['source']}")
         only = ("; only " + ", ".join(row["tasks"])) if len(row["tasks"]) < 3 else ""
         note = f"; {row['note']}" if row["note"] else ""
-        lines.append(f"  {row['magnitude']}; {row['default_target']}{only}{note}")
+        names = f"; also {', '.join(row['aliases'])}" if row["aliases"] else ""
+        lines.append(f"  {row['magnitude']}; {row['default_target']}{only}{note}{names}")
     return "\n".join(lines)
 
 
 def _summary(args, report, name) -> str:
-    """The run summary: text, or one JSON document with each population's flags."""
+    """The run summary: text, or one JSON document with each population's flags, why it
+    is a survivor and why the quality control removed it (null when it is not)."""
+    from probmut.train.flags import Flags
+
+    found = {stem: report.flags.get(stem, Flags()) for stem in report.counts}
     populations = [{"name": stem, "file": str(args.out / f"{stem}.csv"), "instances": n,
-                    "flags": list(report.flags[stem].flags) if stem in report.flags else [],
-                    "reasons": list(report.flags[stem].reasons) if stem in report.flags else []}
+                    "flags": list(found[stem].flags), "reasons": list(found[stem].reasons),
+                    "survivor": found[stem].survivor or None,
+                    "removed": report.removed.get(stem)}
                    for stem, n in report.counts.items()]
     if args.json:
         return json.dumps({"trained": report.trained, "resumed": report.resumed,
@@ -228,14 +278,79 @@ def _summary(args, report, name) -> str:
                            "model": name, "manifest": str(args.out / "manifest.toml"),
                            "populations": populations}, indent=2)
     rate = report.trained / report.seconds * 60 if report.seconds else 0.0
-    lines = [f"trained {report.trained} instances in {report.seconds:.1f} s "
-             f"({rate:.1f}/min); {report.resumed} were already done"]
+    lines = [f"trained {counted(report.trained, 'instance')} in {report.seconds:.1f} s "
+             f"({rate:.1f}/min); {report.resumed} {'was' if report.resumed == 1 else 'were'} "
+             "already done"]
     for population in populations:
-        flagged = "".join(f"  [{flag}: {reason}]" for flag, reason in
-                          zip(population["flags"], population["reasons"], strict=True))
-        lines.append(f"  {population['file']}: {population['instances']} instances{flagged}")
+        removed = [("removed", population["removed"])] if population["removed"] else []
+        flagged = "".join(f"  [{word}: {reason}]"
+                          for word, reason in found[population["name"]].items() + removed)
+        lines.append(f"  {population['file']}: {counted(population['instances'], 'instance')}"
+                     f"{flagged}")
     lines.append(f"  manifest: {args.out / 'manifest.toml'} (model {name!r})")
     return "\n".join(lines)
+
+
+def _check_settings(args) -> None:
+    for flag in ("instances", "jobs", "threads", "epochs", "batch_size"):
+        _positive(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if args.learning_rate is not None and not args.learning_rate > 0:
+        raise ProbmutError(f"--learning-rate must be positive, got {args.learning_rate}")
+    if args.patience is not None and (args.patience < 0 or args.validation_split is None):
+        raise ProbmutError("--patience needs --validation-split and a value of at least 0")
+
+
+def _data_source(args) -> tuple[str, dict]:
+    """The data source and its options, checked without loading anything heavy."""
+    from probmut.train.datasets import DATASETS, check_data_arguments
+
+    source = args.dataset
+    if args.data is not None:  # a path, even one spelled like a data set's name
+        source = os.path.join(".", args.data) if args.data in DATASETS else args.data
+    options = {"image_size": args.image_size, "test_split": args.test_split,
+               "validation_split": args.validation_split}
+    check_data_arguments(source, **options)
+    return source, options
+
+
+def _model_and_data(args, source, options):
+    """The loaded dataset, the model's spec and the run's training settings."""
+    from probmut.train.datasets import load_dataset
+    from probmut.train.models import resolve_model, task_of
+
+    dataset = load_dataset(source, task=task_of(args.model), **options,
+                           download_timeout=args.download_timeout)
+    spec = resolve_model(args.model, dataset.dims)
+    overrides = {"epochs": args.epochs, "batch_size": args.batch_size,
+                 "learning_rate": args.learning_rate, "patience": args.patience}
+    config = spec.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    return dataset, spec, config
+
+
+def _dry_run(args) -> int:
+    """``--dry-run``: what each mutation changes, nothing trained."""
+    if args.search or args.until_settled:
+        raise ProbmutError("--dry-run looks at --mutation magnitudes; leave out --search and "
+                           "--until-settled")
+    if not args.mutation:
+        raise ProbmutError("--dry-run needs at least one --mutation")
+    _check_settings(args)
+    source, options = _data_source(args)
+    from probmut.train.operators import parse_mutations
+
+    mutations = [m for text in args.mutation for m in parse_mutations(text)]
+    _require("tensorflow", "train")
+    from probmut.train import backends
+
+    backends.configure_tensorflow(args.threads)
+    from probmut.train.dryrun import dry_run
+
+    dataset, spec, config = _model_and_data(args, source, options)
+    report = dry_run(mutations, spec, dataset, config, seed=args.seed, model=args.model)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report)
+    if report.illegal:
+        raise ProbmutError(f"{report.illegal[0].label}: {report.illegal[0].reason}")
+    return 0
 
 
 def handle(args) -> int:
@@ -243,19 +358,17 @@ def handle(args) -> int:
     if args.list_operators:
         print(operator_table(args.json))
         return 0
+    if args.dry_run:
+        return _dry_run(args)
     if args.out is None:
         raise ProbmutError("give --out DIR (where the populations go)")
+    _check_out(args.out)
     stack = _stack(args.stack)
     if args.until_settled:
         _check_until_settled(args)
     elif args.instances is None:
         args.instances = 20
-    for flag in ("instances", "jobs", "threads", "epochs", "batch_size"):
-        _positive(getattr(args, flag), "--" + flag.replace("_", "-"))
-    if args.learning_rate is not None and not args.learning_rate > 0:
-        raise ProbmutError(f"--learning-rate must be positive, got {args.learning_rate}")
-    if args.patience is not None and (args.patience < 0 or args.validation_split is None):
-        raise ProbmutError("--patience needs --validation-split and a value of at least 0")
+    _check_settings(args)
     if args.timeout is not None and not args.timeout > 0:
         raise ProbmutError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     if args.timeout is not None:  # a time limit is per instance: one instance at a time
@@ -267,16 +380,9 @@ def handle(args) -> int:
         raise ProbmutError("--address is for --backend ray")
     if not args.download_timeout > 0:
         raise ProbmutError(f"--download-timeout must be positive, got {args.download_timeout}")
-    from probmut.train.datasets import DATASETS, check_data_arguments
-    from probmut.train.models import task_of
     from probmut.train.operators import parse_mutations
 
-    source = args.dataset
-    if args.data is not None:  # a path, even one spelled like a data set's name
-        source = os.path.join(".", args.data) if args.data in DATASETS else args.data
-    data_options = {"image_size": args.image_size, "test_split": args.test_split,
-                    "validation_split": args.validation_split}
-    check_data_arguments(source, **data_options)
+    source, data_options = _data_source(args)
     mutations = [m for text in args.mutation for m in parse_mutations(text)]
     _require("tensorflow", "train")
     _require("sklearn", "train")
@@ -286,6 +392,9 @@ def handle(args) -> int:
 
     if args.search and args.mutation:
         raise ProbmutError("--search trains its own magnitudes; leave out --mutation")
+    if args.max_error_rate is not None and (args.search or args.until_settled):
+        raise ProbmutError("--max-error-rate applies to a run of --instances, not to --search or "
+                           "--until-settled (whose decisions would count removed mutants)")
     if not args.search and (args.resolution is not None or args.criterion is not None):
         raise ProbmutError("--resolution and --criterion are for --search")
     if args.search:
@@ -299,18 +408,12 @@ def handle(args) -> int:
     pool = _early_pool(args)  # its workers import TensorFlow beside this process
     backends.configure_tensorflow(args.threads)  # before TensorFlow does anything here
 
-    from probmut.train.datasets import load_dataset
     from probmut.train.instance import RunSettings
     from probmut.train.legality import prepare
-    from probmut.train.models import build_model, resolve_model
+    from probmut.train.models import build_model
     from probmut.train.run import run_populations
 
-    dataset = load_dataset(source, task=task_of(args.model), **data_options,
-                           download_timeout=args.download_timeout)
-    spec = resolve_model(args.model, dataset.dims)
-    overrides = {"epochs": args.epochs, "batch_size": args.batch_size,
-                 "learning_rate": args.learning_rate, "patience": args.patience}
-    config = spec.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    dataset, spec, config = _model_and_data(args, source, data_options)
     mutations = prepare(mutations, spec, dataset, config)
     probe = build_model(spec, dataset.dims, config)
     stems = [m.stem for m in mutations]
@@ -322,7 +425,7 @@ def handle(args) -> int:
     name = args.name or args.out.resolve().name
     options = dict(deepcrime=args.format == "deepcrime", progress=not args.quiet,
                    save_models=args.save_models, timeout=args.timeout,
-                   retry_failed=args.retry_failed)
+                   retry_failed=args.retry_failed, max_error_rate=args.max_error_rate)
     if args.search:
         return _search(args, settings, dataset, spec, name, options, pool)
     with _backend(args, {"dataset": dataset}, pool) as backend:
@@ -335,12 +438,13 @@ def handle(args) -> int:
     print(_summary(args, report, name) if not args.until_settled else
           _settled_summary(args, settled, _summary(args, report, name)))
     if report.diverged:
-        print(f"{len(report.diverged)} instances diverged (recorded; see probmut symptoms): "
+        print(f"{counted(len(report.diverged), 'instance')} diverged (recorded; see probmut "
+              "symptoms): "
               + ", ".join(report.diverged[:5]) + (" ..." if len(report.diverged) > 5 else ""),
               file=sys.stderr)
     if report.failures:
-        print(f"{len(report.failures)} instances failed (recorded; --retry-failed trains them "
-              "again):", *report.failures[:5], sep="\n  ", file=sys.stderr)
+        print(f"{counted(len(report.failures), 'instance')} failed (recorded; --retry-failed "
+              "trains them again):", *report.failures[:5], sep="\n  ", file=sys.stderr)
         return 1
     return 0
 

@@ -10,10 +10,43 @@ suffix); a killed writer can leave one behind, which :func:`remove_orphans` clea
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from probmut.errors import ProbmutError
+
+#: The longest part of a file name kept in a temporary name: with mkstemp's random part
+#: and the suffix it stays under the usual limit of 255 bytes for any name that fits it.
+_TEMPORARY_STEM = 200
+
+
+def _too_long(path: Path) -> ProbmutError:
+    return ProbmutError(f"{path}: the file name or path is too long for the file system (a "
+                        f"{len(path.name.encode())}-byte name); choose a shorter one")
+
+
+def _temporary(path: Path, suffix: str) -> tuple[int, str]:
+    """``mkstemp`` beside ``path``, with at most the first bytes of its name in the
+    temporary name: never longer than what the file system takes for ``path`` itself."""
+    stem = path.name.encode()[:_TEMPORARY_STEM].decode(errors="ignore")
+    try:
+        return tempfile.mkstemp(dir=path.parent, prefix=f".{stem}.", suffix=suffix)
+    except OSError as error:
+        if error.errno != errno.ENAMETOOLONG:
+            raise
+        raise _too_long(path) from None
+
+
+def _replace(temporary: str, path: Path) -> None:
+    try:
+        os.replace(temporary, path)
+    except OSError as error:
+        if error.errno != errno.ENAMETOOLONG:
+            raise
+        raise _too_long(path) from None
 
 
 def atomic_write(path, write) -> None:
@@ -31,7 +64,7 @@ def atomic_write(path, write) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temporary = _temporary(path, ".tmp")
     umask = os.umask(0)
     os.umask(umask)
     try:
@@ -40,7 +73,7 @@ def atomic_write(path, write) -> None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        _replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -70,12 +103,11 @@ def atomic_target(path):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                     suffix=f".tmp{path.suffix}")
+    fd, temporary = _temporary(path, f".tmp{path.suffix}")
     os.close(fd)
     try:
         yield Path(temporary)
-        os.replace(temporary, path)
+        _replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

@@ -13,7 +13,15 @@ Paths are relative to the manifest. The bundled one is ``raw_data/manifest.toml`
     magnitudes = ["3.1", "9.29", "12.38", "18.57", "30.93"]
 
 The trainer (``probmut train``) writes one of these for each run
-(:func:`add_to_manifest`).
+(:func:`add_to_manifest`), before its first instance trains, with a ``targets`` table:
+each population file and the instances the run trains for it. A population file holding
+fewer is from a run that stopped early (:meth:`Manifest.target`, read by
+:func:`probmut.io.populations.check_complete`); a manifest without targets (the bundled
+data, one written by hand) says nothing about it::
+
+    [models.rs3.targets]
+    "healthy.csv" = 20
+    "delete_training_data_50.csv" = 20
 """
 
 from __future__ import annotations
@@ -38,7 +46,13 @@ def default_manifest() -> Path:
 
 @dataclass(frozen=True)
 class Mutation:
-    """One mutation of one model, resolved to files."""
+    """One mutation of one model, resolved to files.
+
+    What ``probmut train`` found, magnitude -> ...: ``flags`` (``equivalent``,
+    ``broken``), ``survivors`` (why the test set cannot tell the mutant apart) and
+    ``removed`` (why DeepMutation's quality control removed it). Removed magnitudes are
+    not among ``magnitudes``: every reader of the manifest leaves them out.
+    """
 
     model: str
     name: str
@@ -46,19 +60,32 @@ class Mutation:
     magnitudes: tuple[str, ...]
     files: tuple[Path, ...]
     paired: bool
-    flags: dict[str, tuple[str, ...]] = field(default_factory=dict)  # magnitude -> flags
+    flags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    survivors: dict[str, str] = field(default_factory=dict)
+    removed: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         return f"{self.model} {self.name}"
 
     def file_for(self, magnitude: str) -> Path:
+        magnitude = str(magnitude)
+        if magnitude in self.removed:
+            raise ProbmutError(f"{self.label} {magnitude}: removed by probmut train's quality "
+                               f"control ({self.removed[magnitude]})", option="magnitudes")
         try:
-            return self.files[self.magnitudes.index(str(magnitude))]
+            return self.files[self.magnitudes.index(magnitude)]
         except ValueError:
             raise ProbmutError(
                 f"{self.label}: no magnitude {magnitude!r}; the manifest lists "
                 f"{', '.join(self.magnitudes)}", option="magnitudes") from None
+
+    def require_magnitudes(self) -> None:
+        """Refuse a mutation whose every magnitude the quality control removed."""
+        if not self.magnitudes:
+            raise ProbmutError(f"{self.label}: every magnitude was removed by probmut train's "
+                               "quality control: " + "; ".join(
+                                   f"{m}: {why}" for m, why in self.removed.items()))
 
 
 def _check_model(path: Path, model: str, entry) -> None:
@@ -96,6 +123,17 @@ def _check_model(path: Path, model: str, entry) -> None:
                                f"(strings or numbers), got {magnitudes!r}")
         if not isinstance(spec.get("paired", False), bool):
             raise ProbmutError(f"{here}: 'paired' must be true or false")
+        for key, kind in (("flags", list), ("survivors", str), ("removed", str)):
+            table = spec.get(key, {})
+            if not isinstance(table, dict) or not all(isinstance(v, kind)
+                                                      for v in table.values()):
+                raise ProbmutError(f"{here}: '{key}' must be a table of magnitude = "
+                                   + ("[flags]" if kind is list else '"reason"'))
+    targets = entry.get("targets", {})
+    if not isinstance(targets, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in targets.values()):
+        raise ProbmutError(f"{path}: [models.{model}.targets] must map population files to "
+                           f"whole numbers of instances, got {targets!r}")
 
 
 @dataclass(frozen=True)
@@ -150,13 +188,34 @@ class Manifest:
             raise ProbmutError(f"{self.path}: model {model!r} has no mutation {name!r}; it has "
                                f"{', '.join(mutations) or 'none'}", option="mutation")
         spec = mutations[name]
-        magnitudes = tuple(str(m) for m in spec["magnitudes"])
+        removed = {str(m): why for m, why in spec.get("removed", {}).items()}
+        magnitudes = tuple(str(m) for m in spec["magnitudes"] if str(m) not in removed)
         pattern = spec["pattern"]
         files = tuple(self.path.parent / pattern.format(magnitude=m) for m in magnitudes)
         flags = {str(m): tuple(f) for m, f in spec.get("flags", {}).items()}
+        survivors = {str(m): why for m, why in spec.get("survivors", {}).items()}
         return Mutation(model=model, name=name, healthy=self.healthy(model),
                         magnitudes=magnitudes, files=files, paired=bool(spec.get("paired", False)),
-                        flags=flags)
+                        flags=flags, survivors=survivors, removed=removed)
+
+    def target(self, path) -> tuple[str, int] | None:
+        """``(model, instances)``: the target of the run that wrote the population file
+        ``path`` (its ``targets`` table), or None when the manifest records none for it.
+
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> add_to_manifest(os.path.join(folder, "manifest.toml"), "m", "healthy.csv", "a run",
+        ...                 [("x", "1", False)], targets={"healthy.csv": 20, "x_1.csv": 20})
+        >>> Manifest.load(os.path.join(folder, "manifest.toml")).target(
+        ...     os.path.join(folder, "x_1.csv"))
+        ('m', 20)
+        """
+        wanted = Path(path).resolve()
+        for model, entry in self.models.items():
+            for file, instances in entry.get("targets", {}).items():
+                if (self.path.parent / file).resolve() == wanted:
+                    return model, instances
+        return None
 
     def mutations(self, model: str | None = None):
         """Every mutation of one model (or of all models), in manifest order."""
@@ -209,17 +268,37 @@ def write_manifest(path, content: dict, comment: str | None = None) -> None:
     atomic_write_text(path, "\n".join(lines + _toml_lines(content, "")) + "\n")
 
 
+def population_target(path, manifest: Manifest | None = None) -> tuple[str, int] | None:
+    """``(model, instances)``: the target of the run that wrote the population file
+    ``path``, from ``manifest`` if it records one for the file, else from the run
+    manifest beside the file (``manifest.toml`` in its folder; ignored if unreadable);
+    None when neither does."""
+    if manifest is not None and (found := manifest.target(path)) is not None:
+        return found
+    beside = Path(path).parent / "manifest.toml"
+    if not beside.is_file():
+        return None
+    try:
+        return Manifest.load(beside).target(path)
+    except ProbmutError:  # not a manifest of ours: it records no target
+        return None
+
+
 def add_to_manifest(path, model: str, healthy: str, description: str, populations,
-                    data: dict | None = None, written_by: str = "probmut train") -> None:
+                    data: dict | None = None, written_by: str = "probmut train",
+                    targets: dict[str, int] | None = None) -> None:
     """Add populations to the manifest at ``path`` (created if absent), keeping what is
     there: other models, magnitudes written by earlier runs.
 
-    ``populations`` holds ``(mutation, magnitude, paired)`` triples, or ``(mutation,
-    magnitude, paired, flags)`` with the population's flags (``["equivalent"]``, ...;
-    written to the mutation's ``flags`` table, magnitude -> list); each mutation's
-    files are ``{mutation}_{magnitude}.csv`` beside the manifest. ``data`` (the data
-    set's provenance: name, source, file hashes, split sizes) becomes the model's
-    ``data`` table.
+    ``populations`` holds ``(mutation, magnitude, paired)`` triples, optionally followed
+    by what the run found: the population's flags (``["equivalent"]``, ...; written to
+    the mutation's ``flags`` table, magnitude -> list), why it is a survivor and why the
+    quality control removed it (its ``survivors`` and ``removed`` tables, magnitude ->
+    reason; "" clears an earlier entry). Each mutation's files are
+    ``{mutation}_{magnitude}.csv`` beside the manifest. ``data`` (the data set's
+    provenance: name, source, file hashes, split sizes) becomes the model's ``data``
+    table. ``targets`` (population file -> instances the run trains for it) are added to
+    the model's ``targets`` table.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "manifest.toml")
@@ -228,9 +307,11 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     >>> manifest = Manifest.load(path)
     >>> manifest.models["m"]["data"]
     {'name': 'd', 'files': {'d.npz': 'ab12'}}
-    >>> add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "2", False, ["broken"])])
-    >>> Manifest.load(path).mutation("m", "x").flags
-    {'2': ('broken',)}
+    >>> add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "2", False, ["broken"]),
+    ...                                                     ("x", "3", True, [], "", "too wrong")])
+    >>> x = Manifest.load(path).mutation("m", "x")
+    >>> x.flags, x.magnitudes, x.removed
+    ({'2': ('broken',), '3': ()}, ('1', '2'), {'3': 'too wrong'})
     >>> '"d.npz" = "ab12"' in open(path).read()   # keys TOML cannot take bare are quoted
     True
     """
@@ -240,14 +321,24 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     entry.update(healthy=healthy, description=description)
     if data is not None:
         entry["data"] = data
+    if targets:
+        entry.setdefault("targets", {}).update(targets)
     known = entry.setdefault("mutations", {})
-    for name, magnitude, paired, *flags in populations:
+    for name, magnitude, paired, *found in populations:
         spec = known.setdefault(name, {"paired": bool(paired),
                                        "pattern": f"{name}_{{magnitude}}.csv",
                                        "magnitudes": []})
         if magnitude not in spec["magnitudes"]:
             spec["magnitudes"].append(magnitude)
-        if flags:
-            spec.setdefault("flags", {})[magnitude] = list(flags[0])
+        if found:
+            spec.setdefault("flags", {})[magnitude] = list(found[0])
+        for key, reason in zip(("survivors", "removed"), found[1:], strict=False):
+            table = spec.setdefault(key, {})
+            if reason:
+                table[magnitude] = reason
+            else:
+                table.pop(magnitude, None)
+            if not table:
+                del spec[key]
     write_manifest(path, content,
                    f"probmut run manifest, written by `{written_by}`; paths are relative to it.")

@@ -33,6 +33,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write
+from probmut.io.populations import check_complete, text_start
 from probmut.io.records import FAILED, AllFailedError, FailedInstanceWarning, InstanceRecord
 
 _SYMPTOM_KEYS = ("status", "error", "seconds", "initial_loss", "constant", "loss_history",
@@ -91,6 +92,10 @@ def _read(path) -> dict:
     if not Path(path).is_file():
         raise ProbmutError(f"{path}: no such outcomes file (the trainer writes it next to "
                            "each population CSV)")
+    text = text_start(path)
+    if text is not None:
+        raise bad(f"a text file: {text!r}...; the outcome files are the .outcomes.npz that "
+                  "probmut train writes beside each population CSV")
     try:
         data = np.load(path, allow_pickle=False)
         plain = isinstance(data, np.ndarray)
@@ -131,7 +136,8 @@ def _read(path) -> dict:
     return arrays
 
 
-def load_outcomes(path, keep_failed: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def load_outcomes(path, keep_failed: bool = False,
+                  strict: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Read ``{stem}.outcomes.npz``: ``(instance_ids, correct, labels)``.
 
     ``correct[i, j]`` is True when instance ``instance_ids[i]`` classified test input
@@ -139,9 +145,15 @@ def load_outcomes(path, keep_failed: bool = False) -> tuple[np.ndarray, np.ndarr
     Failed instances (crashed, timed out, diverged) are dropped with a
     :class:`~probmut.io.records.FailedInstanceWarning` naming them, unless
     ``keep_failed`` (a crashed or timed-out row is all False: it was never scored).
+    Fewer instances than the run that wrote the population ``{stem}.csv`` aims at is
+    a warning, or an error when ``strict`` (:func:`~probmut.io.populations.check_complete`).
     """
+    population = Path(path).with_name(Path(path).name.removesuffix(".outcomes.npz") + ".csv")
+    if not Path(path).exists():
+        check_complete(population, 0, strict)
     arrays = _read(path)
     ids, correct, labels = arrays["instance"], arrays["correct"], arrays["labels"]
+    check_complete(population, ids.size, strict)
     if "status" in arrays and not keep_failed:
         failed = np.isin(arrays["status"], sorted(FAILED))
         if failed.any():

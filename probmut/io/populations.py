@@ -15,6 +15,11 @@ an error with ``strict=True``. So is a failed instance (``status`` crashed, time
 diverged), with a :class:`~probmut.io.records.FailedInstanceWarning`:
 :func:`read_population` returns only the instances an analysis may count, and
 :func:`read_instances` every record.
+
+A file from a run that stopped early holds fewer instances than the run's target
+(recorded in its manifest: :meth:`~probmut.io.manifest.Manifest.target`): every reader
+says so with an :class:`IncompleteRunWarning`, or refuses with ``strict=True``, and
+refuses a population with none of them (:func:`check_complete`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import io
 import math
 import re
 import warnings
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +38,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
+from probmut.io.manifest import population_target
 from probmut.io.records import STATUSES, AllFailedError, FailedInstanceWarning, InstanceRecord
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
@@ -44,6 +52,94 @@ COLUMNS = ("instance", "accuracy", "seed", "status", "seconds", "loss", "constan
 
 class MissingAccuracyWarning(UserWarning):
     """An instance without an accuracy was dropped from a population."""
+
+
+class IncompleteRunWarning(UserWarning):
+    """A population holds fewer instances than the run that wrote it aims at."""
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """A population file's instances against the target of the run that wrote it.
+
+    >>> short = Completeness("rs3", "rs3/delete_training_data_50.csv", instances=3, target=20)
+    >>> short.complete
+    False
+    >>> print(short.message())
+    rs3: delete_training_data_50 has 3 of 20 instances (the run stopped early: rerun the same `probmut train` command to finish it)
+    """
+
+    model: str
+    file: str
+    instances: int  # records in the file, failed ones included
+    target: int
+
+    @property
+    def population(self) -> str:
+        return Path(self.file).stem
+
+    @property
+    def complete(self) -> bool:
+        return self.instances >= self.target
+
+    def message(self) -> str:
+        return (f"{self.model}: {self.population} has {self.instances} of {self.target} "
+                "instances (the run stopped early: rerun the same `probmut train` command to "
+                "finish it)")
+
+    def to_dict(self) -> dict:
+        return {"population": self.population, "file": self.file, "instances": self.instances,
+                "target": self.target, "complete": self.complete}
+
+
+#: The completeness of every population read inside :func:`noting_completeness`.
+_NOTED: ContextVar[list | None] = ContextVar("probmut_completeness", default=None)
+
+
+@contextmanager
+def noting_completeness():
+    """Note the :class:`Completeness` of every population read inside the block, one per
+    file; yields their list, which :func:`noted_completeness` also returns. The command
+    line runs each command inside one and adds what was noted to its JSON output.
+
+    >>> with noting_completeness() as noted:
+    ...     _ = check_complete("nowhere/x.csv", 3)  # no run manifest there: nothing noted
+    >>> noted
+    []
+    """
+    token = _NOTED.set([])
+    try:
+        yield _NOTED.get()
+    finally:
+        _NOTED.reset(token)
+
+
+def noted_completeness() -> list[Completeness]:
+    """What the innermost :func:`noting_completeness` block has noted so far."""
+    return list(_NOTED.get() or ())
+
+
+def check_complete(path, instances: int, strict: bool = False,
+                   manifest=None) -> Completeness | None:
+    """Compare the ``instances`` read from the population file ``path`` with the target
+    of the run that wrote it (:func:`~probmut.io.manifest.population_target`): None when
+    no run manifest records one. A population short of it is an
+    :class:`IncompleteRunWarning` (one line with the counts), an error when ``strict``;
+    one with no instance at all is always an error."""
+    found = population_target(path, manifest)
+    if found is None:
+        return None
+    completeness = Completeness(found[0], str(path), int(instances), found[1])
+    noted = _NOTED.get()
+    if noted is not None:  # a file read again replaces its earlier note
+        noted[:] = [c for c in noted if c.file != completeness.file] + [completeness]
+    if not completeness.complete:
+        if instances == 0:
+            raise ProbmutError(completeness.message())
+        if strict:
+            raise ProbmutError(completeness.message(), option="strict")
+        warnings.warn(completeness.message(), IncompleteRunWarning, stacklevel=3)
+    return completeness
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,7 +235,11 @@ def _drop_missing(values: list[float], ids: list[int], where: str, strict: bool)
     return [values[k] for k in kept], [ids[k] for k in kept]
 
 
-def _read_deepcrime(lines: list[str], where: str, strict: bool):
+def _cells(count: int) -> str:
+    return f"{count} cell" + ("" if count == 1 else "s")
+
+
+def _read_deepcrime(lines: list[str], where: str):
     header = lines[0].split(";")
     rows = [line for line in lines[1:] if line.strip()]
     if not rows:
@@ -150,13 +250,17 @@ def _read_deepcrime(lines: list[str], where: str, strict: bool):
         raise ProbmutError(
             f"{where}: the header names {len(names)} instances but the last row holds "
             f"{len(cells)} values")
+    for number, line in enumerate(lines[1:], start=2):
+        if line.count(";") != len(names):
+            raise ProbmutError(f"{where}: line {number} holds {_cells(line.count(';') + 1)}, "
+                               f"the header {len(header)} (a ragged row)")
     ids = []
     for k, name in enumerate(names):
         match = re.search(r"(\d+)\s*$", name)
         ids.append(int(match.group(1)) if match else k)
     values = [math.nan if not c.strip() else _parse_float(c, where, i)
               for c, i in zip(cells, ids, strict=True)]
-    return _drop_missing(values, ids, where, strict)
+    return values, ids
 
 
 def _drop_failed(values, ids, statuses, where: str, strict: bool):
@@ -184,9 +288,17 @@ def _tidy_rows(lines: list[str], where: str):
         raise ProbmutError(
             f"{where}: unknown format; expected DeepCrime's (header 'true_label;...') or a "
             f"tidy CSV with columns 'instance,accuracy' (found columns {fields})")
+    twice = [f for f in COLUMNS if fields.count(f) > 1]
+    if twice:
+        raise ProbmutError(f"{where}: the header has {fields.count(twice[0])} columns named "
+                           f"{twice[0]!r}; keep one")
     reader.fieldnames = fields
     for line_number, row in enumerate(reader, start=2):
-        cells = {k: (v or "").strip() for k, v in row.items() if k is not None}
+        if None in row or None in row.values():  # more cells than columns, or fewer
+            count = len(fields) + len(row.get(None, [])) - list(row.values()).count(None)
+            raise ProbmutError(f"{where}: line {line_number} holds {_cells(count)}, the header "
+                               f"{len(fields)} (a ragged row)")
+        cells = {k: v.strip() for k, v in row.items()}
         try:
             cells["instance"] = int(cells.get("instance", ""))
         except ValueError:
@@ -199,15 +311,14 @@ def _tidy_rows(lines: list[str], where: str):
         yield cells
 
 
-def _read_tidy(lines: list[str], where: str, strict: bool):
+def _read_tidy(lines: list[str], where: str):
     values, ids, statuses = [], [], []
     for cells in _tidy_rows(lines, where):
         ids.append(cells["instance"])
         cell = cells.get("accuracy", "")
         values.append(math.nan if cell == "" else _parse_float(cell, where, ids[-1]))
         statuses.append(cells.get("status", ""))
-    values, ids = _drop_failed(values, ids, statuses, where, strict)
-    return _drop_missing(values, ids, where, strict)
+    return values, ids, statuses
 
 
 def _lines(path: Path) -> list[str]:
@@ -225,18 +336,30 @@ def _lines(path: Path) -> list[str]:
     return lines
 
 
+def _run_lines(path: Path, strict: bool, manifest) -> list[str]:
+    """:func:`_lines`, with a missing file that a run manifest lists named as a
+    population of a run that stopped before writing it."""
+    if not path.exists():
+        check_complete(path, 0, strict, manifest)
+    return _lines(path)
+
+
 def _is_deepcrime(lines: list[str]) -> bool:
     return lines[0].split(";")[0].strip().lower() in _DEEPCRIME_HEADERS
 
 
-def read_population(path, name: str | None = None, strict: bool = False) -> Population:
+def read_population(path, name: str | None = None, strict: bool = False,
+                    manifest=None) -> Population:
     """Read one population file (DeepCrime's format or tidy CSV) and validate it.
 
     Parameters
     ----------
     path : the file.
     name : a display name; default the file's stem.
-    strict : a missing accuracy is an error instead of a warning.
+    strict : a missing accuracy, a failed instance, or fewer instances than the run that
+        wrote the file aims at (:func:`check_complete`) is an error instead of a warning.
+    manifest : the :class:`~probmut.io.manifest.Manifest` that names the file, if any:
+        where its run's target is looked up first.
 
     Examples
     --------
@@ -248,14 +371,18 @@ def read_population(path, name: str | None = None, strict: bool = False) -> Popu
     """
     path = Path(path)
     where = str(path)
-    lines = _lines(path)
+    lines = _run_lines(path, strict, manifest)
     try:
         if _is_deepcrime(lines):
-            values, ids = _read_deepcrime(lines, where, strict)
+            values, ids = _read_deepcrime(lines, where)
+            statuses = [""] * len(ids)
         else:
-            values, ids = _read_tidy(lines, where, strict)
+            values, ids, statuses = _read_tidy(lines, where)
     except csv.Error as error:
         raise ProbmutError(f"{where}: not a readable CSV file ({error})") from None
+    check_complete(path, len(ids), strict, manifest)
+    values, ids = _drop_failed(values, ids, statuses, where, strict)
+    values, ids = _drop_missing(values, ids, where, strict)
     too_large = [i for i in ids if not 0 <= i <= _LARGEST_ID]
     if too_large:
         raise ProbmutError(f"{where}: instance id {too_large[0]} is outside 0..{_LARGEST_ID}")
@@ -359,17 +486,20 @@ def _cell_float(cells: dict, key: str, where: str, instance: int) -> float:
     return math.nan if cell == "" else _parse_float(cell, where, instance)
 
 
-def read_instances(path) -> list[InstanceRecord]:
+def read_instances(path, strict: bool = False, manifest=None) -> list[InstanceRecord]:
     """Every instance record of a population file, failed ones included.
 
     Tidy CSVs without symptom columns (older runs, other tools) and DeepCrime's files
-    give records with status ``ok`` and unknown symptoms.
+    give records with status ``ok`` and unknown symptoms. ``strict`` and ``manifest``: a
+    file short of its run's target, as for :func:`read_population`.
     """
     path = Path(path)
     where = str(path)
-    lines = _lines(path)
+    lines = _run_lines(path, strict, manifest)
     if _is_deepcrime(lines):
-        values, ids = _read_deepcrime(lines, where, strict=False)
+        values, ids = _read_deepcrime(lines, where)
+        check_complete(path, len(ids), strict, manifest)
+        values, ids = _drop_missing(values, ids, where, strict=False)
         return [InstanceRecord(int(i), float(v)) for i, v in zip(ids, values, strict=True)]
     records = []
     for cells in _tidy_rows(lines, where):
@@ -386,6 +516,7 @@ def read_instances(path) -> list[InstanceRecord]:
             initial_loss=_cell_float(cells, "initial_loss", where, instance),
             constant=None if constant == "" else constant in ("1", "True", "true"),
             error=cells.get("error", "")))
+    check_complete(path, len(records), strict, manifest)
     return records
 
 
@@ -415,6 +546,26 @@ def pair(healthy: Population, mutant: Population) -> tuple[Population, Populatio
     return healthy.subset(order), mutant.subset(order)
 
 
+def text_start(path, length: int = 40) -> str | None:
+    """The start of the file's first line if the file is text (e.g. a CSV given where a
+    NumPy file was expected), else None: for messages that say what a file is.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "h.csv")
+    >>> _ = open(path, "w").write("instance,accuracy\\n0,0.9\\n")
+    >>> text_start(path)
+    'instance,accuracy'
+    """
+    with open(path, "rb") as file:
+        head = file.read(4 * length)
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    line = text.splitlines()[0] if text.strip() else ""
+    return line[:length] if line.isprintable() and line.strip() else None
+
+
 def load_kill_rates(path, trials: int) -> np.ndarray:
     """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
 
@@ -425,6 +576,10 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise ProbmutError(f"{path}: no such file")
+    text = text_start(path)
+    if text is not None:
+        raise ProbmutError(f"{path}: a text file ({text!r}...), not a NumPy .npy array of kill "
+                           "rates; population files are given without --kill-rates")
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
@@ -445,3 +600,20 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
             f"{path}: values are not kill rates of {trials} trials (multiples of 1/{trials} in "
             "[0, 1]); check the number of trials", option="trials")
     return rounded.astype(np.int64)
+
+
+def has_symptom_records(path) -> bool:
+    """Whether a population file carries its instances' symptom records: a tidy CSV
+    with a ``status`` column, as the trainer and ``probmut evaluate`` write.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "pop.csv")
+    >>> write_instances(path, [InstanceRecord(0, 0.75)])
+    >>> has_symptom_records(path)
+    True
+    >>> write_tidy(Population.from_values([0.75]), path)
+    >>> has_symptom_records(path)
+    False
+    """
+    lines = _lines(Path(path))
+    return not _is_deepcrime(lines) and "status" in {f.strip() for f in lines[0].split(",")}

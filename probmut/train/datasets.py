@@ -41,6 +41,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import re
 import socket
 import sys
 import threading
@@ -341,16 +342,44 @@ def load_dataset(source: str, *, task: str = "classification", image_size: str |
         data = _image_folder(Path(source), _image_size(image_size), test_split)
     else:
         data = _npz(Path(source))
-    if validation_split is None:
-        return data
-    from probmut.train.tasks import strata
+    if validation_split is not None:
+        from probmut.train.tasks import strata
 
-    train, val = stratified_split(strata(data.y_train, task), validation_split)
-    split = (data.split + "; " if data.split else "") + (
-        f"validation: {validation_split:g} of each training class (seed {_SPLIT_SEED})")
-    return dataclasses.replace(data, x_train=take(data.x_train, train),
-                               y_train=data.y_train[train], x_val=take(data.x_train, val),
-                               y_val=data.y_train[val], split=split)
+        train, val = stratified_split(strata(data.y_train, task), validation_split)
+        split = (data.split + "; " if data.split else "") + (
+            f"validation: {validation_split:g} of each training class (seed {_SPLIT_SEED})")
+        data = dataclasses.replace(data, x_train=take(data.x_train, train),
+                                   y_train=data.y_train[train], x_val=take(data.x_train, val),
+                                   y_val=data.y_train[val], split=split)
+    where = f"dataset {source!r}" if source in DATASETS else f"--data {source}"
+    check_training_set(where, data.x_train, data.y_train, task)
+    for part, x in (("validation", data.x_val), ("test", data.x_test)):
+        if x is not None and n_rows(x) == 0:
+            raise ProbmutError(f"{where}: the {part} set holds no samples")
+    return data
+
+
+def check_training_set(where: str, x: Inputs, y: np.ndarray, task: str,
+                       what: str = "training set") -> None:
+    """Training data a model can learn from: samples, finite inputs and targets, and for
+    a classifier at least two classes; else a one-line error naming ``where``.
+
+    >>> check_training_set("--mutation delete_training_data:100", np.zeros((0, 8)),
+    ...                    np.zeros(0, int), "classification", "mutated training set")
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: --mutation delete_training_data:100: the mutated training set holds no samples
+    """
+    if n_rows(x) == 0:
+        raise ProbmutError(f"{where}: the {what} holds no samples")
+    for array in (*(x if isinstance(x, tuple) else (x,)), y):
+        if np.issubdtype(array.dtype, np.inexact) and not np.all(np.isfinite(array)):
+            sample = int(np.argwhere(~np.isfinite(array))[0][0])
+            raise ProbmutError(f"{where}: the {what} holds NaN or infinite values (the first "
+                               f"in sample {sample})")
+    if task == "classification" and np.unique(y).size < 2:
+        raise ProbmutError(f"{where}: the {what} holds a single class ({int(y[0])}); a "
+                           "classifier needs samples of at least two")
 
 
 def stratified_split(y: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
@@ -478,15 +507,39 @@ def _watched(load, timeout: float, targets: list[Path]):
 
 
 def _arrays(path: Path, names: list[str], needs: str) -> dict[str, np.ndarray]:
-    """The named arrays of an ``.npz`` file, or a one-line error naming the first missing."""
+    """The named arrays of an ``.npz`` file, each holding samples of finite numbers; or a
+    one-line error naming the file and what is wrong with it (not an archive, damaged, an
+    array missing, empty, not numbers, NaN or infinite values)."""
+    import zipfile
+    import zlib
+
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as handle:
+            start = handle.read(6)
+        kind = ("the file is empty" if not start else
+                "a .npy array, not an .npz archive" if start == b"\x93NUMPY" else
+                "a damaged or truncated .npz archive (its zip directory is missing)"
+                if start.startswith(b"PK") else "not an .npz archive (no zip archive)")
+        raise ProbmutError(f"--data {path}: {kind}; {needs}")
     try:
-        with np.load(path) as data:
+        with np.load(path, allow_pickle=False) as data:
             missing = [name for name in names if name not in data.files]
             if missing:
                 raise ProbmutError(f"--data {path}: missing array {missing[0]!r}; {needs}")
-            return {name: data[name] for name in names}
-    except (ValueError, OSError) as error:
-        raise ProbmutError(f"--data {path}: not a readable .npz file ({error})") from None
+            arrays = {name: data[name] for name in names}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise ProbmutError(f"--data {path}: not a readable .npz file "
+                           f"({_one_line(error)})") from None
+    for name, array in arrays.items():
+        if array.size == 0:
+            raise ProbmutError(f"--data {path}: {name} is empty (shape {array.shape}); {needs}")
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise ProbmutError(f"--data {path}: {name} holds {array.dtype} values, not numbers")
+        if np.issubdtype(array.dtype, np.inexact) and not np.all(np.isfinite(array)):
+            sample = int(np.argwhere(~np.isfinite(array))[0][0])
+            raise ProbmutError(f"--data {path}: {name} holds NaN or infinite values (the first "
+                               f"in sample {sample}); fix or remove those samples")
+    return arrays
 
 
 def _npz(path: Path) -> Dataset:
@@ -539,8 +592,30 @@ def _image_folder(folder: Path, size: tuple[int, int] | None,
     import tensorflow as tf
 
     layout = image_folder_layout(folder, test_split)
-    first = next(iter(next(iter(layout.values())).values()))[0]
-    shape = tf.io.decode_image(tf.io.read_file(str(first)), expand_animations=False).shape
+    files = [p for classes in layout.values() for images in classes.values() for p in images]
+
+    def decode(path):
+        return tf.io.decode_image(tf.io.read_file(str(path)), expand_animations=False)
+
+    def unreadable(error) -> ProbmutError:
+        """The first image that cannot be decoded named (Keras' error names none)."""
+        for path in files:
+            try:
+                decode(path)
+            except tf.errors.OpError as problem:
+                error = problem
+                break
+        else:
+            path = None
+        what = f"cannot read the image {path}" if path else "cannot read its images"
+        message = re.sub(r"\{\{.*?\}\}|\[\[.*?\]\]|\[Op:.*", "", error.message)  # TF's op names
+        return ProbmutError(f"--data {folder}: {what} ({' '.join(message.split())}); "
+                            "remove or replace it")
+
+    try:
+        shape = decode(files[0]).shape
+    except tf.errors.OpError as error:
+        raise unreadable(error) from None
     size = size or (int(shape[0]), int(shape[1]))
     color_mode = {1: "grayscale", 2: "grayscale", 3: "rgb"}.get(int(shape[-1]), "rgba")
 
@@ -549,7 +624,10 @@ def _image_folder(folder: Path, size: tuple[int, int] | None,
             folder / part if part != "all" else folder, labels="inferred", label_mode="int",
             color_mode=color_mode, batch_size=256, image_size=size, shuffle=False,
             verbose=False)
-        xs, ys = zip(*((x.numpy(), y.numpy()) for x, y in images), strict=True)
+        try:
+            xs, ys = zip(*((x.numpy(), y.numpy()) for x, y in images), strict=True)
+        except tf.errors.OpError as error:
+            raise unreadable(error) from None
         return np.concatenate(xs), np.concatenate(ys)
 
     if "all" in layout:
@@ -560,7 +638,6 @@ def _image_folder(folder: Path, size: tuple[int, int] | None,
     else:
         arrays = (*read("train"), *read("test"))
         split = "test: the test/ sub-folder"
-    files = [p for classes in layout.values() for images in classes.values() for p in images]
     tree = hashlib.sha256()
     for path in files:
         tree.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\n".encode())

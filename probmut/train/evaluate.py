@@ -58,7 +58,8 @@ class Evaluation:
 
 def model_files(paths) -> list[Path]:
     """The model files named on the command line; a directory gives its ``.keras`` and
-    ``.h5`` files (recursively), sorted."""
+    ``.h5`` files (recursively), sorted. A file named twice (also through a directory or
+    a link) is an error: each file is one instance."""
     files = []
     for path in map(Path, paths):
         if path.is_dir():
@@ -71,6 +72,12 @@ def model_files(paths) -> list[Path]:
             files.append(path)
     if not files:
         raise ProbmutError(f"no .keras or .h5 model files in {', '.join(map(str, paths))}")
+    seen: dict[Path, Path] = {}
+    for path in files:
+        if (first := seen.setdefault(path.resolve(), path)) is not path:
+            same = "" if first == path else f" (as {first})"
+            raise ProbmutError(f"{path}: given twice{same}; each model file is one instance, "
+                               "name it once")
     return files
 
 
@@ -144,12 +151,44 @@ def group_models(paths) -> tuple[str | None, dict]:
     return model, resolved
 
 
+def unreadable(path) -> str | None:
+    """What keeps Keras from reading a model file, said plainly (Keras calls a damaged
+    ``.keras`` file "not found"), or None when it looks like a model file (Keras then
+    has the last word).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.keras")
+    >>> _ = open(path, "wb").write(b"not a zip archive")
+    >>> unreadable(path)
+    'not a .keras model (a .keras file is a zip archive; this one is damaged or another kind of file)'
+    """
+    import zipfile
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(8)
+    except OSError as error:
+        return f"cannot read the file ({error.strerror})"
+    if not start:
+        return "the file is empty"
+    if path.suffix == ".keras" and not zipfile.is_zipfile(path):
+        return ("not a .keras model (a .keras file is a zip archive; this one is damaged or "
+                "another kind of file)")
+    if path.suffix == ".h5" and start != b"\x89HDF\r\n\x1a\n":
+        return "not an HDF5 (.h5) model file (damaged or another kind of file)"
+    return None
+
+
 def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
     """Load one model file and score it on ``dataset``'s test set."""
     import keras
 
     from probmut.train import models
 
+    if (problem := unreadable(path)) is not None:
+        return Evaluation(InstanceRecord(instance, math.nan, status="crashed", error=problem),
+                          None)
     try:
         keras.backend.clear_session()
         model = keras.saving.load_model(path, compile=False)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from probmut.io.records import InstanceRecord, loss_diverged, one_line
-from probmut.train import models
+from probmut.train import flags, models
 from probmut.train.operators import OPERATORS
 from probmut.train.tasks import TASKS
 
@@ -87,8 +87,8 @@ class InstanceResult:
     correct: np.ndarray | None
     seconds: float
     weights: list | None = None  # trained healthy weights, when the task asked for them
-    # model-level mutants: predictions (or weights) identical to the healthy instance's
-    equivalent: bool | None = None
+    # model-level mutants: how closely it matches its healthy instance (flags.MATCHES)
+    match: str | None = None
     status: str = "ok"
     error: str = ""
     loss_history: tuple[float, ...] = ()
@@ -210,19 +210,32 @@ def _healthy_model(settings: RunSettings, dataset, instance: int, deadline=None)
     return _trained(settings, dataset, seed, deadline=deadline)
 
 
-def _mutate_paired(healthy, operator, params, rng, x_test, task):
+def _mutate_paired(healthy, operator, params, rng, dataset):
     """Apply a model-level operator to a trained healthy model. Returns the mutant, its
-    outputs on ``x_test``, and whether it is equivalent to the healthy model: the same
-    prediction for every test input (classes for a classifier, values otherwise), or
-    (same architecture) the same weights."""
-    weights, outputs = healthy.get_weights(), models.predict(healthy, x_test)
+    outputs on the test inputs, and how closely it matches the healthy model
+    (:data:`probmut.train.flags.MATCHES`): the same predictions on every test input and
+    the same weights; else the same predictions on every training input too; else the
+    same on the test inputs only; else different. The training inputs are predicted
+    only for a mutant the test inputs cannot tell apart."""
+    weights, outputs = healthy.get_weights(), models.predict(healthy, dataset.x_test)
     mutant = operator.apply(healthy, params, rng)
-    mutant_outputs = models.predict(mutant, x_test)
-    decisions = TASKS[task].decisions
-    equivalent = np.array_equal(decisions(outputs), decisions(mutant_outputs)) or (
-        mutant is healthy and all(np.array_equal(a, b) for a, b in
-                                  zip(weights, mutant.get_weights(), strict=True)))
-    return mutant, mutant_outputs, bool(equivalent)
+    mutant_outputs = models.predict(mutant, dataset.x_test)
+    decisions = TASKS[dataset.task].decisions
+    if not np.array_equal(decisions(outputs), decisions(mutant_outputs)):
+        return mutant, mutant_outputs, flags.DIFFERENT
+    mutated = mutant.get_weights()
+    if mutant is healthy and all(np.array_equal(a, b) for a, b in zip(weights, mutated,
+                                                                       strict=True)):
+        return mutant, mutant_outputs, flags.SAME_WEIGHTS
+    on_training = decisions(models.predict(mutant, dataset.x_train))
+    if mutant is healthy:  # mutated in place: predict with the healthy weights, then restore
+        healthy.set_weights(weights)
+        before = decisions(models.predict(healthy, dataset.x_train))
+        mutant.set_weights(mutated)
+    else:
+        before = decisions(models.predict(healthy, dataset.x_train))
+    same = np.array_equal(before, on_training)
+    return mutant, mutant_outputs, flags.SAME_PREDICTIONS if same else flags.SAME_TEST_PREDICTIONS
 
 
 def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResult:
@@ -243,7 +256,7 @@ def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResu
     seed = instance_seed(settings.seed, task.instance, task.population)
     operator = OPERATORS[task.operator] if task.operator else None
     result = functools.partial(InstanceResult, task.population, task.instance, seed)
-    report, equivalent = None, None
+    report, match = None, None
     try:
         if operator is not None and operator.level == "model":
             if healthy_weights is None:
@@ -253,9 +266,8 @@ def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResu
                 healthy = models.build_model(spec, dataset.dims, settings.config)
                 healthy.set_weights(healthy_weights)
             if report is None or not report.timed_out:
-                model, outputs, equivalent = _mutate_paired(
-                    healthy, operator, task.params, np.random.default_rng(seed),
-                    dataset.x_test, dataset.task)
+                model, outputs, match = _mutate_paired(
+                    healthy, operator, task.params, np.random.default_rng(seed), dataset)
                 report = None  # the mutant itself is not trained: no loss of its own
         else:
             model, report = _trained(settings, dataset, seed, operator, task.params, deadline)
@@ -276,7 +288,7 @@ def train_instance(task: Task, healthy_weights=None, *, dataset) -> InstanceResu
     diverged = loss_diverged(initial, losses) or not scored.finite
     return result(
         float(scored.correct.mean()), scored.correct, seconds,
-        weights=model.get_weights() if task.keep_weights else None, equivalent=equivalent,
+        weights=model.get_weights() if task.keep_weights else None, match=match,
         status="diverged" if diverged else "ok", loss_history=losses, initial_loss=initial,
         constant=scored.constant,
         model_bytes=models.keras_bytes(model) if task.save_model else None)

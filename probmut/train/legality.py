@@ -8,14 +8,21 @@ once, as the run will, and refuses what cannot produce a valid model with one li
 
 * the target layer fits the operator and the model's task (:func:`~probmut.train.operators.bind`);
 * class targets exist in the data; operators that need a validation set have one;
+* a "change" operator finds the setting it changes (``change_patience`` early stopping,
+  ``change_gradient_clipping`` a clipping optimizer), as DeepCrime requires;
+* a data-level mutant leaves training data to learn from: samples, finite values and, for
+  a classifier, two classes or more (checked on one draw: how many samples of each class
+  an operator keeps does not depend on it);
 * a training-level mutant builds and gives a finite loss on a batch of training data;
 * a model-level mutant applied to an untrained copy of the model gives finite outputs.
 
-It also marks mutants that are equivalent before training: a data operator that leaves
-the training data unchanged, a training operator that leaves every setting and the
-architecture as they are (``change_epochs`` to the model's own number, an activation
-changed to the one it has), or an operator equivalent by design (``data_shuffle``).
-Model-level equivalence is only known after training (see :mod:`probmut.train.flags`).
+It also marks mutants that are equivalent before training, found by applying them: a
+data operator that leaves the training data unchanged or only reorders it
+(:func:`probmut.train.flags.data_equivalence`; ``data_shuffle``), a training operator
+that leaves every setting and the architecture as they are (``change_epochs`` to the
+model's own number, an activation changed to the one it has, ``remove_validation_set``
+without early stopping, whose validation data never affects training). Model-level
+equivalence is only known after the mutants are derived (see :mod:`probmut.train.flags`).
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ import dataclasses
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.datasets import n_rows, take
+from probmut.train.datasets import check_training_set, n_rows, take
+from probmut.train.flags import data_equivalence
 from probmut.train.operators import Mutation, bind
 from probmut.train.tasks import TASKS
 
@@ -37,7 +45,10 @@ def _architecture(model) -> list:
 
 
 def _settings(config):
-    return dataclasses.replace(config, layer_changes=(), structure=())
+    """The settings that decide training: without early stopping the validation data
+    is only evaluated, never used."""
+    return dataclasses.replace(config, layer_changes=(), structure=(),
+                               validation=config.validation or config.patience is None)
 
 
 def _check_classes(label, params, n_classes):
@@ -52,63 +63,79 @@ def _finite(values) -> bool:
     return all(np.all(np.isfinite(np.asarray(v))) for v in np.atleast_1d(values))
 
 
-def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
-    """Bind, check and mark every mutation for ``spec``'s model on ``data`` trained per
-    ``config``; returns the bound mutations (``equivalent`` set where it is known now)."""
+def healthy_model(spec, data, config):
+    """The healthy model as the run builds it, in a fresh Keras session (layer names in
+    messages as in a fresh session: conv2d, ...)."""
     import keras
 
     from probmut.train import models
 
-    keras.backend.clear_session()  # layer names in messages as in a fresh session: conv2d, ...
-    healthy = models.build_model(spec, data.dims, config)
+    keras.backend.clear_session()
+    return models.build_model(spec, data.dims, config)
+
+
+def check(mutation: Mutation, spec, data, config, healthy) -> list[Mutation]:
+    """Bind, check and mark one mutation for ``spec``'s model (``healthy``: built by
+    :func:`healthy_model`) on ``data`` trained per ``config``; the bound mutations
+    (several for ``@each``), ``equivalent`` set where it is known now. Raises
+    :class:`ProbmutError` (one line) for an illegal mutation."""
+    return [_checked(bound, spec, data, config, healthy)
+            for bound in bind(mutation, healthy, data.task, spec.layers)]
+
+
+def _checked(mutation, spec, data, config, healthy) -> Mutation:
+    from probmut.train import models
+
+    operator, params, label = mutation.operator, mutation.params, mutation.label
+    if data.task == "classification":
+        _check_classes(label, params, data.n_classes)
+    if operator.needs_validation and data.validation is None:
+        raise ProbmutError(f"{label}: needs a validation set; give --validation-split "
+                           "SHARE (for the healthy population too)")
+    problem = operator.requires and operator.requires(config, params)
+    if problem:
+        raise ProbmutError(f"{label}: {problem}")
+    equivalent = ""
     sample = take(data.x_train, np.arange(min(16, n_rows(data.x_train))))
-    targets = data.y_train[: n_rows(sample)]
-    prepared = []
-    for mutation in mutations:
-        mutation = bind(mutation, healthy, data.task)
-        operator, params = mutation.operator, mutation.params
-        label = mutation.label
-        if data.task == "classification":
-            _check_classes(label, params, data.n_classes)
-        if operator.needs_validation and data.validation is None:
-            raise ProbmutError(f"{label}: needs a validation set; give --validation-split "
-                               "SHARE (for the healthy population too)")
-        equivalent = ""
-        if operator.level == "data":
-            x, y = operator.apply(data.x_train, data.y_train, data.n_classes, params,
-                                  np.random.default_rng(0), data.task)
-            if n_rows(x) == n_rows(data.x_train) and np.array_equal(y, data.y_train) and all(
-                    np.array_equal(a, b) for a, b in zip(
-                        x if isinstance(x, tuple) else (x,),
-                        data.x_train if isinstance(x, tuple) else (data.x_train,), strict=True)):
-                equivalent = "it leaves the training data unchanged"
-        elif operator.level == "training":
-            mutated = operator.apply(config, params)
-            try:
-                mutant = models.build_model(spec, data.dims, mutated)
-                loss = mutant.test_on_batch(models.keras_inputs(sample), TASKS[
-                    data.task].targets(targets, data.dims.n_outputs, mutated.loss))
-            except Exception as error:  # Keras reports illegal models in many types
-                raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
-                                   f"; layers: {models.layer_table(healthy)}") from None
-            if not _finite(loss):
-                raise ProbmutError(f"{label}: the mutant's loss on training data is not finite "
-                                   f"({loss}); layers: {models.layer_table(healthy)}")
-            if _settings(mutated) == _settings(config) and \
-                    _architecture(mutant) == _architecture(healthy):
-                equivalent = "the same settings and architecture as the healthy model"
-        else:
-            copy = models.build_model(spec, data.dims, config)
-            try:
-                outputs = models.predict(operator.apply(copy, params, np.random.default_rng(0)),
-                                         sample)
-            except Exception as error:
-                raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
-                                   f"; layers: {models.layer_table(healthy)}") from None
-            if not _finite(outputs):
-                raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
-                                   f"{models.layer_table(healthy)}")
-        if operator.by_design and operator.by_design[0] == "equivalent":
-            equivalent = f"by design: {operator.by_design[1]}"
-        prepared.append(dataclasses.replace(mutation, equivalent=equivalent))
-    return prepared
+    if operator.level == "data":
+        x, y = operator.apply(data.x_train, data.y_train, data.n_classes, params,
+                              np.random.default_rng(0), data.task)
+        check_training_set(label, x, y, data.task, "mutated training set")
+        equivalent = data_equivalence(x, y, data.x_train, data.y_train)
+    elif operator.level == "training":
+        mutated = operator.apply(config, params)
+        try:
+            mutant = models.build_model(spec, data.dims, mutated)
+            loss = mutant.test_on_batch(models.keras_inputs(sample), TASKS[data.task].targets(
+                data.y_train[: n_rows(sample)], data.dims.n_outputs, mutated.loss))
+        except Exception as error:  # Keras reports illegal models in many types
+            raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
+                               f"; layers: {models.layer_table(healthy)}") from None
+        if not _finite(loss):
+            raise ProbmutError(f"{label}: the mutant's loss on training data is not finite "
+                               f"({loss}); layers: {models.layer_table(healthy)}")
+        if _settings(mutated) == _settings(config) and \
+                _architecture(mutant) == _architecture(healthy):
+            equivalent = ("without early stopping the validation data never changes training"
+                          if mutated.validation != config.validation else
+                          "the same settings and architecture as the healthy model")
+    else:
+        copy = models.build_model(spec, data.dims, config)
+        try:
+            outputs = models.predict(operator.apply(copy, params, np.random.default_rng(0)),
+                                     sample)
+        except Exception as error:
+            raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
+                               f"; layers: {models.layer_table(healthy)}") from None
+        if not _finite(outputs):
+            raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
+                               f"{models.layer_table(healthy)}")
+    return dataclasses.replace(mutation, equivalent=equivalent)
+
+
+def prepare(mutations: list[Mutation], spec, data, config) -> list[Mutation]:
+    """Bind, check and mark every mutation for ``spec``'s model on ``data`` trained per
+    ``config``; returns the bound mutations (``equivalent`` set where it is known now)."""
+    healthy = healthy_model(spec, data, config)
+    return [bound for mutation in mutations
+            for bound in check(mutation, spec, data, config, healthy)]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.datasets import ModelDims, concat, n_rows
+from probmut.train.datasets import ModelDims, n_rows
 from probmut.train.tasks import TASKS
 
 
@@ -43,11 +43,13 @@ class TrainConfig:
     ``optimizer`` is a Keras optimizer name or its serialized config (from a user's
     compiled model); ``learning_rate`` None keeps the optimizer's own; ``clip`` is
     ``("value" | "norm", threshold)`` gradient clipping. ``patience`` turns on early
-    stopping on the validation loss; ``validation`` False trains on the validation set
-    too; ``full_batch`` makes one batch of the whole training set. ``layer_changes``
-    holds ``(layer index, attribute, value)`` applied to the built model's layer configs,
-    e.g. ``(1, "activation", "elu")``; ``structure`` holds ``("remove" | "add", layer
-    index)``: a layer removed, or a fresh copy of it added after it (Sequential models).
+    stopping on the validation loss; ``validation`` False gives training no validation
+    data (DeepCrime's ``validation_data=None``: never trained on, no early stopping);
+    ``full_batch`` makes one batch of the whole training set. ``layer_changes`` holds
+    ``(layer index, attribute, value)`` applied to the built model's layer configs, e.g.
+    ``(1, "activation", "elu")``; ``structure`` holds ``("remove", layer index, None)``
+    or ``("add", layer index, "batch_normalization" | activation name)``: a layer left
+    out, or a layer inserted after it (Sequential models).
     """
 
     epochs: int
@@ -56,7 +58,7 @@ class TrainConfig:
     learning_rate: float | None = None
     loss: str = "categorical_crossentropy"
     layer_changes: tuple[tuple[int, str, Any], ...] = ()
-    structure: tuple[tuple[str, int], ...] = ()
+    structure: tuple[tuple[str, int, str | None], ...] = ()
     clip: tuple[str, float] | None = None
     patience: int | None = None
     validation: bool = True
@@ -68,10 +70,15 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model builder, its training settings and task, and ``layers``: the layer each
+    operator targets by default in the subject's published configuration (DeepCrime's
+    and PMT's ``layer_udp`` / ``current_index``, as indices into ``model.layers``)."""
+
     build: Callable[[ModelDims], Any]
     config: TrainConfig
     description: str
     task: str = "classification"
+    layers: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _digits_cnn(dims):
@@ -164,14 +171,17 @@ MODELS = {
     "deepcrime_mnist": ModelSpec(_deepcrime_mnist, TrainConfig(epochs=12, batch_size=128,
                                                                optimizer="adadelta",
                                                                learning_rate=1.0),
-                                 "DeepCrime's MNIST convnet (2 conv, max pool, dropout, dense 128)"),
+                                 "DeepCrime's MNIST convnet (2 conv, max pool, dropout, dense 128)",
+                                 layers={"change_activation_function": 5}),
     "mlp": ModelSpec(_mlp, TrainConfig(epochs=10, batch_size=32, optimizer="adam",
                                        learning_rate=1e-3),
                      "MLP (dense 128, dropout 0.2)"),
     "gaze_lenet": ModelSpec(_gaze_lenet, TrainConfig(epochs=50, batch_size=128, optimizer="sgd",
                                                      learning_rate=0.01, loss="angular_error"),
                             "DeepCrime's UnityEyes LeNet: eye image + head pose -> gaze angles",
-                            task="regression"),
+                            task="regression",
+                            layers={"change_activation_function": 3,
+                                    "add_activation_function": 9}),
     "recommender": ModelSpec(_recommender, TrainConfig(epochs=5, batch_size=64, optimizer="adam",
                                                        learning_rate=1e-3,
                                                        loss="binary_crossentropy"),
@@ -209,24 +219,41 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     if ":" not in name:
         raise ProbmutError(f"unknown model {name!r}; use one of {', '.join(MODELS)} or "
                            "module:function (a function (input_shape, n_classes) -> keras.Model)")
+    import keras
+
+    from probmut.io.records import one_line
+
     module_name, _, function_name = name.partition(":")
+    wanted = "a function (input_shape, n_classes) -> keras.Model"
     try:
         function = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError) as error:
+    except Exception as error:  # noqa: BLE001 - whatever the user's module raises on import
         raise ProbmutError(f"--model {name}: cannot import {function_name} from "
-                           f"{module_name} ({error}); the module must be importable "
+                           f"{module_name} ({one_line(error)}); the module must be importable "
                            "(on every worker, for --backend ray)") from None
+    if not callable(function):
+        raise ProbmutError(f"--model {name}: {function_name} is of type "
+                           f"{type(function).__name__}, not {wanted}")
 
     def build(dims):
         return function(tuple(dims.input_shape), dims.n_outputs)
 
-    model = build(dims)
+    try:
+        model = build(dims)
+    except Exception as error:  # noqa: BLE001 - the user's function, called as every instance will
+        raise ProbmutError(f"--model {name}: {function_name}({tuple(dims.input_shape)}, "
+                           f"{dims.n_outputs}) failed ({one_line(error)}); it must be "
+                           f"{wanted}") from None
+    if not isinstance(model, keras.Model):
+        raise ProbmutError(f"--model {name}: {function_name} returned an object of type "
+                           f"{type(model).__name__}, not a keras.Model; it must be {wanted}")
     config = TrainConfig(epochs=10, batch_size=32)
     if getattr(model, "optimizer", None) is not None:  # compiled: keep the user's choices
-        import keras
-
-        config = config.replace(optimizer=keras.optimizers.serialize(model.optimizer),
-                                loss=model.loss if isinstance(model.loss, str) else config.loss)
+        optimizer = keras.optimizers.serialize(model.optimizer)
+        clips = [(kind, optimizer["config"].get("clip" + kind)) for kind in ("value", "norm")]
+        config = config.replace(optimizer=optimizer,
+                                loss=model.loss if isinstance(model.loss, str) else config.loss,
+                                clip=next(((k, v) for k, v in clips if v is not None), None))
     return ModelSpec(build, config, f"user model {name}")
 
 
@@ -265,12 +292,10 @@ def _rebuilt(model, config: TrainConfig):
     for index, attribute, value in config.layer_changes:
         changes.setdefault(index, {})[attribute] = value
 
-    def fresh(index, layer, suffix=""):
+    def fresh(index, layer):
         layer_config = {**layer.get_config(), **{
             attribute: regulariser(value) if attribute == "kernel_regularizer" else value
             for attribute, value in changes.get(index, {}).items()}}
-        if suffix:
-            layer_config["name"] = layer.name + suffix
         return type(layer).from_config(layer_config)
 
     if not config.structure:
@@ -279,15 +304,24 @@ def _rebuilt(model, config: TrainConfig):
             model, clone_function=lambda layer: fresh(position[id(layer)], layer))
     if not isinstance(model, keras.Sequential):
         raise ProbmutError("removing or adding layers needs a Sequential model")
-    removed = {i for kind, i in config.structure if kind == "remove"}
-    added = {i for kind, i in config.structure if kind == "add"}
+    removed = {i for kind, i, _ in config.structure if kind == "remove"}
+    added = {i: what for kind, i, what in config.structure if kind == "add"}
     layers = [keras.Input(model.inputs[0].shape[1:], dtype=model.inputs[0].dtype)]
     for index, layer in enumerate(model.layers):
         if index not in removed:
             layers.append(fresh(index, layer))
         if index in added:
-            layers.append(fresh(index, layer, "_added"))
+            layers.append(inserted_layer(added[index], layer.name + "_added"))
     return keras.Sequential(layers, name=model.name)
+
+
+def inserted_layer(what: str, name: str):
+    """The layer ``add_layer`` inserts: a BatchNormalization, or an Activation layer."""
+    import keras
+
+    if what == "batch_normalization":
+        return keras.layers.BatchNormalization(name=name)
+    return keras.layers.Activation(what, name=name)
 
 
 def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig):
@@ -367,14 +401,14 @@ def fit(model, x, y, dims: ModelDims, task: str, config: TrainConfig, validation
         deadline: float | None = None) -> FitReport:
     """Train ``model`` on ``(x, y)``. ``validation`` is the dataset's ``(x_val, y_val)``
     or None: passed to Keras as validation data (early stopping with
-    ``config.patience``), or trained on when ``config.validation`` is False. Training
-    stops at a NaN/infinite loss, or at the first batch end past ``deadline`` (a
+    ``config.patience``), unless ``config.validation`` is False. Training stops at a
+    NaN/infinite loss, or at the first batch end past ``deadline`` (a
     ``time.monotonic()`` value)."""
     import keras
 
     targets = TASKS[task].targets
-    if validation is not None and not config.validation:
-        x, y, validation = concat(x, validation[0]), np.concatenate([y, validation[1]]), None
+    if not config.validation:
+        validation = None
     watch = _watch_class()(deadline)
     callbacks = [watch]
     if config.patience is not None and validation is not None:

@@ -23,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -42,10 +44,16 @@ from probmut.io.atomic import (
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
-from probmut.io.populations import write_instances
+from probmut.io.populations import IncompleteRunWarning, write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
 from probmut.train.backends import InstanceTimeout
-from probmut.train.flags import Flags
+from probmut.train.flags import (
+    DIFFERENT,
+    SAME_TEST_PREDICTIONS,
+    Flags,
+    error_rates,
+    quality_control,
+)
 from probmut.train.flags import population_flags as flags_of
 from probmut.train.instance import (
     HEALTHY,
@@ -86,7 +94,7 @@ def _save_record(out: Path, result: InstanceResult) -> None:
     if result.model_bytes is not None:  # before the record: a record means "done"
         atomic_write_bytes(model_path(out, result.population, result.instance),
                            result.model_bytes)
-    equivalent = {} if result.equivalent is None else {"equivalent": np.bool_(result.equivalent)}
+    match = {} if result.match is None else {"match": np.array(result.match)}
     write_checked(_record_path(out, result.population, result.instance),
                   _record_key(result.population, result.instance),
                   accuracy=np.float64(result.accuracy), seed=np.int64(result.seed),
@@ -96,7 +104,7 @@ def _save_record(out: Path, result: InstanceResult) -> None:
                   loss_history=np.array(result.loss_history, dtype=np.float64),
                   initial_loss=np.float64(result.initial_loss),
                   constant=np.int8(-1 if result.constant is None else int(result.constant)),
-                  **equivalent)
+                  **match)
     if result.weights is not None:
         write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
                       **{f"arr_{k}": w for k, w in enumerate(result.weights)})
@@ -104,9 +112,12 @@ def _save_record(out: Path, result: InstanceResult) -> None:
 
 def _load_record(out: Path, population: str, instance: int):
     """A finished instance's record, its outcomes (empty when it was not scored) and,
-    for a model-level mutant, whether it is equivalent to its healthy instance (else
-    None); or None if the record is missing or damaged (warned). Records from before
-    symptoms were recorded read as ``ok`` with unknown symptoms."""
+    for a derived model-level mutant, how closely it matches its healthy instance
+    (:data:`probmut.train.flags.MATCHES`; else None); or None if the record is missing or
+    damaged (warned). Records from before symptoms were recorded read as ``ok`` with
+    unknown symptoms; records from before the training inputs were compared hold only
+    whether the test predictions matched (read as the test predictions only, or
+    different)."""
     path = _record_path(out, population, instance)
     if not path.exists():
         return None
@@ -136,7 +147,16 @@ def _load_record(out: Path, population: str, instance: int):
         constant=None if constant < 0 else bool(constant),
         error=str(record.get("error", ""))), \
         np.unpackbits(record["correct"], count=n_inputs).astype(bool), \
-        bool(record["equivalent"]) if "equivalent" in record else None
+        _match(record)
+
+
+def _match(record) -> str | None:
+    """The record's match with its healthy instance (see :func:`_load_record`)."""
+    if "match" in record:
+        return str(record["match"])
+    if "equivalent" in record:  # written before the training inputs were compared
+        return SAME_TEST_PREDICTIONS if bool(record["equivalent"]) else DIFFERENT
+    return None
 
 
 def _failure(task: Task, error: BaseException, seconds: float) -> InstanceResult:
@@ -302,25 +322,63 @@ def population_flags(out: Path, population: str, instances: int, dataset,
     """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
     # crashed and timed-out instances were never scored: not counted either way
     path = out / f"{population}.outcomes.npz"
-    _, correct, labels = load_outcomes(path, keep_failed=True)
+    with warnings.catch_warnings():  # an interrupted run is short here: the analyses say so
+        warnings.simplefilter("ignore", IncompleteRunWarning)
+        _, correct, labels = load_outcomes(path, keep_failed=True)
     correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
                                dtype=bool)]
-    records = []
+    matches = []
     for instance in range(instances):
         loaded = _load_record(out, population, instance)
         if loaded is not None:
-            records.append(loaded[2])
+            matches.append(loaded[2])
     task = TASKS[dataset.task]
     return flags_of(correct, labels, task.chance(dataset.y_train, dataset.y_test), dataset.task,
                     equivalent_before=mutation.equivalent if mutation else "",
-                    equivalent_instances=records)
+                    matches=matches, training_inputs=len(dataset.y_train))
+
+
+def _usable_outcomes(out: Path, population: str) -> tuple[np.ndarray, np.ndarray]:
+    """Ids and outcome rows of the instances the analyses use (not failed)."""
+    path = out / f"{population}.outcomes.npz"
+    ids, correct, _ = load_outcomes(path, keep_failed=True)
+    usable = np.array([not r.failed for r in load_outcome_records(path)], dtype=bool)
+    return ids[usable], correct[usable]
+
+
+def removed_by_quality_control(out: Path, mutations: list[Mutation], maximum: float,
+                               counts: dict[str, int]) -> dict[str, str]:
+    """DeepMutation's quality control on the assembled populations: mutant population
+    stem -> why it is removed, for those whose mean error rate on the passed tests
+    (:func:`probmut.train.flags.error_rates`; model-level against the healthy instance
+    each derives from) exceeds ``maximum``."""
+    healthy_ids, healthy = _usable_outcomes(out, HEALTHY) if counts.get(HEALTHY) else ((), ())
+    if not len(healthy):  # no original: nothing to measure against
+        return {}
+    removed = {}
+    for mutation in mutations:
+        if not counts.get(mutation.stem):
+            continue
+        ids, correct = _usable_outcomes(out, mutation.stem)
+        if mutation.operator.paired:  # each against the healthy instance it derives from
+            originals = dict(zip(healthy_ids.tolist(), healthy, strict=True))
+            pairs = [(originals[i], row) for i, row in zip(ids.tolist(), correct, strict=True)
+                     if i in originals]
+            rates = error_rates(np.array([h for h, _ in pairs]), np.array([m for _, m in pairs]),
+                                True) if pairs else np.empty(0)
+        else:
+            rates = error_rates(healthy, correct, False)
+        if reason := quality_control(rates, maximum):
+            removed[mutation.stem] = reason
+    return removed
 
 
 @dataclass
 class RunReport:
     """What a run did: instances trained now, found already done, the ones that failed
-    now (crashed or timed out) or diverged, as ``population instance i: why``, and each
-    population's instances on disk and flags."""
+    now (crashed or timed out) or diverged, as ``population instance i: why``, each
+    population's instances on disk and flags, and the mutant populations DeepMutation's
+    quality control removed, with why."""
 
     trained: int = 0
     resumed: int = 0
@@ -330,6 +388,7 @@ class RunReport:
     counts: dict[str, int] = field(default_factory=dict)  # population -> instances on disk
     flags: dict[str, Flags] = field(default_factory=dict)
     trained_per_population: dict[str, int] = field(default_factory=dict)
+    removed: dict[str, str] = field(default_factory=dict)
 
 
 def instance_targets(instances, populations: dict) -> dict[str, int]:
@@ -357,7 +416,7 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     out: Path, backend, dataset, *, name: str, deepcrime: bool = False,
                     progress: bool = True, save_models: bool = False,
                     timeout: float | None = None, retry_failed: bool = False,
-                    note_resumed: bool = True) -> RunReport:
+                    note_resumed: bool = True, max_error_rate: float | None = None) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
 
@@ -368,15 +427,22 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     keeps each instance's model (``models/{population}/{id}.keras``; an instance done
     without one is trained again to get it); ``timeout`` stops an instance's training
     after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
-    trains crashed and timed-out instances again.
-    ``note_resumed``: say on stderr how many instances were already done.
+    trains crashed and timed-out instances again; ``max_error_rate`` applies
+    DeepMutation's quality control (:func:`removed_by_quality_control`): a removed mutant
+    keeps its files and is left out of the manifest's magnitudes (listed in its
+    ``removed`` table). ``note_resumed``: say on stderr how many instances were already
+    done.
     """
     out = Path(out)
     if timeout is not None and settings.stack > 1:
         raise ProbmutError("a time limit applies to one instance at a time; it cannot be "
                            "combined with stacked training", option="timeout")
+    if max_error_rate is not None and not 0 <= max_error_rate < 1:
+        raise ProbmutError(f"the maximum error rate is a share in [0, 1), got {max_error_rate}",
+                           option="max_error_rate")
     options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
-                   timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed)
+                   timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed,
+                   max_error_rate=max_error_rate)
     try:
         with exclusive(out / ".work", "lock"):
             return _run_populations(settings, mutations, instances, out, backend, dataset,
@@ -384,6 +450,36 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     except LockedError as error:
         raise ProbmutError(f"{out}: another probmut train is writing to this directory "
                            f"({error}); wait for it to finish or give another --out") from None
+
+
+class _Interrupts:
+    """Ctrl-C stops a run even when TensorFlow swallows it: a KeyboardInterrupt raised
+    inside a finalizer (TensorFlow runs many) is only printed as "Exception ignored", so
+    SIGINT is also remembered (``requested``, which the run checks after each unit), and
+    such a swallowed KeyboardInterrupt is not printed. Only in the main thread, and only
+    over Python's own SIGINT handler; :meth:`restore` puts back what was there."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handler), sys.unraisablehook
+            sys.unraisablehook = self._unraisable
+
+    def _handler(self, signum, frame):
+        self.requested = True
+        raise KeyboardInterrupt
+
+    def _unraisable(self, info):
+        if not issubclass(info.exc_type, KeyboardInterrupt):
+            self._previous[1](info)
+
+    def restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous[0])
+            sys.unraisablehook = self._previous[1]
+            self._previous = None
 
 
 def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
@@ -399,7 +495,8 @@ def _needs_training(out: Path, task: Task, retry_failed: bool) -> bool:
 
 
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
-                     progress, save_models, timeout, retry_failed, note_resumed) -> RunReport:
+                     progress, save_models, timeout, retry_failed, note_resumed,
+                     max_error_rate) -> RunReport:
     from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
@@ -425,11 +522,14 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys))
     left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
             for stem in populations}
+    # the targets first: a run stopped at any moment from here on is known as unfinished
+    _write_manifest(out, name, settings, mutations, targets, provenance)
     bar = progress_bar(len(todo_keys), f"train {name}", enabled=progress, unit="instance")
     if report.resumed and note_resumed:
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
+    interrupts = _Interrupts()
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
@@ -463,7 +563,10 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 bar.set_postfix(done=report.trained, failed=len(report.failures),
                                 left=bar.total - bar.n - len(tasks), refresh=False)
                 bar.update(len(tasks))
+                if interrupts.requested:
+                    raise KeyboardInterrupt
     finally:
+        interrupts.restore()
         bar.close()
         report.seconds = time.perf_counter() - start
         for stem in populations:
@@ -472,14 +575,30 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         report.counts = {stem: report.counts[stem] for stem in populations}
         report.flags = {stem: population_flags(out, stem, targets[stem], dataset, m)
                         for stem, m in populations.items() if report.counts[stem]}
-        cfg = settings.config
-        add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
-                        f"{settings.model} on {settings.dataset}, {max(targets.values())} "
-                        "instances, "
-                        f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
-                        "(probmut train)",
-                        [(m.operator.name, m.magnitude, m.operator.paired,
-                          list(report.flags[m.stem].flags) if m.stem in report.flags else [])
-                         for m in mutations],
-                        data=provenance)
+        if max_error_rate is not None:
+            report.removed = removed_by_quality_control(out, mutations, max_error_rate,
+                                                        report.counts)
+        _write_manifest(out, name, settings, mutations, targets, provenance, report.flags,
+                        report.removed)
     return report
+
+
+def _write_manifest(out: Path, name: str, settings: RunSettings, mutations, targets: dict,
+                    provenance: dict, flags: dict[str, Flags] | None = None,
+                    removed: dict[str, str] | None = None) -> None:
+    """Add the run's populations to ``OUT/manifest.toml`` with their targets (instances
+    per population) and, once assembled, what the run found: their ``flags`` (population
+    stem -> Flags, with why a population is a survivor) and the reasons the quality
+    control ``removed`` some (stem -> reason)."""
+    cfg = settings.config
+    none = Flags()
+    found = lambda m: [] if flags is None else [  # noqa: E731
+        list(flags.get(m.stem, none).flags), flags.get(m.stem, none).survivor,
+        (removed or {}).get(m.stem, "")]
+    add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
+                    f"{settings.model} on {settings.dataset}, {max(targets.values())} instances, "
+                    f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
+                    "(probmut train)",
+                    [(m.operator.name, m.magnitude, m.operator.paired, *found(m))
+                     for m in mutations],
+                    data=provenance, targets={f"{stem}.csv": n for stem, n in targets.items()})

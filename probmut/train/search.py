@@ -205,7 +205,8 @@ class SearchResult(Result):
             lines.append(f"bracket: not killed at {text(not_killed)}, killed at {text(killed)} "
                          f"(width {abs(killed - not_killed):g}); smallest killed magnitude "
                          f"found: {text(killed)}")
-        lines.append(f"trained {self.trained} magnitudes (at most "
+        lines.append(f"trained {self.trained} magnitude{'' if self.trained == 1 else 's'} "
+                     "(at most "
                      f"{max_trained(self.weak, self.strong, self.resolution)} = ceil(log2(range /"
                      " resolution)) + 2)")
         return "\n".join(lines)
@@ -279,8 +280,12 @@ def run_search(settings, text: str, resolution: float, instances: int, out, back
 
     def decide(value):
         magnitude = magnitude_text(value, integer)
-        mutation = prepare(parse_mutations(f"{operator}:{magnitude}"), spec, dataset,
-                           settings.config)[0]
+        try:
+            mutation = prepare(parse_mutations(f"{operator}:{magnitude}"), spec, dataset,
+                               settings.config)[0]
+        except ProbmutError as error:  # e.g. a magnitude that leaves no training data
+            raise ProbmutError(f"{error} (magnitude {magnitude} of the search {text}: narrow "
+                               "its range)", option="search") from None
         report = run_populations(settings, [mutation], instances, out, backend, dataset,
                                  name=name, **run_options)
         trained = report.trained_per_population.get(mutation.stem, 0) > 0

@@ -105,6 +105,8 @@ def _layer_problem(layer) -> str | None:
     if getattr(layer, "compute_dtype", "float32") != "float32":
         return f"layer {layer.name} computes in {layer.compute_dtype}"
     if kind == "Dropout":
+        if layer.rate >= 1:  # its inverted-dropout scale 1 / (1 - rate) is infinite
+            return f"{layer.name} drops every input (rate {layer.rate:g})"
         return None if layer.noise_shape is None else f"{layer.name} has a noise_shape"
     if kind not in ("Dense", "Conv2D"):
         return f"layer {layer.name} ({kind}) cannot be stacked"
@@ -176,8 +178,6 @@ def stack_problem(model, config: models.TrainConfig) -> str | None:
         problem = _optimizer_problem(models.make_optimizer(config))
     if problem is None and config.patience is not None:
         problem = "early stopping needs Keras' per-epoch validation"
-    if problem is None and not config.validation:
-        problem = "it trains on the validation set too"
     return problem or _loss_problem(config.loss)
 
 

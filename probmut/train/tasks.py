@@ -99,16 +99,24 @@ TASKS = {task.name: task for task in [
 
 
 def strata(y: np.ndarray, task: str) -> np.ndarray:
-    """Groups that splits and data operators treat as "classes": the labels of a
-    classifier; for continuous targets, DeepCrime's label buckets centred on the mean
-    (each target column below mean - sd, within, above mean + sd: 3 or 9 buckets).
+    """Groups that splits and data operators treat as "classes", as DeepCrime groups its
+    subjects: the labels of a classifier; the recommender's distinct ratings (DeepCrime
+    configures its MovieLens subject as a classifier whose classes are the ratings); for
+    regression DeepCrime's label buckets, below -sd, within, above +sd around 0 for each
+    target column (one column: ``[-sd, sd]`` is the middle; two: ``[-sd, sd)``), 3 or 9
+    buckets numbered first column first.
 
     >>> strata(np.array([0.0, 0.5, 0.5, 0.5, 1.0]), "recommendation").tolist()
     [0, 1, 1, 1, 2]
+    >>> strata(np.array([[-2.0, 0.0], [0.0, 0.0], [0.0, 2.0], [2.0, -2.0]]), "regression").tolist()
+    [1, 4, 5, 6]
     """
     if task == "classification":
         return y
+    if task == "recommendation":
+        return np.unique(y, return_inverse=True)[1]
     columns = y.reshape(len(y), -1)
-    mean, sd = columns.mean(axis=0), columns.std(axis=0)
-    buckets = (columns >= mean - sd).astype(int) + (columns > mean + sd)
-    return buckets @ (3 ** np.arange(columns.shape[1]))
+    sd = columns.std(axis=0)
+    upper = columns > sd if columns.shape[1] == 1 else columns >= sd
+    buckets = (columns >= -sd).astype(int) + upper
+    return buckets @ (3 ** np.arange(columns.shape[1])[::-1])

@@ -1,0 +1,887 @@
+"""A mutation-testing campaign in one answer: every mutant of one model, how sure each
+kill decision is, the campaign's mutation score with its uncertainty, and per operator
+the smallest killed magnitude (what ``probmut report`` shows; :mod:`probmut.report`
+renders it as one HTML page).
+
+**Mutation score.** Each mutant m has a kill probability pi_m: the chance that one
+k-vs-k kill test (DeepCrime's by default) on random instances kills it, with its bagged
+posterior (METHOD.md section 3: B resample posteriors ``Beta(s_mb + 1, N - s_mb + 1)``,
+equally weighted). The mutation score is the share of the mutants that such a test
+kills, in expectation::
+
+    score = (1 / M) * sum over m of pi_m
+
+over the M mutants that are analysed and not flagged (flagged ones, equivalent or
+broken, are listed and left out; survivors stay in). Its posterior comes from joint
+draws of the pi_m (:func:`posterior_draws`): a draw picks one bootstrap resample b and
+draws every pi_m from its b-th resample posterior. All mutants of a model are analysed
+with the same seed, so resample b holds the same healthy resample for each of them
+(common random numbers): a draw keeps the correlation the shared healthy population
+gives their kill probabilities. ``mean`` is the posterior mean, computed exactly (the
+average of the mixtures' means: with the default moment-matched Beta fit, the average of
+the posterior means the tables show); ``ci_low, ci_high`` the equal-tailed 95% interval
+of the draws. Beside it, ``decided``: the plain share of the same mutants decided killed
+(ratio above the threshold, METHOD.md section 4).
+
+**Smallest killed magnitude.** For an operator whose magnitudes are numbers (or
+``A_B`` pairs of numbers of which one varies, as weights_fuzzing's ``0.05_1``), the
+posterior means of the kill probability against the magnitude are fitted by isotonic
+(monotone) regression, weighted by the posteriors' precisions, increasing or decreasing
+as the means' rank correlation with the magnitude says (increasing on a tie). The
+smallest killed magnitude is where the fit reaches ``level`` (1/2: a k-vs-k test kills
+more often than not; for a posterior symmetric around 1/2 the Hellinger ratio is exactly
+1, so this matches the decision rule), by linear interpolation between the tested
+magnitudes; a decreasing fit gives the largest killed magnitude instead. Its 95%
+interval repeats the fit, unweighted, on joint posterior draws of the kill
+probabilities (as for the score) and takes the equal-tailed interval of the crossing
+magnitudes. A crossing below the smallest tested magnitude (killed at every one) or
+above the largest (killed at none) is reported as such (``None`` in the numbers, with
+its share of the draws).
+
+**Verdicts.** Each mutant also gets the verdict of :func:`probmut.recommend.recommend`
+on its instances: ``killed``, ``not killed`` or ``not settled`` (the decision a
+population of 200 fresh instances per side would reach, predicted with probability at
+least 0.95, the uncertainty of the instances at hand included). The summary counts
+these verdicts; the plain decision of every mutant is in its row.
+
+**Completeness.** A population holding fewer instances than its run's target is short,
+and the campaign is then unfinished, never reported as complete. The targets are the
+manifest's ``targets`` table, which ``probmut train`` records before it trains anything
+(and again at every round of ``--until-settled``, where mutants stop at different sizes):
+the same targets every reader checks (:func:`probmut.io.populations.check_complete`). A
+manifest without targets (the bundled data, one written by hand) cannot say whether a
+population is short: its completeness is unknown, and the summary says so.
+
+Examples
+--------
+>>> from probmut.posterior import PosteriorSettings, study_from_kill_counts
+>>> study = study_from_kill_counts(np.full(50, 5), [np.full(50, 90), np.full(50, 10)],
+...                                ["healthy", "a", "b"], PosteriorSettings(bootstraps=50))
+>>> score = mutation_score(study.populations[1:], seed=1)
+>>> round(score.mean, 4), score.decided      # (91/102 + 11/102) / 2; one of two decided killed
+(0.5, 0.5)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.results import Result, plain
+
+#: Joint posterior draws behind the score's and the smallest killed magnitude's intervals.
+DRAWS = 20_000
+#: Kill probability at which a magnitude counts as killed on the fitted curve.
+LEVEL = 0.5
+#: What each mutant's summary outcome can be, in the order of the summary's counts.
+OUTCOMES = ("killed", "not killed", "not settled", "flagged", "not analysed")
+
+
+# --- posterior draws and the mutation score -------------------------------------------------
+
+def _stream(seed, role: int, name: str = "") -> np.random.Generator:
+    """An independent random stream per computation (role) and item (name), from the seed:
+    a mutation's numbers do not depend on which other mutations are in the campaign."""
+    from probmut.engine import seed_sequence
+
+    root = seed_sequence(seed)
+    return np.random.default_rng(np.random.SeedSequence(
+        root.entropy, spawn_key=(*root.spawn_key, role, zlib.crc32(name.encode()))))
+
+
+def posterior_draws(posteriors, draws: int = DRAWS, seed=None) -> np.ndarray:
+    """Joint draws of the kill probabilities of several populations from their bagged
+    posteriors: each draw picks one bootstrap resample b (the same for all) and draws each
+    pi_m from ``Beta(s_mb + 1, N - s_mb + 1)``. Returns a (draws, populations) array.
+
+    ``posteriors``: :class:`~probmut.posterior.PopulationPosterior` objects with the same
+    numbers of resamples and trials.
+
+    >>> from probmut.posterior import PosteriorSettings, summarize
+    >>> rows = [summarize(n, np.full(20, c), PosteriorSettings(bootstraps=20))
+    ...         for n, c in (("a", 10), ("b", 90))]
+    >>> posterior_draws(rows, 1000, seed=0).mean(axis=0).round(1).tolist()
+    [0.1, 0.9]
+    """
+    posteriors = list(posteriors)
+    if not posteriors:
+        raise ProbmutError("no populations to draw from")
+    shapes = {(p.kill_counts.size, p.trials) for p in posteriors}
+    if len(shapes) > 1:
+        raise ProbmutError("joint draws need the same numbers of bootstrap resamples and "
+                           f"trials for every population, got {sorted(shapes)}")
+    (bootstraps, trials), = shapes
+    counts = np.stack([p.kill_counts for p in posteriors])
+    rng = seed if isinstance(seed, np.random.Generator) else _stream(seed, 0)
+    chosen = counts[:, rng.integers(0, bootstraps, draws)].T
+    return rng.beta(chosen + 1.0, trials - chosen + 1.0)
+
+
+def _equal_tailed(values, mass: float):
+    tail = (1 - mass) / 2
+    return (float(np.quantile(values, tail, method="inverted_cdf")),
+            float(np.quantile(values, 1 - tail, method="inverted_cdf")))
+
+
+@dataclass(frozen=True)
+class MutationScore(Result):
+    """The mutation score with its uncertainty (see the module notes): ``mean`` and the
+    ``mass`` interval ``[ci_low, ci_high]`` of the expected share of ``mutants`` that a
+    k-vs-k test kills; ``decided`` the share decided killed (``killed`` of them)."""
+
+    mean: float
+    ci_low: float
+    ci_high: float
+    decided: float
+    mutants: int
+    killed: int
+    draws: int = DRAWS
+    mass: float = 0.95
+
+    def to_dict(self) -> dict:
+        return {"mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "decided": self.decided, "mutants": self.mutants, "killed": self.killed,
+                "draws": self.draws, "mass": self.mass}
+
+    def __str__(self) -> str:
+        return (f"mutation score {self.mean:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}] "
+                f"({self.mass:.0%} interval of the expected share of {self.mutants} mutants a "
+                f"kill test kills); decided killed: {self.killed} of {self.mutants} "
+                f"({self.decided:.3f})")
+
+
+def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
+                   seed=None) -> MutationScore:
+    """The mutation score of the mutants whose bagged posteriors are given (module notes).
+
+    Parameters
+    ----------
+    posteriors : :class:`~probmut.posterior.PopulationPosterior` of each mutant in the
+        score (leave flagged mutants out; keep survivors).
+    draws : joint posterior draws for the interval.
+    mass : the interval's probability mass.
+    seed : same seed, same interval.
+    """
+    posteriors = list(posteriors)
+    if not posteriors:
+        raise ProbmutError("the mutation score needs at least one analysed mutant")
+    trials = posteriors[0].trials
+    exact = np.mean([(p.kill_counts.mean() + 1) / (trials + 2) for p in posteriors])
+    low, high = _equal_tailed(posterior_draws(posteriors, draws, seed).mean(axis=1), mass)
+    killed = sum(p.killed for p in posteriors)
+    return MutationScore(float(exact), low, high, killed / len(posteriors), len(posteriors),
+                         killed, draws, mass)
+
+
+# --- the kill probability against the magnitude -----------------------------------------------
+
+def magnitude_values(magnitudes) -> tuple[np.ndarray | None, str]:
+    """Numbers to order magnitudes by, and the axis they make: the magnitudes themselves
+    when they are numbers; for pairs ``A_B`` (weights_fuzzing's ``0.05_1``) the one part
+    that varies; else None (categories: an activation, an optimiser). A ``@TARGET``
+    suffix is ignored when every magnitude has the same one.
+
+    >>> magnitude_values(["3.1", "9.29", "30.93"])
+    (array([ 3.1 ,  9.29, 30.93]), 'magnitude')
+    >>> magnitude_values(["0.05_0.1", "0.05_1", "0.05_2"])
+    (array([0.1, 1. , 2. ]), 'magnitude 0.05_x')
+    >>> magnitude_values(["elu", "tanh"])
+    (None, 'categories')
+    """
+    texts = [str(m) for m in magnitudes]
+    if len({t.partition("@")[2] for t in texts}) == 1:
+        texts = [t.partition("@")[0] for t in texts]
+    try:
+        parts = np.array([[float(p) for p in t.split("_")] for t in texts])
+    except ValueError:  # a word, or pairs of different lengths
+        return None, "categories"
+    if not np.all(np.isfinite(parts)):
+        return None, "categories"
+    varying = [j for j in range(parts.shape[1]) if np.unique(parts[:, j]).size > 1]
+    if parts.shape[1] == 1:
+        return parts[:, 0], "magnitude"
+    if len(varying) != 1:
+        return None, "categories"
+    shown = texts[0].split("_")
+    shown[varying[0]] = "x"
+    return parts[:, varying[0]], f"magnitude {'_'.join(shown)}"
+
+
+def isotonic(values, weights=None) -> np.ndarray:
+    """Increasing isotonic regression along the last axis (weighted least squares), by
+    the max-min formula ``fit_i = max over j <= i of min over k >= i of mean(y[j..k])``
+    (Barlow et al. 1972), for many rows at once.
+
+    >>> isotonic([1.0, 3.0, 2.0, 4.0]).tolist()
+    [1.0, 2.5, 2.5, 4.0]
+    >>> from scipy.optimize import isotonic_regression
+    >>> y, w = np.array([0.3, 0.1, 0.6, 0.5, 0.9]), np.array([1.0, 4.0, 1.0, 2.0, 1.0])
+    >>> bool(np.allclose(isotonic(y, w), isotonic_regression(y, weights=w).x))
+    True
+    """
+    y = np.asarray(values, dtype=np.float64)
+    w = np.ones_like(y) if weights is None else np.broadcast_to(
+        np.asarray(weights, dtype=np.float64), y.shape)
+    zero = np.zeros(y.shape[:-1] + (1,))
+    sum_w = np.concatenate([zero, np.cumsum(w, axis=-1)], axis=-1)
+    sum_wy = np.concatenate([zero, np.cumsum(w * y, axis=-1)], axis=-1)
+    size = y.shape[-1]
+    fit = np.empty_like(y)
+    for i in range(size):
+        # means[..., j, k] of the blocks y[j..k] with j <= i <= k
+        means = ((sum_wy[..., None, i + 1:] - sum_wy[..., :i + 1, None])
+                 / (sum_w[..., None, i + 1:] - sum_w[..., :i + 1, None]))
+        fit[..., i] = means.min(axis=-1).max(axis=-1)
+    return fit
+
+
+def crossing(x, fitted, level: float = LEVEL) -> np.ndarray:
+    """Where increasing fitted values reach ``level``, by linear interpolation between the
+    sorted magnitudes ``x``, for each row: ``-inf`` when already at the first magnitude,
+    ``inf`` when never.
+
+    >>> crossing([10.0, 20.0, 30.0], [[0.2, 0.4, 0.8], [0.6, 0.7, 0.9], [0.1, 0.2, 0.3]]).tolist()
+    [22.5, -inf, inf]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    fitted = np.atleast_2d(np.asarray(fitted, dtype=np.float64))
+    reached = fitted >= level
+    first = np.argmax(reached, axis=1)
+    result = np.full(fitted.shape[0], np.inf)
+    result[reached[:, 0]] = -np.inf
+    inside = reached.any(axis=1) & ~reached[:, 0]
+    rows, upper = np.flatnonzero(inside), first[inside]
+    low_y, high_y = fitted[rows, upper - 1], fitted[rows, upper]
+    result[rows] = x[upper - 1] + (level - low_y) / (high_y - low_y) * (x[upper] - x[upper - 1])
+    return result
+
+
+@dataclass(frozen=True)
+class KillCurve(Result):
+    """One operator's kill probability against its magnitudes, and where it reaches
+    ``level`` (see the module notes). Arrays run over ``magnitudes``, ordered by their
+    ``values`` (None for categories, which get no fit). ``threshold``,
+    ``threshold_low`` and ``threshold_high``: the crossing magnitude and its interval,
+    ``-inf`` below the smallest tested magnitude and ``inf`` above the largest (None
+    without a fit); ``p_every`` and ``p_none`` the shares of the draws killed at every
+    tested magnitude and at none. ``excluded``: flagged or unanalysed magnitudes, not
+    fitted."""
+
+    mutation: str
+    magnitudes: tuple[str, ...]
+    values: np.ndarray | None
+    axis: str
+    means: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    fitted: np.ndarray | None = None
+    direction: str | None = None
+    threshold: float | None = None
+    threshold_low: float | None = None
+    threshold_high: float | None = None
+    p_every: float | None = None
+    p_none: float | None = None
+    excluded: tuple[str, ...] = ()
+    baseline: float | None = None
+    level: float = LEVEL
+    mass: float = 0.95
+
+    index = "magnitude"
+
+    def _where(self, value: float) -> str:
+        if value == -math.inf:
+            return f"below {self.magnitudes[0]}"
+        if value == math.inf:
+            return f"above {self.magnitudes[-1]}"
+        return f"{value:.4g}"
+
+    def describe_threshold(self) -> str:
+        """The smallest (or largest) killed magnitude with its interval, in words."""
+        if not self.magnitudes:
+            return "no analysed, unflagged magnitude: no fit"
+        if self.values is None:
+            return "categorical magnitudes: no order, no smallest killed magnitude"
+        if self.threshold is None:
+            return "fewer than two analysed magnitudes: no fit"
+        side = "largest" if self.direction == "decreasing" else "smallest"
+        axis = "" if self.axis == "magnitude" else f" ({self.axis})"
+        return (f"{side} killed magnitude{axis}: {self._where(self.threshold)}, "
+                f"{self.mass:.0%} interval [{self._where(self.threshold_low)}, "
+                f"{self._where(self.threshold_high)}]; killed at every tested magnitude in "
+                f"{self.p_every:.0%} of the draws, at none in {self.p_none:.0%}")
+
+    def rows(self) -> list[dict]:
+        fitted = [None] * len(self.magnitudes) if self.fitted is None else self.fitted
+        return [{"magnitude": m, "value": None if self.values is None else self.values[i],
+                 "mean": self.means[i], "ci_low": self.ci_low[i], "ci_high": self.ci_high[i],
+                 "fitted": fitted[i]} for i, m in enumerate(self.magnitudes)]
+
+    def to_dict(self) -> dict:
+        return plain({"mutation": self.mutation, "axis": self.axis,
+                      "direction": self.direction, "level": self.level,
+                      "threshold": {"estimate": _number(self.threshold),
+                                    "ci_low": _number(self.threshold_low),
+                                    "ci_high": _number(self.threshold_high),
+                                    "killed_at_every_magnitude": self.p_every,
+                                    "killed_at_none": self.p_none,
+                                    "text": self.describe_threshold()},
+                      "magnitudes": self.rows(), "excluded": list(self.excluded),
+                      "baseline": self.baseline})
+
+    def __str__(self) -> str:
+        return f"{self.mutation}: {self.describe_threshold()}"
+
+
+def _spearman_sign(x, y) -> float:
+    """Sign of the rank correlation of x and y (average ranks for ties; 0 if undefined)."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x), rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float(np.sign(np.sum(rx * ry)))
+
+
+def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
+               level: float = LEVEL, draws: int = DRAWS, mass: float = 0.95,
+               seed=None) -> KillCurve:
+    """The kill probability of one operator against its magnitudes, and its smallest
+    killed magnitude with its interval (see the module notes).
+
+    Parameters
+    ----------
+    mutation : the operator's name (it also keys the random stream).
+    posteriors : magnitude -> :class:`~probmut.posterior.PopulationPosterior`, the
+        magnitudes to fit (analysed and not flagged).
+    excluded : the operator's other magnitudes, listed but not fitted.
+    baseline : the healthy population's posterior mean (healthy against itself), drawn
+        for reference.
+    level, draws, mass, seed : the kill probability that counts as killed, the joint
+        posterior draws of the interval, its mass, and the seed.
+
+    Examples
+    --------
+    >>> from probmut.posterior import PosteriorSettings, summarize
+    >>> rows = {m: summarize(m, np.full(40, c), PosteriorSettings(bootstraps=40))
+    ...         for m, c in (("10", 10), ("20", 30), ("30", 70), ("40", 95))}
+    >>> curve = kill_curve("op", rows, seed=1)
+    >>> curve.direction, round(curve.threshold, 2)     # the fit reaches 1/2 between 20 and 30
+    ('increasing', 25.0)
+    """
+    names = list(posteriors)
+    values, axis = magnitude_values(names)
+    order = np.argsort(values, kind="stable") if values is not None else np.arange(len(names))
+    names = [names[i] for i in order]
+    rows = [posteriors[name] for name in names]
+    means = np.array([p.mean for p in rows])
+    common = dict(mutation=mutation, magnitudes=tuple(names), axis=axis, means=means,
+                  ci_low=np.array([p.ci_low for p in rows]),
+                  ci_high=np.array([p.ci_high for p in rows]), excluded=tuple(excluded),
+                  baseline=baseline, level=level, mass=mass)
+    if values is None or len(rows) < 2:
+        return KillCurve(values=None if values is None else values[order], **common)
+    values = values[order]
+    decreasing = _spearman_sign(values, means) < 0
+    # A decreasing curve is an increasing one on the reversed (negated) magnitudes.
+    flip = slice(None, None, -1) if decreasing else slice(None)
+    sign = -1.0 if decreasing else 1.0
+    x = sign * values[flip]
+    weights = 1.0 / np.array([p.var for p in rows])[flip]
+    fitted = isotonic(means[flip], weights)
+    estimate = float(crossing(x, fitted, level)[0])
+    drawn = posterior_draws(rows[flip], draws,
+                            _stream(seed, 1, mutation))
+    crossings = crossing(x, isotonic(drawn), level)
+    low, high = _equal_tailed(crossings, mass)
+    if decreasing:
+        estimate, low, high = -estimate, -high, -low
+    return KillCurve(values=values, fitted=fitted[flip],
+                     direction="decreasing" if decreasing else "increasing",
+                     threshold=estimate, threshold_low=low, threshold_high=high,
+                     p_every=float(np.mean(crossings == -np.inf)),
+                     p_none=float(np.mean(crossings == np.inf)), **common)
+
+
+def _number(value):
+    """A threshold in JSON: the number, or "below"/"above" the tested magnitudes."""
+    if value is None or math.isfinite(value):
+        return value
+    return "below" if value < 0 else "above"
+
+
+# --- the campaign -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PopulationCount:
+    """How many instances a population file holds against its run's target (None when
+    the manifest records none). ``instances`` counts every record, failed ones too (they
+    were trained); 0 when the file does not exist yet."""
+
+    name: str
+    file: str
+    instances: int
+    target: int | None
+
+    @property
+    def complete(self) -> bool | None:
+        """Whether it holds its target; None when no target is recorded."""
+        return None if self.target is None else self.instances >= self.target
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "file": self.file, "instances": self.instances,
+                "target": self.target, "complete": self.complete}
+
+
+@dataclass(frozen=True)
+class MutantSummary:
+    """Everything the campaign knows about one mutant population.
+
+    ``status`` is ``analysed``, ``missing`` (no population file yet), ``failed`` (every
+    instance failed) or ``too few`` (fewer usable instances than the sample size k).
+    ``study`` is its bagged posterior against the healthy baseline (Figure 3),
+    ``posterior`` its row; ``test`` the kill criterion's test on the whole populations;
+    ``verdict`` the pilot verdict (``verdict``, ``p_killed``, ``message``); ``rounds``
+    its rows of a run trained until settled; ``symptoms`` and ``inputs`` where the run
+    has symptom records and per-input outcomes.
+    """
+
+    name: str
+    mutation: str
+    magnitude: str
+    paired: bool
+    count: PopulationCount
+    usable: int = 0
+    status: str = "analysed"
+    flags: tuple[str, ...] = ()
+    study: object = None
+    test: object = None
+    verdict: dict | None = None
+    rounds: tuple[dict, ...] = ()
+    symptoms: object = None
+    inputs: object = None
+
+    @property
+    def posterior(self):
+        return None if self.study is None else self.study.populations[1]
+
+    @property
+    def decision(self) -> str:
+        """The bagged posterior's decision (ratio rule), or why there is none."""
+        if self.posterior is None:
+            return self.status
+        return "killed" if self.posterior.killed else "not killed"
+
+    @property
+    def outcome(self) -> str:
+        """The summary's category (:data:`OUTCOMES`): flagged, not analysed, or the
+        verdict (the decision when verdicts were not computed)."""
+        if self.flags:
+            return "flagged"
+        if self.posterior is None:
+            return "not analysed"
+        return self.verdict["verdict"] if self.verdict else self.decision
+
+    def to_dict(self) -> dict:
+        p, t = self.posterior, self.test
+        return plain({
+            "name": self.name, "mutation": self.mutation, "magnitude": self.magnitude,
+            "paired": self.paired, "status": self.status, "usable": self.usable,
+            **{k: v for k, v in self.count.to_dict().items() if k != "name"},
+            "flags": list(self.flags), "decision": self.decision, "outcome": self.outcome,
+            "posterior": None if p is None else p.to_dict(),
+            "kill_test": None if t is None else t.to_dict(), "verdict": self.verdict,
+            "rounds": list(self.rounds),
+            "symptoms": None if self.symptoms is None else self.symptoms.to_dict(),
+            "inputs": None if self.inputs is None else self.inputs.to_dict()})
+
+    def row(self) -> dict:
+        """The mutant's line of the campaign table."""
+        p, t, v = self.posterior, self.test, self.verdict
+        return {"name": self.name, "mutation": self.mutation, "magnitude": self.magnitude,
+                "instances": self.count.instances, "target": self.count.target,
+                "mean": p and p.mean, "ci_low": p and p.ci_low, "ci_high": p and p.ci_high,
+                "ratio": p and p.ratio, "decision": self.decision,
+                "verdict": v and v["verdict"], "p_killed": v and v["p_killed"],
+                "p_value": t and t.p_value, "effect_size": t and t.effect_size,
+                "test_killed": t and t.killed, "flags": ", ".join(self.flags),
+                "symptom": self.symptoms and self.symptoms.symptom, "outcome": self.outcome}
+
+
+@dataclass(frozen=True)
+class Campaign(Result):
+    """One model's mutation-testing campaign (see the module notes and :func:`summarize_campaign`)."""
+
+    model: str
+    manifest: str
+    description: str
+    data: dict | None
+    settings: object
+    seed: object
+    healthy: PopulationCount
+    baseline: object
+    mutants: tuple[MutantSummary, ...]
+    score: MutationScore | None
+    curves: tuple[KillCurve, ...]
+    verdicts: bool = True
+    inputs: object = None
+    coverage: dict | None = None
+    rounds_file: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def populations(self) -> tuple[PopulationCount, ...]:
+        return (self.healthy, *(m.count for m in self.mutants))
+
+    @property
+    def complete(self) -> bool | None:
+        """Every population holds its recorded target (none missing, none short); None
+        when the manifest records no targets."""
+        judged = [p.complete for p in self.populations if p.complete is not None]
+        return all(judged) if judged else None
+
+    @property
+    def short(self) -> tuple[PopulationCount, ...]:
+        return tuple(p for p in self.populations if p.complete is False)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Mutants per summary outcome (:data:`OUTCOMES`)."""
+        found = [m.outcome for m in self.mutants]
+        return {outcome: found.count(outcome) for outcome in OUTCOMES}
+
+    @property
+    def flagged(self) -> tuple[MutantSummary, ...]:
+        return tuple(m for m in self.mutants if m.flags)
+
+    def rows(self) -> list[dict]:
+        return [m.row() for m in self.mutants]
+
+    def to_dict(self) -> dict:
+        return plain({
+            "model": self.model, "manifest": self.manifest, "description": self.description,
+            "data": self.data, "seed": self.seed, "settings": self.settings.describe(),
+            "complete": self.complete,
+            "populations": [p.to_dict() for p in self.populations],
+            "mutation_score": None if self.score is None else self.score.to_dict(),
+            "counts": self.counts, "verdicts": self.verdicts,
+            "flagged": [{"name": m.name, "flags": list(m.flags)} for m in self.flagged],
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "operators": [c.to_dict() for c in self.curves],
+            "mutants": [m.to_dict() for m in self.mutants],
+            "inputs": None if self.inputs is None else {
+                k: v for k, v in self.inputs.to_dict().items() if k != "mutants"},
+            "coverage": self.coverage, "rounds": self.rounds_file, "notes": list(self.notes)})
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = [*self.status_lines()[:1],
+                str(self.score) if self.score else "mutation score: no analysed mutant"]
+        return ("".join(f"<p>{html.escape(line)}</p>" for line in head)
+                + super()._repr_html_())
+
+    def status_lines(self) -> list[str]:
+        """Whether the campaign is complete, and every short population."""
+        if self.complete is None:
+            sizes = sorted({p.instances for p in self.populations})
+            held = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
+            return [f"completeness unknown: the manifest records no targets (probmut train "
+                    f"records them); the populations hold {held} instances"]
+        if self.complete:
+            return ["complete: every population holds the target its run recorded"]
+        lines = [f"UNFINISHED: {len(self.short)} population(s) short of the target their run "
+                 "recorded; rerun the same probmut train command to finish them"]
+        lines += [f"  {p.name}: {p.instances} of {p.target} instances"
+                  + (" (no file yet)" if p.instances == 0 else "") for p in self.short]
+        return lines
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n} {o}" for o, n in self.counts.items() if n)
+        lines = [f"Campaign of {self.model}: {len(self.mutants)} mutants, healthy population "
+                 f"{self.healthy.instances} instances; "
+                 f"{'verdicts' if self.verdicts else 'decisions'}: {counts}",
+                 *self.status_lines(),
+                 str(self.score) if self.score else "mutation score: no analysed mutant"]
+        if self.flagged:
+            lines.append("flagged, left out of the score: " + "; ".join(
+                f"{m.name} ({', '.join(m.flags)})" for m in self.flagged))
+        lines += [str(c) for c in self.curves]
+        width = max([len("mutant")] + [len(m.name) for m in self.mutants]) + 1
+        lines += ["", f"{'mutant':<{width}}{'n':>5}{'mean':>8}  {'95% interval':<17}"
+                      f"{'ratio':>9}  {'decision':<12}{'verdict':<13}flags"]
+        for m in self.mutants:
+            p = m.posterior
+            numbers = (f"{p.mean:>8.4f}  [{p.ci_low:.3f}, {p.ci_high:.3f}]  {p.ratio:>9.4g}"
+                       if p else f"{'':>8}  {'':<17}{'':>9}")
+            verdict = m.verdict["verdict"] if m.verdict else ""
+            lines.append(f"{m.name:<{width}}{m.count.instances:>5}{numbers}  "
+                         f"{m.decision:<12}{verdict:<13}{', '.join(m.flags)}".rstrip())
+        lines.append(f"settings: {self.settings.describe()}, seed {self.seed}")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def _read_rounds(path: Path):
+    """The rounds of a run trained until settled (``rounds.json``), or None."""
+    if not path.is_file():
+        return None
+    try:
+        rounds = json.loads(path.read_text(encoding="utf-8"))["rounds"]
+        if not isinstance(rounds, list) or not all(isinstance(r["instances"], dict)
+                                                   for r in rounds):
+            raise TypeError
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ProbmutError(f"{path}: not the rounds file of a run trained until settled "
+                           "(probmut train --until-settled writes it)") from None
+    return rounds
+
+
+def _read_coverage(path) -> dict:
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProbmutError(f"{path}: no such coverage file", option="coverage") from None
+    except (OSError, ValueError) as error:
+        raise ProbmutError(f"{path}: not a JSON document ({error})", option="coverage") from None
+    if not isinstance(document, dict) or "idc" not in document or "layer" not in document:
+        raise ProbmutError(f"{path}: not a coverage result (the JSON document of probmut "
+                           "coverage --json)", option="coverage")
+    return document
+
+
+def _aligned(healthy, mutant, paired: bool, notes: list):
+    """Healthy and mutant populations as the analyses take them: paired ones on their
+    common instance ids (a run until settled trains healthy instances ahead of a
+    model-level mutant's)."""
+    from probmut.io.populations import pair
+
+    if not paired:
+        return healthy, mutant
+    common = np.intersect1d(healthy.ids, mutant.ids)
+    orphans = np.setdiff1d(mutant.ids, healthy.ids)
+    if orphans.size:
+        notes.append(f"{mutant.where}: instance(s) {orphans.tolist()[:10]} have no usable "
+                     "healthy instance to pair with; left out")
+    if common.size == 0:
+        return None, None
+    return pair(healthy.subset(common), mutant.subset(common))
+
+
+def summarize_campaign(manifest=None, model: str | None = None, settings=None, *, seed=42,
+             jobs: int | None = None, verdicts: bool = True, coverage=None,
+             progress: bool = False) -> Campaign:
+    """Analyse every mutant of one model of a manifest: the campaign's whole answer.
+
+    Parameters
+    ----------
+    manifest : a :class:`~probmut.io.manifest.Manifest` or its path (default: the
+        bundled data's). A run directory's ``manifest.toml``; its ``rounds.json`` and
+        ``coverage.json`` (``probmut coverage --json``) are read when present.
+    model : the model (default: the manifest's first).
+    settings : :class:`~probmut.posterior.PosteriorSettings` of every analysis.
+    seed, jobs : same seed, same numbers, for any number of threads.
+    verdicts : compute each mutant's pilot verdict (:func:`probmut.recommend.recommend`;
+        the largest part of the time).
+    coverage : a coverage result's JSON file (default: ``coverage.json`` beside the
+        manifest, if any).
+    progress : progress lines on stderr.
+
+    Warnings while reading (dropped instances, small populations) become ``notes``.
+
+    Examples
+    --------
+    >>> report = summarize_campaign(model="mnist_dc", verdicts=False)     # DeepCrime's 20 vs 20
+    >>> report.counts["killed"], report.complete, round(report.score.mean, 3)
+    (11, True, 0.633)
+    """
+    from probmut.io.manifest import Manifest
+    from probmut.io.populations import IncompleteRunWarning
+    from probmut.posterior import PosteriorSettings
+
+    manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
+    model = model or manifest.model_names()[0]
+    healthy_path = manifest.healthy(model)
+    settings = settings or PosteriorSettings()
+    if not healthy_path.is_file():
+        raise ProbmutError(f"{manifest.path}: model {model!r} has no population files yet "
+                           f"({healthy_path.name} is missing): nothing to report")
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _campaign(manifest, model, settings, seed, jobs, verdicts, coverage,
+                           progress, notes)
+    # a short population is in the summary's status already
+    notes += [str(w.message) for w in caught if not issubclass(w.category, IncompleteRunWarning)]
+    return replace(result, notes=tuple(dict.fromkeys(notes)))
+
+
+def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progress, notes):
+    from probmut.io.populations import has_symptom_records, read_instances, read_population
+    from probmut.posterior import bagged_posteriors
+    from probmut.progress import progress as progress_bar
+
+    folder = manifest.path.parent
+    rounds = _read_rounds(folder / "rounds.json")
+    beside = folder / "coverage.json"
+    coverage = coverage or (beside if beside.is_file() else None)
+    coverage = _read_coverage(coverage) if coverage else None
+    healthy_path = manifest.healthy(model)
+    mutations = list(manifest.mutations(model))
+    files = [healthy_path] + [f for m in mutations for f in m.files]
+    counts = {f: len(read_instances(f)) if f.is_file() else 0 for f in files}
+
+    def count(path: Path, name: str) -> PopulationCount:
+        target = manifest.target(path)
+        return PopulationCount(name, str(path.relative_to(folder)) if path.is_relative_to(
+            folder) else str(path), counts[path], None if target is None else target[1])
+
+    healthy = read_population(healthy_path, name="healthy")
+    enough = len(healthy) >= settings.sample
+    baseline = (bagged_posteriors(healthy, [], settings, seed=seed, jobs=jobs).baseline
+                if enough else None)
+    if not enough:
+        notes.append(f"{healthy_path}: {len(healthy)} usable healthy instances, fewer than the "
+                     f"sample size k = {settings.sample}: no mutant can be analysed (lower the "
+                     "sample size, or train more instances)")
+    symptoms = has_symptom_records(healthy_path)
+    healthy_records = read_instances(healthy_path) if symptoms else None
+    outcomes = _outcomes_of(healthy_path, "healthy", notes)
+    mutants, mutant_outcomes = [], {}
+    total = sum(len(m.files) for m in mutations)
+    with progress_bar(total, f"report {model}", enabled=progress, unit="mutant") as bar:
+        for mutation in mutations:
+            for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
+                name = f"{mutation.name}_{magnitude}"
+                summary = MutantSummary(name, mutation.name, magnitude, mutation.paired,
+                                        count(path, name),
+                                        flags=tuple(mutation.flags.get(magnitude, ())))
+                if path.is_file():
+                    summary = _analyse(summary, healthy if enough else None, path, settings,
+                                       seed, jobs, verdicts, notes)
+                    if symptoms and has_symptom_records(path):
+                        summary = _with_symptoms(summary, healthy_records, path, settings,
+                                                 notes)
+                    if outcomes is not None:
+                        found = _outcomes_of(path, name, notes)
+                        if found is not None:
+                            mutant_outcomes[name] = found
+                else:
+                    summary = replace(summary, status="missing")
+                mutants.append(replace(summary, rounds=_rounds_of(rounds, name)))
+                bar.update()
+    inputs = _inputs(outcomes, mutant_outcomes, notes)
+    if inputs is not None:
+        found = {m.name: m for m in inputs.mutants}
+        mutants = [replace(m, inputs=found.get(m.name)) for m in mutants]
+    scored = [m.posterior for m in mutants if m.posterior is not None and not m.flags]
+    score = mutation_score(scored, seed=_stream(seed, 0, "score"),
+                           mass=settings.mass) if scored else None
+    curves = tuple(_curve(mutation, [m for m in mutants if m.mutation == mutation.name],
+                          baseline, seed, settings) for mutation in mutations)
+    return Campaign(
+        model=model, manifest=str(manifest.path),
+        description=str(manifest.models[model].get("description", "")),
+        data=manifest.models[model].get("data"), settings=settings, seed=seed,
+        healthy=count(healthy_path, "healthy"), baseline=baseline, mutants=tuple(mutants),
+        score=score, curves=curves, verdicts=verdicts,
+        inputs=inputs, coverage=coverage,
+        rounds_file=str(folder / "rounds.json") if rounds else None)
+
+
+def _analyse(summary, healthy, path, settings, seed, jobs, verdicts, notes):
+    """The bagged posterior, the test on whole populations and the verdict of a mutant."""
+    from probmut.io.populations import read_population
+    from probmut.io.records import AllFailedError
+    from probmut.killtest import deepcrime_test
+    from probmut.posterior import bagged_posteriors
+
+    try:
+        mutant = read_population(path, name=summary.magnitude)
+    except AllFailedError:
+        return replace(summary, status="failed")
+    if healthy is None:
+        return replace(summary, status="too few", usable=len(mutant))
+    h, m = _aligned(healthy, mutant, summary.paired, notes)
+    if m is None or min(len(h), len(m)) < settings.sample:
+        return replace(summary, status="too few", usable=len(mutant))
+    study = bagged_posteriors(h, [m], settings, paired=summary.paired, seed=seed, jobs=jobs)
+    verdict = None
+    if verdicts:
+        from probmut.recommend import recommend
+
+        advice = recommend(h, m, settings, sizes=(settings.sample,), paired=summary.paired,
+                           seed=seed, jobs=jobs, name=summary.name)
+        verdict = {"verdict": advice.verdict, "p_killed": advice.p_killed,
+                   "needed": advice.needed, "message": advice.message}
+    return replace(summary, usable=len(mutant), study=study,
+                    test=deepcrime_test(h, m, settings.criterion), verdict=verdict)
+
+
+def _with_symptoms(summary, healthy_records, path, settings, notes):
+    from probmut.io.populations import read_instances
+    from probmut.symptoms import classify
+
+    try:
+        found = classify(healthy_records, read_instances(path), summary.name,
+                         settings.criterion, summary.paired)
+    except ProbmutError as error:
+        notes.append(f"symptoms of {summary.name}: {error}")
+        return summary
+    return replace(summary, symptoms=found)
+
+
+def _outcomes_of(path: Path, name: str, notes):
+    """A population's per-input outcomes (``{stem}.outcomes.npz``), or None."""
+    from probmut.inputs import Outcomes
+    from probmut.io.records import AllFailedError
+
+    found = path.with_name(f"{path.stem}.outcomes.npz")
+    if not found.is_file():
+        return None
+    try:
+        return Outcomes.load(found, name=name)
+    except AllFailedError:
+        return None
+    except ProbmutError as error:
+        notes.append(str(error))
+        return None
+
+
+def _inputs(healthy, mutants: dict, notes):
+    """Per-input killing of every mutant with outcomes (:func:`probmut.inputs.analyse_inputs`)."""
+    from probmut.inputs import analyse_inputs
+
+    if healthy is None or not mutants:
+        return None
+    try:
+        return analyse_inputs(healthy, list(mutants.values()))
+    except ProbmutError as error:
+        notes.append(f"per-input killing: {error}")
+        return None
+
+
+def _rounds_of(rounds, name: str) -> tuple[dict, ...]:
+    if not rounds:
+        return ()
+    return tuple({"round": r.get("round"), "instances": r["instances"].get(name),
+                  **r.get("verdicts", {})[name]}
+                 for r in rounds if name in r.get("verdicts", {}))
+
+
+def _curve(mutation, mutants, baseline, seed, settings) -> KillCurve:
+    fitted = {m.magnitude: m.posterior for m in mutants if m.posterior is not None
+              and not m.flags}
+    excluded = tuple(m.magnitude for m in mutants if m.magnitude not in fitted)
+    if not fitted:
+        return KillCurve(mutation.name, (), None, "no analysed magnitude", np.zeros(0),
+                         np.zeros(0), np.zeros(0), excluded=excluded)
+    return kill_curve(mutation.name, fitted, excluded=excluded,
+                      baseline=None if baseline is None else baseline.mean,
+                      mass=settings.mass, seed=seed)

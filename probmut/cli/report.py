@@ -1,0 +1,113 @@
+"""``probmut report``: one self-contained HTML page of a campaign (a training run, or a
+model of any manifest), and its summary as text or one JSON document."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from probmut.cli.args import (
+    PAPER_HELP_POSTERIOR,
+    add_criterion_arguments,
+    add_posterior_arguments,
+    add_run_arguments,
+    posterior_settings_from,
+    writable_file,
+)
+from probmut.errors import ProbmutError
+from probmut.results import dumps
+
+EXAMPLE = """examples:
+  probmut report runs/digits                    # a run of probmut train -> report.html
+  probmut report --model mnist --out mnist.html # the bundled data (the paper's populations)
+  probmut report --model mnist --json           # the summary as one JSON document too
+"""
+
+#: Options that change where or how the report is written, not its numbers: left out of
+#: the command shown in its header.
+_OUTPUT_ONLY = {"out", "json", "quiet", "jobs"}
+
+
+def _source(args) -> tuple[Path | None, str | None]:
+    """The manifest and model to report on, from a run directory or --model/--manifest."""
+    if args.run and args.manifest:
+        raise ProbmutError("give a run directory or --manifest, not both")
+    if args.run:
+        run = Path(args.run)
+        if not run.is_dir():
+            raise ProbmutError(f"{run}: no such directory; give a run directory written by "
+                               "probmut train (or --model NAME [--manifest FILE])")
+        manifest = run / "manifest.toml"
+        if not manifest.is_file():
+            raise ProbmutError(f"{run}: no manifest.toml, so no populations: not a run "
+                               "directory written by probmut train")
+        return manifest, args.model
+    if not args.model:
+        raise ProbmutError("give a run directory, or --model NAME [--manifest FILE]")
+    return (Path(args.manifest) if args.manifest else None), args.model
+
+
+def command_line(args, parser) -> str:
+    """The command that gives the report's numbers: ``probmut report`` with every
+    option given that differs from its default (not ``--out``, ``--json``, ``--quiet``,
+    ``--jobs``: they change where and how it is written, not what it says)."""
+    defaults = vars(parser.parse_args([]))
+    words = ["probmut", "report"] + ([args.run] if args.run else [])
+    for key, value in vars(args).items():
+        if key not in defaults or key in _OUTPUT_ONLY | {"run"} or value == defaults[key]:
+            continue
+        flag = "--" + key.replace("_", "-")
+        words += [flag] if value is True else [flag, str(value)]
+    return shlex.join(words)
+
+
+def _run_report(args, parser) -> int:
+    from probmut.campaign import summarize_campaign
+    from probmut.report import write_report
+
+    manifest, model = _source(args)
+    out = writable_file(Path(args.out), "report", "out")
+    settings = posterior_settings_from(args)
+    result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
+                      verdicts=not args.no_verdicts, coverage=args.coverage,
+                      progress=not args.quiet)
+    write_report(result, out, command=command_line(args, parser))
+    if args.json:
+        print(dumps(result.to_dict() | {"report": str(out)}))
+    else:
+        print(f"{result}\nreport: {out}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report", help="one self-contained HTML page of a campaign: mutation score, "
+                       "operators, every mutant",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Analyse every mutant of a run (or of one model of a manifest) and write "
+                    "one HTML page that opens from disk without network: the mutation score "
+                    "with its uncertainty, per operator the kill probability against the "
+                    "magnitude and the smallest killed magnitude, a sortable and filterable "
+                    "table of the mutants and a section for each (see docs/report.md). "
+                    "Prints the summary (--json: as one JSON document).",
+        epilog=EXAMPLE)
+    parser.add_argument("run", nargs="?", metavar="RUN_DIR",
+                        help="a run directory written by probmut train (its manifest.toml)")
+    parser.add_argument("--model", help="the model of the manifest (default for a run: its "
+                                        "first)")
+    parser.add_argument("--manifest", help="manifest TOML (default: bundled "
+                                           "raw_data/manifest.toml or $PROBMUT_MANIFEST)")
+    parser.add_argument("--out", default="report.html", metavar="FILE",
+                        help="the HTML file to write (default: report.html)")
+    parser.add_argument("--coverage", metavar="FILE.json",
+                        help="a coverage result to include (probmut coverage --json; default: "
+                             "RUN_DIR/coverage.json if there is one)")
+    parser.add_argument("--no-verdicts", action="store_true",
+                        help="skip each mutant's verdict (killed / not killed / not settled: "
+                             "probmut recommend's, the longest part of the report); the counts "
+                             "then use the bagged posterior's decisions")
+    add_criterion_arguments(parser, PAPER_HELP_POSTERIOR)
+    add_posterior_arguments(parser)
+    add_run_arguments(parser, "print the summary as one JSON document")
+    parser.set_defaults(func=lambda args: _run_report(args, parser))

@@ -1,0 +1,308 @@
+"""What each mutation changes, without training: ``probmut train --dry-run``.
+
+For every mutation: is it legal (:mod:`probmut.train.legality`, and why not), its
+target, and exactly what it changes, found by applying it as instance 0 of the run
+would and comparing with the healthy model:
+
+* data level: the operator applied to the training data with instance 0's seed;
+  samples changed (relabelled, noised, moved), removed or added, of the training set;
+* training level: the settings and layers that differ between the healthy model and
+  the mutant, both built as the run builds them (before -> after);
+* model level: the operator applied to a freshly built healthy model (healthy instance
+  0's initial weights) with the mutant's instance 0 seed; per layer in its scope, the
+  weights, units or neurons (whose outgoing weights are blocked) that changed, of how
+  many; layer operators as settings (a layer replaced, inserted, an activation).
+
+The counts are those the run's instance 0 gets: selections depend on the seed and the
+layer shapes only, not on trained weights.
+
+Examples
+--------
+>>> from probmut.train.datasets import load_dataset
+>>> from probmut.train.models import MODELS
+>>> spec = MODELS["digits_cnn"]
+>>> report = dry_run(["neurons_freezing:0.05"], spec, load_dataset("digits"), spec.config,
+...                  seed=42)
+>>> report.to_dict()["mutations"][0]["changes"]["layers"]   # int(16 x 0.05), at least 1
+[{'index': 0, 'name': 'conv2d', 'changed': 1, 'of': 16}]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+from probmut.train.datasets import n_rows
+from probmut.train.legality import check, healthy_model
+from probmut.train.operators import Mutation, parse_mutations
+from probmut.train.operators.layers import has_kernel, next_weighted_layer, units
+from probmut.train.operators.magnitudes import NETWORK
+from probmut.train.operators.model import scope
+
+
+@dataclass(frozen=True)
+class LayerCount:
+    """What changed in one layer: ``changed`` of ``of`` weights, units or neurons."""
+
+    index: int
+    name: str
+    changed: int
+    of: int
+
+
+@dataclass(frozen=True)
+class Preview:
+    """One mutation's dry run. ``counted`` names what ``layers`` count ("weights",
+    "units" or "neurons"); ``samples`` is (changed, training set size); ``settings``
+    maps a setting to [before, after]."""
+
+    name: str
+    operator: str
+    magnitude: str
+    level: str
+    legal: bool
+    reason: str | None = None
+    target: str = ""
+    counted: str | None = None
+    layers: tuple[LayerCount, ...] = ()
+    samples: tuple[int, int] | None = None
+    resized: int = 0  # samples added (> 0) or removed (< 0)
+    settings: dict = field(default_factory=dict)
+    equivalent: str = ""
+
+    @property
+    def label(self) -> str:
+        """How error messages name it (as :attr:`Mutation.label`)."""
+        return f"--mutation {self.operator}:{self.magnitude}".rstrip(":")
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "operator": self.operator, "magnitude": self.magnitude,
+                "level": self.level, "legal": self.legal, "reason": self.reason,
+                "changes": {"layers": [dataclasses.asdict(c) for c in self.layers],
+                            "samples": None if self.samples is None else
+                            dict(zip(("changed", "of"), self.samples, strict=True)),
+                            "settings": {k: list(v) for k, v in self.settings.items()}}}
+
+    def lines(self) -> list[str]:
+        head = f"{self.name} ({self.level} level): "
+        if not self.legal:
+            return [head + f"ILLEGAL: {self.reason}"]
+        lines = [head + "legal", f"  target: {self.target}"]
+        if self.layers:
+            total = [sum(c.changed for c in self.layers), sum(c.of for c in self.layers)]
+            per_layer = "; ".join(f"{c.index} {c.name} {c.changed} of {c.of}"
+                                  for c in self.layers)
+            lines.append(f"  {self.counted} changed: {per_layer}"
+                         + (f" ({total[0]} of {total[1]})" if len(self.layers) > 1 else ""))
+        if self.samples is not None:
+            how = "added" if self.resized > 0 else "removed" if self.resized < 0 else "changed"
+            lines.append(f"  samples {how}: {self.samples[0]} of {self.samples[1]}")
+        lines += [f"  {key}: {_text(before)} -> {_text(after)}"
+                  for key, (before, after) in self.settings.items()]
+        if self.equivalent:
+            lines.append(f"  equivalent before training: {self.equivalent}")
+        return lines
+
+
+def _text(value) -> str:
+    return "none" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """Every mutation's :class:`Preview`; ``str()`` is the command's text, ``to_dict()``
+    its JSON."""
+
+    model: str
+    seed: int
+    mutations: tuple[Preview, ...]
+
+    @property
+    def illegal(self) -> list[Preview]:
+        return [p for p in self.mutations if not p.legal]
+
+    def to_dict(self) -> dict:
+        return {"mutations": [p.to_dict() for p in self.mutations]}
+
+    def __str__(self) -> str:
+        lines = [f"dry run of {self.model}, seed {self.seed}: nothing is trained; counts are "
+                 "those of instance 0"]
+        return "\n".join(lines + [line for p in self.mutations for line in p.lines()])
+
+
+def dry_run(mutations, spec, data, config, *, seed: int, model: str = "") -> DryRun:
+    """Dry-run ``mutations`` (:class:`~probmut.train.operators.Mutation` objects or
+    ``--mutation`` texts) for ``spec``'s model on ``data`` trained per ``config``, with
+    the run's base ``seed``."""
+    from probmut.train.instance import HEALTHY, instance_seed
+
+    parsed = [m for text in mutations
+              for m in ([text] if isinstance(text, Mutation) else parse_mutations(text))]
+    healthy = healthy_model(spec, data, config)
+    previews = []
+    for mutation in parsed:
+        try:
+            bound = check(mutation, spec, data, config, healthy)
+        except ProbmutError as error:
+            reason = str(error).removeprefix(f"{mutation.label}: ")
+            previews.append(Preview(mutation.stem.rstrip("_"), mutation.operator.name,
+                                    mutation.magnitude, mutation.operator.level, False, reason))
+            continue
+        for m in bound:
+            rng = np.random.default_rng(instance_seed(seed, 0, m.stem))
+            if m.operator.level == "data":
+                found = _data_changes(m, data, rng)
+            elif m.operator.level == "training":
+                found = _training_changes(m, spec, data, config, healthy)
+            else:
+                found = _model_changes(m, spec, data, config, healthy, rng,
+                                       instance_seed(seed, 0, HEALTHY))
+            previews.append(Preview(m.stem, m.operator.name, m.magnitude, m.operator.level,
+                                    True, None, _target(m, healthy), equivalent=m.equivalent,
+                                    **found))
+    return DryRun(model or spec.description, seed, tuple(previews))
+
+
+def _target(mutation: Mutation, healthy) -> str:
+    params = mutation.params
+    if params.get("all_classes"):
+        return "every label"
+    if params.get("classes"):
+        return ("classes " if len(params["classes"]) > 1 else "class ") + ", ".join(
+            map(str, params["classes"]))
+    if params.get("pair"):
+        return "class {}'s samples, added as class {}".format(*params["pair"])
+    layer = params.get("layer")
+    if isinstance(layer, int):
+        return f"layer {layer} {healthy.layers[layer].name} ({_kind(healthy.layers[layer])})"
+    return mutation.operator.network_target if layer == NETWORK else \
+        mutation.operator.default_target
+
+
+def _data_changes(mutation, data, rng) -> dict:
+    x, y = mutation.operator.apply(data.x_train, data.y_train, data.n_classes, mutation.params,
+                                   rng, data.task)
+    before, after = n_rows(data.x_train), n_rows(x)
+    if after != before:
+        return {"samples": (abs(after - before), before), "resized": after - before}
+    rows = (y != data.y_train).reshape(before, -1).any(axis=1)
+    for new, old in zip(x if isinstance(x, tuple) else (x,),
+                        data.x_train if isinstance(x, tuple) else (data.x_train,), strict=True):
+        rows |= (new != old).reshape(before, -1).any(axis=1)
+    return {"samples": (int(rows.sum()), before)}
+
+
+def _setting_value(name, value):
+    if name == "clip" and value is not None:
+        return f"{value[0]} {value[1]:g}"
+    if isinstance(value, dict):  # a user's serialized optimizer
+        return value.get("class_name", str(value))
+    return value
+
+
+def _training_changes(mutation, spec, data, config, healthy) -> dict:
+    from probmut.train import models
+
+    mutated = mutation.operator.apply(config, mutation.params)
+    settings = {f.name: [_setting_value(f.name, getattr(config, f.name)),
+                         _setting_value(f.name, getattr(mutated, f.name))]
+                for f in dataclasses.fields(config)
+                if f.name not in ("layer_changes", "structure")
+                and getattr(config, f.name) != getattr(mutated, f.name)}
+    mutant = models.build_model(spec, data.dims, mutated)
+    return {"settings": settings | model_changes(healthy, mutant)}
+
+
+def _model_changes(mutation, spec, data, config, healthy, rng, healthy_seed) -> dict:
+    import keras
+
+    from probmut.train import models
+
+    operator = mutation.operator
+    keras.utils.set_random_seed(healthy_seed)  # healthy instance 0's initial weights
+    fresh = models.build_model(spec, data.dims, config)
+    before = {i: layer.get_weights() for i, layer in enumerate(fresh.layers) if has_kernel(layer)}
+    mutant = operator.apply(fresh, mutation.params, rng)
+    if operator.counts is None:  # a layer operator
+        return {"settings": model_changes(healthy, mutant)}
+    layers = tuple(LayerCount(i, healthy.layers[i].name,
+                              _changed(fresh, before, i, operator.counts), _of(fresh, i, operator))
+                   for i in scope(fresh, mutation.params, operator.layer_kind))
+    return {"counted": operator.counts, "layers": layers}
+
+
+def _of(model, index, operator) -> int:
+    layer = model.layers[index]
+    return int(np.prod(layer.kernel.shape)) if operator.counts == "weights" else units(layer)
+
+
+def _changed(model, before, index, counts) -> int:
+    """Weights of layer ``index``'s kernel, its units (kernel column or bias), or its
+    neurons (outgoing weights into the next weighted layer) that differ from ``before``."""
+    if counts == "neurons":
+        consumer, rows = next_weighted_layer(model, index)
+        old, new = before[consumer][0], model.layers[consumer].get_weights()[0]
+        changed_rows = np.moveaxis(old != new, -2, 0).reshape(old.shape[-2], -1).any(axis=1)
+        return sum(bool(changed_rows[rows(c)].any()) for c in range(units(model.layers[index])))
+    old, new = before[index], model.layers[index].get_weights()
+    if counts == "weights":
+        return int(np.sum(old[0] != new[0]))
+    differs = (old[0] != new[0]).reshape(-1, old[0].shape[-1]).any(axis=0)
+    if len(old) > 1:
+        differs |= old[1] != new[1]
+    return int(differs.sum())
+
+
+def _short(value):
+    """A layer setting as a short, JSON-able value: a Keras object as ``Class(args)``."""
+    if isinstance(value, dict) and "class_name" in value:
+        args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in (value.get("config") or {}).items()
+                         if v is not None and not isinstance(v, dict | list))
+        return f"{value['class_name']}({args})"
+    if isinstance(value, list | tuple):
+        return [_short(v) for v in value]
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+
+
+def _kind(layer) -> str:
+    """A layer's class, with its activation for an Activation layer."""
+    name = type(layer).__name__
+    return f"{name}({layer.activation.__name__})" if name == "Activation" else name
+
+
+def _config(layer) -> dict:
+    return {k: _short(v) for k, v in layer.get_config().items() if k != "name"}
+
+
+def model_changes(before, after) -> dict:
+    """The layer settings that differ between two built models, named by ``before``'s
+    layers: ``{"layer I NAME: KEY": [before, after]}`` for a changed setting,
+    ``{"layer I NAME": [Class, other Class or None]}`` for a layer replaced or removed,
+    ``{"new layer J (after layer I NAME)": [None, Class]}`` for a layer inserted."""
+    a, b = before.layers, after.layers
+    matcher = difflib.SequenceMatcher(a=[type(x).__name__ for x in a],
+                                      b=[type(x).__name__ for x in b], autojunk=False)
+    changes = {}
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                old, new = _config(a[i]), _config(b[j])
+                changes |= {f"layer {i} {a[i].name}: {key}": [old.get(key), new.get(key)]
+                            for key in sorted(old.keys() | new.keys())
+                            if old.get(key) != new.get(key)}
+            continue
+        paired = min(i2 - i1, j2 - j1)
+        for k in range(max(i2 - i1, j2 - j1)):
+            if k < i2 - i1:
+                changes[f"layer {i1 + k} {a[i1 + k].name}"] = [
+                    _kind(a[i1 + k]), _kind(b[j1 + k]) if k < paired else None]
+            else:
+                where = f"after layer {i1 - 1} {a[i1 - 1].name}" if i1 else "first"
+                changes[f"new layer {j1 + k} ({where})"] = [None, _kind(b[j1 + k])]
+    return changes

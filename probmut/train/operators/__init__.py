@@ -1,0 +1,397 @@
+"""Mutation operators: small pure functions of (data | training settings | model, magnitude).
+
+One registry, :data:`OPERATORS`: each :class:`Operator` has its level, magnitude syntax
+and meaning, documented default magnitude, default target, source and the names its
+references give it (DeepMutation's short names, DeepCrime's where they differ:
+:data:`ALIASES`). The operators live in one module per level:
+
+* :mod:`~probmut.train.operators.data` (source level, before training):
+  ``apply(x, y, n_classes, params, rng, task) -> (x, y)``
+* :mod:`~probmut.train.operators.training` (source level, model and training
+  settings): ``apply(config, params) -> config``
+* :mod:`~probmut.train.operators.model` (model level, on a trained healthy instance,
+  paired): ``apply(model, params, rng) -> model``
+
+A magnitude is written ``VALUE[@TARGET]`` (:mod:`~probmut.train.operators.magnitudes`):
+``3.1``, ``elu@1`` (layer 1), ``0.05_1`` (ratio 0.05, scale 1), ``12.5@all``, ``10@3+7``
+(classes 3 and 7), ``0.01@network`` (every weighted layer), ``elu@each`` (one mutant
+per layer that fits). Without magnitudes (``--mutation data_shuffle``) the operator's
+documented default is used. Every operator follows its reference by default
+(docs/operators.md says how, and where probmut deliberately differs). Bad magnitudes
+raise :class:`ProbmutError` from :func:`parse_mutations`/:func:`bind` before training.
+
+Examples
+--------
+>>> [m.stem for m in parse_mutations("delete_training_data:3.1,9.29")]
+['delete_training_data_3.1', 'delete_training_data_9.29']
+>>> [m.stem for m in parse_mutations("LE:10")]   # DeepMutation's label error: all labels
+['change_label_10@all']
+>>> parse_mutations("change_gradient_clip")[0].stem    # DeepCrime's name
+'change_gradient_clipping_0.5'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from probmut.errors import ProbmutError
+from probmut.train.operators import data, magnitudes, model, training
+from probmut.train.operators.layers import LAYER_KIND, fitting, is_input
+from probmut.train.operators.magnitudes import EACH, NETWORK, count
+
+__all__ = ["ALIASES", "OPERATORS", "Mutation", "Operator", "bind", "check_keras_name",
+           "count", "parse_mutations"]
+
+ALL_TASKS = ("classification", "regression", "recommendation")
+IMAGE_TASKS = ("classification", "regression")
+CLASS_TASKS = ("classification", "recommendation")
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One mutation operator. ``magnitude`` says what ``VALUE[@TARGET]`` means,
+    ``default`` is the documented default magnitude, ``target`` the default target in
+    words; ``layer_kind`` the layers it may target (:data:`LAYER_KIND`) and ``scope``
+    ``"network"`` when, without ``@LAYER``, it acts on every such layer at once.
+    ``requires(config, params)`` says why the healthy model's settings do not allow it
+    (or None); ``counts`` what a model-level dry run counts per layer ("weights",
+    "units" or "neurons"); ``note`` what a user should know before choosing it."""
+
+    name: str
+    level: str  # "data", "training" or "model"
+    parse: Callable[[str, str | None], dict]
+    apply: Callable
+    magnitude: str
+    default: str
+    source: str
+    target: str = ""
+    aliases: tuple[str, ...] = ()
+    layer_kind: str | None = None
+    scope: str = "layer"
+    tasks: tuple[str, ...] = ALL_TASKS
+    needs_validation: bool = False
+    requires: Callable | None = None
+    counts: str | None = None
+    note: str = ""
+    keras_kind: str | None = None  # "activations", ...: params["name"] is Keras'
+
+    @property
+    def paired(self) -> bool:
+        return self.level == "model"
+
+    @property
+    def network_target(self) -> str:
+        return "the whole network: every " + LAYER_KIND[self.layer_kind][0][2:]
+
+    @property
+    def default_target(self) -> str:
+        if self.target:
+            return self.target
+        if self.scope == NETWORK:
+            return self.network_target
+        return "first hidden " + LAYER_KIND[self.layer_kind][0][2:]
+
+    def describe(self) -> dict:
+        """The operator as ``--list-operators --json`` prints it."""
+        return {"name": self.name, "aliases": list(self.aliases), "level": self.level,
+                "magnitude": self.magnitude, "default": self.default,
+                "default_target": self.default_target, "source": self.source,
+                "tasks": list(self.tasks),
+                "note": self.note}
+
+
+_DC, _DM, _PMT = "DeepCrime", "DeepMutation", "PMT"
+_HIDDEN = "first hidden layer"
+_RETRAINED = "(retrained)"
+
+OPERATORS = {op.name: op for op in [
+    # -- data (source level)
+    Operator("change_label", "data", magnitudes.change_label, data.change_label,
+             "P[@C|@all]: P% of the most frequent class's labels (class C's, all labels') get "
+             "another class (recommender: another rating); regression: N(0, (P% x sd)^2) "
+             "label noise, one sd for all targets", "10", f"{_DC}, {_DM}",
+             "the most frequent class (regression: every target)", aliases=("LE",)),
+    Operator("delete_training_data", "data", magnitudes.local_percent,
+             data.delete_training_data,
+             "P[@C1+C2]: remove P% of every class (of classes C1, C2)", "10", f"{_DC}, {_DM}",
+             "every class", aliases=("DM",)),
+    Operator("unbalance_train_data", "data", magnitudes.percent, data.unbalance_train_data,
+             "P: remove P% of each class with fewer samples than the average", "50", _DC,
+             "the classes below the average size"),
+    Operator("make_output_classes_overlap", "data", magnitudes.overlap,
+             data.make_output_classes_overlap,
+             "P[@A-B]: copies of P% of class A's samples are added labelled B (default: the "
+             "two most frequent classes)", "10", _DC, "the two most frequent classes",
+             tasks=CLASS_TASKS),
+    Operator("add_noise", "data", magnitudes.percent, data.add_noise,
+             "P: P% of the inputs get Gaussian noise of sd P% x the input's own sd", "10", _DC,
+             "the (image) inputs", tasks=IMAGE_TASKS),
+    Operator("data_repetition", "data", magnitudes.local_percent, data.data_repetition,
+             "P[@C1+C2]: append copies of P% of the samples (of classes C1, C2)", "10", _DM,
+             "all samples", aliases=("DR",)),
+    Operator("noise_perturbation", "data", magnitudes.noise, data.noise_perturbation,
+             "P[_SD][@C1+C2]: P% of the inputs (of classes C1, C2) get N(0, SD^2) noise "
+             "(SD 0.1)", "10", _DM, "all samples", aliases=("NP",), tasks=IMAGE_TASKS),
+    Operator("data_shuffle", "data", magnitudes.percent, data.data_shuffle,
+             "P: permute the order of P% of the samples", "10", _DM, "all samples",
+             aliases=("DF",), note=("equivalent: training draws a new order of the samples "
+                                    "every epoch")),
+    # -- training (source level)
+    Operator("change_activation_function", "training", magnitudes.keras_name(True),
+             training.layer_change("activation"),
+             "NAME[@LAYER|@each]: the layer's activation becomes NAME", "elu", _DC,
+             layer_kind="activation", keras_kind="activations"),
+    Operator("add_activation_function", "training", magnitudes.keras_name(True),
+             training.layer_change("activation"),
+             "NAME[@LAYER|@each]: a layer without activation (linear) gets NAME", "relu", _DC,
+             layer_kind="linear_activation", keras_kind="activations"),
+    Operator("remove_activation_function", "training", magnitudes.layer_only,
+             training.layer_change("activation", "linear"),
+             f"[LAYER|each]: the layer's activation becomes linear {_RETRAINED}", "",
+             f"{_DC}, {_DM}", aliases=("AFRs",), layer_kind="nonlinear_activation"),
+    Operator("change_weights_initialisation", "training", magnitudes.keras_name(True),
+             training.layer_change("kernel_initializer"),
+             "NAME[@LAYER|@each]: the layer's kernel initializer becomes NAME", "he_normal",
+             _DC, layer_kind="kernel_initializer", keras_kind="initializers"),
+    Operator("add_weights_regularisation", "training", magnitudes.regulariser_name,
+             training.layer_change("kernel_regularizer"),
+             "l1|l2|l1_l2[@LAYER|@each]: a layer without one gets a kernel regulariser "
+             "(factor 0.01)", "l2", _DC, layer_kind="no_regulariser"),
+    Operator("change_weights_regularisation", "training", magnitudes.regulariser_name,
+             training.layer_change("kernel_regularizer"),
+             "l1|l2|l1_l2[@LAYER|@each]: the layer's kernel regulariser becomes another", "l1",
+             _DC, layer_kind="regulariser"),
+    Operator("remove_weights_regularisation", "training", magnitudes.layer_only,
+             training.layer_change("kernel_regularizer", None),
+             "[LAYER|each]: the layer loses its kernel regulariser", "", _DC,
+             layer_kind="regulariser"),
+    Operator("change_dropout_rate", "training", magnitudes.rate,
+             training.layer_change("rate", key="value"),
+             "RATE[@LAYER|@each]: a Dropout layer's rate becomes RATE (in [0, 1])", "0.75", _DC,
+             layer_kind="dropout"),
+    Operator("add_bias", "training", magnitudes.layer_only,
+             training.layer_change("use_bias", True),
+             "[LAYER|each]: a layer without a bias gets one", "", _DC, layer_kind="no_bias"),
+    Operator("remove_bias", "training", magnitudes.layer_only,
+             training.layer_change("use_bias", False),
+             "[LAYER|each]: the layer loses its bias", "", _DC, layer_kind="bias"),
+    Operator("change_loss_function", "training", magnitudes.keras_name(False),
+             training.setting("loss", "name"), "NAME: a Keras loss", "mean_squared_error",
+             _DC, "the model's loss", keras_kind="losses"),
+    Operator("change_optimisation_function", "training", magnitudes.keras_name(False),
+             training.change_optimisation_function,
+             "NAME: a Keras optimizer, with its default learning rate", "rmsprop", _DC,
+             "the model's optimizer", keras_kind="optimizers"),
+    Operator("change_learning_rate", "training", magnitudes.positive("learning rate", False),
+             training.setting("learning_rate"), "RATE: the learning rate", "0.01", _DC,
+             "the optimizer"),
+    Operator("change_epochs", "training", magnitudes.positive("epochs", True),
+             training.setting("epochs"), "N: the number of epochs", "1", _DC, "training"),
+    Operator("change_batch_size", "training", magnitudes.positive("batch size", True),
+             training.setting("batch_size"), "N: the batch size", "64", _DC, "training"),
+    Operator("disable_batching", "training", magnitudes.switch_only,
+             training.fixed(full_batch=True),
+             "(none): one batch of the whole training set per epoch", "on", _DC, "training"),
+    Operator("change_gradient_clipping", "training", magnitudes.clip,
+             training.change_gradient_clipping,
+             "T|value_T|norm_T: the healthy optimizer's gradient clipping threshold becomes T "
+             "(refused if it does not clip)", "0.5", _DC, "the optimizer's clipping",
+             aliases=("change_gradient_clip",), requires=training.needs_clipping),
+    Operator("change_patience", "training", magnitudes.positive("patience", True, low=0),
+             training.setting("patience"),
+             "P: the healthy model's early stopping gets patience P epochs (refused without "
+             "--patience)", "1", _DC, "the early stopping",
+             aliases=("change_earlystopping_patience",), requires=training.needs_early_stopping),
+    Operator("remove_validation_set", "training", magnitudes.switch_only,
+             training.fixed(validation=False),
+             "(none): training gets no validation data (never trained on), so no early "
+             "stopping (needs --validation-split)", "on", _DC, "training",
+             needs_validation=True),
+    Operator("remove_layer", "training", magnitudes.layer_only, training.remove_layer,
+             f"[LAYER|each]: the layer is removed {_RETRAINED}", "", _DM, aliases=("LR",),
+             layer_kind="removable"),
+    Operator("add_layer", "training", magnitudes.inserted_layer, training.add_layer,
+             f"batch_normalization|ACTIVATION[@LAYER|@each]: a BatchNormalization or an "
+             f"Activation(ACTIVATION) layer is inserted after the layer {_RETRAINED}",
+             "batch_normalization", _DM, aliases=("LAs",), layer_kind="insertion_point",
+             keras_kind="activations"),
+    # -- model level
+    Operator("weights_fuzzing", "model", magnitudes.ratio_scale, model.weights_fuzzing,
+             "RATIO_SCALE[@LAYER|@network]: RATIO of the kernel weights w get N(0, "
+             "(SCALE |w|)^2) noise", "0.1_1", _PMT, layer_kind="kernel", counts="weights"),
+    Operator("gaussian_fuzzing", "model", magnitudes.gaussian, model.gaussian_fuzzing,
+             "RATIO_sdSD|RATIO_SCALE[@LAYER|@network]: RATIO of the kernel weights w become "
+             "N(w, SD^2) (or SD = SCALE x the kernel's sd)", "0.01_sd0.1", _DM,
+             aliases=("GF",), layer_kind="kernel", scope=NETWORK, counts="weights"),
+    Operator("neurons_freezing", "model", magnitudes.ratio, model.per_unit(model.freeze),
+             "RATIO[@LAYER|@network]: RATIO of the units get kernel and bias zeroed", "0.1",
+             _PMT, layer_kind="kernel", counts="units"),
+    Operator("weight_shuffling", "model", magnitudes.ratio,
+             model.per_unit(model.shuffle_weights),
+             "RATIO[@LAYER|@network]: the incoming weights of RATIO of the units are "
+             "shuffled", "0.01", _DM, aliases=("WS",), layer_kind="kernel", scope=NETWORK,
+             counts="units"),
+    Operator("neuron_effect_blocking", "model", magnitudes.ratio,
+             model.neuron_effect_blocking,
+             "RATIO[@LAYER|@network]: the weights from RATIO of the neurons into the next "
+             "layer are zeroed", "0.01", _DM, aliases=("NEB",), layer_kind="neurons",
+             scope=NETWORK, counts="neurons"),
+    Operator("neuron_activation_inverse", "model", magnitudes.ratio,
+             model.per_unit(model.invert),
+             "RATIO[@LAYER|@network]: kernel and bias of RATIO of the units negated", "0.01",
+             _DM, aliases=("NAI",), layer_kind="kernel", scope=NETWORK, counts="units"),
+    Operator("neuron_switch", "model", magnitudes.ratio,
+             model.per_unit(model.switch, kind="switchable"),
+             "RATIO[@LAYER|@network]: RATIO of the units trade weights cyclically within "
+             "their layer (a unit alone with another of its layer)", "0.01", _DM,
+             aliases=("NS",), layer_kind="switchable", scope=NETWORK, counts="units"),
+    Operator("layer_deactivation", "model", magnitudes.layer_only, model.layer_deactivation,
+             "[LAYER|each]: the layer becomes the identity", "", _DM, aliases=("LD",),
+             layer_kind="active_same_shape"),
+    Operator("duplicate_layer", "model", magnitudes.layer_only, model.duplicate_layer,
+             "[LAYER|each]: a copy of the trained layer is inserted after it", "", _DM,
+             aliases=("LAm",), layer_kind="duplicable"),
+    Operator("remove_activation_trained", "model", magnitudes.layer_only,
+             model.remove_activation_trained,
+             "[LAYER|each]: the trained layer's activation becomes linear", "", _DM,
+             aliases=("AFRm",), layer_kind="nonlinear_activation"),
+]}
+
+#: The references' names (DeepMutation's short names, DeepCrime's where they differ) ->
+#: (operator, the @target they imply when none is given).
+ALIASES = {alias: (op.name, "all" if alias == "LE" else None)
+           for op in OPERATORS.values() for alias in op.aliases}
+
+
+def check_keras_name(mutation: Mutation) -> None:
+    """Is the mutation's Keras name (activation, initializer, loss, optimizer) known to Keras?"""
+    kind, name = mutation.operator.keras_kind, mutation.params.get("name")
+    if kind is None or name is None:
+        return
+    import keras
+
+    try:
+        getattr(keras, kind).get(name)
+    except (ValueError, TypeError):
+        singular = "loss" if kind == "losses" else kind.removesuffix("s")
+        raise ProbmutError(f"{mutation.label}: unknown Keras {singular} {name!r} "
+                           f"(see keras.{kind})") from None
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One operator at one magnitude: one mutant population, stored as ``{stem}.csv``.
+    ``equivalent`` says why the mutant is equivalent to the healthy model before any
+    training (an unchanged setting or data), if it is."""
+
+    operator: Operator
+    magnitude: str
+    params: dict[str, Any] = field(hash=False, compare=False)
+    equivalent: str = field(default="", compare=False)
+
+    @property
+    def stem(self) -> str:
+        return f"{self.operator.name}_{self.magnitude}"
+
+    @property
+    def label(self) -> str:
+        """How error messages name it: as written on the command line."""
+        return f"--mutation {self.operator.name}:{self.magnitude}".rstrip(":")
+
+
+def parse_mutations(text: str) -> list[Mutation]:
+    """``OPERATOR[:MAG1,MAG2,...]`` -> one :class:`Mutation` per magnitude (layers unbound).
+
+    ``OPERATOR`` may be a name its references give it (:data:`ALIASES`); without
+    magnitudes the operator's documented default is used.
+    """
+    name, sep, values = text.partition(":")
+    name, implied = ALIASES.get(name.strip(), (name.strip(), None))
+    if name not in OPERATORS:
+        raise ProbmutError(f"unknown mutation operator {name!r}; known: {', '.join(OPERATORS)} "
+                           f"(the references' names: {', '.join(ALIASES)}); see probmut train "
+                           "--list-operators")
+    operator = OPERATORS[name]
+    if sep and not values.strip():
+        raise ProbmutError(f"--mutation {text!r}: give magnitudes as {name}:MAG1,MAG2, or no "
+                           f"':' for the default ({name}:{operator.default})")
+    mutations = []
+    for magnitude in (m.strip() for m in values.split(",")) if sep else [operator.default]:
+        if (not magnitude and sep) or any(c in magnitude for c in "/\\ "):
+            raise ProbmutError(f"--mutation {text!r}: empty magnitude or one with a path "
+                               "separator or space")
+        value, _, target = magnitude.partition("@")
+        if implied and not target:
+            target, magnitude = implied, f"{magnitude}@{implied}"
+        try:
+            params = operator.parse(value, target or None)
+        except ValueError as error:
+            raise ProbmutError(f"--mutation {name}:{magnitude}: {error}") from None
+        mutations.append(Mutation(operator, magnitude, params))
+    return mutations
+
+
+def _at_layer(mutation: Mutation, index: int) -> Mutation:
+    """``mutation`` bound to layer ``index``; a default or ``each`` target is written into
+    its magnitude (the layer index itself for operators whose magnitude is a layer)."""
+    operator, value = mutation.operator, mutation.magnitude.partition("@")[0]
+    if operator.parse is magnitudes.layer_only:
+        magnitude = str(index)
+    elif mutation.params["layer"] is None:
+        magnitude = mutation.magnitude
+    else:
+        magnitude = f"{value}@{index}"
+    return Mutation(operator, magnitude, {**mutation.params, "layer": index},
+                    mutation.equivalent)
+
+
+def bind(mutation: Mutation, model, task: str = "classification",
+         published: dict[str, int] | None = None) -> list[Mutation]:
+    """Check (and default) the target layer of ``mutation`` against a built ``model`` of
+    ``task``; one bound mutation per target layer (several for ``@each``).
+
+    Without ``@LAYER`` an operator with a network scope acts on every layer that fits;
+    the others act on the layer ``published`` names for them (the subject's published
+    configuration, :attr:`probmut.train.models.ModelSpec.layers`), else on the first
+    hidden layer that fits; a layer operator written without a magnitude gets the index
+    as its magnitude. Raises :class:`ProbmutError` if impossible.
+    """
+    from probmut.train.models import layer_table
+
+    operator, label = mutation.operator, mutation.label
+    check_keras_name(mutation)
+    if task not in operator.tasks:
+        raise ProbmutError(f"{label}: {operator.name} is only for "
+                           f"{' and '.join(operator.tasks)} models; this is a {task} model")
+    if task != "classification" and mutation.params.get("classes"):
+        raise ProbmutError(f"{label}: class targets (@C) are for classifiers; this is a {task} "
+                           "model")
+    if operator.layer_kind is None:
+        return [mutation]
+    what, fits = LAYER_KIND[operator.layer_kind]
+    layers, index = model.layers, mutation.params["layer"]
+    if index is None and operator.scope == NETWORK:
+        index = NETWORK
+    elif index is None and operator.name in (published or {}):
+        index = published[operator.name]
+    candidates = fitting(model, operator.layer_kind, hidden_only=index is None)
+    if index is None:
+        index = next(iter(candidates), None)
+        problem = None if index is not None else f"the model has no hidden layer that is {what}"
+    elif index in (NETWORK, EACH):
+        problem = None if candidates else f"the model has no layer that is {what}"
+    elif index >= len(layers):
+        problem = f"layer {index} is out of range (the model has {len(layers)} layers)"
+    elif is_input(layers[index]) or not fits(layers[index], model):
+        problem = f"layer {index} ({layers[index].name}) is not {what}"
+    else:
+        problem = None
+    if problem:
+        raise ProbmutError(f"{label}: {problem}; layers: {layer_table(model)}")
+    if index == NETWORK:
+        return [Mutation(operator, mutation.magnitude, {**mutation.params, "layer": NETWORK},
+                         mutation.equivalent)]
+    return [_at_layer(mutation, i) for i in (candidates if index == EACH else [index])]
+

@@ -1,0 +1,189 @@
+"""``probmut train --dry-run``: per mutation, legal or not (and why), its target and
+exactly what it changes, through the command (text and JSON) and the Python API
+(:func:`probmut.train.dryrun.dry_run`). The counts are checked against each reference's
+rule computed here (``int(n * share)`` of the layer or of the whole network); the
+dry run itself finds them by comparing the mutant with the healthy model, so the two
+are independent. Nothing is trained."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.train
+
+DIGITS_KERNELS = {0: 144, 2: 4608, 4: 32768, 6: 640}        # digits_cnn's weighted layers
+DIGITS_UNITS = {0: 16, 2: 32, 4: 64, 6: 10}
+MNIST_KERNELS = {0: 288, 1: 18432, 5: 1179648, 7: 1280}     # deepcrime_mnist on 28 x 28
+
+
+@pytest.fixture(scope="module")
+def mnist_shaped(tmp_path_factory):
+    """A tiny data set of 28 x 28 images, so that deepcrime_mnist has MNIST's shapes."""
+    rng = np.random.default_rng(0)
+    path = tmp_path_factory.mktemp("data") / "mnist28.npz"
+    np.savez(path, x_train=rng.integers(0, 256, (40, 28, 28), dtype=np.uint8),
+             y_train=np.arange(40) % 10, x_test=rng.integers(0, 256, (10, 28, 28), dtype=np.uint8),
+             y_test=np.arange(10))
+    return path
+
+
+@pytest.fixture(scope="module")
+def api():
+    pytest.importorskip("tensorflow")
+    from probmut.train.datasets import load_dataset
+    from probmut.train.dryrun import dry_run
+    from probmut.train.models import MODELS
+
+    def run(model, texts, data="digits", **options):
+        spec = MODELS[model]
+        config = spec.config.replace(**options)
+        return dry_run(texts, spec, load_dataset(str(data)), config, seed=42, model=model)
+    return run
+
+
+def _layers(preview):
+    return {c["index"]: (c["changed"], c["of"]) for c in preview["changes"]["layers"]}
+
+
+def _only(report):
+    (preview,) = report.to_dict()["mutations"]
+    assert preview["legal"] and preview["reason"] is None
+    return preview
+
+
+@pytest.mark.parametrize("text, layers, total", [
+    ("GF", DIGITS_KERNELS, int(38160 * 0.01)),               # weights of the whole network
+    ("gaussian_fuzzing:0.05_sd0.1", DIGITS_KERNELS, int(38160 * 0.05)),
+    ("WS", DIGITS_UNITS, int(122 * 0.01)),                   # units of the whole network
+    ("NAI:0.1", DIGITS_UNITS, int(122 * 0.1)),
+    ("NEB", {0: 16, 2: 32, 4: 64}, int(112 * 0.01)),         # neurons that feed a layer
+    ("NEB:0.1", {0: 16, 2: 32, 4: 64}, int(112 * 0.1)),
+    ("neurons_freezing:0.05", {0: 16}, max(1, int(16 * 0.05))),   # PMT: the first conv
+    ("neurons_freezing:0.2@network", DIGITS_UNITS, int(122 * 0.2)),
+    ("weights_fuzzing:0.1_1", {0: 144}, int(144 * 0.1)),
+    ("weights_fuzzing:0.05_1@4", {4: 32768}, int(32768 * 0.05)),
+    ("neuron_switch:0.1@4", {4: 64}, int(64 * 0.1)),
+])
+def test_model_level_counts_on_digits_cnn_follow_the_reference_rule(api, text, layers, total):
+    preview = _only(api("digits_cnn", [text]))
+    found = _layers(preview)
+    assert {i: of for i, (_, of) in found.items()} == layers
+    assert sum(changed for changed, _ in found.values()) == total
+    assert preview["level"] == "model" and preview["changes"]["samples"] is None
+
+
+def test_model_level_counts_on_deepcrime_mnist(api, mnist_shaped):
+    """PMT's neurons_freezing:0.05 freezes int(32 x 0.05) = 1 of the first convolution's
+    32 filters; GF fuzzes 1% of the network's 1,199,648 kernel weights."""
+    report = api("deepcrime_mnist", ["neurons_freezing:0.05", "GF", "WS", "NAI:0.1", "NEB",
+                                     "NS:0.05"], mnist_shaped)
+    freezing, fuzzing, shuffling, inverse, blocking, switch = report.to_dict()["mutations"]
+    assert freezing["changes"]["layers"] == [{"index": 0, "name": "conv2d", "changed": 1,
+                                              "of": 32}]
+    found = _layers(fuzzing)
+    assert {i: of for i, (_, of) in found.items()} == MNIST_KERNELS
+    assert sum(c for c, _ in found.values()) == int(sum(MNIST_KERNELS.values()) * 0.01) == 11996
+    assert found[5][0] > 11000  # the dense kernel holds 98% of the weights
+    units = {0: 32, 1: 64, 5: 128, 7: 10}
+    for preview, pool, total in [(shuffling, units, int(234 * 0.01)),
+                                 (inverse, units, int(234 * 0.1)),
+                                 (blocking, {0: 32, 1: 64, 5: 128}, int(224 * 0.01))]:
+        found = _layers(preview)
+        assert {i: of for i, (_, of) in found.items()} == pool, preview["name"]
+        assert sum(c for c, _ in found.values()) == total, preview["name"]
+    switched = [c for c, _ in _layers(switch).values() if c]
+    assert sum(switched) >= int(234 * 0.05) and min(switched) >= 2  # a switch needs two
+
+
+def test_the_published_layer_and_settings_before_and_after(api, mnist_shaped):
+    report = api("deepcrime_mnist", ["change_activation_function", "change_epochs:3",
+                                     "remove_layer", "add_layer", "AFRm"], mnist_shaped)
+    activation, epochs, removed, added, trained = report.to_dict()["mutations"]
+    assert activation["changes"]["settings"] == {"layer 5 dense: activation": ["relu", "elu"]}
+    assert epochs["changes"]["settings"] == {"epochs": [12, 3]}
+    assert removed["changes"]["settings"] == {"layer 3 dropout": ["Dropout", None]}
+    assert added["changes"]["settings"] == {
+        "new layer 1 (after layer 0 conv2d)": [None, "BatchNormalization"]}
+    assert trained["changes"]["settings"] == {"layer 0 conv2d: activation": ["relu", "linear"]}
+    assert "target: layer 5 dense (Dense)" in str(report)
+
+
+def test_data_level_counts(api):
+    from probmut.train.datasets import load_dataset
+
+    classes = np.bincount(load_dataset("digits").y_train)  # 1347 samples, class 3 largest
+    report = api("digits_cnn", ["delete_training_data:10", "change_label:10",
+                                "make_output_classes_overlap:10", "add_noise:0.01"])
+    deleted, relabelled, overlapped, unchanged = report.to_dict()["mutations"]
+    assert deleted["changes"]["samples"] == {"changed": sum(int(c * 10 / 100) for c in classes),
+                                             "of": 1347}
+    assert relabelled["changes"]["samples"] == {"changed": int(classes.max() * 10 / 100),
+                                                "of": 1347}
+    assert overlapped["changes"]["samples"]["changed"] == int(classes.max() * 10 / 100)
+    assert unchanged["changes"]["samples"] == {"changed": 0, "of": 1347}
+    text = str(report)
+    assert "samples removed: 130 of 1347" in text and "samples added: 13 of 1347" in text
+    assert "equivalent before training: it leaves the training data unchanged" in text
+
+
+def test_targets_say_which_classes(api):
+    text = str(api("digits_cnn", ["LE:10", "change_label:10@3+4",
+                                  "make_output_classes_overlap:10@1-2", "change_label:10"]))
+    assert [line for line in text.splitlines() if "target:" in line] == [
+        "  target: every label", "  target: classes 3, 4",
+        "  target: class 1's samples, added as class 2", "  target: the most frequent class "
+                                                         "(regression: every target)"]
+
+
+def test_each_is_one_entry_per_layer_and_the_json_has_exactly_the_issues_keys(api):
+    report = api("digits_cnn", ["remove_bias:each", "change_patience"])
+    document = report.to_dict()
+    assert list(document) == ["mutations"]
+    names = [m["name"] for m in document["mutations"]]
+    assert names == ["remove_bias_0", "remove_bias_2", "remove_bias_4", "remove_bias_6",
+                     "change_patience_1"]
+    for preview in document["mutations"]:
+        assert list(preview) == ["name", "operator", "magnitude", "level", "legal", "reason",
+                                 "changes"]
+        assert list(preview["changes"]) == ["layers", "samples", "settings"]
+    illegal = document["mutations"][-1]
+    assert illegal["legal"] is False and "no early stopping to change" in illegal["reason"]
+    assert [p.name for p in report.illegal] == ["change_patience_1"]
+
+
+def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shaped, capsys):
+    pytest.importorskip("tensorflow")
+    from probmut.cli.main import main
+
+    base = ["train", "--model", "deepcrime_mnist", "--data", str(mnist_shaped), "--dry-run"]
+    assert main([*base, "--mutation", "neurons_freezing:0.05", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"mutations": [{
+        "name": "neurons_freezing_0.05", "operator": "neurons_freezing", "magnitude": "0.05",
+        "level": "model", "legal": True, "reason": None,
+        "changes": {"layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32}],
+                    "samples": None, "settings": {}}}]}
+
+    assert main([*base, "--mutation", "GF", "--mutation", "change_gradient_clip"]) == 2
+    out, err = capsys.readouterr()
+    assert "change_gradient_clipping_0.5 (training level): ILLEGAL: the healthy optimizer " \
+           "does not clip gradients" in out
+    assert "weights changed: 0 conv2d" in out and "(11996 of 1199648)" in out
+    errors = err.strip().splitlines()
+    assert errors == ["probmut train: error: --mutation change_gradient_clipping:0.5: the "
+                      "healthy optimizer does not clip gradients (DeepCrime changes an "
+                      "existing clipnorm or clipvalue)"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dry-run"], "--dry-run needs at least one --mutation"),
+    (["--dry-run", "--search", "change_epochs:1,5"], "leave out --search"),
+    (["--dry-run", "--mutation", "GF:2_sd0.1"], "ratio must be between 0 and 1"),
+])
+def test_bad_dry_runs_exit_2_with_one_line(argv, message, capsys):
+    from probmut.cli.main import main
+
+    assert main(["train", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
