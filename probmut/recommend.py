@@ -27,10 +27,33 @@ Verdict: the pilot's own uncertainty
     normal model (Jeffreys prior: covariance from an inverse Wishart with P - 1 degrees
     of freedom around the pilot's, mean normal around the pilot's with covariance / P).
     The share of these populations judged killed is the predicted probability that a
-    large population is killed. ``killed`` when it is at least ``level``, ``not
-    killed`` when at most ``1 - level``, else ``not settled``. (Resampling the pilot
+    large population is killed (``p_killed``). ``killed`` when it is at least the
+    threshold, ``not killed`` when at most 1 minus it, else ``not settled``; with one
+    look, the threshold is ``level`` (below). (Resampling the pilot
     instead, a double bootstrap, was measured to be overconfident: it cannot see that a
     small pilot's spread is often too small; docs/recommend.md.)
+
+Settling over repeated looks
+    A verdict looked at again after every round of training (``train --until-settled``)
+    gets more chances to settle by luck: with a fixed level of 0.95, 19 looks (20, 30,
+    ..., 200 instances per side) end wrongly settled on about 12% of the paths of a
+    mutant at the decision boundary. The rule controls the whole sequence. In a latent
+    normal model of the verdict (the model of ``needed``: an effect estimate with
+    variance 1/n from n instances, a reference population deciding by the sign of its
+    own estimate, with variance 1/reference, and p_killed the predictive probability
+    of that decision), :func:`sequential_error` computes exactly, by numerical
+    integration over the nested looks (the group-sequential recursion of Armitage,
+    McPherson and Rowe), the largest chance over true effects that a path ends with a
+    settled verdict that a fresh reference population contradicts. The thresholds, one
+    per look, relax towards the last look with the shape :data:`SHAPE` and are the
+    smallest of that shape that keep this chance at most ``1 - level`` over the planned
+    looks (:func:`settle_threshold`; never below ``level``): 0.95 for one look; for the
+    19 looks of the command line's defaults, 0.9945 at 20 instances per side down to
+    0.95 from 180 on. The Monte-Carlo error of p_killed is inside the rule: the verdict is
+    ``killed`` when a one-sided 95% Clopper-Pearson bound on p_killed clears the
+    threshold, and when the bound leaves it undecided, more populations are simulated
+    (up to ``MORE_DRAWS`` times ``draws``). The validation against fresh populations:
+    docs/recommend.md.
 
 Instances needed
     For a verdict that is not settled: the smallest n at which a verdict computed from n
@@ -40,7 +63,7 @@ Instances needed
     that spread has a part from the pilot (variance proportional to 1/P) and a part
     from the large population itself (1/reference). A pilot of n has latent estimate
     ``N(t, (1/n) / (1/P + 1/reference))`` and settles when it is at least
-    ``Phi^-1(level)`` of its own spread away from 0. When no n up to 100 times
+    ``Phi^-1(threshold)`` of its own spread away from 0. When no n up to 100 times
     ``max_instances`` does so with probability 0.8, the kill probability sits too close
     to the decision boundary: even a perfectly known mutant would split populations of
     ``reference`` instances between both decisions. ``needed_chance`` is the chance
@@ -57,6 +80,7 @@ on the cache.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -74,15 +98,22 @@ if TYPE_CHECKING:  # the command line reads this module's defaults without the h
 DEFAULT_SIZES = (25, 50, 100, 200, 400)
 #: "A large population": the paper's 200 instances per side.
 REFERENCE_SIZE = 200
-#: A verdict is settled when the predicted probability of the large-population decision
+#: One look settles when the predicted probability of the large-population decision
 #: reaches this level: the smallest of 0.85, 0.9, 0.925, 0.95 and 0.975 at which settled
 #: verdicts agreed with the whole populations in at least 98% of the MNIST pilots of 25
-#: and of 50 instances (docs/recommend.md); the other models validate it.
+#: and of 50 instances (docs/recommend.md); the other models validate it. Over several
+#: looks, ``1 - LEVEL`` is the largest chance of a wrong settled verdict at any true
+#: effect (:func:`settle_threshold`).
 LEVEL = 0.95
 #: ``needed`` asks a verdict from n instances to be settled with this probability.
 POWER = 0.8
-#: Simulated populations per block (per size, and for the verdict).
+#: Simulated populations per block (per size, and for the verdict's first block).
 DRAWS = 100
+#: One-sided confidence of the Monte-Carlo bounds on p_killed that the verdict uses.
+CONFIDENCE = 0.95
+#: The verdict simulates up to this many times ``draws`` populations when the bounds on
+#: p_killed leave it undecided (blocks doubling the total: 1, 2, 4, 8 times ``draws``).
+MORE_DRAWS = 8
 #: Largest population per side ``needed`` may propose.
 MAX_INSTANCES = 1000
 #: Largest number of simulated accuracies per side of one size (draws x instances), checked
@@ -137,9 +168,11 @@ class Recommendation(Result):
 
     ``reference_means`` are the posterior means of the verdict's simulated populations
     of the reference size (with the pilot's uncertainty); ``p_killed`` is the share of
-    them judged killed. ``needed`` is the pilot's size when the verdict is settled;
-    ``needed_chance`` the chance that a pilot grown to ``needed`` settles, with the
-    pilot's uncertainty (None when ``needed`` is None or the verdict settled).
+    them judged killed and ``p_killed_se`` its Monte-Carlo standard error;
+    ``threshold`` is what p_killed had to clear (with its Monte-Carlo error) at this
+    look, for ``looks`` planned looks. ``needed`` is the pilot's size when the verdict
+    is settled; ``needed_chance`` the chance that a pilot grown to ``needed`` settles,
+    with the pilot's uncertainty (None when ``needed`` is None or the verdict settled).
     """
 
     name: str
@@ -158,8 +191,16 @@ class Recommendation(Result):
     paired: bool = False
     seed: int | None = None
     needed_chance: float | None = None
+    p_killed_se: float = 0.0
+    threshold: float = LEVEL
+    looks: int = 1
 
     index = "n"
+
+    @property
+    def draws_used(self) -> int:
+        """Simulated populations behind ``p_killed`` (``draws`` or more: module notes)."""
+        return len(self.reference_means)
 
     @property
     def leaning(self) -> bool:
@@ -178,19 +219,23 @@ class Recommendation(Result):
     def to_dict(self) -> dict:
         return {"name": self.name, "verdict": self.verdict, "needed": self.needed,
                 "needed_chance": self.needed_chance, "p_killed": self.p_killed,
-                "level": self.level,
+                "p_killed_se": self.p_killed_se, "threshold": self.threshold,
+                "looks": self.looks, "level": self.level,
                 "predicted_mean": self.predicted_mean, "reference_size": self.reference,
                 "pilot": list(self.pilot), "population": min(self.pilot),
                 "per_size": self.rows(), "message": self.message,
                 "max_instances": self.max_instances, "draws": self.draws,
+                "draws_used": self.draws_used,
                 "paired": self.paired, "seed": self.seed, "settings": self.settings.describe()}
 
     def __str__(self) -> str:
         decision = "judged " + ("killed" if self.leaning else "not killed")
         lines = [f"{self.name}: pilot of {self.pilot[0]} healthy and {self.pilot[1]} mutant "
-                 "instances" + (", paired" if self.paired else "") + "; fresh instances "
-                 f"predicted from {self.draws} simulated populations per size",
-                 f"{'n':>5}  {'posterior mean [95% band]':<26}{'band':>7}{decision:>19}"]
+                 "instances" + (", paired" if self.paired else "")]
+        if self.sizes:
+            lines[0] += (f"; fresh instances predicted from {self.draws} simulated "
+                         "populations per size")
+            lines.append(f"{'n':>5}  {'posterior mean [95% band]':<26}{'band':>7}{decision:>19}")
         for row in self.rows():
             lines.append(f"{row['n']:>5}  {row['median']:.3f} [{row['band_low']:.3f}, "
                          f"{row['band_high']:.3f}]{'':<5}{row['mean_band']:>7.3f}"
@@ -285,7 +330,159 @@ def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, j
     return means, killed, variances
 
 
-# --- the verdict and the instances needed ---------------------------------------------------
+# --- the verdict over repeated looks ----------------------------------------------------------
+
+#: True effects at which :func:`sequential_error` looks for the largest error, as q, the
+#: chance that a fresh reference population is judged killed (the rule is symmetric, so
+#: q below 0.5 mirrors these; the largest error lies near q = 0.55 to 0.65).
+_TRUTHS = np.linspace(0.5, 0.99, 25)
+
+
+def _simpson(half: float, spacing: float):
+    """Points at most ``spacing`` apart on [-half, half] and their Simpson weights."""
+    count = 2 * math.ceil(half / spacing / 2) + 1
+    points = np.linspace(-half, half, count)
+    weights = np.ones(count)
+    weights[1:-1:2], weights[2:-1:2] = 4, 2
+    return points, weights * (points[1] - points[0] if count > 1 else 0) / 3
+
+
+def _wrong_settled(z, looks: tuple, reference: int) -> np.ndarray:
+    """Chance of ending with a wrong settled verdict at each truth of ``_TRUTHS``, in the
+    latent model (module notes), when the look at ``looks[j]`` settles as soon as the
+    latent estimate is ``z[j]`` predictive standard deviations from the boundary
+    (p_killed >= Phi(z[j])); ``z`` may be one number for every look.
+
+    The sum Y of n unit-variance effect estimates (drift x per instance) continues while
+    |Y| < b_n = z sqrt(n + n^2 / reference). Its sub-density over the continuing paths
+    is carried from look to look on Simpson grids at x = 0 and tilted to each truth x
+    by the likelihood ratio exp(x Y - n x^2 / 2); the chances to leave upwards (killed)
+    and downwards (not killed) at each look are integrated in closed form.
+    """
+    from scipy import special
+
+    n = np.asarray(looks, dtype=float)
+    bound = np.broadcast_to(z, n.shape) * np.sqrt(n + n * n / reference)
+    x = special.ndtri(_TRUTHS)[:, None] / math.sqrt(reference)
+    up = special.ndtr((n[0] * x[:, 0] - bound[0]) / math.sqrt(n[0]))
+    down = special.ndtr((-bound[0] - n[0] * x[:, 0]) / math.sqrt(n[0]))
+    if n.size > 1:
+        steps = np.diff(n)
+        y, weights = _simpson(bound[0], math.sqrt(steps[0]) / 4)
+        density = np.exp(-y * y / (2 * n[0])) / math.sqrt(2 * math.pi * n[0])
+        for j in range(1, n.size):
+            spread = math.sqrt(steps[j - 1])
+            mass = density * weights * np.exp(x * y - n[j - 1] * x * x / 2)
+            moved = y + steps[j - 1] * x
+            up = up + np.sum(mass * special.ndtr((moved - bound[j]) / spread), axis=1)
+            down = down + np.sum(mass * special.ndtr((-bound[j] - moved) / spread), axis=1)
+            if j < n.size - 1:
+                following, weights_next = _simpson(bound[j], math.sqrt(steps[j]) / 4)
+                kernel = np.exp(-(following[:, None] - y) ** 2 / (2 * steps[j - 1]))
+                density = kernel @ (density * weights) / (spread * math.sqrt(2 * math.pi))
+                y, weights = following, weights_next
+    return (1 - _TRUTHS) * up + _TRUTHS * down
+
+
+def _planned(looks) -> tuple[int, ...]:
+    looks = tuple(sorted({int(n) for n in looks}))
+    if not looks or looks[0] < 1:
+        raise ProbmutError(f"the planned looks must be positive numbers of instances, got "
+                           f"{list(looks) or 'none'}", option="looks")
+    return looks
+
+
+def sequential_error(thresholds, looks, reference: int = REFERENCE_SIZE) -> float:
+    """Largest chance over true effects that a verdict looked at after each of ``looks``
+    instances per side, settled when p_killed reaches ``thresholds`` (one per look, in
+    increasing order of the looks, or one for all), ends settled and contradicted by a
+    fresh population of ``reference`` per side, in the latent normal model (module
+    notes; the Monte-Carlo error of p_killed aside).
+
+    >>> round(sequential_error(0.95, [20]), 3), round(sequential_error(0.95, range(20, 201, 10)), 3)
+    (0.042, 0.118)
+    """
+    from scipy import special
+
+    return float(_wrong_settled(special.ndtri(np.asarray(thresholds, dtype=float)),
+                                _planned(looks), reference).max())
+
+
+#: The thresholds relax towards the last look: on the latent scale the threshold at a
+#: look of n instances is ``z (n / n_last) ** -SHAPE`` (never below the level), so that
+#: more of the error is spent where an unsettled mutant has its last chance; the first
+#: look of the defaults stays within reach of ``MORE_DRAWS`` x ``DRAWS`` simulated
+#: populations (0.9946 against their bound of 0.9963 when all are killed).
+SHAPE = 0.2
+
+
+@functools.lru_cache(maxsize=64)
+def _last_z(looks: tuple, reference: int, level: float) -> float:
+    """The z of the thresholds' shape (:data:`SHAPE`) at which :func:`sequential_error`
+    is ``1 - level`` (0 when the level alone keeps it lower)."""
+    from scipy import optimize, special
+
+    floor = special.ndtri(level)
+    scale = (np.asarray(looks, dtype=float) / looks[-1]) ** -SHAPE
+
+    def excess(z):
+        return _wrong_settled(np.maximum(floor, z * scale), looks, reference).max() - (1 - level)
+
+    if excess(0) <= 0:
+        return 0.0
+    return float(optimize.brentq(excess, 0, 8, xtol=1e-6))
+
+
+def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
+                     level: float = LEVEL) -> float:
+    """The level p_killed must reach to settle a verdict from n instances per side, when
+    the verdict is looked at after each of ``looks`` instances per side: thresholds of
+    the shape :data:`SHAPE`, the smallest at which :func:`sequential_error` is at most
+    ``1 - level``, and never below ``level`` itself.
+
+    >>> settle_threshold(20, [20])
+    0.95
+    >>> looks = range(20, 201, 10)
+    >>> [round(settle_threshold(n, looks), 4) for n in (20, 30, 100, 200)]
+    [0.9945, 0.9905, 0.9674, 0.95]
+    """
+    from scipy import special
+
+    if not 0.5 < level < 1:
+        raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
+    looks = _planned(looks)
+    z = _last_z(looks, int(reference), float(level)) * (n / looks[-1]) ** -SHAPE
+    return float(max(level, special.ndtr(z)))
+
+
+def _bounds(killed: int, draws: int) -> tuple[float, float]:
+    """One-sided Clopper-Pearson bounds (``CONFIDENCE``) on p_killed from ``killed`` of
+    ``draws`` simulated populations.
+
+    >>> [round(b, 4) for b in _bounds(100, 100)]
+    [0.9705, 1.0]
+    """
+    from scipy.stats import beta
+
+    low = 0.0 if killed == 0 else float(beta.ppf(1 - CONFIDENCE, killed, draws - killed + 1))
+    high = 1.0 if killed == draws else float(beta.ppf(CONFIDENCE, killed + 1, draws - killed))
+    return low, high
+
+
+def _call(killed: int, draws: int, threshold: float) -> str | None:
+    """The verdict from ``killed`` of ``draws`` populations, or None while the bounds on
+    p_killed leave it undecided (one of them on the far side of a threshold)."""
+    low, high = _bounds(killed, draws)
+    if low >= threshold:
+        return "killed"
+    if high <= 1 - threshold:
+        return "not killed"
+    if high < threshold and low > 1 - threshold:
+        return "not settled"
+    return None
+
+
+# --- the instances needed ---------------------------------------------------------------------
 
 def _boundary(settings: PosteriorSettings, variance: float) -> float:
     """Posterior mean at which the decision flips, for a posterior of this variance."""
@@ -306,15 +503,16 @@ def _boundary(settings: PosteriorSettings, variance: float) -> float:
 _SEARCH = 100
 
 
-def _settle_chance(p_killed: float, draws: int, pilot: float, level: float, reference: int,
-                   n, grown: bool):
-    """Chance that a verdict from n instances per side is settled (module notes): if the
+def settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
+                   reference: int, n, grown: bool):
+    """Chance that a verdict from n instances per side is settled (module notes: Instances
+    needed), read from a pilot's ``p_killed`` (a share of ``draws`` populations): if the
     truth is the pilot's estimate, or (``grown``) for the pilot grown to n, its
     uncertainty included. ``n`` may be an array of sizes above the pilot's.
 
-    >>> round(float(_settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=False)), 2)
+    >>> round(float(settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=False)), 2)
     0.8
-    >>> round(float(_settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=True)), 2)
+    >>> round(float(settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=True)), 2)
     0.74
     """
     from scipy import special
@@ -325,10 +523,10 @@ def _settle_chance(p_killed: float, draws: int, pilot: float, level: float, refe
     n = np.asarray(n, dtype=float)
     spread = np.sqrt((1 / n + 1 / reference) / unit)
     noise = np.sqrt(((1 / pilot - 1 / n) if grown else 1 / n) / unit)
-    return special.ndtr((latent - special.ndtri(level) * spread) / noise)
+    return special.ndtr((latent - special.ndtri(threshold) * spread) / noise)
 
 
-def _needed(p_killed: float, draws: int, pilot: float, level: float, reference: int,
+def _needed(p_killed: float, draws: int, pilot: float, threshold: float, reference: int,
             max_instances: int) -> int | None:
     """Instances per side that would settle the verdict (module notes), ignoring the cap;
     None if no size up to ``_SEARCH`` times the cap would.
@@ -337,23 +535,26 @@ def _needed(p_killed: float, draws: int, pilot: float, level: float, reference: 
     (114, None)
     """
     n = np.arange(math.floor(pilot) + 1, _SEARCH * max(max_instances, math.ceil(pilot)) + 1)
-    chance = _settle_chance(p_killed, draws, pilot, level, reference, n, grown=False)
+    chance = settle_chance(p_killed, draws, pilot, threshold, reference, n, grown=False)
     reached = np.flatnonzero(chance >= POWER)
     return int(n[reached[0]]) if reached.size else None
 
 
-def _message(verdict, p_killed, level, needed, mean, boundary, reference, max_instances,
-             pilot, needed_chance):
+def _message(verdict, p_killed, se, threshold, looks, level, needed, mean, boundary,
+             reference, max_instances, pilot, needed_chance):
     band = f"{mean['median']:.2f} [{mean['low']:.2f}, {mean['high']:.2f}]"
+    over_looks = (f" (this look's threshold in a plan that keeps wrong settled verdicts at "
+                  f"most {1 - level:.2g} over {looks} looks)" if looks > 1 else "")
     if verdict != "not settled":
         share = p_killed if verdict == "killed" else 1 - p_killed
         return (f"a large population ({reference} per side) would be judged {verdict} with "
-                f"predicted probability {share:.2f} (at least {level:g}), the uncertainty of "
-                f"the {pilot}-instance pilot included; its posterior mean would be about "
-                f"{band}.")
+                f"predicted probability {share:.2f} (standard error {se:.2f}), at least "
+                f"{threshold:.3g} with its Monte-Carlo error{over_looks}, the uncertainty of the "
+                f"{pilot}-instance pilot included; its posterior mean would be about {band}.")
     why = (f"a large population ({reference} per side) would be judged killed with predicted "
-           f"probability {p_killed:.2f}, between {1 - level:.2g} and {level:g}; its posterior "
-           f"mean would be about {band}, decision boundary {boundary:.2f}.")
+           f"probability {p_killed:.2f} (standard error {se:.2f}): with its Monte-Carlo error, "
+           f"neither at most {1 - threshold:.2g} nor at least {threshold:.3g}{over_looks}; its "
+           f"posterior mean would be about {band}, decision boundary {boundary:.2f}.")
     if needed is None:
         return (why + " At the pilot's estimate the kill probability sits so close to the "
                 f"boundary that populations of {reference} split between both decisions "
@@ -371,7 +572,7 @@ def _message(verdict, p_killed, level, needed, mean, boundary, reference, max_in
 def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
               sizes=DEFAULT_SIZES, draws: int = DRAWS, level: float = LEVEL,
               reference: int = REFERENCE_SIZE, max_instances: int = MAX_INSTANCES,
-              paired: bool = False, seed=None, jobs: int | None = None,
+              looks=None, paired: bool = False, seed=None, jobs: int | None = None,
               cache: Cache | None = None, progress: bool = False,
               name: str | None = None) -> Recommendation:
     """The verdict of a pilot and its predictions for fresh instances (module notes).
@@ -382,11 +583,15 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         of accuracies, each at least the sample size k.
     settings : how every simulated population is analysed (default
         :class:`PosteriorSettings`: B = N = 100, k = 20).
-    sizes : population sizes n per side of the prediction table (each at least k).
-    draws : simulated populations per size, and for the verdict.
-    level : predicted probability at which the verdict is settled.
+    sizes : population sizes n per side of the prediction table (each at least k;
+        empty for the verdict alone).
+    draws : simulated populations per size, and for the verdict's first block.
+    level : with one look, the predicted probability at which the verdict is settled;
+        over ``looks``, ``1 - level`` bounds the chance of a wrong settled verdict.
     reference : size of "a large population", whose decision the verdict predicts.
     max_instances : largest population per side ``needed`` may propose.
+    looks : the instances per side at which the verdict is looked at, this pilot's
+        included (default: this pilot only); see :func:`settle_threshold`.
     paired : model-level mutation: ids drawn jointly (populations aligned by id).
     seed, jobs : same seed, same numbers, for any ``jobs``.
     cache : a :class:`~probmut.io.cache.Cache` to reuse blocks across runs.
@@ -397,8 +602,8 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     >>> rng = np.random.default_rng(0)
     >>> h, m = rng.normal(0.99, 0.002, 25), rng.normal(0.986, 0.002, 25)
     >>> advice = recommend(h, m, sizes=(25, 100), draws=40, seed=1)
-    >>> advice.verdict, [s.n for s in advice.sizes]
-    ('killed', [25, 100])
+    >>> advice.verdict, [s.n for s in advice.sizes], advice.draws_used
+    ('killed', [25, 100], 160)
     """
     from probmut.bagging import PosteriorSettings
     from probmut.engine import seed_sequence
@@ -419,62 +624,106 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     if paired and h.size < 3:  # the (healthy, mutant) covariance needs 2 degrees of freedom
         raise ProbmutError(f"a paired pilot needs at least 3 instances, got {h.size}")
     sizes = sorted({int(n) for n in sizes})
-    if not sizes or sizes[0] < k:
+    if sizes and sizes[0] < k:
         raise ProbmutError(f"population sizes must be at least the sample size k = {k}; got "
-                           f"{sizes or 'none'}", option="sizes")
+                           f"{sizes}", option="sizes")
     if draws < 10:
         raise ProbmutError(f"draws must be at least 10, got {draws}", option="draws")
-    largest = max(sizes[-1], reference)
-    if draws * largest > MAX_SIMULATED:
+    # The largest block is a size's, or the last doubling of the verdict's populations.
+    blocks = [(draws, n) for n in sizes] + [(MORE_DRAWS // 2 * draws, reference)]
+    count, largest = max(blocks, key=lambda block: block[0] * block[1])
+    if count * largest > MAX_SIMULATED:
         raise ProbmutError(
-            f"{draws:,} simulated populations of {largest:,} instances per side exceed the "
+            f"{count:,} simulated populations of {largest:,} instances per side exceed the "
             f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
-            "the draws", option="sizes" if sizes[-1] >= reference else "reference")
-    if not 0.5 < level < 1:
-        raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
+            "the draws", option="reference" if largest == reference else "sizes")
     if reference < k or max_instances < k:
         raise ProbmutError(f"the reference size and max instances must be at least k = {k}")
+    pilot = min(h.size, m.size)
+    looks = _planned((pilot,) if looks is None else looks)
+    if looks[0] < k:
+        raise ProbmutError(f"the planned looks must be at least the sample size k = {k}; got "
+                           f"{list(looks)}", option="looks")
+    threshold = settle_threshold(pilot, looks, reference, level)
+    lowest = settle_threshold(looks[-1], looks, reference, level)
+    if _bounds(MORE_DRAWS * draws, MORE_DRAWS * draws)[0] < lowest:
+        raise ProbmutError(
+            f"the verdict's threshold {lowest:.4g} is out of reach of {MORE_DRAWS * draws} "
+            f"simulated populations ({MORE_DRAWS} times the draws): raise the draws or lower "
+            "the level", option="draws")
     root = seed_sequence(seed)
     cache = cache or Cache(None)
-    blocks = [("verdict", reference)] + [("size", n) for n in sizes]
-    shapes = {"means": (draws,), "killed": (draws,), "variances": (draws,)}
-    results = {}
-    with progress_display(len(blocks), f"recommend {name}", enabled=progress,
+
+    def simulate(role, n, block=0, count=draws):
+        """One block of ``count`` simulated populations of n (cached)."""
+        extra = () if block == 0 else (block,)
+        key = cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
+                        role, n, *extra)
+        stored = cache.get(key, shapes={"means": (count,), "killed": (count,),
+                                        "variances": (count,)})
+        if stored is None:
+            draw_stream, engine_stream = np.random.SeedSequence(
+                root.entropy, spawn_key=(2, n, block) if block else
+                (int(role == "verdict"), n)).spawn(2)
+            rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
+                                uncertain=role == "verdict")
+            means, killed, variances = _analyse(*rows, settings, paired, engine_stream, jobs)
+            stored = {"means": means, "killed": killed, "variances": variances}
+            cache.put(key, **stored)
+        if block:
+            bar.total += 1  # a block that doubles the populations behind p_killed
+        bar.update()
+        return stored
+
+    with progress_display(1 + len(sizes), f"recommend {name}", enabled=progress,
                           unit="block") as bar:
-        for role, n in blocks:
-            key = cache_key("recommend", METHOD, h, m, paired, settings, draws, root.entropy,
-                            role, n)
-            stored = cache.get(key, shapes=shapes)
-            if stored is None:
-                draw_stream, engine_stream = np.random.SeedSequence(
-                    root.entropy, spawn_key=(int(role == "verdict"), n)).spawn(2)
-                rows = _populations(np.random.default_rng(draw_stream), h, m, n, draws, paired,
-                                    uncertain=role == "verdict")
-                means, killed, variances = _analyse(*rows, settings, paired, engine_stream,
-                                                    jobs)
-                stored = {"means": means, "killed": killed, "variances": variances}
-                cache.put(key, **stored)
-            results[(role, n)] = stored
-            bar.update()
-    verdict_block = results[("verdict", reference)]
-    predictions = tuple(SizePrediction(n, results[("size", n)]["means"],
-                                       results[("size", n)]["killed"]) for n in sizes)
-    p_killed = float(np.mean(verdict_block["killed"]))
-    verdict = ("killed" if p_killed >= level else "not killed" if p_killed <= 1 - level
-               else "not settled")
-    boundary = _boundary(settings, float(np.median(verdict_block["variances"])))
-    pilot = min(h.size, m.size)
+        verdict, verdict_blocks = _settle(
+            lambda block, count: simulate("verdict", reference, block, count), threshold,
+            draws)
+        predictions = []
+        for n in sizes:
+            block = simulate("size", n)
+            predictions.append(SizePrediction(n, block["means"], block["killed"]))
+    means, variances = (np.concatenate([b[field] for b in verdict_blocks])
+                        for field in ("means", "variances"))
+    killed, used = _killed_of(verdict_blocks)
+    p_killed = killed / used
+    se = math.sqrt(p_killed * (1 - p_killed) / used)
+    boundary = _boundary(settings, float(np.median(variances)))
     needed, needed_chance = pilot, None
     if verdict == "not settled":
         effective = 2 / (1 / h.size + 1 / m.size)  # the pilot's size for a difference
-        needed = _needed(p_killed, draws, effective, level, reference, max_instances)
+        needed = _needed(p_killed, used, effective, threshold, reference, max_instances)
         if needed is not None:
-            needed_chance = float(_settle_chance(p_killed, draws, effective, level, reference,
-                                                 needed, grown=True))
-    message = _message(verdict, p_killed, level, needed, _median_and_band(verdict_block["means"]),
-                       boundary, reference, max_instances, pilot, needed_chance)
+            needed_chance = float(settle_chance(p_killed, used, effective, threshold,
+                                                 reference, needed, grown=True))
+    message = _message(verdict, p_killed, se, threshold, len(looks), level, needed,
+                       _median_and_band(means), boundary, reference, max_instances, pilot,
+                       needed_chance)
     if needed is not None and needed > max_instances:
         needed, needed_chance = None, None
-    return Recommendation(name, verdict, needed, p_killed, verdict_block["means"], predictions,
+    return Recommendation(name, verdict, needed, p_killed, means, tuple(predictions),
                           (h.size, m.size), message, settings, level, reference,
-                          max_instances, draws, paired, seed, needed_chance)
+                          max_instances, draws, paired, seed, needed_chance, se, threshold,
+                          len(looks))
+
+
+def _settle(simulate, threshold: float, draws: int):
+    """The verdict and the blocks of simulated populations behind it: ``simulate(block,
+    count)`` gives block number ``block`` of ``count`` populations (a dict whose
+    "killed" says which were judged killed); blocks are added, doubling the total,
+    while the bounds on p_killed leave the verdict undecided, up to ``MORE_DRAWS``
+    times ``draws`` (then: not settled)."""
+    blocks = [simulate(0, draws)]
+    while (verdict := _call(*_killed_of(blocks), threshold)) is None:
+        used = _killed_of(blocks)[1]
+        if used >= MORE_DRAWS * draws:
+            return "not settled", blocks
+        blocks.append(simulate(len(blocks), used))
+    return verdict, blocks
+
+
+def _killed_of(blocks) -> tuple[int, int]:
+    """Populations judged killed, and simulated, over the verdict's blocks."""
+    return (int(sum(np.count_nonzero(b["killed"]) for b in blocks)),
+            sum(len(b["killed"]) for b in blocks))

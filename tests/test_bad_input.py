@@ -515,14 +515,16 @@ def test_replicate_into_a_file_is_refused(capsys, tmp_path):
             says="afile: is a file, not a directory (the output)")
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["--sample", "5", "--sizes", "1000000000"], "(--sizes)"),
-    (["--sizes", "25", "--reference", "1000000000"], "(--reference)"),
+@pytest.mark.parametrize("argv, populations, option", [
+    (["--sample", "5", "--sizes", "1000000000"], 100, "(--sizes)"),
+    # the verdict's last block of reference populations: up to MORE_DRAWS / 2 x draws
+    (["--sizes", "25", "--reference", "1000000000"], 400, "(--reference)"),
 ])
-def test_recommend_refuses_huge_populations_before_allocating(capsys, argv, option):
+def test_recommend_refuses_huge_populations_before_allocating(capsys, argv, populations,
+                                                               option):
     line = refused(capsys, "recommend", HEALTHY, MUTANT, "--no-cache", *argv,
-                   says="100 simulated populations of 1,000,000,000 instances per side exceed "
-                        "the limit of 16,777,216")
+                   says=f"{populations} simulated populations of 1,000,000,000 instances per "
+                        "side exceed the limit of 16,777,216")
     assert line.endswith(option)
 
 

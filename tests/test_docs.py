@@ -247,13 +247,14 @@ def test_symptoms_md_which_symptoms_held_on_every_draw():
 def test_recommend_md_what_the_until_settled_run_found(folders):
     """docs/recommend.md, "What this run found": deleting 90% of the data is killed at the
     first verdict; a mutant still not settled at the end would take hundreds of instances
-    per side."""
+    per side, or sits so close to the boundary that no number settles it."""
     rounds = printed(folders, "recommend.md", "cat runs/settle/rounds.txt")
     assert "10 KILLED" in rounds[1], rounds[1]
-    for line in rounds:
-        needed = re.search(r"not settled .* would take about (\d+) instances per side", line)
-        if needed:
-            assert int(needed.group(1)) >= 100, line
+    unsettled = [line for line in rounds if re.match(r"\S+: not settled", line)]
+    for line in unsettled:
+        needed = re.search(r"would take about (\d+) instances per side", line)
+        assert (int(needed.group(1)) >= 100 if needed
+                else "so close to the boundary" in line), line
 
 
 #: A moderate relation (Kendall's tau of 0.3 or more) is what docs/coverage.md and the

@@ -126,7 +126,8 @@ def _run_recommend(args) -> int:
         results.append(recommend(
             _first(healthy, args.pilot), _first(mutant, args.pilot), settings, sizes=sizes,
             draws=args.draws, level=args.level, reference=args.reference,
-            max_instances=args.max_instances, paired=inputs.paired, seed=args.seed,
+            max_instances=args.max_instances, looks=args.looks, paired=inputs.paired,
+            seed=args.seed,
             jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
     emit_many(args, results, "mutants")
     return 0
@@ -193,7 +194,16 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
                             f"(default: {defaults.DRAWS})")
     group.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True), default=defaults.LEVEL,
                        help="predicted probability of the large-population decision at which "
-                            f"the verdict is settled (default: {defaults.LEVEL})")
+                            "one look settles the verdict; over --looks, 1 - LEVEL bounds the "
+                            "chance of a wrong settled verdict for any true effect "
+                            f"(default: {defaults.LEVEL})")
+    group.add_argument("--looks", type=comma_list(int, "instance counts"),
+                       metavar="N1,N2,...",
+                       help="instances per side at which you look at the verdict, this pilot's "
+                            "size among them (e.g. 20,30,...,200 when judging after every "
+                            "round of 10): the verdict then settles only at the level that "
+                            "keeps wrong settled verdicts under 1 - LEVEL over all the looks "
+                            "(default: this pilot only)")
     group.add_argument("--reference", type=integer(2), default=defaults.REFERENCE_SIZE,
                        help="instances per side of the large population whose decision the "
                             f"verdict predicts (default: {defaults.REFERENCE_SIZE})")

@@ -59,6 +59,7 @@ def _stack(text: str) -> int | None:
 
 
 def register(subparsers) -> None:
+    from probmut.recommend import LEVEL
     from probmut.train.models import MODELS
 
     p = subparsers.add_parser(
@@ -168,6 +169,10 @@ def register(subparsers) -> None:
     settle.add_argument("--sample", type=integer(2), default=20, metavar="K",
                         help="k instances per side in the verdicts' kill tests; the first "
                              "verdict needs K per side (default: 20)")
+    settle.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True),
+                        default=None, metavar="L",
+                        help="for any true effect, at most 1 - L of the runs end with a wrong "
+                             f"settled verdict, over all the rounds (default: {LEVEL})")
     p.set_defaults(func=handle, resumes=True)
 
 
@@ -234,7 +239,8 @@ def handle(args) -> int:
         max_error_rate=args.max_error_rate, deepcrime=args.format == "deepcrime",
         search=args.search, resolution=args.resolution, decision=args.decision,
         until_settled=args.until_settled, round_size=args.round_size,
-        max_instances=args.max_instances, sample=args.sample, progress=not args.quiet,
+        max_instances=args.max_instances, sample=args.sample, level=args.level,
+        progress=not args.quiet,
         **_settings(args))
     print(report.to_json() if args.json else report)
     if report.diverged:

@@ -5,11 +5,22 @@ Each round adds ``round_size`` instances to every mutant population still in tra
 goes on while any mutant needs it. After the round, :func:`probmut.recommend.recommend`
 judges every mutant in training on the instances trained so far (model-level mutants
 against the healthy instances they derive from); a mutant stops when its verdict is
-settled (killed or not killed) or when it reaches ``max_instances``. Verdicts need at
-least k instances per side; rounds before that only train.
+settled (killed or not killed), when it reaches ``max_instances``, or when settling by
+``max_instances`` is out of reach: the chance that its instances grown to
+``max_instances`` settle the verdict, its uncertainty included
+(:func:`probmut.recommend.settle_chance`), is under ``FUTILITY``. Stopping without a
+verdict never makes one wrong; it saves the instances of mutants at the decision
+boundary. Verdicts need at least k instances per side; rounds before that only train.
+
+Looking again after every round gives a verdict more chances to settle by luck, so the
+verdicts are told the whole plan: the looks are at round_size, 2 round_size, ... (from
+k on) up to ``max_instances``, and :func:`probmut.recommend.settle_threshold` sets the
+level p_killed must clear at each look so that, for any true effect, a mutant ends with
+a wrong settled verdict on at most ``1 - level`` of the runs (docs/recommend.md).
 
 The output directory gains ``rounds.json`` and ``rounds.txt`` (one row per round: the
-instances of each population and each verdict), rewritten after every round. A resumed
+instances of each population and each verdict, with p_killed, its Monte-Carlo standard
+error and the threshold it had to clear), rewritten after every round. A resumed
 run replays the rounds from the records on disk: finished instances are not retrained
 and the verdicts, cached under ``.work/verdicts``, are the same, so it continues where
 it stopped.
@@ -29,6 +40,11 @@ from probmut.train.work import HEALTHY
 #: Verdict of a population that has fewer than k instances so far.
 TOO_FEW = "too few instances"
 
+#: A mutant stops training, not settled, when the chance that it settles by
+#: ``max_instances`` is under this (docs/recommend.md: on the bundled data no path that
+#: would have settled was stopped).
+FUTILITY = 0.02
+
 
 @dataclass
 class SettleReport(RunReport):
@@ -38,9 +54,12 @@ class SettleReport(RunReport):
 
     rounds: list[dict] = field(default_factory=list)
     final: dict[str, dict] = field(default_factory=dict)
+    looks: list[int] = field(default_factory=list)  # instances per side of the planned looks
+    max_instances: int = 0
 
     def to_dict(self) -> dict:
-        return super().to_dict() | {"rounds": self.rounds, "final": self.final}
+        return super().to_dict() | {"looks": self.looks, "max_instances": self.max_instances,
+                                    "rounds": self.rounds, "final": self.final}
 
     def __str__(self) -> str:
         lines = [super().__str__(), f"  rounds: {self.out / 'rounds.txt'} and rounds.json "
@@ -53,7 +72,7 @@ class SettleReport(RunReport):
         """The rounds as a readable table: instances and verdict per population."""
         stems = list(self.final)
         cells = [[("-" if (v := record["verdicts"].get(stem)) is None else
-                   _short(v, record["instances"][stem])) for stem in stems]
+                   _short(v, record["instances"][stem], self.max_instances)) for stem in stems]
                  for record in self.rounds]
         widths = [max([len(stem)] + [len(row[j]) for row in cells])
                   for j, stem in enumerate(stems)]
@@ -68,22 +87,35 @@ class SettleReport(RunReport):
         return "\n".join(line.rstrip() for line in lines)
 
 
-def _short(verdict: dict, instances: int) -> str:
+def _short(verdict: dict, instances: int, maximum: int) -> str:
     word = verdict["verdict"]
     if word == TOO_FEW:
         return f"{instances} {word}"
     if word == "killed":
         word = "KILLED"
-    detail = f"P(killed) {verdict['p_killed']:.2f}"
-    if word == "not settled":
-        detail += (f", ~{verdict['needed']} needed" if verdict["needed"] else ", out of reach")
+    detail = (f"P(killed) {verdict['p_killed']:.2f} ± {verdict['p_killed_se']:.2f}, "
+              f"threshold {verdict['threshold']:.3g}")
+    if verdict["reach"] is not None:
+        detail += f", P(settles by {maximum}) {verdict['reach']:.2f}"
     return f"{instances} {word} ({detail})"
 
 
-def _verdict(out: Path, mutation, settings, *, level, max_instances, seed, cache) -> dict:
+def _looks(round_size: int, max_instances: int, sample: int) -> list[int]:
+    """Instances per side at which the verdicts are planned: after every round, from k on.
+
+    >>> _looks(10, 200, 20)[:3], len(_looks(10, 200, 20)), _looks(30, 100, 20)
+    ([20, 30, 40], 19, [30, 60, 90, 100])
+    """
+    rounds = -(-max_instances // round_size)
+    sizes = {min(j * round_size, max_instances) for j in range(1, rounds + 1)}
+    return sorted(n for n in sizes if n >= sample)
+
+
+def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed,
+             cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
-    from probmut.recommend import recommend
+    from probmut.recommend import recommend, settle_chance, settle_threshold
 
     healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
     mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
@@ -92,13 +124,25 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, seed, cache
         healthy = healthy.subset(mutant.ids)
     n = min(len(healthy), len(mutant))
     if n < settings.sample:
-        return {"verdict": TOO_FEW, "p_killed": None, "needed": None, "instances": len(mutant),
+        return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
+                "draws": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
-    advice = recommend(healthy, mutant, settings, sizes=(n,), level=level,
-                       max_instances=max_instances, paired=paired, seed=seed, cache=cache,
-                       name=mutation.stem)
-    return {"verdict": advice.verdict, "p_killed": advice.p_killed, "needed": advice.needed,
-            "instances": len(mutant), "message": advice.message}
+    advice = recommend(healthy, mutant, settings, sizes=(), level=level,
+                       max_instances=max_instances, looks=looks, paired=paired, seed=seed,
+                       cache=cache, name=mutation.stem)
+    reach, message = None, advice.message
+    if advice.verdict == "not settled" and n < max_instances:
+        last = settle_threshold(max_instances, looks, advice.reference, advice.level)
+        reach = float(settle_chance(advice.p_killed, advice.draws_used,
+                                    2 / (1 / len(healthy) + 1 / len(mutant)), last,
+                                    advice.reference, max_instances, grown=True))
+        if reach < FUTILITY:
+            message += (f" Training stops: the chance that {max_instances} instances per side "
+                        f"settle it is {reach:.3f}, under {FUTILITY:g}.")
+    return {"verdict": advice.verdict, "p_killed": advice.p_killed,
+            "p_killed_se": advice.p_killed_se, "threshold": advice.threshold,
+            "draws": advice.draws_used, "needed": advice.needed, "reach": reach,
+            "instances": len(mutant), "message": message}
 
 
 def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
@@ -112,10 +156,11 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     settings, mutations, out, backend, dataset, name : as for
         :func:`probmut.train.run.run_populations`; ``options`` (``deepcrime``,
         ``progress``, ``save_models``, ...) go to it unchanged.
-    analysis : :class:`~probmut.posterior.PosteriorSettings` of the verdicts.
+    analysis : :class:`~probmut.bagging.PosteriorSettings` of the verdicts.
     round_size : instances added per round to each population still in training.
     max_instances : most instances per population.
-    level : the verdict's level (default :data:`probmut.recommend.LEVEL`).
+    level : ``1 - level`` bounds the chance of a wrong settled verdict over all the
+        rounds (default :data:`probmut.recommend.LEVEL`).
     seed : seed of the verdicts.
 
     One line per round (instances and verdicts) goes to stderr, also without ``progress``
@@ -129,6 +174,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     cache = Cache(out / ".work" / "verdicts")
     targets = {HEALTHY: 0} | {m.stem: 0 for m in mutations}
     runs, rounds, final = [], [], {}
+    looks = _looks(round_size, max_instances, analysis.sample)
     training = {m.stem: m for m in mutations}
     number, on_disk = 0, 0
     while training:
@@ -148,22 +194,26 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
         verdicts = {}
         for stem, mutation in list(training.items()):
             verdicts[stem] = verdict = _verdict(out, mutation, analysis, level=level,
-                                                max_instances=max_instances, seed=seed,
-                                                cache=cache)
+                                                max_instances=max_instances, looks=looks,
+                                                seed=seed, cache=cache)
             final[stem] = verdict
-            if verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances:
+            if (verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances
+                    or (verdict["reach"] is not None and verdict["reach"] < FUTILITY)):
                 del training[stem]
         rounds.append({"round": number, "instances": dict(targets), "verdicts": verdicts})
-        _write(out, SettleReport(rounds=rounds, final=final))
+        _write(out, SettleReport(rounds=rounds, final=final, looks=looks,
+                                 max_instances=max_instances))
         print(f"round {number}: {HEALTHY} {targets[HEALTHY]}; "
-              + "; ".join(f"{stem} {_short(v, targets[stem])}"
+              + "; ".join(f"{stem} {_short(v, targets[stem], max_instances)}"
                           + ("" if stem in training else ", stops")
                           for stem, v in verdicts.items()), file=sys.stderr)
-    return SettleReport.of_runs(runs, rounds=rounds, final=final)
+    return SettleReport.of_runs(runs, rounds=rounds, final=final, looks=looks,
+                                max_instances=max_instances)
 
 
 def _write(out: Path, report: SettleReport) -> None:
     """``rounds.json`` (the rounds and the last verdicts) and ``rounds.txt`` (their table)."""
-    document = {"rounds": report.rounds, "final": report.final}
+    document = {"looks": report.looks, "max_instances": report.max_instances,
+                "rounds": report.rounds, "final": report.final}
     atomic_write_text(out / "rounds.json", json.dumps(document, indent=1) + "\n")
     atomic_write_text(out / "rounds.txt", report.table() + "\n")

@@ -74,7 +74,8 @@ def train_populations(
         retry_failed: bool = False, max_error_rate: float | None = None,
         deepcrime: bool = False, search: str | None = None, resolution: float | None = None,
         decision: str | None = None, until_settled: bool = False, round_size: int = 10,
-        max_instances: int = 200, sample: int = 20, progress: bool = True) -> RunReport:
+        max_instances: int = 200, sample: int = 20, level: float | None = None,
+        progress: bool = True) -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
     (resumable: the same call again trains only what is missing); ``probmut train``.
 
@@ -107,9 +108,11 @@ def train_populations(
     search, resolution, decision : bisect ``OPERATOR:WEAK,STRONG`` for the smallest killed
         magnitude, to ``resolution`` (default 1/16 of the range), killed per ``decision``
         (``"posterior"``, the default, or ``"deepcrime"``), instead of ``mutations``.
-    until_settled, round_size, max_instances, sample : train in rounds of ``round_size``
-        until each mutant's verdict (k = ``sample`` per side) is settled, at most
-        ``max_instances`` per population, instead of ``instances``.
+    until_settled, round_size, max_instances, sample, level : train in rounds of
+        ``round_size`` until each mutant's verdict (k = ``sample`` per side) is settled, at
+        most ``max_instances`` per population, instead of ``instances``; at most
+        ``1 - level`` of such runs end with a wrong settled verdict, for any true effect
+        (default :data:`probmut.recommend.LEVEL`).
     progress : show progress bars on stderr.
 
     Returns the :class:`~probmut.train.run.RunReport` (a
@@ -121,7 +124,7 @@ def train_populations(
     out = Path(out)
     parsed = _parsed(mutations)
     instances = _check_modes(instances, parsed, search, until_settled, sample, max_instances,
-                             max_error_rate, resolution, decision)
+                             max_error_rate, resolution, decision, level)
     _check_settings(instances=instances, jobs=jobs, threads=threads, epochs=epochs,
                     batch_size=batch_size, learning_rate=learning_rate, patience=patience,
                     validation_split=validation_split, round_size=round_size,
@@ -184,7 +187,7 @@ def train_populations(
             return train_until_settled(settings, list(found.mutations), out, runner, loaded,
                                        name=name, analysis=PosteriorSettings(sample=sample),
                                        round_size=round_size, max_instances=max_instances,
-                                       seed=seed, **options)
+                                       level=level, seed=seed, **options)
         return run_populations(settings, list(found.mutations), instances, out, runner, loaded,
                                name=name, max_error_rate=max_error_rate, **options)
 
@@ -228,7 +231,7 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
 
 
 def _check_modes(instances, mutations, search, until_settled, sample, max_instances,
-                 max_error_rate, resolution, decision) -> int | None:
+                 max_error_rate, resolution, decision, level) -> int | None:
     """The run's mode (a number of instances, until settled, or a search) and the options
     that belong to it; the number of instances (20 unless given or until settled)."""
     if until_settled:
@@ -252,6 +255,8 @@ def _check_modes(instances, mutations, search, until_settled, sample, max_instan
         raise ProbmutError("the quality control applies to a run of a number of instances, "
                            "not to a search or training until settled (whose decisions would "
                            "count removed mutants)", option="max_error_rate")
+    if level is not None and not until_settled:
+        raise ProbmutError("a level is for training until settled", option="level")
     if not search and (resolution is not None or decision is not None):
         raise ProbmutError("a resolution and a decision are for a search",
                            option="resolution" if resolution is not None else "decision")

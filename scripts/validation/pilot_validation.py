@@ -187,7 +187,9 @@ def report_verdicts(results):
     from probmut.recommend import LEVEL
 
     print(f"\nOther levels (the default is {LEVEL}, chosen on MNIST): settled share and "
-          "agreement of settled verdicts, MNIST / the other models / all 77.\n")
+          "agreement of settled verdicts, MNIST / the other models / all 77; p_killed read "
+          "alone, without the Monte-Carlo bound the verdict also asks (so at the default "
+          "level a few more pilots settle than in the table above).\n")
     print("| level | pilot | MNIST settled | MNIST agreeing | others settled | "
           "others agreeing | all settled | all agreeing |")
     print("|---|---|---|---|---|---|---|---|")

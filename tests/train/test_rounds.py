@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from probmut.bagging import PosteriorSettings
+from probmut.recommend import LEVEL, settle_threshold
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
-from probmut.train.rounds import train_until_settled
+from probmut.train.rounds import FUTILITY, train_until_settled
 from probmut.train.work import HEALTHY, InstanceResult, RunSettings, instance_seed
 
 from .commands import REPO, env
@@ -93,17 +94,36 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     backend = SyntheticBackend()
     report = _run(tmp_path, backend)
     rounds = json.loads((tmp_path / "rounds.json").read_text())
-    assert rounds == json.loads(json.dumps({"rounds": report.rounds, "final": report.final}))
+    assert rounds == json.loads(json.dumps({"looks": report.looks, "max_instances": 20,
+                                            "rounds": report.rounds, "final": report.final}))
     assert report.to_dict()["rounds"] == report.rounds  # the command's JSON: the run's and these
     first = rounds["rounds"][0]
     assert first["instances"][HEALTHY] == 5
-    # The clear mutant is settled after the first round and trains no more.
-    assert first["verdicts"]["delete_training_data_90"]["verdict"] == "killed"
-    assert len(_ids(tmp_path / "delete_training_data_90.csv")) == 5
-    assert all("delete_training_data_90" not in r["verdicts"] for r in rounds["rounds"][1:])
-    # The ambiguous one goes on to the cap, and the healthy population with it.
+    # Every verdict is told the plan (looks at 5, 10, 15 and 20 instances per side) and
+    # records p_killed with its Monte-Carlo error and the threshold it had to clear.
+    assert rounds["looks"] == [5, 10, 15, 20]
+    thresholds = {n: settle_threshold(n, [5, 10, 15, 20]) for n in (5, 10, 15, 20)}
+    assert thresholds[5] > thresholds[10] > LEVEL
+    for record in rounds["rounds"]:
+        for verdict in record["verdicts"].values():
+            assert verdict["threshold"] == thresholds[verdict["instances"]]
+            assert verdict["draws"] >= 100
+            p = verdict["p_killed"]
+            assert verdict["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / verdict["draws"]))
+    # The clear mutant is settled killed within two rounds and trains no more.
+    settled = [r["round"] for r in rounds["rounds"]
+               if r["verdicts"].get("delete_training_data_90", {}).get("verdict") == "killed"]
+    assert settled and settled[0] <= 2
+    assert len(_ids(tmp_path / "delete_training_data_90.csv")) == 5 * settled[0]
+    assert all("delete_training_data_90" not in r["verdicts"]
+               for r in rounds["rounds"][settled[0]:])
+    # The ambiguous one stops, not settled, before the cap once settling by the cap is out
+    # of reach (a chance under FUTILITY); the healthy population follows the last mutant.
     final = rounds["final"]["change_label_20"]
-    assert final["instances"] == 20 and final["verdict"] == "not settled"
+    assert final["verdict"] == "not settled" and final["instances"] < 20
+    assert final["reach"] < FUTILITY and "Training stops: the chance" in final["message"]
+    assert all(r["verdicts"]["change_label_20"]["reach"] >= FUTILITY
+               for r in rounds["rounds"] if r["round"] * 5 < final["instances"])
     assert "predicted probability" in final["message"]
     assert len(_ids(tmp_path / "healthy.csv")) == 20
     # The paired mutant is derived from healthy instances: never more, the same ids.
@@ -111,7 +131,8 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert paired == list(range(len(paired))) and len(paired) <= 20
     assert [r["instances"][HEALTHY] for r in rounds["rounds"]] == [5, 10, 15, 20]
     table = (tmp_path / "rounds.txt").read_text()
-    assert "KILLED" in table.splitlines()[1] and "change_label_20: not settled" in table
+    assert "KILLED" in table.splitlines()[settled[0]] and "change_label_20: not settled" in table
+    assert f"threshold {thresholds[5]:.3g}" in table.splitlines()[1]
     assert "round 1: healthy 5;" in capsys.readouterr().err
     # Each instance was trained once.
     assert len(backend.trained) == len(set(backend.trained)) == report.trained
@@ -169,6 +190,7 @@ def test_train_until_settled_on_digits(tmp_path):
      "the sample size k = 30 is more than the maximum of 20 instances: no verdict could be "
      "reached (--sample)"),
     (["--mutation", "change_label:20", "--round", "0"], "argument --round: must be at least 1"),
+    (["--mutation", "change_label:20", "--level", "1.5"], "argument --level: must be"),
 ])
 def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):
     from probmut.cli import main
