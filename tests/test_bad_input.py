@@ -125,7 +125,7 @@ def test_kill_on_two_different_constant_populations_prints_null_for_infinity(cap
 @pytest.mark.parametrize("command, argv, says", [
     ("recommend", ["--level", "inf"], "--level"),
     ("recommend", ["--level", "0.5"], "--level"),
-    ("recommend", ["--draws", "nan"], "--draws"),
+    ("recommend", ["--populations", "nan"], "--populations"),
     ("sample-size", ["--subpopulations", "nan"], "--subpopulations"),
     ("mce", ["--alpha", "nan"], "--alpha"),
     ("kill", ["--effect", "nan"], "effect-size threshold"),
@@ -378,7 +378,7 @@ COMMANDS = {"kill": [], "posterior": ["--no-plot", "--sample", "2", *FAST],
             "mce": ["--repetitions", "2", "--sample", "2", *FAST],
             "sample-size": ["--subpopulations", "2", "--repetitions", "2", "--no-plot",
                             "--no-cache", "--sample", "2", *FAST],
-            "recommend": ["--draws", "10", "--sizes", "2,4", "--reference", "4", "--no-cache",
+            "recommend": ["--populations", "10", "--sizes", "2,4", "--reference", "4", "--no-cache",
                           "--sample", "2", *FAST]}
 
 
@@ -577,3 +577,11 @@ def test_atomic_writes_take_every_name_the_file_system_takes(tmp_path):
                                            "system .a 304-byte name.; choose a shorter one"):
         atomic_write_text(tmp_path / ("y" * 300 + ".csv"), "no")
     assert [p.name for p in tmp_path.iterdir()] == [fits.name]
+
+
+def test_an_error_names_the_option_as_the_command_calls_it(capsys):
+    """A library error names its setting (recommend's ``draws``); the command line names
+    the flag that holds it (``--populations``), not a flag it does not have."""
+    line = refused(capsys, "recommend", HEALTHY, MUTANT, "--no-cache", "--pilot", "25",
+                   "--populations", "30000", says="simulated populations of 200 instances")
+    assert line.endswith("(--populations)"), line

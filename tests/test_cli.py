@@ -207,7 +207,7 @@ def test_train_without_its_extra_is_a_clear_error(capsys, monkeypatch, tmp_path)
     (["sample-size", "--sizes", "20", "--repetitions", "2", "--bootstraps", "5",
       "--trials", "5"], "studies"),
     (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5"], "results"),
-    (["recommend", "--draws", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
+    (["recommend", "--populations", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
       "--trials", "10"], "mutants")])
 def test_several_results_are_listed_under_results_and_the_old_key(capsys, command, alias):
     """One JSON key for a command's list of results, whatever the command; the key it

@@ -289,7 +289,7 @@ def test_clear_mutants_still_settle_from_few_instances():
 def test_cli_json_and_text(capsys):
     code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
                  "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
-                 "--draws", "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
+                 "--populations", "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
                  "--json"])
     assert code == 0
     document = json.loads(capsys.readouterr().out)
@@ -305,14 +305,14 @@ def test_cli_json_and_text(capsys):
         p = advice["p_killed"]
         assert advice["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / advice["draws_used"]))
     code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--draws", "20",
+                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations", "20",
                  "--bootstraps", "20", "--trials", "30", "--no-cache", "--json",
                  "--looks", "25,50,75,100"])
     looked = json.loads(capsys.readouterr().out)
     assert code == 0 and looked["looks"] == 4
     assert looked["threshold"] == settle_threshold(25, [25, 50, 75, 100]) > LEVEL
     code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--draws", "20",
+                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations", "20",
                  "--bootstraps", "20", "--trials", "30", "--no-cache"])
     text = capsys.readouterr().out
     assert code == 0 and "verdict: KILLED: a large population" in text
@@ -334,12 +334,13 @@ def _bad(capsys, *argv):
     (["--pilot", "25", "--sizes", "25,x"], "argument --sizes: expected comma-separated population sizes"),
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
     (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
-    (["--pilot", "25", "--draws", "3"], "argument --draws: must be at least 10"),
+    (["--pilot", "25", "--populations", "3"], "argument --populations/--draws: must be at least 10"),
+    (["--pilot", "25", "--draws", "3"], "argument --populations/--draws: must be"),  # its name before
     (["--pilot", "25", "--looks", "25,x"], "argument --looks: expected comma-separated "
                                            "instance counts, got '25,x'"),
     (["--pilot", "25", "--looks", "10,25"], "the planned looks must be at least the sample "
                                             "size k = 20"),
-    (["--pilot", "25", "--draws", "30000"], "120,000 simulated populations of 200 instances "
+    (["--pilot", "25", "--populations", "30000"], "120,000 simulated populations of 200 instances "
                                             "per side exceed the limit"),
     (["--pilot", "25", "--level", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
                                             "populations"),

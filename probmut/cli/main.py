@@ -84,6 +84,17 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
     return args
 
 
+def _flag_of(args: argparse.Namespace, option: str) -> str:
+    """The command's flag for a library setting: the option whose value it holds (its
+    first name: ``--architecture`` for ``architecture``, ``--populations`` for
+    recommend's ``draws``), else the setting's name as a flag."""
+    owner = args.commands.get(args.command)
+    for action in getattr(owner, "_actions", ()):
+        if action.dest == option and action.option_strings:
+            return action.option_strings[0]
+    return flag(option)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"probmut: warning: {message}", file=sys.stderr)
 
@@ -105,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         with noting_completeness():  # the JSON output says whether the runs read are complete
             return int(args.func(args) or 0)
     except ProbmutError as error:
-        hint = f" ({flag(error.option)})" if error.option else ""
+        hint = f" ({_flag_of(args, error.option)})" if error.option else ""
         print(f"probmut {args.command}: error: {error}{hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError as error:  # a request beyond the limits checked before allocating
