@@ -314,3 +314,13 @@ def test_the_map_names_every_module_and_only_what_exists():
         if module.startswith("probmut.train"):
             pytest.importorskip("tensorflow")
         assert hasattr(importlib.import_module(module), name), f"docs/map.md: no {dotted}"
+
+
+def test_the_documents_name_only_tests_and_scripts_that_exist():
+    """A document that points at a test or a script (``tests/...py``, ``scripts/...py``)
+    points at a file that is there (tests and scripts move; docs/map.md)."""
+    root = MAP.parent.parent
+    named = {(document.name, path) for document in [root / "README.md", *MAP.parent.glob("*.md")]
+             for path in re.findall(r"\b((?:tests|scripts)/[\w/]+\.py)\b", document.read_text())}
+    assert named and not [n for n in named if not (root / n[1]).exists()], \
+        sorted(n for n in named if not (root / n[1]).exists())

@@ -1,5 +1,6 @@
-"""Symptom records (files), Jia et al.'s classification, the magnitude search's bisection
-and the grouping of saved models: no TensorFlow (records and decisions are plain data)."""
+"""Symptom records (files) and Jia et al.'s classification: no TensorFlow (records and
+decisions are plain data). The search's bisection and the grouping of saved models are
+tested in tests/train/test_search.py and tests/train/test_evaluate.py."""
 
 import json
 import math
@@ -17,8 +18,6 @@ from probmut.io.populations import read_instances, read_population, write_instan
 from probmut.io.records import FailedInstanceWarning, InstanceRecord, loss_diverged
 from probmut.killtest import KillCriterion, deepcrime_test, deepcrime_test_batch
 from probmut.symptoms import accuracy_p_value, classify, symptom_study
-from probmut.train.evaluate import group_models, instance_ids
-from probmut.train.search import bisect, bracket, max_trained, parse_search
 
 from .conftest import RAW
 
@@ -251,83 +250,3 @@ def test_symptoms_of_the_papers_populations_without_records(capsys):
                      "--paper", "--no-plot"]) == 0
     text = capsys.readouterr().out
     assert "delete_training_data_9.29" in text and "significant accuracy change" in text
-
-
-# ---------------------------------------------------------------- magnitude search
-
-@pytest.mark.parametrize("low, high, resolution", [(0, 100, 5), (0, 100, 25), (0.001, 1, 0.01),
-                                                   (100, 0, 10)])
-def test_bisection_brackets_the_threshold_within_the_bound(low, high, resolution):
-    rng = np.random.default_rng(5)
-    for threshold in rng.uniform(min(low, high), max(low, high), 40):
-        strong_side = ((lambda v, t=threshold: v >= t) if high > low
-                       else (lambda v, t=threshold: v <= t))
-        calls = []
-
-        def decide(value, strong_side=strong_side, calls=calls):
-            calls.append(value)
-            return strong_side(value), ""
-
-        steps = bisect(low, high, resolution, decide, integer=False)
-        assert len(calls) == len(set(calls)) <= max_trained(low, high, resolution)
-        not_killed, killed = bracket(steps)
-        assert not strong_side(not_killed) and strong_side(killed)
-        assert abs(killed - not_killed) <= resolution * (1 + 1e-9)
-
-
-def test_bisection_stops_at_the_ends():
-    assert [s.value for s in bisect(0, 100, 5, lambda v: (False, ""), False)] == [100]
-    steps = bisect(0, 100, 5, lambda v: (True, ""), False)
-    assert [s.value for s in steps] == [100, 0] and bracket(steps) == (None, 0)
-
-
-def test_integer_bisection_never_repeats_a_magnitude():
-    steps = bisect(1, 12, 1, lambda v: (v >= 5, ""), integer=True)
-    values = [s.value for s in steps]
-    assert len(values) == len(set(values)) and all(v == int(v) for v in values)
-    assert bracket(steps) == (4, 5)
-
-
-@pytest.mark.parametrize("text, message", [
-    ("nosuch:0,1", "unknown mutation operator"), ("delete_training_data:0", "LOW,HIGH"),
-    ("delete_training_data:5,5", "equal"), ("delete_training_data:0,120", "between 0 and 100"),
-    ("weights_fuzzing:0,1", "one number"), ("change_epochs:0.5,3", "integer")])
-def test_search_ranges_are_checked(text, message):
-    with pytest.raises(ProbmutError, match=message):
-        parse_search(text)
-
-
-def test_integer_operators_are_recognised():
-    assert parse_search("change_epochs:12,1") == ("change_epochs", 12.0, 1.0, True)
-    assert parse_search("delete_training_data:0,100")[3] is False
-
-
-# ---------------------------------------------------------------- evaluate: grouping
-
-def test_deepcrime_and_probmut_model_files_group_into_populations(tmp_path):
-    deepcrime = ["mnist_original_0.h5", "mnist_original_1.h5",
-                 "mnist_delete_training_data_mutated0_MP_3.1_0.h5",
-                 "mnist_delete_training_data_mutated0_MP_3.1_1.h5",
-                 "mnist_change_activation_function_mutated0_MP_elu_0.h5"]
-    model, groups = group_models(deepcrime)
-    assert model == "mnist"
-    assert {k: [i for i, _ in v] for k, v in groups.items()} == {
-        ("healthy", None): [0, 1], ("delete_training_data", "3.1"): [0, 1],
-        ("change_activation_function", "elu"): [0]}
-    ours = [f"models/{p}/{i:05d}.keras" for p in ("healthy", "weights_fuzzing_0.05_1")
-            for i in (2, 0)]
-    model, groups = group_models(ours)
-    assert model is None and groups[("weights_fuzzing", "0.05_1")][0][0] == 0
-    with pytest.raises(ProbmutError, match="cannot tell the population"):
-        group_models(["random.h5"])
-    assert instance_ids(["x_3.keras", "x_3.h5"]) == [0, 1]  # repeated numbers: positions
-
-
-def test_deepcrime_operator_names_group_under_ours():
-    """DeepCrime's change_gradient_clip / change_earlystopping_patience are our
-    change_gradient_clipping / change_patience: the same population names as train's."""
-    model, groups = group_models(["mnist_change_gradient_clip_mutated0_MP_0.1_0.h5",
-                                  "mnist_change_earlystopping_patience_mutated0_MP_1_0.h5",
-                                  "models/change_gradient_clip_0.5/00000.keras"])
-    assert set(groups) == {("change_gradient_clipping", "0.1"), ("change_patience", "1"),
-                           ("change_gradient_clipping", "0.5")}

@@ -9,7 +9,7 @@ import pytest
 
 from probmut.cli import main
 
-from .conftest import RAW, interruptible
+from ..conftest import RAW, interruptible
 
 DC = RAW / "deepcrime_comp"
 

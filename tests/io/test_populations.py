@@ -10,7 +10,7 @@ from probmut.io.arrays import load_kill_rates
 from probmut.io.populations import MissingAccuracyWarning, read_population, write_tidy
 from probmut.population import Population, pair
 
-from .conftest import RAW
+from ..conftest import RAW
 
 
 def test_reads_deepcrime_format_with_instance_ids():

@@ -20,7 +20,7 @@ from probmut.cli import main
 from probmut.io.cache import Cache, DamagedCacheWarning, cache_key
 from probmut.io.outcomes import save_outcomes
 
-from .conftest import RAW
+from ..conftest import RAW
 
 HEALTHY = RAW / "mnist" / "results_mnist_original.csv"
 MUTANT = RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_9.29.csv"
