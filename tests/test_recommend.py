@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import probmut.engine
-from probmut.bagging import PosteriorSettings
+from probmut.bagging import PosteriorSettings, bagged_posteriors
 from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
@@ -253,7 +253,6 @@ def test_a_coin_toss_mutant_looked_at_ten_times_settles_rarely():
     even at 4%, more than 15 of 150 has a chance under 0.1% (binomial). Without the
     correction over the looks (a fixed 0.95, the Monte-Carlo bound kept) 20 of the same
     150 paths settle."""
-    from probmut.posterior import bagged_posteriors
     from scipy import stats
 
     small = PosteriorSettings(bootstraps=20, trials=20)
