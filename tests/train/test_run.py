@@ -370,21 +370,24 @@ def test_a_ctrl_c_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
     printed by Python; the run remembers the Ctrl-C and stops after the unit, quietly."""
     from probmut.train.run import _Interrupts
 
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("SIGINT is handled by the test runner here")
     printed = []  # what Python would print as "Exception ignored in ..."
     monkeypatch.setattr(sys, "unraisablehook", printed.append)
+    # Python's own handler, as in a terminal (a test runner may have installed another)
+    runner_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     class Finalized:
         def __del__(self):
             signal.raise_signal(signal.SIGINT)
 
-    interrupts = _Interrupts()
     try:
-        Finalized()  # collected at once: the KeyboardInterrupt is raised in __del__
-        assert interrupts.requested
+        interrupts = _Interrupts()
+        try:
+            Finalized()  # collected at once: the KeyboardInterrupt is raised in __del__
+            assert interrupts.requested
+        finally:
+            interrupts.restore()
+        assert printed == []
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert sys.unraisablehook == printed.append
     finally:
-        interrupts.restore()
-    assert printed == []
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    assert sys.unraisablehook == printed.append
+        signal.signal(signal.SIGINT, runner_handler)
