@@ -326,13 +326,16 @@ def inserted_layer(what: str, name: str):
     return keras.layers.Activation(what, name=name)
 
 
-def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig):
+def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig, *, compile=True):
     """Build ``spec``'s model with ``config``'s layer changes and structure, compiled per
-    ``config`` (optimizer, learning rate, gradient clipping, loss)."""
+    ``config`` (optimizer, learning rate, gradient clipping, loss) unless ``compile`` is
+    False."""
     model = spec.build(dims)
     if config.layer_changes or config.structure:
         model = _rebuilt(model, config)
-    model.compile(optimizer=make_optimizer(config), loss=LOSSES.get(config.loss, config.loss))
+    if compile:
+        model.compile(optimizer=make_optimizer(config),
+                      loss=LOSSES.get(config.loss, config.loss))
     return model
 
 

@@ -187,11 +187,9 @@ def _seconds_alone(spec, dims, config, x, y, epochs: int) -> float:
 def _seconds_stacked(spec, dims, config, x, y, members: int, epochs: int) -> float:
     """Training time of a stack of ``members`` on the same data (build excluded)."""
     from probmut.train import stack
-    from probmut.train.stack.training import _member_models
 
     seeds = list(range(members))
-    built = _member_models(spec, type("Data", (), {"dims": dims})(), config, seeds)
-    trained = stack.StackedModel(built, seeds)
+    trained = stack.StackedModel(*stack.starting_weights(spec, dims, config, seeds), seeds)
     orders = [stack.data_order(seed, len(y), epochs) for seed in seeds]
     start = time.perf_counter()
     stack.fit_stack(trained, [x] * members, [y] * members, 10, config.replace(epochs=epochs),

@@ -255,6 +255,27 @@ def test_data_arguments_are_checked_before_tensorflow_is_imported(tmp_path):
     assert result.stderr.rstrip().endswith("(--test-split)")
 
 
+def test_the_bundled_digits_are_scikit_learns_split_read_without_importing_it():
+    """load_digits reads scikit-learn's file and its stored split: the arrays, in order,
+    of scikit-learn's own load_digits and train_test_split, and no scikit-learn import."""
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+
+    from probmut.train.datasets.bundled import load_digits
+
+    x, y = datasets.load_digits(return_X_y=True)
+    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.25, stratify=y,
+                                                        random_state=0)
+    data = load_digits()
+    assert np.array_equal(data.x_train, (x_train.reshape(-1, 8, 8, 1) / 16).astype("float32"))
+    assert np.array_equal(data.x_test, (x_test.reshape(-1, 8, 8, 1) / 16).astype("float32"))
+    assert np.array_equal(data.y_train, y_train) and np.array_equal(data.y_test, y_test)
+    code = ("import sys; from probmut.train.datasets import load_dataset; "
+            "load_dataset('digits'); print('sklearn' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
 def test_stratified_split_holds_out_the_rounded_share_of_every_class():
     y = np.repeat(np.arange(4), [10, 7, 3, 1])
     kept, held = datasets.stratified_split(y, 0.3)

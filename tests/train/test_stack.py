@@ -42,6 +42,26 @@ def batchnorm_mlp(input_shape, n_classes):
                        layers.BatchNormalization(), layers.Dense(n_classes, activation="softmax")])
 
 
+def solo_build(spec, dims, config, seed):
+    """The model the solo trainer starts ``seed`` from (probmut.train.instance._trained)."""
+    import keras
+
+    from probmut.train import models
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(seed)
+    return models.build_model(spec, dims, config)
+
+
+def seeded_after_build(input_shape, n_classes):
+    """A model whose build does more than initialise its weights: a kernel set from a
+    NumPy draw after the build (a user function may do this)."""
+    model = tiny_cnn(input_shape, n_classes)
+    kernel, bias = model.layers[-1].get_weights()
+    model.layers[-1].set_weights([np.random.normal(size=kernel.shape).astype("float32"), bias])
+    return model
+
+
 @pytest.fixture(scope="module")
 def digits():
     pytest.importorskip("tensorflow")
@@ -70,21 +90,20 @@ def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch,
         pytest.skip("this TensorFlow cannot train a grouped convolution (oneDNN is off)")
     monkeypatch.setattr(stacked, "grouped_convolution_trains", lambda: grouped)
     from probmut.train.stack.model import StackedModel
-    from probmut.train.stack.training import _member_models, data_order, fit_stack
+    from probmut.train.stack.training import data_order, fit_stack, starting_weights
 
     spec = models.ModelSpec(lambda dims: tiny_cnn(dims.input_shape, dims.n_outputs),
                             models.TrainConfig(epochs=2, batch_size=32, learning_rate=1e-2,
                                                optimizer=optimizer),
                             "tiny")
     x, y, seeds = digits.x_train[:200], digits.y_train[:200], [11, 22, 33]
-    built = _member_models(spec, digits, spec.config, seeds)
-    start = [m.get_weights() for m in built]
-    stack = StackedModel(built, seeds)
+    template, start = starting_weights(spec, digits.dims, spec.config, seeds)
+    stack = StackedModel(template, start, seeds)
     orders = [data_order(seed, len(y), 2) for seed in seeds]
     fit_stack(stack, [x] * 3, [y] * 3, 10, spec.config, orders)
     one_hot = np.eye(10, dtype=np.float32)[y]
     for k, seed in enumerate(seeds):
-        alone = _member_models(spec, digits, spec.config, [seed])[0]
+        alone = solo_build(spec, digits.dims, spec.config, seed)
         assert all(np.array_equal(a, b) for a, b in zip(alone.get_weights(), start[k], strict=True))
         for order in orders[k]:
             for first in range(0, len(y), 32):
@@ -94,6 +113,34 @@ def test_a_member_trains_exactly_as_the_same_instance_alone(digits, monkeypatch,
         moved = max(np.abs(a - b).max() for a, b in zip(member, start[k], strict=True))
         differ = max(np.abs(a - b).max() for a, b in zip(member, alone.get_weights(), strict=True))
         assert moved > 0.05 and differ < 2e-5, (moved, differ)
+
+
+@pytest.mark.parametrize("build, real_builds", [(tiny_cnn, 1), (seeded_after_build, 4)],
+                         ids=["initialised-by-keras", "changed-after-build"])
+def test_members_start_exactly_as_alone_built_once_where_keras_initialises(
+        digits, monkeypatch, build, real_builds):
+    """starting_weights gives each member its solo start bit for bit. Where a model's
+    weights are its initializers' values, only member 0 is built (the others' weights
+    come without creating variables); a model changed after its build is built for
+    every member, and still starts exactly as alone."""
+    from probmut.train import models
+    from probmut.train.stack.training import starting_weights
+
+    spec = models.ModelSpec(lambda dims: build(dims.input_shape, dims.n_outputs),
+                            models.TrainConfig(epochs=1, batch_size=32), "probe")
+    seeds = [5, 6, 7, 8]
+    builds = []
+    real = models.build_model
+    monkeypatch.setattr(models, "build_model", lambda *a, **k: builds.append(k) or real(*a, **k))
+    template, weights = starting_weights(spec, digits.dims, spec.config, seeds)
+    assert sum(k.get("compile", True) for k in builds) == real_builds
+    monkeypatch.setattr(models, "build_model", real)
+    for seed, member in zip(seeds, weights, strict=True):
+        alone = solo_build(spec, digits.dims, spec.config, seed).get_weights()
+        assert len(member) == len(alone)
+        assert all(a.dtype == b.dtype and np.array_equal(a, b)
+                   for a, b in zip(member, alone, strict=True))
+    assert weights[0] is not weights[1] and not np.array_equal(weights[0][0], weights[1][0])
 
 
 def test_only_a_plain_adam_takes_the_fused_update(digits):

@@ -53,9 +53,16 @@ from probmut.train.stack.eligibility import (
     trains_stacked,
 )
 from probmut.train.stack.model import StackedModel, grouped_convolution_trains
-from probmut.train.stack.training import data_order, fit_stack, stacked_model, train_stack
+from probmut.train.stack.training import (
+    data_order,
+    fit_stack,
+    stacked_model,
+    starting_weights,
+    train_stack,
+)
 
 __all__ = ["AUTO_STACK", "CPU_STEP_FLOPS", "StackedModel", "auto_stack_size",
            "choose_stack_size", "data_order", "fit_stack", "gpu_budget",
            "grouped_convolution_trains", "member_bytes", "population_problem",
-           "stack_problem", "stacked_model", "step_flops", "train_stack", "trains_stacked"]
+           "stack_problem", "stacked_model", "starting_weights", "step_flops", "train_stack",
+           "trains_stacked"]

@@ -21,24 +21,25 @@ from probmut.train import layer_traits
 class StackedModel:
     """K members of one Keras model (a chain of supported layers) as one computation.
 
-    ``models_`` are the members' built solo models; their current weights become the
-    members' initial weights.
+    ``template`` is one member's built solo model (its layers define the computation);
+    ``weights`` holds each member's initial weights in the solo model's
+    ``get_weights()`` order.
     """
 
-    def __init__(self, models_: list, seeds: list[int]):
+    def __init__(self, template, weights: list[list[np.ndarray]], seeds: list[int]):
         import tensorflow as tf
 
-        self.template = models_[0]
-        self.size = len(models_)
+        self.template = template
+        self.size = len(weights)
         self.seeds = tf.constant(np.asarray(seeds, dtype=np.int64))
-        self.layers = [layer for layer in self.template.layers
-                       if not layer_traits.is_input(layer)]
+        self.layers = [layer for layer in template.layers if not layer_traits.is_input(layer)]
         self.variables = []  # one per solo weight, in get_weights() order
         self.layer_weights = []  # per layer: its stacked variables
-        for index, layer in enumerate(self.template.layers):
-            stacked = [tf.Variable(np.stack([m.layers[index].get_weights()[w] for m in models_]),
+        for layer in template.layers:
+            first = len(self.variables)
+            stacked = [tf.Variable(np.stack([member[first + w] for member in weights]),
                                    name=f"{layer.name}_{w}")
-                       for w in range(len(layer.get_weights()))]
+                       for w in range(len(layer.weights))]
             if not layer_traits.is_input(layer):
                 self.layer_weights.append(stacked)
             self.variables += stacked
