@@ -80,15 +80,6 @@ from probmut.io.populations import aligned, as_population
 from probmut.killtest import KillCriterion, deepcrime_test_batch
 from probmut.results import Result, listing
 
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz as az
-except ImportError:  # pragma: no cover - exercised with arviz absent
-    raise ProbmutError(
-        "the model-based posterior needs ArviZ (not installed): install probmut[bayes], "
-        "e.g. pip install 'probmut[bayes]'") from None
-
 LIKELIHOODS = ("student-t", "normal")
 #: NUTS implementations: nutpie's (Rust, on the model's log density compiled by Numba and
 #: cached on disk) and PyMC's own (Python, on the model compiled by PyTensor for each fit).
@@ -204,8 +195,22 @@ class Diagnostics:
                 f"tail min {self.ess_tail_min:.0f}, divergences {self.divergences} ({state})")
 
 
+def _arviz():
+    """ArviZ, imported on first use (it takes seconds): importing this module, as the
+    command line does for its choices, needs none of the ``bayes`` extra."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            import arviz
+    except ImportError:
+        raise ProbmutError(
+            "the model-based posterior needs ArviZ (not installed): install probmut[bayes], "
+            "e.g. pip install 'probmut[bayes]'") from None
+    return arviz
+
+
 def _hdi(values, mass: float) -> tuple[float, float]:
-    low, high = az.hdi(np.asarray(values, dtype=np.float64).ravel(), hdi_prob=mass)
+    low, high = _arviz().hdi(np.asarray(values, dtype=np.float64).ravel(), hdi_prob=mass)
     return float(low), float(high)
 
 
@@ -602,7 +607,7 @@ def _nu_draws(posterior, name, likelihood, shape):
 
 def _diagnostics(idata, settings: BayesSettings) -> Diagnostics:
     names = [v for v in idata.posterior.data_vars]
-    summary = az.summary(idata, var_names=names, kind="diagnostics")
+    summary = _arviz().summary(idata, var_names=names, kind="diagnostics")
     divergences = int(idata.sample_stats["diverging"].values.sum())
     return Diagnostics(r_hat_max=float(summary["r_hat"].max()),
                        ess_bulk_min=float(summary["ess_bulk"].min()),
@@ -716,6 +721,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     """
     settings = settings or BayesSettings()
     settings.criterion.require_pairing(paired)
+    _arviz()  # missing: say so now, not after minutes of sampling
     healthy, mutant = aligned(healthy, as_population(mutant, name or "mutant"), paired)
     smallest = min(len(healthy), len(mutant))
     if smallest < 3:

@@ -1,6 +1,9 @@
-"""Shared fixtures: the bundled paper data and the reference data beside the project
-(or where $PROBMUT_REFERENCE points, e.g. from a git worktree)."""
+"""Shared fixtures and helpers: the bundled paper data, the reference data beside the
+project (or where $PROBMUT_REFERENCE points, e.g. from a git worktree), and the synthetic
+data that a module's library tests and its command's tests (tests/cli/) both build."""
 
+import json
+import math
 import os
 import signal
 import sys
@@ -9,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probmut.io.manifest import Manifest
+from probmut.io.manifest import Manifest, write_manifest
 from probmut.io.populations import pair, read_population
+from probmut.io.records import InstanceRecord
 from probmut.train.backends import configure_tensorflow, set_tensorflow_environment
 
 set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
@@ -104,3 +108,157 @@ def reference():
     if not REFERENCE.exists():
         pytest.skip("the reference data (../shared/reference/pmt) is not beside the project")
     return REFERENCE
+
+
+# --- synthetic data shared by a module's tests and its command's tests (tests/cli/) -------
+
+#: The paper's MCE kill rates of mnist change_label 3.12 (100 repetitions of 200 resamples).
+MCE_LABEL_312 = REFERENCE / "rep_mce" / "mnist" / "mnist_change_label_3.12_200_pop_size.npy"
+needs_mce_reference = pytest.mark.skipif(not MCE_LABEL_312.exists(),
+                                         reason="paper reference data absent")
+
+
+def normal_accuracies(seed=0, n=30, shift=0.002):
+    """Healthy and mutant accuracies, normal around 0.99 (sd 0.001), the mutant ``shift``
+    lower: ``n`` of each."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.99, 0.001, n), rng.normal(0.99 - shift, 0.001, n)
+
+
+def write_outcomes(path, correct, labels, ids=None):
+    """An outcomes file in the trainer's layout (keys instance, correct, n_inputs, labels)."""
+    correct = np.asarray(correct, dtype=bool)
+    ids = np.arange(correct.shape[0]) if ids is None else ids
+    np.savez_compressed(path, instance=np.asarray(ids, dtype=np.int64),
+                        correct=np.packbits(correct, axis=1),
+                        n_inputs=np.int64(correct.shape[1]),
+                        labels=np.asarray(labels, dtype=np.int64))
+    return str(path)
+
+
+def synthetic_outcomes(rng, n_healthy=30, n_mutant=30, n_inputs=400, n_classes=10):
+    """Per-input outcomes (labels, healthy, broken, same): healthy instances right 95% of
+    the time; the mutant loses class 3 and half of the inputs of class 7; a second,
+    healthy-like mutant changes nothing."""
+    labels = np.arange(n_inputs) % n_classes
+    healthy = rng.random((n_healthy, n_inputs)) < 0.95
+    broken = rng.random((n_mutant, n_inputs)) < 0.95
+    broken[:, labels == 3] = rng.random((n_mutant, (labels == 3).sum())) < 0.1
+    half7 = np.flatnonzero(labels == 7)[::2]
+    broken[:, half7] = rng.random((n_mutant, half7.size)) < 0.3
+    same = rng.random((n_mutant, n_inputs)) < 0.95
+    return labels, healthy, broken, same
+
+
+def healthy_records(n=20, seed=0):
+    """Symptom records of ``n`` instances that trained normally."""
+    rng = np.random.default_rng(seed)
+    return [InstanceRecord(i, float(rng.normal(0.95, 0.01)), seed=i,
+                           seconds=float(rng.normal(10, 0.5)), loss_history=(1.0, 0.3),
+                           initial_loss=2.3, constant=False) for i in range(n)]
+
+
+def failing_records(n, status, ok=0, seed=1):
+    """Symptom records of ``n`` instances, all but the last ``ok`` ended with ``status``."""
+    rng = np.random.default_rng(seed)
+    bad = [InstanceRecord(i, math.nan if status != "diverged" else 0.1, status=status,
+                          error="ValueError: x" if status == "crashed" else "")
+           for i in range(n - ok)]
+    return bad + [InstanceRecord(i, float(rng.normal(0.95, 0.01)), seconds=10.0)
+                  for i in range(n - ok, n)]
+
+
+def replicate_files(out, parts):
+    """The files ``probmut replicate`` writes into ``out`` for these parts."""
+    from probmut.paper import SAMPLE_SIZE_CONFIGS
+
+    manifest = Manifest.load()
+    files = []
+    if "figure3" in parts:
+        files += [out / m / f"{m}_{name}.png" for m in ("mnist", "movie_recomm", "lenet")
+                  for name in manifest.mutation_names(m)] + [out / "ratio_table.csv"]
+    if "deepcrime" in parts:
+        files.append(out / "deepcrime_table.csv")
+    if "motivating" in parts:
+        files += [out / "motivating_table.csv", out / "motivating.png"]
+    if "sample-size" in parts:
+        for model, mutation, magnitudes in SAMPLE_SIZE_CONFIGS:
+            files.append(out / model / f"{model}_{mutation}_sample_size.png")
+            files += [out / "sample_size" / f"{model}_{mutation}_{m}.csv" for m in magnitudes]
+    return files
+
+
+def check_replicate_files(files):
+    """Every file is there: PNGs valid and not tiny, tables not empty."""
+    import pandas as pd
+    from PIL import Image
+
+    for path in files:
+        assert path.exists(), path
+        if path.suffix == ".png":
+            with Image.open(path) as image:
+                image.verify()
+                assert image.format == "PNG" and min(image.size) > 200
+        else:
+            assert len(pd.read_csv(path)) > 0
+
+
+#: The test inputs' labels of the synthetic run (``write_run``).
+RUN_LABELS = np.arange(120) % 6
+#: Mean accuracy of each mutant population of the synthetic run.
+_RUN_MEANS = {"delete_training_data_10": 0.90, "delete_training_data_30": 0.86,
+              "delete_training_data_50": 0.78, "neurons_freezing_0.1": 0.85,
+              "data_shuffle_10": 0.90}
+
+
+def write_run(folder: Path, sizes: dict, *, targets=None, rounds=None, crashed=()) -> Path:
+    """A run directory as probmut train leaves it: tidy population CSVs with symptom
+    records, per-input outcomes, a manifest with the data's provenance and flags (and
+    ``targets``, ``rounds.json`` when given). ``sizes``: instances per population stem
+    (missing stems: no file yet); ``crashed``: stems whose first instance crashed."""
+    from probmut.train.run import write_population
+
+    rng = np.random.default_rng(0)
+    healthy_rows = []
+    for stem in ["healthy", *_RUN_MEANS]:
+        if stem not in sizes:
+            continue
+        records, rows = [], []
+        for i in range(sizes[stem]):
+            if stem in crashed and i == 0:
+                records.append(InstanceRecord(i, math.nan, seed=i, status="crashed",
+                                              error="ValueError: boom"))
+                rows.append(None)
+                continue
+            if stem == "neurons_freezing_0.1":  # derived from healthy instance i
+                correct = healthy_rows[i] & (rng.random(RUN_LABELS.size) < 0.94)
+            else:
+                mean = 0.90 if stem == "healthy" else _RUN_MEANS[stem]
+                correct = rng.random(RUN_LABELS.size) < rng.normal(mean, 0.01)
+            records.append(InstanceRecord(i, float(correct.mean()), seed=i,
+                                          seconds=1.0 + 0.1 * i, loss_history=(1.0, 0.5)))
+            rows.append(correct)
+        if stem == "healthy":
+            healthy_rows = rows
+        write_population(folder / f"{stem}.csv", records, rows, RUN_LABELS)
+    mutations = {
+        "delete_training_data": {"paired": False, "pattern": "delete_training_data_{magnitude}.csv",
+                                 "magnitudes": ["10", "30", "50"]},
+        "neurons_freezing": {"paired": True, "pattern": "neurons_freezing_{magnitude}.csv",
+                             "magnitudes": ["0.1"]},
+        "data_shuffle": {"paired": False, "pattern": "data_shuffle_{magnitude}.csv",
+                         "magnitudes": ["10"], "flags": {"10": ["equivalent"]}}}
+    model = {"healthy": "healthy.csv", "description": "a synthetic run",
+             "data": {"name": "synthetic", "test": int(RUN_LABELS.size),
+                      "files": {"data.npz": "ab12"}},
+             "mutations": mutations}
+    if targets:
+        model["targets"] = {f"{stem}.csv": n for stem, n in targets.items()}
+    write_manifest(folder / "manifest.toml", {"models": {"syn": model}}, "a synthetic run")
+    if rounds:
+        (folder / "rounds.json").write_text(json.dumps({"rounds": rounds, "final": {}}))
+    return folder
+
+
+#: Every population of the synthetic run, 12 instances each.
+FULL_RUN = dict.fromkeys(["healthy", *_RUN_MEANS], 12)

@@ -1,9 +1,8 @@
-"""The model-based posterior (probmut.bayes) and the ``probmut bayes`` command."""
+"""The model-based posterior (probmut.bayes); the command is tested in tests/cli/test_bayes.py."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import warnings
 from dataclasses import replace
@@ -30,20 +29,16 @@ from probmut.bayes import (  # noqa: E402
     model_posterior,
     model_posteriors,
 )
-from probmut.cli import main  # noqa: E402
 from probmut.errors import ProbmutError  # noqa: E402
 from probmut.io.manifest import Manifest  # noqa: E402
 from probmut.io.populations import read_population  # noqa: E402
 from probmut.killtest import KillCriterion  # noqa: E402
 
+from .conftest import normal_accuracies  # noqa: E402
+
 pytestmark = pytest.mark.bayes
 
 SHORT = BayesSettings(draws=500, tune=500, chains=2, cores=1)
-
-
-def synthetic(seed=0, n=30, shift=0.002):
-    rng = np.random.default_rng(seed)
-    return rng.normal(0.99, 0.001, n), rng.normal(0.99 - shift, 0.001, n)
 
 
 def mnist_delete_training_data():
@@ -52,18 +47,6 @@ def mnist_delete_training_data():
     mutation = manifest.mutation("mnist", "delete_training_data")
     return healthy, {m: read_population(mutation.file_for(m), name=m)
                      for m in mutation.magnitudes}
-
-
-def test_core_and_parser_import_without_pymc():
-    code = ("import sys; sys.modules['pymc'] = None; sys.modules['arviz'] = None\n"
-            "import probmut.cli, probmut.bagging\n"
-            "probmut.cli.build_parser()\n"
-            "print(probmut.cli.main(['bayes', 'a.csv', 'b.csv']))")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
-    assert run.stdout.strip() == "2", run.stderr
-    assert "install probmut[bayes]" in run.stderr
-    assert "Traceback" not in run.stderr
 
 
 def test_simulated_kill_rate_matches_the_test_s_level_and_power():
@@ -80,7 +63,7 @@ def test_simulated_kill_rate_matches_the_test_s_level_and_power():
 
 
 def test_same_seed_same_numbers_and_recovers_a_clear_effect():
-    h, m = synthetic()
+    h, m = normal_accuracies()
     first = model_posterior(h, m, SHORT, seed=3)
     second = model_posterior(h, m, SHORT, seed=3)
     np.testing.assert_array_equal(first.kill_draws, second.kill_draws)
@@ -122,7 +105,7 @@ def test_nutpie_s_compiled_density_is_pymc_s(paired, likelihood):
     student = likelihood == "student-t"
     rng = np.random.default_rng(8)
     for seed, shift in ((1, 0.002), (2, -0.001)):
-        first, second, _ = _scaled_data(*synthetic(seed, n=25, shift=shift), paired)
+        first, second, _ = _scaled_data(*normal_accuracies(seed, n=25, shift=shift), paired)
         model = _pymc_model(first, second, paired, likelihood)
         logp, dlogp = model.compile_logp(), model.compile_dlogp()
         points = []
@@ -154,7 +137,7 @@ def test_nutpie_and_pymc_agree_within_monte_carlo_error():
     # comparisons; ArviZ's standard errors of 4 x 2000 draws are themselves estimates).
     import arviz as az
 
-    h, m = synthetic(9, n=40, shift=0.0006)
+    h, m = normal_accuracies(9, n=40, shift=0.0006)
     settings = BayesSettings(draws=2000, tune=1000, chains=4)
     fits = [model_posterior(h, m, replace(settings, sampler=sampler), seed=13)
             for sampler in ("nutpie", "pymc")]
@@ -168,7 +151,7 @@ def test_nutpie_and_pymc_agree_within_monte_carlo_error():
 
 
 def test_nutpie_draws_do_not_depend_on_threads():
-    h, m = synthetic(10)
+    h, m = normal_accuracies(10)
     one, two = (model_posterior(h, m, BayesSettings(draws=300, tune=300, cores=cores), seed=3)
                 for cores in (1, 2))
     np.testing.assert_array_equal(one.kill_draws, two.kill_draws)
@@ -181,11 +164,11 @@ def test_nutpie_draws_do_not_depend_on_threads():
 def test_a_missing_sampler_is_a_probmut_error(monkeypatch, sampler, message):
     monkeypatch.setitem(sys.modules, sampler, None)
     with pytest.raises(ProbmutError, match=message):
-        model_posterior(*synthetic(), replace(SHORT, sampler=sampler), seed=0)
+        model_posterior(*normal_accuracies(), replace(SHORT, sampler=sampler), seed=0)
 
 
 def test_normal_likelihood_and_result_documents():
-    h, m = synthetic(2)
+    h, m = normal_accuracies(2)
     study = model_posteriors(h, [m, h + 0.0], BayesSettings(draws=300, tune=300,
                                                              likelihood="normal"), seed=5)
     text = str(study)
@@ -200,7 +183,7 @@ def test_normal_likelihood_and_result_documents():
 
 
 def test_non_convergence_is_flagged_and_warned():
-    h, m = synthetic(3, n=10)
+    h, m = normal_accuracies(3, n=10)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         res = model_posterior(h, m, BayesSettings(draws=30, tune=10), seed=0)
     assert not res.diagnostics.converged
@@ -218,24 +201,6 @@ def test_bad_input_is_a_probmut_error(kwargs, values, message):
     with pytest.raises(ProbmutError, match=message):
         settings = BayesSettings(**kwargs)
         model_posterior(*values, settings)
-
-
-def test_cli_prints_json_and_draws_the_figure(tmp_path, capsys):
-    h, m = synthetic(4)
-    for name, values in (("healthy", h), ("mutant", m)):
-        rows = "\n".join(f"{i},{float(v)!r}" for i, v in enumerate(values))
-        (tmp_path / f"{name}.csv").write_text("instance,accuracy\n" + rows + "\n")
-    figure = tmp_path / "bayes.png"
-    code = main(["bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
-                 "--draws", "300", "--tune", "300", "--jobs", "1", "--seed", "7", "--json",
-                 "--plot", str(figure)])
-    assert code == 0
-    document = json.loads(capsys.readouterr().out)
-    assert document["seed"] == 7 and document["figure"] == str(figure)
-    assert figure.stat().st_size > 10_000
-    assert main(["bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
-                 "--chains", "1", "--no-plot"]) == 2
-    assert "--chains: must be at least 2" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -285,7 +250,7 @@ def test_strongly_skewed_data_get_a_note():
     res = model_posterior(h, m, BayesSettings(draws=300, tune=300), paired=True, seed=2)
     assert res.skewness[1] < -1
     assert "difference skewness" in res.skew_problem()
-    symmetric = model_posterior(*synthetic(7), BayesSettings(draws=300, tune=300), seed=2)
+    symmetric = model_posterior(*normal_accuracies(7), BayesSettings(draws=300, tune=300), seed=2)
     assert symmetric.skew_problem() is None
 
 
@@ -308,7 +273,7 @@ def test_ctrl_c_during_sampling_stops_and_no_draw_is_analysed(monkeypatch, sampl
         return None
 
     monkeypatch.setattr(importlib.import_module(sampler), "sample", interrupted)
-    healthy, mutant = synthetic()
+    healthy, mutant = normal_accuracies()
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         model_posterior(healthy, mutant, replace(SHORT, sampler=sampler), seed=1)

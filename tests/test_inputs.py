@@ -1,44 +1,19 @@
-"""Per-input killing: Fisher's test against SciPy, DeepMutation's score, monotonicity, CLI."""
-
-import json
+"""Per-input killing: Fisher's test against SciPy, DeepMutation's score, monotonicity."""
 
 import numpy as np
 import pytest
 from scipy.stats import fisher_exact
 
-from probmut.cli import main
 from probmut.errors import ProbmutError
 from probmut.inputs import Outcomes, analyse_inputs, fisher_exact_inputs
+
+from .conftest import synthetic_outcomes, write_outcomes
 
 try:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 except ImportError:  # the seeded randomized test below still checks monotonicity
     given = None
-
-
-def _write(path, correct, labels, ids=None):
-    """An outcomes file in the trainer's layout (keys instance, correct, n_inputs, labels)."""
-    correct = np.asarray(correct, dtype=bool)
-    ids = np.arange(correct.shape[0]) if ids is None else ids
-    np.savez_compressed(path, instance=np.asarray(ids, dtype=np.int64),
-                        correct=np.packbits(correct, axis=1),
-                        n_inputs=np.int64(correct.shape[1]),
-                        labels=np.asarray(labels, dtype=np.int64))
-    return str(path)
-
-
-def _synthetic(rng, n_healthy=30, n_mutant=30, n_inputs=400, n_classes=10):
-    """Healthy instances right 95% of the time; the mutant loses class 3 and half of the
-    inputs of class 7; a second, healthy-like mutant changes nothing."""
-    labels = np.arange(n_inputs) % n_classes
-    healthy = rng.random((n_healthy, n_inputs)) < 0.95
-    broken = rng.random((n_mutant, n_inputs)) < 0.95
-    broken[:, labels == 3] = rng.random((n_mutant, (labels == 3).sum())) < 0.1
-    half7 = np.flatnonzero(labels == 7)[::2]
-    broken[:, half7] = rng.random((n_mutant, half7.size)) < 0.3
-    same = rng.random((n_mutant, n_inputs)) < 0.95
-    return labels, healthy, broken, same
 
 
 @pytest.mark.parametrize("sizes", [(20, 20), (13, 31), (5, 2)])
@@ -57,10 +32,10 @@ def test_vectorised_fisher_equals_scipy_per_input(sizes, alternative):
 
 
 def test_deepmutation_and_statistical_killing_on_synthetic_files(tmp_path):
-    labels, healthy, broken, same = _synthetic(np.random.default_rng(2))
-    files = [_write(tmp_path / "healthy.outcomes.npz", healthy, labels),
-             _write(tmp_path / "broken.outcomes.npz", broken, labels),
-             _write(tmp_path / "same.outcomes.npz", same, labels)]
+    labels, healthy, broken, same = synthetic_outcomes(np.random.default_rng(2))
+    files = [write_outcomes(tmp_path / "healthy.outcomes.npz", healthy, labels),
+             write_outcomes(tmp_path / "broken.outcomes.npz", broken, labels),
+             write_outcomes(tmp_path / "same.outcomes.npz", same, labels)]
     h, *mutants = [Outcomes.load(f) for f in files]
     assert [m.name for m in mutants] == ["broken", "same"]
     study = analyse_inputs(h, mutants)
@@ -85,7 +60,7 @@ def test_deepmutation_and_statistical_killing_on_synthetic_files(tmp_path):
 
 
 def test_a_test_set_without_the_broken_class_does_not_kill(tmp_path):
-    labels, healthy, broken, _ = _synthetic(np.random.default_rng(3))
+    labels, healthy, broken, _ = synthetic_outcomes(np.random.default_rng(3))
     h = Outcomes.from_matrix(healthy, labels, name="healthy")
     m = Outcomes.from_matrix(broken, labels, name="broken")
     without = np.flatnonzero((labels != 3) & (labels != 7))
@@ -146,31 +121,8 @@ def test_bonferroni_over_the_test_set_would_not_be_monotone():
     assert 0.05 / 10 < p <= 0.05 / 1
 
 
-def test_cli_prints_both_analyses_and_json(tmp_path, capsys):
-    labels, healthy, broken, same = _synthetic(np.random.default_rng(4))
-    files = [_write(tmp_path / "healthy.outcomes.npz", healthy, labels),
-             _write(tmp_path / "broken.outcomes.npz", broken, labels),
-             _write(tmp_path / "same.outcomes.npz", same, labels)]
-    assert main(["inputs", *files]) == 0
-    text = capsys.readouterr().out
-    assert "DeepMutation mutation score: 0.1000" in text
-    assert "statistical mutation score: 0.5000" in text
-    assert main(["inputs", *files, "--json", "--inputs", "0:200"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    assert document["test_inputs"] == 200 and document["candidate_pool"] == 400
-    assert document["mutants"][0]["statistical"]["killed"]
-    assert max(document["mutants"][0]["deepmutation"]["killing_inputs"]) < 200
-
-
-def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
-    labels, healthy, broken, _ = _synthetic(np.random.default_rng(5))
-    h = _write(tmp_path / "healthy.outcomes.npz", healthy, labels)
-    short = _write(tmp_path / "short.outcomes.npz", broken[:, :100], labels[:100])
-    assert main(["inputs", h, short]) == 2
-    assert "same test inputs" in capsys.readouterr().err
-    assert main(["inputs", h]) == 2
-    assert main(["inputs", h, str(tmp_path / "missing.outcomes.npz")]) == 2
-    assert main(["inputs", h, h, "--inputs", "500:600"]) == 2
+def test_an_unknown_correction_is_refused():
+    labels, healthy, broken, _ = synthetic_outcomes(np.random.default_rng(5))
     with pytest.raises(ProbmutError, match="correction"):
         analyse_inputs(Outcomes.from_matrix(healthy, labels),
                        [Outcomes.from_matrix(broken, labels)], correction="holm")

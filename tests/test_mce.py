@@ -1,6 +1,5 @@
 """Monte-Carlo error (METHOD.md section 5): the paper's figures, fresh randomness, fits."""
 
-import json
 import warnings
 from pathlib import Path
 
@@ -10,16 +9,13 @@ from scipy import optimize, special, stats
 
 from probmut import paper
 from probmut.beta import fit_beta_batch, fit_least_squares, fit_moments
-from probmut.cli import main
 from probmut.io.populations import load_kill_rates, read_population
 from probmut.mce import jackknife_se, mce_from_kill_counts, monte_carlo_error
 
-from .conftest import REFERENCE
+from .conftest import MCE_LABEL_312, REFERENCE, needs_mce_reference
 
 REP_MCE = REFERENCE / "rep_mce"
-LABEL_312 = REP_MCE / "mnist" / "mnist_change_label_3.12_200_pop_size.npy"
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
-needs_reference = pytest.mark.skipif(not LABEL_312.exists(), reason="paper reference data absent")
 
 
 def _paper_jack_estimate(rates, trials=100):
@@ -50,10 +46,10 @@ def _paper_jack_estimate(rates, trials=100):
     return out
 
 
-@needs_reference
+@needs_mce_reference
 def test_paper_mce_reproduced_to_1e6():
-    result = mce_from_kill_counts(load_kill_rates(LABEL_312, 100), paper.mce_settings())
-    (mean, mean_se), (var, var_se) = _paper_jack_estimate(np.load(LABEL_312))
+    result = mce_from_kill_counts(load_kill_rates(MCE_LABEL_312, 100), paper.mce_settings())
+    (mean, mean_se), (var, var_se) = _paper_jack_estimate(np.load(MCE_LABEL_312))
     for ours, oracle in ((result.mean, mean), (result.mean_se, mean_se), (result.var, var),
                          (result.var_se, var_se),
                          (result.mean_interval[0], mean - 1.96 * mean_se),
@@ -66,21 +62,6 @@ def test_paper_mce_reproduced_to_1e6():
     assert result.var == pytest.approx(0.0170877, abs=5e-8)
     assert result.mean_interval == pytest.approx((0.36579, 0.37187), abs=5e-6)
     assert result.var_interval == pytest.approx((0.016613, 0.017562), abs=5e-7)
-
-
-@needs_reference
-def test_cli_kill_rates_paper_json():
-    import contextlib
-    import io
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert main(["mce", "--kill-rates", str(LABEL_312), "--paper", "--json"]) == 0
-    document = json.loads(buffer.getvalue())
-    assert {"mean", "mean_se", "var", "var_se", "repetitions"} <= document.keys()
-    assert document["repetitions"] == 100
-    assert document["mean"] == pytest.approx(0.3688340049, rel=1e-6)
-    assert document["jackknife"] == "paper" and document["grid_step"] == 0.01
 
 
 def test_fresh_randomness_within_standard_errors():
@@ -121,7 +102,7 @@ def test_jackknife_forms():
     assert jackknife_se(values, "paper") == pytest.approx(standard * 39 / 40)
 
 
-@needs_reference
+@needs_mce_reference
 def test_batched_least_squares_matches_curve_fit():
     rows = np.concatenate([load_kill_rates(f, 100)[:8]
                            for f in sorted((REP_MCE / "mnist").glob("*.npy"))[::3]])
@@ -140,10 +121,3 @@ def test_batched_least_squares_matches_curve_fit():
         assert cost((a[i], b[i])) <= cost(ref) * (1 + 1e-9) + 1e-20
     moments = fit_beta_batch(rows, 100)
     assert np.allclose(np.column_stack(moments), [fit_moments(r, 100) for r in rows], rtol=1e-12)
-
-
-def test_bad_kill_rates_exit_2(tmp_path, capsys):
-    path = tmp_path / "reps.npy"
-    np.save(path, np.full(100, 0.5))
-    assert main(["mce", "--kill-rates", str(path)]) == 2
-    assert "R x B" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""Pilot verdicts and fresh-instance predictions (probmut.recommend, `probmut recommend`)."""
+"""Pilot verdicts and fresh-instance predictions (probmut.recommend) and the validation
+scripts built on them."""
 
 import json
 import subprocess
@@ -9,7 +10,6 @@ import pytest
 
 import probmut.engine
 from probmut.bagging import PosteriorSettings, bagged_posteriors
-from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
 from probmut.recommend import (
@@ -283,89 +283,6 @@ def test_clear_mutants_still_settle_from_few_instances():
         assert all(verdict == expected for verdict, _ in seen), seen
         sizes = [n for _, n in seen]
         assert (max(sizes) <= 30) if effect else (np.median(sizes) <= 60), seen
-
-
-def test_cli_json_and_text(capsys):
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
-                 "--populations", "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
-                 "--json"])
-    assert code == 0
-    document = json.loads(capsys.readouterr().out)
-    first, second = document["mutants"]
-    assert first["name"] == "30.93" and first["verdict"] == "killed"
-    assert first["pilot"] == [25, 25] and first["needed"] == 25
-    assert [row["n"] for row in first["per_size"]] == [25, 50]
-    assert {"n", "mean_band", "agreement", "killed_share"} <= set(first["per_size"][0])
-    assert second["verdict"] in ("not killed", "not settled")
-    for advice in (first, second):  # one look: the level, with p_killed's error
-        assert advice["threshold"] == LEVEL and advice["looks"] == 1
-        assert advice["draws_used"] in (20, 40, 80, 160)
-        p = advice["p_killed"]
-        assert advice["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / advice["draws_used"]))
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations", "20",
-                 "--bootstraps", "20", "--trials", "30", "--no-cache", "--json",
-                 "--looks", "25,50,75,100"])
-    looked = json.loads(capsys.readouterr().out)
-    assert code == 0 and looked["looks"] == 4
-    assert looked["threshold"] == settle_threshold(25, [25, 50, 75, 100]) > LEVEL
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations", "20",
-                 "--bootstraps", "20", "--trials", "30", "--no-cache"])
-    text = capsys.readouterr().out
-    assert code == 0 and "verdict: KILLED: a large population" in text
-    assert "posterior mean [95% band]" in text
-
-
-def _bad(capsys, *argv):
-    code = main(["recommend", *map(str, argv)])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1, err
-    return err
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--pilot", "10"], "fewer than the sample size k = 20"),
-    (["--pilot", "500"], "holds only 200 instances"),
-    (["--pilot", "0"], "argument --pilot: must be at least 1"),
-    (["--pilot", "25", "--sizes", "25,x"], "argument --sizes: expected comma-separated population sizes"),
-    (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
-    (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
-    (["--pilot", "25", "--populations", "3"], "argument --populations/--draws: must be at least 10"),
-    (["--pilot", "25", "--draws", "3"], "argument --populations/--draws: must be"),  # its name before
-    (["--pilot", "25", "--looks", "25,x"], "argument --looks: expected comma-separated "
-                                           "instance counts, got '25,x'"),
-    (["--pilot", "25", "--looks", "10,25"], "the planned looks must be at least the sample "
-                                            "size k = 20"),
-    (["--pilot", "25", "--populations", "30000"], "120,000 simulated populations of 200 instances "
-                                            "per side exceed the limit"),
-    (["--pilot", "25", "--level", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
-                                            "populations"),
-])
-def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
-    err = _bad(capsys, "--model", "mnist", "--mutation", "delete_training_data",
-               "--magnitudes", "30.93", "--no-cache", *argv)
-    assert message in err
-
-
-def test_unpaired_ids_in_paired_mode(capsys, tmp_path):
-    (tmp_path / "h.csv").write_text("instance,accuracy\n" + "".join(
-        f"{i},{0.9 + i / 1000}\n" for i in range(25)))
-    (tmp_path / "m.csv").write_text("instance,accuracy\n" + "".join(
-        f"{i + 5},{0.8 + i / 1000}\n" for i in range(25)))
-    err = _bad(capsys, tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--no-cache")
-    assert "same instance ids" in err
-
-
-def test_a_paired_pilot_of_two_is_refused(capsys, tmp_path):
-    """Found by the property test of test_bad_input: the pairs' covariance needs P >= 3."""
-    for name in ("h.csv", "m.csv"):
-        (tmp_path / name).write_text("instance,accuracy\n0,0.0\n1,0.0\n")
-    err = _bad(capsys, tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--sample", "2",
-               "--sizes", "2", "--reference", "4", "--no-cache")
-    assert "a paired pilot needs at least 3 instances" in err
 
 
 @pytest.mark.slow

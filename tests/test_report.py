@@ -45,10 +45,10 @@ from probmut.campaign import (
     summarize_campaign,
 )
 from probmut.cli import main
-from probmut.io.manifest import write_manifest
-from probmut.io.records import InstanceRecord
 from probmut.report import render_html
 from tests import chromium
+
+from .conftest import FULL_RUN, RUN_LABELS, write_run
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOT = REPO / "docs" / "figures" / "report_mnist.png"
@@ -228,71 +228,12 @@ def test_results_display_as_html_tables_in_a_notebook(mnist_dc):
     assert "<table" in page and "change_label_3.12" in page and "mutation score" in page
 
 
-# --- runs written with the project's own writers ----------------------------------------------
-
-LABELS = np.arange(120) % 6
-#: Mean accuracy of each population of the synthetic run, and whether it is paired.
-MEANS = {"delete_training_data_10": 0.90, "delete_training_data_30": 0.86,
-         "delete_training_data_50": 0.78, "neurons_freezing_0.1": 0.85,
-         "data_shuffle_10": 0.90}
-
-
-def write_run(folder: Path, sizes: dict, *, targets=None, rounds=None, crashed=()) -> Path:
-    """A run directory as probmut train leaves it: tidy population CSVs with symptom
-    records, per-input outcomes, a manifest with the data's provenance and flags (and
-    ``targets``, ``rounds.json`` when given). ``sizes``: instances per population stem
-    (missing stems: no file yet); ``crashed``: stems whose first instance crashed."""
-    from probmut.train.run import write_population
-
-    rng = np.random.default_rng(0)
-    healthy_rows = []
-    for stem in ["healthy", *MEANS]:
-        if stem not in sizes:
-            continue
-        records, rows = [], []
-        for i in range(sizes[stem]):
-            if stem in crashed and i == 0:
-                records.append(InstanceRecord(i, math.nan, seed=i, status="crashed",
-                                              error="ValueError: boom"))
-                rows.append(None)
-                continue
-            if stem == "neurons_freezing_0.1":  # derived from healthy instance i
-                correct = healthy_rows[i] & (rng.random(LABELS.size) < 0.94)
-            else:
-                mean = 0.90 if stem == "healthy" else MEANS[stem]
-                correct = rng.random(LABELS.size) < rng.normal(mean, 0.01)
-            records.append(InstanceRecord(i, float(correct.mean()), seed=i,
-                                          seconds=1.0 + 0.1 * i, loss_history=(1.0, 0.5)))
-            rows.append(correct)
-        if stem == "healthy":
-            healthy_rows = rows
-        write_population(folder / f"{stem}.csv", records, rows, LABELS)
-    mutations = {
-        "delete_training_data": {"paired": False, "pattern": "delete_training_data_{magnitude}.csv",
-                                 "magnitudes": ["10", "30", "50"]},
-        "neurons_freezing": {"paired": True, "pattern": "neurons_freezing_{magnitude}.csv",
-                             "magnitudes": ["0.1"]},
-        "data_shuffle": {"paired": False, "pattern": "data_shuffle_{magnitude}.csv",
-                         "magnitudes": ["10"], "flags": {"10": ["equivalent"]}}}
-    model = {"healthy": "healthy.csv", "description": "a synthetic run",
-             "data": {"name": "synthetic", "test": int(LABELS.size),
-                      "files": {"data.npz": "ab12"}},
-             "mutations": mutations}
-    if targets:
-        model["targets"] = {f"{stem}.csv": n for stem, n in targets.items()}
-    write_manifest(folder / "manifest.toml", {"models": {"syn": model}}, "a synthetic run")
-    if rounds:
-        (folder / "rounds.json").write_text(json.dumps({"rounds": rounds, "final": {}}))
-    return folder
-
-
-FULL = dict.fromkeys(["healthy", *MEANS], 12)
-
+# --- runs written with the project's own writers (tests/conftest.py: write_run) ---------------
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     """A complete synthetic run and its campaign (with verdicts)."""
-    folder = write_run(tmp_path_factory.mktemp("run"), FULL, crashed=("delete_training_data_30",))
+    folder = write_run(tmp_path_factory.mktemp("run"), FULL_RUN, crashed=("delete_training_data_30",))
     return folder, summarize_campaign(folder / "manifest.toml", settings=FAST, seed=3)
 
 
@@ -320,9 +261,9 @@ def test_an_unfinished_run_is_reported_unfinished(tmp_path):
     """A run whose manifest records its targets (probmut train, before training), stopped
     with one population short and one not written yet: unfinished on the page, in the
     text and in the JSON, the missing mutant not analysed."""
-    sizes = FULL | {"delete_training_data_50": 7}
+    sizes = FULL_RUN | {"delete_training_data_50": 7}
     del sizes["neurons_freezing_0.1"]
-    folder = write_run(tmp_path, sizes, targets=dict.fromkeys(FULL, 12))
+    folder = write_run(tmp_path, sizes, targets=dict.fromkeys(FULL_RUN, 12))
     out = tmp_path / "report.html"
     document = _report_json(folder, out, "--sample", "5", "--bootstraps", "30", "--trials",
                             "30", "--no-verdicts")
@@ -346,7 +287,7 @@ def test_an_unfinished_run_is_reported_unfinished(tmp_path):
 def test_without_targets_completeness_is_unknown_never_complete(tmp_path):
     """A manifest without targets (the bundled data, one written by hand) cannot say
     whether a population is short: unknown, in the text and the JSON (null)."""
-    folder = write_run(tmp_path, FULL | {"delete_training_data_10": 9})
+    folder = write_run(tmp_path, FULL_RUN | {"delete_training_data_10": 9})
     found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
     assert found.complete is None and not found.short
     assert "the populations hold 9 to 12 instances" in found.status_lines()[0]
@@ -356,12 +297,12 @@ def test_without_targets_completeness_is_unknown_never_complete(tmp_path):
 def test_a_run_trained_until_settled_is_complete_at_its_last_rounds_targets(tmp_path):
     """Mutants stop at different sizes when their verdicts settle: each round records its
     targets in the manifest, so a settled mutant is not unfinished."""
-    sizes = FULL | {"delete_training_data_50": 6}
+    sizes = FULL_RUN | {"delete_training_data_50": 6}
     verdict = {"verdict": "killed", "p_killed": 0.99, "needed": 6, "instances": 6,
                "message": "settled"}
-    rounds = [{"round": 1, "instances": dict.fromkeys(FULL, 6),
+    rounds = [{"round": 1, "instances": dict.fromkeys(FULL_RUN, 6),
                "verdicts": {"delete_training_data_50": verdict}},
-              {"round": 2, "instances": FULL | {"delete_training_data_50": 6}, "verdicts": {}}]
+              {"round": 2, "instances": FULL_RUN | {"delete_training_data_50": 6}, "verdicts": {}}]
     folder = write_run(tmp_path, sizes, rounds=rounds, targets=rounds[-1]["instances"])
     found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
     assert found.complete is True
@@ -372,36 +313,31 @@ def test_a_run_trained_until_settled_is_complete_at_its_last_rounds_targets(tmp_
     assert not summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False).complete
 
 
-def test_a_coverage_result_beside_the_run_is_shown(tmp_path, capsys):
-    """`probmut coverage RUN --json > RUN/coverage.json`: its numbers on the page; a file
-    that is not a coverage result is refused."""
+def test_a_coverage_result_beside_the_run_is_shown(tmp_path):
+    """`probmut coverage RUN --json > RUN/coverage.json`: its numbers on the page."""
     from probmut.coverage import CoverageStudy, LayerValues, instance_coverage
 
     rng = np.random.default_rng(1)
     train = np.maximum(rng.normal(0.5, 1, (200, 3)), 0)
-    test = np.maximum(rng.normal(0.5, 1, (LABELS.size, 3)), 0)
+    test = np.maximum(rng.normal(0.5, 1, (RUN_LABELS.size, 3)), 0)
 
     def layer(values):
         return [LayerValues(values, values.min(1), values.max(1))]
 
     coverage = CoverageStudy("dense (layer 4, 3 neurons)", (2,), (instance_coverage(
         "0", rng.normal(0, 1, (200, 3)), train, test, layer(train), layer(test), 2),),
-        LABELS.size, {"seed": 0})
-    folder = write_run(tmp_path, FULL)
+        RUN_LABELS.size, {"seed": 0})
+    folder = write_run(tmp_path, FULL_RUN)
     (folder / "coverage.json").write_text(coverage.to_json())
     found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
     assert found.coverage["idc"]["mean"] == coverage.idc(2).mean()
     page = render_html(found)
     assert '<section id="coverage">' in page and "IDC (m = 2)" in page
     assert f"mean {coverage.idc(2).mean():.4f}" in page
-    (folder / "other.json").write_text('{"tau": 0.1}')
-    assert main(["report", str(folder), "--coverage", str(folder / "other.json"),
-                 "--out", str(tmp_path / "r.html")]) == 2
-    assert "not a coverage result" in capsys.readouterr().err
 
 
 def test_too_few_instances_for_the_sample_size_is_said_not_hidden(tmp_path):
-    folder = write_run(tmp_path, FULL)
+    folder = write_run(tmp_path, FULL_RUN)
     found = summarize_campaign(folder / "manifest.toml", verdicts=False)     # k = 20 > 12 instances
     assert found.score is None and found.counts["not analysed"] == 4   # and 1 flagged
     assert any("fewer than the sample size k = 20" in n for n in found.notes)
@@ -444,7 +380,7 @@ def test_the_page_is_self_contained(synthetic):
 
 
 def test_text_from_files_is_escaped(tmp_path):
-    folder = write_run(tmp_path, FULL)
+    folder = write_run(tmp_path, FULL_RUN)
     manifest = (folder / "manifest.toml").read_text().replace(
         'description = "a synthetic run"', 'description = "<script>alert(1)</script>"')
     (folder / "manifest.toml").write_text(manifest)
@@ -452,22 +388,7 @@ def test_text_from_files_is_escaped(tmp_path):
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
 
 
-def test_the_header_says_what_produced_the_report(synthetic, tmp_path, capsys):
-    folder, _ = synthetic
-    out = tmp_path / "r.html"
-    assert main(["report", str(folder), "--sample", "5", "--bootstraps", "30", "--trials",
-                 "30", "--seed", "3", "--out", str(out), "--quiet", "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    assert document["report"] == str(out)
-    produced = re.search(r'<p class="produced" id="produced">(.*?)</p>', out.read_text())[1]
-    from probmut import __version__
-
-    command = f"probmut report {folder} --bootstraps 30 --trials 30 --sample 5 --seed 3"
-    assert produced.startswith(f"probmut {__version__} · <code>{command}</code> · 20")
-    assert produced.endswith("UTC · seed 3")
-
-
-# --- bad input --------------------------------------------------------------------------------
+# --- `probmut report`'s output, for the tests that render its page -----------------------
 
 def main_output(argv) -> str:
     import contextlib
@@ -481,40 +402,6 @@ def main_output(argv) -> str:
 def _report_json(folder, out, *options) -> dict:
     return json.loads(main_output(["report", str(folder), *options, "--out", str(out),
                                    "--quiet", "--json"]))
-
-
-@pytest.mark.parametrize("case, says", [
-    ("empty run", "no manifest.toml, so no populations"),
-    ("no populations", "has no population files yet (healthy.csv is missing)"),
-    ("no such run", "no such directory"),
-    ("unknown model", "no model 'nope'; it has mnist"),
-    ("out is a directory", "is a directory; give a file name for the report (--out)"),
-    ("out under a file", "is a file, not a directory (the report's folder) (--out)"),
-    ("run and manifest", "give a run directory or --manifest, not both"),
-    ("nothing", "give a run directory, or --model NAME [--manifest FILE]"),
-])
-def test_bad_input_is_one_line_and_exit_2(case, says, tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # where report.html would go by default
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    bare = tmp_path / "bare"
-    bare.mkdir()
-    write_manifest(bare / "manifest.toml", {"models": {"m": {
-        "healthy": "healthy.csv", "mutations": {"x": {"pattern": "x_{magnitude}.csv",
-                                                      "magnitudes": ["1"]}}}}})
-    (tmp_path / "file.txt").write_text("x")
-    argv = {"empty run": [str(empty)], "no populations": [str(bare)],
-            "no such run": [str(tmp_path / "nope")], "unknown model": ["--model", "nope"],
-            "out is a directory": ["--model", "mnist_dc", "--out", str(empty)],
-            "out under a file": ["--model", "mnist_dc", "--out",
-                                 str(tmp_path / "file.txt" / "r.html")],
-            "run and manifest": [str(empty), "--manifest", str(bare / "manifest.toml")],
-            "nothing": []}[case]
-    assert main(["report", *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("probmut report: error: ") and says in err, err
-    assert len(err.strip().splitlines()) == 1, err
-    assert not (tmp_path / "report.html").exists()
 
 
 # --- in a real browser ------------------------------------------------------------------------
@@ -606,9 +493,9 @@ def _image(png: bytes):
 def test_a_run_report_in_a_real_browser(browser, tmp_path):
     """A synthetic run with a short population, a missing one, a flagged one and a
     crashed instance: every section renders and the page says unfinished."""
-    sizes = FULL | {"delete_training_data_50": 8}
+    sizes = FULL_RUN | {"delete_training_data_50": 8}
     del sizes["neurons_freezing_0.1"]
-    folder = write_run(tmp_path, sizes, targets=dict.fromkeys(FULL, 12),
+    folder = write_run(tmp_path, sizes, targets=dict.fromkeys(FULL_RUN, 12),
                        crashed=("delete_training_data_30",))
     out = tmp_path / "report.html"
     document = _report_json(folder, out, "--sample", "5", "--bootstraps", "30", "--trials",

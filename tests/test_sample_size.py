@@ -1,8 +1,5 @@
 """Population-size study (METHOD.md section 6), its recommendation, caching and resuming."""
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +8,6 @@ import pytest
 import probmut.engine
 from probmut import paper
 from probmut.bagging import PosteriorSettings
-from probmut.cli import main
 from probmut.io.cache import Cache
 from probmut.io.populations import read_population
 from probmut.sample_size import sample_size_study
@@ -135,27 +131,3 @@ def test_paired_study_and_bad_sizes(healthy):
     with pytest.raises(Exception, match="population sizes must lie between"):
         sample_size_study(healthy, mutant, SMALL, sizes=(10, 250), subpopulations=3,
                           repetitions=3, seed=1)
-
-
-def test_cli_json_shape_and_plot(tmp_path):
-    figure = tmp_path / "fig.png"
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["sample-size", "--model", "mnist", "--mutation", "delete_training_data",
-                     "--magnitudes", "30.93", "--sizes", "25,50", "--subpopulations", "4",
-                     "--repetitions", "3", "--bootstraps", "10", "--trials", "20",
-                     "--seed", "1", "--no-cache", "--plot", str(figure), "--json"])
-    assert code == 0
-    document = json.loads(buffer.getvalue())
-    assert [s["n"] for s in document["sizes"]] == [25, 50]
-    for quantity in ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper"):
-        assert set(document["sizes"][0][quantity]) == {"median", "low", "high"}
-    assert [s["overlap"] for s in document["sizes"]] == [False, False]
-    assert "recommendation" not in document and document["overlap_note"] is None
-    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_cli_bad_sizes_exit_2(capsys):
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--sizes", "25,x", "--no-cache"])
-    assert code == 2 and "--sizes" in capsys.readouterr().err

@@ -4,37 +4,21 @@ tested in tests/train/test_search.py and tests/train/test_evaluate.py."""
 
 import json
 import math
-import warnings
 
 import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu, ttest_ind, ttest_rel
 
-from probmut.cli import main
 from probmut.errors import ProbmutError
-from probmut.io.manifest import write_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
 from probmut.io.populations import read_instances, read_population, write_instances
 from probmut.io.records import FailedInstanceWarning, InstanceRecord, loss_diverged
 from probmut.killtest import KillCriterion, deepcrime_test, deepcrime_test_batch
 from probmut.symptoms import accuracy_p_value, classify, symptom_study
 
-from .conftest import RAW
+from .conftest import failing_records, healthy_records
 
 R = InstanceRecord
-
-
-def healthy_records(n=20, seed=0):
-    rng = np.random.default_rng(seed)
-    return [R(i, float(rng.normal(0.95, 0.01)), seed=i, seconds=float(rng.normal(10, 0.5)),
-              loss_history=(1.0, 0.3), initial_loss=2.3, constant=False) for i in range(n)]
-
-
-def failing(n, status, ok=0, seed=1):
-    rng = np.random.default_rng(seed)
-    bad = [R(i, math.nan if status != "diverged" else 0.1, status=status,
-             error="ValueError: x" if status == "crashed" else "") for i in range(n - ok)]
-    return bad + [R(i, float(rng.normal(0.95, 0.01)), seconds=10.0) for i in range(n - ok, n)]
 
 
 # ---------------------------------------------------------------- files
@@ -105,18 +89,18 @@ def test_divergence_rule(initial, losses, diverged):
 @pytest.mark.parametrize("status, symptom", [("crashed", "crash"), ("timed out", "hang"),
                                              ("diverged", "nan")])
 def test_a_majority_of_failures_gives_the_failure_symptom(status, symptom):
-    result = classify(healthy_records(), failing(20, status, ok=9), "m")
+    result = classify(healthy_records(), failing_records(20, status, ok=9), "m")
     assert result.symptom == symptom
     assert (result.crashed, result.timed_out, result.diverged)[
         ["crashed", "timed out", "diverged"].index(status)] == 11
-    minority = classify(healthy_records(), failing(20, status, ok=11), "m")
+    minority = classify(healthy_records(), failing_records(20, status, ok=11), "m")
     assert minority.symptom.endswith("accuracy change")  # 9 of 20 is not a majority
 
 
 def test_mixed_failures_take_the_most_frequent_and_ties_go_to_the_earlier():
-    mixed = failing(6, "timed out") + [R(6 + i, math.nan, status="crashed") for i in range(5)]
+    mixed = failing_records(6, "timed out") + [R(6 + i, math.nan, status="crashed") for i in range(5)]
     assert classify(healthy_records(), mixed, "m").symptom == "hang"
-    tie = failing(5, "diverged") + [R(5 + i, math.nan, status="timed out") for i in range(5)]
+    tie = failing_records(5, "diverged") + [R(5 + i, math.nan, status="timed out") for i in range(5)]
     assert classify(healthy_records(), tie, "m").symptom == "hang"
 
 
@@ -209,8 +193,8 @@ def test_time_change_is_a_mann_whitney_test_on_the_seconds():
 def test_study_json_has_the_documented_fields_and_the_figure_draws(tmp_path):
     from probmut.plots import plot_symptoms, save
 
-    study = symptom_study(healthy_records(), {"crash": failing(20, "crashed"),
-                                              "nan": failing(20, "diverged", ok=2)})
+    study = symptom_study(healthy_records(), {"crash": failing_records(20, "crashed"),
+                                              "nan": failing_records(20, "diverged", ok=2)})
     document = json.loads(study.to_json())
     first = document["populations"][0]
     assert {"name", "symptom", "instances", "crashed", "timed_out", "diverged", "constant",
@@ -222,31 +206,3 @@ def test_study_json_has_the_documented_fields_and_the_figure_draws(tmp_path):
     figure = save(plot_symptoms(study), tmp_path / "s.png")
     assert figure.read_bytes()[:4] == b"\x89PNG"
     assert study.to_frame().loc["crash", "symptom"] == "crash"
-
-
-def test_symptoms_command_on_a_run_directory(tmp_path, capsys):
-    write_instances(tmp_path / "healthy.csv", healthy_records())
-    write_instances(tmp_path / "change_loss_function_ctc.csv", failing(20, "crashed"))
-    write_instances(tmp_path / "weights_fuzzing_0_1.csv",
-                    [R(r.instance, r.accuracy) for r in healthy_records()])
-    write_manifest(tmp_path / "manifest.toml", {"models": {"digits": {
-        "healthy": "healthy.csv", "mutations": {
-            "change_loss_function": {"paired": False, "pattern": "change_loss_function_{magnitude}.csv",
-                                     "magnitudes": ["ctc"]},
-            "weights_fuzzing": {"paired": True, "pattern": "weights_fuzzing_{magnitude}.csv",
-                                "magnitudes": ["0_1"]}}}}})
-    assert main(["symptoms", str(tmp_path), "--json", "--no-plot"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    assert [(p["name"], p["symptom"]) for p in document["populations"]] == [
-        ("change_loss_function_ctc", "crash"), ("weights_fuzzing_0_1", "no observable difference")]
-    assert main(["symptoms", "--no-plot"]) == 2
-    assert "run directory" in capsys.readouterr().err
-
-
-def test_symptoms_of_the_papers_populations_without_records(capsys):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert main(["symptoms", "--manifest", str(RAW / "manifest.toml"), "--model", "mnist_dc",
-                     "--paper", "--no-plot"]) == 0
-    text = capsys.readouterr().out
-    assert "delete_training_data_9.29" in text and "significant accuracy change" in text

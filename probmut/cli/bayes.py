@@ -1,8 +1,9 @@
 """The ``bayes`` subcommand: model-based posterior of the kill probability (nutpie or PyMC).
 
-Registering the command imports nothing heavy; ArviZ and the sampler (nutpie or PyMC) are
-imported when the command runs, and their absence is a plain error (exit 2) saying what
-to install.
+Its choices and defaults are the library's (:mod:`probmut.bayes`, which imports ArviZ
+and the samplers only when a model is fitted): registering the command imports nothing
+heavy, and the absence of the ``bayes`` extra is a plain error (exit 2) when the command
+runs, saying what to install.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from probmut.bayes import LIKELIHOODS, SAMPLERS, BayesSettings, model_posteriors
 from probmut.cli.args import (
     add_criterion_arguments,
     add_plot_arguments,
@@ -25,10 +27,10 @@ from probmut.cli.args import (
 )
 from probmut.cli.emit import emit_with_figure
 
+_DEFAULTS = BayesSettings()
+
 
 def _run_bayes(args) -> int:
-    from probmut.bayes import BayesSettings, model_posteriors
-
     settings = BayesSettings(
         draws=args.draws, tune=args.tune, chains=args.chains,
         cores=min(args.chains, args.jobs or os.cpu_count() or 1),
@@ -64,20 +66,22 @@ def register(subparsers) -> None:
     add_population_arguments(bayes, many_mutants=False)
     add_criterion_arguments(bayes)
     group = bayes.add_argument_group("model and sampler")
-    group.add_argument("--likelihood", choices=("student-t", "normal"), default="student-t",
-                       help="accuracy model: robust Student-t or normal (default: student-t)")
-    group.add_argument("--sampler", choices=("nutpie", "pymc"), default="nutpie",
+    group.add_argument("--likelihood", choices=LIKELIHOODS, default=_DEFAULTS.likelihood,
+                       help="accuracy model: robust Student-t or normal "
+                            f"(default: {_DEFAULTS.likelihood})")
+    group.add_argument("--sampler", choices=SAMPLERS, default=_DEFAULTS.sampler,
                        help="NUTS implementation: nutpie's, on the model compiled once and "
                             "cached, or PyMC's own, which compiles it for every fit; the same "
-                            "posterior, other draws (default: nutpie)")
-    group.add_argument("--draws", type=integer(1, 10**6), default=1000,
-                       help="NUTS draws per chain (default: 1000)")
-    group.add_argument("--tune", type=integer(1, 10**6), default=1000,
-                       help="NUTS tuning steps per chain (default: 1000)")
-    group.add_argument("--chains", type=integer(2, 64), default=2,
-                       help="chains, at least 2 for R-hat (default: 2)")
-    group.add_argument("--trials", type=integer(1, 10**6), default=100,
-                       help="simulated k-vs-k kill tests per posterior draw (default: 100)")
+                            f"posterior, other draws (default: {_DEFAULTS.sampler})")
+    group.add_argument("--draws", type=integer(1, 10**6), default=_DEFAULTS.draws,
+                       help=f"NUTS draws per chain (default: {_DEFAULTS.draws})")
+    group.add_argument("--tune", type=integer(1, 10**6), default=_DEFAULTS.tune,
+                       help=f"NUTS tuning steps per chain (default: {_DEFAULTS.tune})")
+    group.add_argument("--chains", type=integer(2, 64), default=_DEFAULTS.chains,
+                       help=f"chains, at least 2 for R-hat (default: {_DEFAULTS.chains})")
+    group.add_argument("--trials", type=integer(1, 10**6), default=_DEFAULTS.trials,
+                       help="simulated k-vs-k kill tests per posterior draw "
+                            f"(default: {_DEFAULTS.trials})")
     add_sample_argument(group)
     group.add_argument("--save-trace", metavar="FILE.nc",
                        help="keep the ArviZ InferenceData of each fit as netCDF (several "
