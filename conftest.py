@@ -1,13 +1,20 @@
 """Run the docstring examples of probmut's modules as tests (``--doctest-modules``),
-skipping modules whose optional extra (TensorFlow, PyMC) is not installed; and keep
+skipping modules whose optional extra (TensorFlow, PyMC) is not installed; set
+TensorFlow up as `probmut train` does before any test or example runs it; and keep
 every temporary file of the session in one folder that is removed at its end."""
 
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
+
+from probmut.train.backends import configure_tensorflow, set_tensorflow_environment
+
+set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
 
 collect_ignore_glob = []
 if importlib.util.find_spec("tensorflow") is None:
@@ -33,3 +40,21 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     shutil.rmtree(config.stash.get(_FOLDER, ""), ignore_errors=True)
 
+
+
+_TRAIN_PACKAGE = Path(__file__).resolve().parent / "probmut" / "train"
+_tensorflow_configured = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    """Size TensorFlow's thread pools as `probmut train` does (one thread) before the
+    first test that may run it: one whose module imported TensorFlow, or a docstring
+    example of probmut.train. Whichever test a process runs first, the pools are those
+    of a run, and a command run in the test's process does not warn that they differ."""
+    global _tensorflow_configured
+    if _tensorflow_configured:
+        return
+    if "tensorflow" in sys.modules or _TRAIN_PACKAGE in Path(item.path).resolve().parents:
+        configure_tensorflow(1)
+        _tensorflow_configured = True

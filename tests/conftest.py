@@ -6,7 +6,6 @@ import json
 import math
 import os
 import signal
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,23 +14,6 @@ import pytest
 from probmut.io.manifest import Manifest, write_manifest
 from probmut.io.populations import pair, read_population
 from probmut.io.records import InstanceRecord
-from probmut.train.backends import configure_tensorflow, set_tensorflow_environment
-
-set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
-
-
-_tensorflow_configured = False
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item):
-    """Once a test module has imported TensorFlow, size its thread pools as `probmut
-    train` does (one thread) before any test runs it: whichever test a worker runs
-    first, the pools are those of a run."""
-    global _tensorflow_configured
-    if not _tensorflow_configured and "tensorflow" in sys.modules:
-        configure_tensorflow(1)
-        _tensorflow_configured = True
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -202,13 +202,13 @@ def test_train_without_its_extra_is_a_clear_error(capsys, monkeypatch, tmp_path)
 
 @pytest.mark.parametrize("command, alias", [
     (["kill"], "tests"),
-    (["posterior", "--bootstraps", "5", "--trials", "5"], "populations"),
+    (["posterior", "--bootstraps", "5", "--trials", "5", "--no-plot"], "populations"),
     (["repeat", "--repetitions", "2", "--trials", "5"], "populations"),
     (["sample-size", "--sizes", "20", "--repetitions", "2", "--bootstraps", "5",
-      "--trials", "5"], "studies"),
+      "--trials", "5", "--no-plot", "--no-cache"], "studies"),
     (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5"], "results"),
     (["recommend", "--populations", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
-      "--trials", "10"], "mutants")])
+      "--trials", "10", "--no-cache"], "mutants")])
 def test_several_results_are_listed_under_results_and_the_old_key(capsys, command, alias):
     """One JSON key for a command's list of results, whatever the command; the key it
     used before stays one release (README, JSON section)."""

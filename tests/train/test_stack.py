@@ -204,6 +204,40 @@ def test_each_member_gets_its_own_mutated_training_set(digits):
         assert np.array_equal(alone[0], x) and np.array_equal(alone[1], y)
 
 
+def test_a_stack_reusing_the_previous_ones_model_and_step_trains_as_a_new_one(digits):
+    """A process's next stack of the same model, configuration and size restarts the
+    previous stacked model (weights, dropout seeds, data, optimiser state) and reuses
+    its traced step: its members train bit for bit as in a new stacked model."""
+    from probmut.train.models import MODELS
+    from probmut.train.operators import parse_mutations
+    from probmut.train.stack import training
+    from probmut.train.work import Assignment, RunSettings
+
+    config = MODELS["digits_cnn"].config.replace(epochs=2)
+    settings = RunSettings("digits", "digits_cnn", config, stack=2)
+    mutation = parse_mutations("delete_training_data:30")[0]  # data differ per member
+
+    def train(instances):
+        return training.train_stack([Assignment(settings, mutation.stem, i,
+                                                mutation.operator.name, mutation.params)
+                                     for i in instances], dataset=digits)
+
+    training._PREVIOUS.clear()
+    train([0, 1])
+    stack = next(iter(training._PREVIOUS.values()))
+    reused = train([2, 3])
+    assert next(iter(training._PREVIOUS.values())) is stack
+    assert [step.step.experimental_get_tracing_count() for step in stack.steps.values()] == [1]
+    training._PREVIOUS.clear()
+    new = train([2, 3])
+    assert next(iter(training._PREVIOUS.values())) is not stack
+    for a, b in zip(reused, new, strict=True):
+        assert (a.accuracy, a.loss_history, a.initial_loss) == (b.accuracy, b.loss_history,
+                                                                 b.initial_loss)
+        assert np.array_equal(a.correct, b.correct)
+    assert reused[0].loss_history != reused[1].loss_history
+
+
 def _run(out, settings, digits, mutations=()):
     from probmut.train.backends import Serial
     from probmut.train.run import run_populations

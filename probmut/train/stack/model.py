@@ -31,7 +31,7 @@ class StackedModel:
 
         self.template = template
         self.size = len(weights)
-        self.seeds = tf.constant(np.asarray(seeds, dtype=np.int64))
+        self.seeds = tf.Variable(np.asarray(seeds, dtype=np.int64), trainable=False)
         self.layers = [layer for layer in template.layers if not layer_traits.is_input(layer)]
         self.variables = []  # one per solo weight, in get_weights() order
         self.layer_weights = []  # per layer: its stacked variables
@@ -43,6 +43,17 @@ class StackedModel:
             if not layer_traits.is_input(layer):
                 self.layer_weights.append(stacked)
             self.variables += stacked
+        #: traced training steps by configuration (:func:`probmut.train.stack.fit_stack`)
+        self.steps = {}
+
+    def restart(self, weights: list[list[np.ndarray]], seeds: list[int]) -> None:
+        """Make this the stack of other members of the same model: their initial weights
+        and seeds (as many members as before), keeping the traced training steps."""
+        if len(weights) != self.size:
+            raise ValueError(f"a stack of {self.size} cannot restart with {len(weights)}")
+        self.seeds.assign(np.asarray(seeds, dtype=np.int64))
+        for w, variable in enumerate(self.variables):
+            variable.assign(np.stack([member[w] for member in weights]))
 
     def member_weights(self, member: int) -> list[np.ndarray]:
         """Member ``member``'s weights, in the solo model's ``get_weights()`` order."""
