@@ -82,7 +82,8 @@ def configure_tensorflow(threads: int) -> None:
     if "tensorflow" in sys.modules and "TF_ENABLE_ONEDNN_OPTS" not in os.environ:
         _differs_from_the_command("imported before probmut could choose its kernels (oneDNN)")
     set_tensorflow_environment()
-    with _native_stderr_silenced():  # oneDNN announces itself at import, whatever the log level
+    # oneDNN announces itself at import, whatever the log level
+    with _native_stderr_silenced(), _hidden(UNUSED_BY_TRAINING):
         import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")  # one predict function per instance is expected
@@ -98,6 +99,27 @@ def configure_tensorflow(threads: int) -> None:
                                       f"{threads})")
     tf.config.experimental.enable_op_determinism()
     gc.freeze()
+
+
+#: Packages Keras imports, where they are installed, only for features training does not
+#: use (scikit-learn's estimator wrappers, matplotlib's image galleries): hidden while
+#: TensorFlow is imported, a second of every training process's start-up.
+UNUSED_BY_TRAINING = ("sklearn", "matplotlib")
+
+
+@contextlib.contextmanager
+def _hidden(packages):
+    """Make ``import`` of ``packages`` fail, as if they were not installed, for a while
+    (those not imported yet); afterwards they import as usual."""
+    hidden = [name for name in packages if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # an import raises ImportError
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
 
 
 def set_tensorflow_environment() -> None:

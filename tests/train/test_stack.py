@@ -227,7 +227,7 @@ def test_a_stack_reusing_the_previous_ones_model_and_step_trains_as_a_new_one(di
     stack = next(iter(training._PREVIOUS.values()))
     reused = train([2, 3])
     assert next(iter(training._PREVIOUS.values())) is stack
-    assert [step.step.experimental_get_tracing_count() for step in stack.steps.values()] == [1]
+    assert [steps.run.experimental_get_tracing_count() for steps in stack.steps.values()] == [1]
     training._PREVIOUS.clear()
     new = train([2, 3])
     assert next(iter(training._PREVIOUS.values())) is not stack

@@ -121,9 +121,9 @@ def _fused_adam(optimizer, variables):
     return update
 
 
-class _TrainingStep:
-    """The training step of one stacked model with one configuration, traced once and
-    reused by every stack that model trains with it: the step reads the members' data
+class _TrainingSteps:
+    """The training steps of one stacked model with one configuration, traced once and
+    reused by every stack that model trains with it: the steps read the members' data
     from pools that each stack refills, and the optimiser's state is reset to its
     freshly built values for each stack (a trace costs about a third of a second, a
     twentieth of a digits_cnn stack)."""
@@ -144,9 +144,7 @@ class _TrainingStep:
         self.fresh_state = [v.numpy() for v in self.optimizer.variables]
         update = _fused_adam(self.optimizer, variables) or functools.partial(
             self.optimizer.apply, trainable_variables=variables)
-        rows_spec = tf.TensorSpec([stack.size, None], tf.int64)  # one trace for every batch size
 
-        @tf.function(input_signature=[rows_spec, rows_spec, tf.TensorSpec([], tf.int64)])
         def step(x_rows, y_rows, number):
             x, y = tf.gather(self.x_pool, x_rows), tf.gather(self.y_pool, y_rows)
             with tf.GradientTape() as tape:
@@ -155,7 +153,19 @@ class _TrainingStep:
             update(tape.gradient(total, variables))
             return per_member
 
-        self.step = step
+        rows = tf.TensorSpec([None, stack.size, None], tf.int64)  # steps x members x batch
+
+        @tf.function(input_signature=[rows, rows, tf.TensorSpec([], tf.int64)])
+        def run(x_rows, y_rows, first):
+            """Steps ``first``, ``first + 1``, ... on the batches ``x_rows[i]``,
+            ``y_rows[i]``, looped in the graph (called one by one from Python, a seventh
+            of a digits_cnn step went to the calls); the members' losses, steps x K."""
+            losses = tf.TensorArray(tf.float32, size=tf.shape(x_rows)[0])
+            for i in tf.range(tf.shape(x_rows)[0]):
+                losses = losses.write(i, step(x_rows[i], y_rows[i], first + tf.cast(i, tf.int64)))
+            return losses.stack()
+
+        self.run = run
 
     def restart(self, x_pool: np.ndarray, y_pool: np.ndarray) -> None:
         """Fill the pools with a new stack's data; the optimiser starts afresh."""
@@ -188,24 +198,27 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
     if key in stack.steps:
         stack.steps[key].restart(x_pool, y_pool)
     else:
-        stack.steps[key] = _TrainingStep(stack, config, x_pool, y_pool)
-    step = stack.steps[key].step
+        stack.steps[key] = _TrainingSteps(stack, config, x_pool, y_pool)
+    run = stack.steps[key].run
 
+    batch = n if config.full_batch else config.batch_size
+    whole = n // batch * batch  # the epoch's full batches; a shorter last one on its own
     history = np.zeros((size, config.epochs))
-    initial = np.full(size, np.nan)
     number = 0
     for epoch in range(config.epochs):
-        order = np.stack([o[epoch] for o in orders])
+        order = np.stack([o[epoch] for o in orders])  # K x n
+        parts = [order[:, :whole].reshape(size, -1, batch).transpose(1, 0, 2)] if whole else []
+        if whole < n:
+            parts.append(order[:, None, whole:].transpose(1, 0, 2))
         sums, batches = np.zeros(size), 0
-        batch = n if config.full_batch else config.batch_size
-        for start in range(0, n, batch):
-            rows = order[:, start:start + batch]
-            losses = step(tf.constant(rows + x_offsets), tf.constant(rows + y_offsets),
-                          tf.constant(number, tf.int64)).numpy()
+        for rows in parts:  # steps x K x batch
+            losses = run(tf.constant(rows + x_offsets), tf.constant(rows + y_offsets),
+                         tf.constant(number, tf.int64)).numpy()
             if number == 0:
-                initial = losses.astype(np.float64)
-            sums += losses
-            batches, number = batches + 1, number + 1
+                initial = losses[0].astype(np.float64)
+            for step_losses in losses:
+                sums += step_losses
+            batches, number = batches + len(rows), number + len(rows)
         history[:, epoch] = sums / batches
     return history, initial
 
