@@ -787,6 +787,7 @@ def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
     mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     if not mutants:
         raise ProbmutError("give at least one mutant population")
+    _arviz()  # missing: say so before the progress display starts
     names = list(names) if names else [m.name for m in mutants]
     shared = seed_sequence(seed).entropy  # one seed for all, also when seed is None
     comparisons = []
