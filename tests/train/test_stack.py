@@ -224,13 +224,13 @@ def test_a_stack_reusing_the_previous_ones_model_and_step_trains_as_a_new_one(di
 
     training._PREVIOUS.clear()
     train([0, 1])
-    stack = next(iter(training._PREVIOUS.values()))
+    stack = next(iter(training._PREVIOUS.values()))[0]
     reused = train([2, 3])
-    assert next(iter(training._PREVIOUS.values())) is stack
+    assert next(iter(training._PREVIOUS.values()))[0] is stack
     assert [steps.run.experimental_get_tracing_count() for steps in stack.steps.values()] == [1]
     training._PREVIOUS.clear()
     new = train([2, 3])
-    assert next(iter(training._PREVIOUS.values())) is not stack
+    assert next(iter(training._PREVIOUS.values()))[0] is not stack
     for a, b in zip(reused, new, strict=True):
         assert (a.accuracy, a.loss_history, a.initial_loss) == (b.accuracy, b.loss_history,
                                                                  b.initial_loss)

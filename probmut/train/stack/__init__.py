@@ -5,9 +5,11 @@ leading member axis: a Dense kernel of shape ``(in, out)`` becomes ``(K, in, out
 Members share no weights and see their own data; per member the computation is the
 one Keras does when it trains that instance alone:
 
-* initial weights: member k's model is built exactly as for training it alone
-  (``clear_session``, ``set_random_seed(seed_k)``, build) and its weights are copied
-  into slot k, so its start is bit-identical to the solo start;
+* initial weights: slot k holds exactly the weights member k's model gets when built
+  for training alone (``clear_session``, ``set_random_seed(seed_k)``, build), so its
+  start is bit-identical to the solo start; they are computed from the seeds Keras
+  gives the initializers, checked against real builds (see
+  :class:`~probmut.train.stack.training.SeedRecipe`);
 * data: member k trains on its own (possibly mutated) training set, in its own order
   (a fresh permutation per epoch from its own seed), in batches of ``batch_size`` with
   a smaller last batch, as ``model.fit(shuffle=True)`` does;
