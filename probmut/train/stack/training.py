@@ -54,6 +54,9 @@ class SeedRecipe:
     an integer seed is a function of its shape and that seed only. The recipe holds how
     many draws the model's making takes and, per weight, which draw seeds it (or its
     constant value): a member's weights are then a few initializer calls, not a model.
+
+    Only Keras' own draws are allowed: a model function that also draws from Python's
+    ``random`` (perhaps a number of times that depends on the seed) has no recipe.
     """
 
     def __init__(self, draws: int, sources: list):
@@ -73,17 +76,17 @@ class SeedRecipe:
 
         _fresh_session(seed)
         before = random.getstate()
+        keras_draws = _CountedDraws()
         try:
-            with StatelessScope(initialize_variables=False):
+            with StatelessScope(initialize_variables=False), keras_draws:
                 model = models.build_model(spec, dims, config, compile=False)
         except Exception:  # noqa: BLE001 - any failure: the members are built for real
             return None
-        after, replay, drawn = random.getstate(), random.Random(), []
+        replay = random.Random()
         replay.setstate(before)
-        while replay.getstate() != after:  # the making's draws, as Keras makes them
-            if len(drawn) == 10_000:
-                return None
-            drawn.append(replay.randint(1, int(1e9)))
+        drawn = [replay.randint(1, int(1e9)) for _ in range(keras_draws.count)]
+        if replay.getstate() != random.getstate():  # something else drew from random too
+            return None
         constant = (keras.initializers.Zeros, keras.initializers.Ones,
                     keras.initializers.Constant)
         sources = []
@@ -124,6 +127,26 @@ class SeedRecipe:
         weights = [self.weights(seed) for seed in seeds]
         made = _unbuilt_weights(spec, dims, config, seeds[-1])
         return weights if made is not None and _identical(weights[-1], made) else None
+
+
+class _CountedDraws:
+    """While active, stands in for Python's ``random`` in Keras' seed module: it counts
+    the seeds Keras draws (its ``make_default_seed``) and draws them as usual."""
+
+    def __enter__(self):
+        from keras.src.random import seed_generator
+
+        self.count, self._module, self._random = 0, seed_generator, seed_generator.python_random
+        seed_generator.python_random = self
+        return self
+
+    def randint(self, low: int, high: int) -> int:
+        self.count += 1
+        return self._random.randint(low, high)
+
+    def __exit__(self, *exc):
+        self._module.python_random = self._random
+        return False
 
 
 def _identical(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
