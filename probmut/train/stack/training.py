@@ -155,6 +155,11 @@ def _identical(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 
 def starting_weights(spec, dims, config, seeds: list[int]) -> tuple:
+    """:func:`_starts` without the recipe: the stack's template and its members' weights."""
+    return _starts(spec, dims, config, seeds)[:2]
+
+
+def _starts(spec, dims, config, seeds: list[int]) -> tuple:
     """The stack's template (member 0's model, built as the solo trainer builds it) and
     each member's initial weights, bit for bit those it gets when trained alone.
 
@@ -162,21 +167,23 @@ def starting_weights(spec, dims, config, seeds: list[int]) -> tuple:
     weight, and making one most of the rest; the members after the first take the
     model's :class:`SeedRecipe` instead, ten times faster, once it gives member 0's
     built weights and the last member's made ones bit for bit (else, for a model whose
-    build does more than initialise its weights, every member is built)."""
+    build does more than initialise its weights, every member is built); and the
+    recipe, None where there is none."""
     import gc
 
     _fresh_session(seeds[0])
     template = models.build_model(spec, dims, config)
     weights = [template.get_weights()]
     recipe = SeedRecipe.of(spec, dims, config, seeds[0], weights[0])
-    others = recipe.checked_weights(spec, dims, config, seeds[1:]) if recipe and seeds[1:] else None
-    if others is None:
-        others = []
+    others = [] if len(seeds) == 1 else (
+        recipe and recipe.checked_weights(spec, dims, config, seeds[1:]))
+    if others is None:  # no recipe, or one that the check refutes
+        recipe, others = None, []
         for seed in seeds[1:]:
             _fresh_session(seed)
             others.append(models.build_model(spec, dims, config).get_weights())
     gc.collect()  # once per stack, not once per member
-    return template, weights + others
+    return template, weights + others, recipe
 
 
 def data_order(seed: int, n: int, epochs: int) -> np.ndarray:
@@ -377,14 +384,13 @@ def _stacked_model(model: str, spec, dims, config, seeds: list[int]) -> StackedM
         stack, recipe = _PREVIOUS[key]
         weights = recipe and recipe.checked_weights(spec, dims, config, seeds)
         if weights is None:
-            weights, recipe = starting_weights(spec, dims, config, seeds)[1], None
+            _, weights, recipe = _starts(spec, dims, config, seeds)
         stack.restart(weights, seeds)
         _PREVIOUS[key] = stack, recipe
         return stack
-    template, weights = starting_weights(spec, dims, config, seeds)
+    template, weights, recipe = _starts(spec, dims, config, seeds)
     _PREVIOUS.clear()
-    _PREVIOUS[key] = (StackedModel(template, weights, seeds),
-                      SeedRecipe.of(spec, dims, config, seeds[0], weights[0]))
+    _PREVIOUS[key] = StackedModel(template, weights, seeds), recipe
     return _PREVIOUS[key][0]
 
 
