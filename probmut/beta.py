@@ -22,7 +22,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy import special
 
 from probmut.errors import ProbmutError
 
@@ -30,6 +29,18 @@ FITS = ("moments", "lsq")
 INTERVALS = ("hdi", "equal-tailed", "normal")
 #: Least-squares solvers: vectorised Levenberg-Marquardt, or scipy's curve_fit per fit.
 SOLVERS = ("lm", "curve_fit")
+
+
+
+
+@functools.cache
+def _special():
+    """scipy.special, imported on first use: the command line imports this module for its
+    choices (:data:`FITS`, :data:`INTERVALS`), and every command's start would otherwise
+    wait for SciPy (0.15 s warm, more from a cold disk cache)."""
+    from scipy import special
+
+    return special
 
 
 # --- densities, fits, intervals, distances ----------------------------------------------
@@ -42,13 +53,13 @@ def beta_pdf(x, a, b):
     """
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.exp(special.xlogy(a - 1, x) + special.xlog1py(b - 1, -x)
-                      - special.betaln(a, b))
+        return np.exp(_special().xlogy(a - 1, x) + _special().xlog1py(b - 1, -x)
+                      - _special().betaln(a, b))
 
 
 def beta_quantile(q, a, b):
     """Quantile function (inverse cdf) of Beta(a, b)."""
-    return special.betaincinv(a, b, q)
+    return _special().betaincinv(a, b, q)
 
 
 def resample_posteriors(kill_counts, trials: int) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +88,7 @@ def fit_moments(kill_counts, trials: int) -> tuple[float, float]:
 
 def _beta_density(x, a, b):
     # The paper's parametrisation of the Beta pdf (log-Beta for stability).
-    return np.exp(-special.betaln(a, b)) * x ** (a - 1) * (1 - x) ** (b - 1)
+    return np.exp(-_special().betaln(a, b)) * x ** (a - 1) * (1 - x) ** (b - 1)
 
 
 def fit_least_squares(kill_counts, trials: int, grid_step: float = 0.001) -> tuple[float, float]:
@@ -124,7 +135,7 @@ def normal_quantile(mass: float) -> float:
     >>> normal_quantile(0.95), round(normal_quantile(0.9), 6)
     (1.96, 1.644854)
     """
-    return Z95 if mass == 0.95 else float(special.ndtri(0.5 + mass / 2))
+    return Z95 if mass == 0.95 else float(_special().ndtri(0.5 + mass / 2))
 
 
 def credible_interval(a: float, b: float, kind: str = "hdi", mass: float = 0.95):
@@ -216,8 +227,8 @@ def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
     1.0
     """
     middle = ((a1 + a2) / 2, (b1 + b2) / 2)
-    log_coefficient = (special.betaln(*middle)
-                       - 0.5 * (special.betaln(a1, b1) + special.betaln(a2, b2)))
+    log_coefficient = (_special().betaln(*middle)
+                       - 0.5 * (_special().betaln(a1, b1) + _special().betaln(a2, b2)))
     squared = -math.expm1(log_coefficient)
     if squared <= _LOG_BETA_ERROR * (_log_beta_size(*middle) + 0.5 * _log_beta_size(a1, b1)
                                      + 0.5 * _log_beta_size(a2, b2)):
@@ -233,8 +244,8 @@ _LOG_BETA_ERROR = 12 * 2.0**-53
 def _log_beta_size(a: float, b: float) -> float:
     """``|ln Gamma(a)| + |ln Gamma(b)| + |ln Gamma(a + b)| + 3``: the size of the log-gamma
     values that ``ln B(a, b)`` is made of (see :func:`hellinger`)."""
-    return float(abs(special.gammaln(a)) + abs(special.gammaln(b))
-                 + abs(special.gammaln(a + b)) + 3)
+    return float(abs(_special().gammaln(a)) + abs(_special().gammaln(b))
+                 + abs(_special().gammaln(a + b)) + 3)
 
 
 def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
@@ -253,14 +264,14 @@ def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
     >>> round(prob_greater(0.5, 0.5, 1, 1), 12)  # arcsine vs uniform: 1/2 by symmetry
     0.5
     """
-    log_beta = special.betaln(a1, b1)
+    log_beta = _special().betaln(a1, b1)
     levels = np.array([1e-12, 1e-9, 1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999,
                        1 - 1e-6, 1 - 1e-9, 1 - 1e-12])
     # Cuts as distances from 0 (lower half) and from 1 (upper half: mirrored quantiles).
-    from_zero = np.concatenate([special.betaincinv(a, b, levels) for a, b in ((a1, b1), (a2, b2))])
-    from_one = np.concatenate([special.betaincinv(b, a, levels) for a, b in ((a1, b1), (a2, b2))])
-    lower = _half_integral(a1, b1, log_beta, from_zero, lambda t: special.betainc(a2, b2, t))
-    upper = _half_integral(b1, a1, log_beta, from_one, lambda s: special.betaincc(b2, a2, s))
+    from_zero = np.concatenate([_special().betaincinv(a, b, levels) for a, b in ((a1, b1), (a2, b2))])
+    from_one = np.concatenate([_special().betaincinv(b, a, levels) for a, b in ((a1, b1), (a2, b2))])
+    lower = _half_integral(a1, b1, log_beta, from_zero, lambda t: _special().betainc(a2, b2, t))
+    upper = _half_integral(b1, a1, log_beta, from_one, lambda s: _special().betaincc(b2, a2, s))
     return float(min(max(lower + upper, 0.0), 1.0))
 
 
@@ -276,10 +287,10 @@ def _half_integral(near: float, far: float, log_beta: float, cuts, cdf) -> float
     x = (right - left) / 2 * nodes[None, :] + (right + left) / 2
     if near < 1:
         v = 0.5 * x ** (1 / near)
-        log_density = -near * math.log(2) - math.log(near) + special.xlog1py(far - 1, -v)
+        log_density = -near * math.log(2) - math.log(near) + _special().xlog1py(far - 1, -v)
     else:
         v = x
-        log_density = special.xlogy(near - 1, v) + special.xlog1py(far - 1, -v)
+        log_density = _special().xlogy(near - 1, v) + _special().xlog1py(far - 1, -v)
     values = np.exp(log_density - log_beta) * cdf(v)
     return float(np.sum((right - left) / 2 * weights[None, :] * values))
 
@@ -315,7 +326,7 @@ def _least_squares_batch(counts: np.ndarray, trials: int, grid_step: float,
     def residuals(p, rows):
         a, b = np.exp(p[:, 0])[:, None], np.exp(p[:, 1])[:, None]
         with np.errstate(over="ignore", invalid="ignore"):
-            f = np.exp((a - 1) * log_x + (b - 1) * log_1mx - special.betaln(a, b))
+            f = np.exp((a - 1) * log_x + (b - 1) * log_1mx - _special().betaln(a, b))
         return f, a, b, f - target[rows]
 
     for _ in range(max_iterations):
@@ -325,9 +336,9 @@ def _least_squares_batch(counts: np.ndarray, trials: int, grid_step: float,
         p = params[rows]
         f, a, b, r = residuals(p, rows)
         cost = np.einsum("ij,ij->i", r, r)
-        both = special.digamma(a + b)
-        ju = f * a * (log_x - special.digamma(a) + both)
-        jv = f * b * (log_1mx - special.digamma(b) + both)
+        both = _special().digamma(a + b)
+        ju = f * a * (log_x - _special().digamma(a) + both)
+        jv = f * b * (log_1mx - _special().digamma(b) + both)
         huu, hvv = np.einsum("ij,ij->i", ju, ju), np.einsum("ij,ij->i", jv, jv)
         huv = np.einsum("ij,ij->i", ju, jv)
         gu, gv = np.einsum("ij,ij->i", ju, r), np.einsum("ij,ij->i", jv, r)

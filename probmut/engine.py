@@ -26,7 +26,8 @@ import numpy as np
 from numba import prange
 
 from probmut.errors import ProbmutError
-from probmut.killtest.criteria import KillCriterion, decide
+from probmut.killtest.criteria import KillCriterion
+from probmut.killtest.dispatch import decide
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 #: Largest bootstraps, trials, repetitions or sample size (32-bit draws, int64 counts).

@@ -422,7 +422,8 @@ def test_a_new_criterion_is_one_entry_and_its_kernel():
     # The dispatch is built from a list of kernels; one more kernel gets the next id.
     import numba
 
-    from probmut.killtest.criteria import CRITERIA, _dispatch_chain
+    from probmut.killtest.criteria import CRITERIA
+    from probmut.killtest.dispatch import _dispatch_chain
 
     @numba.njit
     def median_gap(x, y):   # a toy kernel with the registry's signature

@@ -18,30 +18,39 @@ headers and the plots.
 - ``wilcoxon`` (paired data): the Wilcoxon signed-rank test and the matched-pairs
   rank-biserial correlation.
 
-The package has three rooms: :mod:`~probmut.killtest.kernels` (the compiled tests and
-their maths), :mod:`~probmut.killtest.criteria` (the registry, :class:`KillCriterion`,
-:func:`decide`) and :mod:`~probmut.killtest.api` (:func:`deepcrime_test`,
-:func:`deepcrime_test_batch`, :func:`kill_tests` and their results). Adding a criterion is
-one :class:`Criterion` entry in :data:`CRITERIA` plus its compiled kernel ``(x, y) -> (p,
-effect, effect in the mutant-better sense)`` in :mod:`~probmut.killtest.kernels`.
+The package has four rooms: :mod:`~probmut.killtest.kernels` (the compiled tests and
+their maths), :mod:`~probmut.killtest.criteria` (the registry and :class:`KillCriterion`,
+plain Python), :mod:`~probmut.killtest.dispatch` (the compiled :func:`decide`) and
+:mod:`~probmut.killtest.api` (:func:`deepcrime_test`, :func:`deepcrime_test_batch`,
+:func:`kill_tests` and their results). Adding a criterion is one :class:`Criterion` entry
+in :data:`CRITERIA` plus its compiled kernel ``(x, y) -> (p, effect, effect in the
+mutant-better sense)`` in :mod:`~probmut.killtest.kernels`.
+
+The compiled parts are imported on first use, so that what only reads the registry (the
+command line's choices and help, every command's start) does not wait for numba
+(about 0.35 s).
 """
 
-from probmut.killtest.api import (
-    KillTable,
-    KillTestResult,
-    deepcrime_test,
-    deepcrime_test_batch,
-    kill_tests,
-)
+import importlib
+
 from probmut.killtest.criteria import (
     CRITERIA,
     DIRECTIONS,
     KINDS,
     Criterion,
     KillCriterion,
-    decide,
     round_p_value,
 )
+
+#: The compiled names, by the module that defines them (imported on first use).
+_COMPILED = {"KillTable": "api", "KillTestResult": "api", "deepcrime_test": "api",
+             "deepcrime_test_batch": "api", "kill_tests": "api", "decide": "dispatch"}
+
+
+def __getattr__(name):
+    if name in _COMPILED:
+        return getattr(importlib.import_module(f"probmut.killtest.{_COMPILED[name]}"), name)
+    raise AttributeError(f"module 'probmut.killtest' has no attribute {name!r}")
 
 __all__ = ["CRITERIA", "DIRECTIONS", "KINDS", "Criterion", "KillCriterion", "KillTable",
            "KillTestResult", "decide", "deepcrime_test", "deepcrime_test_batch", "kill_tests",

@@ -11,7 +11,8 @@ import numba
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.killtest.criteria import CRITERIA, KillCriterion, decide, round_p_value
+from probmut.killtest.criteria import CRITERIA, KillCriterion, round_p_value
+from probmut.killtest.dispatch import decide
 from probmut.results import Result, listing
 
 

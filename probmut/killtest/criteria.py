@@ -1,26 +1,18 @@
-"""The kill criteria: one registry row per criterion (:data:`CRITERIA`), the settings of a
-kill decision (:class:`KillCriterion`) and the compiled dispatch :func:`decide` that the
-scalar and batched API (:mod:`probmut.killtest.api`) and the Monte-Carlo engine
-(:mod:`probmut.engine`) share. The tests themselves, and their maths, are in
-:mod:`probmut.killtest.kernels`.
+"""The kill criteria: one registry row per criterion (:data:`CRITERIA`) and the settings of
+a kill decision (:class:`KillCriterion`). Plain Python: the command line reads them
+without importing numba. The compiled tests, and their maths, are in
+:mod:`probmut.killtest.kernels`; the compiled dispatch that runs them, :func:`decide`, in
+:mod:`probmut.killtest.dispatch`.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numba
-
 from probmut.errors import ProbmutError
-from probmut.killtest.kernels import (
-    mann_whitney_test,
-    paired_t_test,
-    pooled_z_test,
-    welch_test,
-    wilcoxon_test,
-)
 
 #: Kill directions: which sign of the effect (healthy minus mutant) counts as an effect.
 DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
@@ -30,8 +22,9 @@ DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
 class Criterion:
     """One kill criterion: a row of the registry :data:`CRITERIA`.
 
-    ``kernel`` is the compiled ``(x, y) -> (p, effect, effect in the mutant-better
-    sense)``; its position in the registry is the id the compiled dispatch uses.
+    ``kernel_name`` names the compiled ``(x, y) -> (p, effect, effect in the
+    mutant-better sense)`` in :mod:`probmut.killtest.kernels` (:attr:`kernel`, imported
+    on first use); its position in the registry is the id the compiled dispatch uses.
     ``rules`` maps each direction to what must reach the effect threshold; ``bounds`` is
     the range of valid thresholds.
     """
@@ -45,9 +38,14 @@ class Criterion:
     sources: str
     rules: dict
     bounds: tuple
-    kernel: Callable
+    kernel_name: str
     description: str
     paired: bool = False
+
+    @property
+    def kernel(self) -> Callable:
+        """The compiled test (importing numba on first use)."""
+        return getattr(importlib.import_module("probmut.killtest.kernels"), self.kernel_name)
 
 
 def _signed_rules(symbol: str) -> dict:
@@ -59,52 +57,30 @@ _COHEN_D = {"small": 0.2, "medium": 0.5, "large": 0.8}
 #: The kill criteria, by name (``KillCriterion.kind``); the order gives the kernel ids.
 CRITERIA = {c.name: c for c in (
     Criterion("deepcrime", "DeepCrime test", "", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
-              _signed_rules("d"), (0.0, math.inf), pooled_z_test,
+              _signed_rules("d"), (0.0, math.inf), "pooled_z_test",
               "DeepCrime's GLM z-test (pooled variance, normal tail) + Cohen's d"),
     Criterion("welch", "Welch's t-test", "Welch ", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
-              _signed_rules("d"), (0.0, math.inf), welch_test,
+              _signed_rules("d"), (0.0, math.inf), "welch_test",
               "Welch's unequal-variance t-test + Cohen's d"),
     Criterion("mannwhitney", "Mann-Whitney U test", "Mann-Whitney ", "Vargha-Delaney A12",
               "A12", {"small": 0.56, "medium": 0.64, "large": 0.71},
               "Vargha and Delaney (2000)",
               {"two-sided": "max(A12, 1-A12)", "mutant-worse": "A12", "mutant-better": "1-A12"},
-              (0.5, 1.0), mann_whitney_test, "Mann-Whitney U + Vargha-Delaney A12"),
+              (0.5, 1.0), "mann_whitney_test", "Mann-Whitney U + Vargha-Delaney A12"),
     Criterion("paired-t", "Paired t-test", "paired t ", "Cohen's d_z", "d_z", _COHEN_D,
               "Cohen (1988), as for d (Lakens 2013)", _signed_rules("d_z"), (0.0, math.inf),
-              paired_t_test,
+              "paired_t_test",
               "Student's t-test on the per-instance differences + Cohen's d_z (paired data)",
               paired=True),
     Criterion("wilcoxon", "Wilcoxon signed-rank test", "Wilcoxon ", "rank-biserial r", "r_rb",
               {"small": 0.1, "medium": 0.3, "large": 0.5}, "Cohen (1988) for correlations",
-              _signed_rules("r_rb"), (0.0, 1.0), wilcoxon_test,
+              _signed_rules("r_rb"), (0.0, 1.0), "wilcoxon_test",
               "Wilcoxon signed-rank test + matched-pairs rank-biserial r (paired data)",
               paired=True),
 )}
 
 #: Criterion names, in kernel-id order.
 KINDS = tuple(CRITERIA)
-
-
-def _dispatch_chain(kernels, index: int = 0):
-    # Compiled `dispatch(kind, x, y)` that runs kernels[kind]: a chain of inlined tests
-    # built from the registry, so adding a criterion needs no edit here.
-    kernel = kernels[index]
-    if index == len(kernels) - 1:
-        @numba.njit(nogil=True, inline="always")
-        def last(kind, x, y):
-            return kernel(x, y)
-        return last
-    rest = _dispatch_chain(kernels, index + 1)
-
-    @numba.njit(nogil=True, inline="always")
-    def step(kind, x, y):
-        if kind == index:
-            return kernel(x, y)
-        return rest(kind, x, y)
-    return step
-
-
-_dispatch = _dispatch_chain([c.kernel for c in CRITERIA.values()])
 
 
 @dataclass(frozen=True)
@@ -209,7 +185,8 @@ class KillCriterion:
         return cutoff
 
     def kernel_args(self) -> tuple[int, float, float, int]:
-        """The criterion as plain numbers for :func:`decide`: kind, p_max, effect, direction."""
+        """The criterion as plain numbers for the compiled
+        :func:`~probmut.killtest.dispatch.decide`: kind, p_max, effect, direction."""
         return (KINDS.index(self.kind), self.p_max(), float(self.effect),
                 DIRECTIONS.index(self.direction))
 
@@ -241,32 +218,3 @@ def round_p_value(p: float, decimals: int) -> float:
     (0.05, 0.049)
     """
     return float(f"{p:.{decimals}f}")
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _effect_passes(up, down, effect, direction):
-    # up: the effect in the mutant-worse sense; down: in the mutant-better sense.
-    if direction == 0:
-        return max(up, down) >= effect
-    if direction == 1:
-        return up >= effect
-    return down >= effect
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def decide(kind, x, y, p_max, effect, direction):
-    """One kill test: ``(p, effect_size, killed)`` for samples ``x`` (healthy), ``y`` (mutant).
-
-    Compiled; ``kind, p_max, effect, direction`` are :meth:`KillCriterion.kernel_args`.
-    The effect size is the criterion's (:data:`CRITERIA`): Cohen's d, A12, d_z or r_rb.
-    Paired criteria read ``x[i], y[i]`` as a pair.
-
-    >>> import numpy as np
-    >>> x, y = np.array([0.90, 0.91, 0.92, 0.91]), np.array([0.85, 0.86, 0.84, 0.86])
-    >>> kind, p_max, effect, direction = KillCriterion(kind="mannwhitney").kernel_args()
-    >>> p, a12, killed = decide(kind, x, y, p_max, effect, direction)
-    >>> round(p, 4), a12, killed
-    (0.0284, 1.0, True)
-    """
-    p, up, down = _dispatch(kind, x, y)
-    return p, up, p <= p_max and _effect_passes(up, down, effect, direction)

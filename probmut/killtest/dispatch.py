@@ -1,0 +1,63 @@
+"""The compiled dispatch of the kill criteria: :func:`decide` runs the registry's test
+(:data:`~probmut.killtest.criteria.CRITERIA`) chosen by its id and applies the criterion's
+rule. The scalar and batched API (:mod:`probmut.killtest.api`) and the Monte-Carlo engine
+(:mod:`probmut.engine`) share it.
+"""
+
+from __future__ import annotations
+
+import numba
+
+from probmut.killtest.criteria import CRITERIA
+
+
+def _dispatch_chain(kernels, index: int = 0):
+    # Compiled `dispatch(kind, x, y)` that runs kernels[kind]: a chain of inlined tests
+    # built from the registry, so adding a criterion needs no edit here.
+    kernel = kernels[index]
+    if index == len(kernels) - 1:
+        @numba.njit(nogil=True, inline="always")
+        def last(kind, x, y):
+            return kernel(x, y)
+        return last
+    rest = _dispatch_chain(kernels, index + 1)
+
+    @numba.njit(nogil=True, inline="always")
+    def step(kind, x, y):
+        if kind == index:
+            return kernel(x, y)
+        return rest(kind, x, y)
+    return step
+
+
+_dispatch = _dispatch_chain([c.kernel for c in CRITERIA.values()])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _effect_passes(up, down, effect, direction):
+    # up: the effect in the mutant-worse sense; down: in the mutant-better sense.
+    if direction == 0:
+        return max(up, down) >= effect
+    if direction == 1:
+        return up >= effect
+    return down >= effect
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def decide(kind, x, y, p_max, effect, direction):
+    """One kill test: ``(p, effect_size, killed)`` for samples ``x`` (healthy), ``y`` (mutant).
+
+    Compiled; ``kind, p_max, effect, direction`` are :meth:`KillCriterion.kernel_args`.
+    The effect size is the criterion's (:data:`CRITERIA`): Cohen's d, A12, d_z or r_rb.
+    Paired criteria read ``x[i], y[i]`` as a pair.
+
+    >>> import numpy as np
+    >>> from probmut.killtest import KillCriterion
+    >>> x, y = np.array([0.90, 0.91, 0.92, 0.91]), np.array([0.85, 0.86, 0.84, 0.86])
+    >>> kind, p_max, effect, direction = KillCriterion(kind="mannwhitney").kernel_args()
+    >>> p, a12, killed = decide(kind, x, y, p_max, effect, direction)
+    >>> round(p, 4), a12, killed
+    (0.0284, 1.0, True)
+    """
+    p, up, down = _dispatch(kind, x, y)
+    return p, up, p <= p_max and _effect_passes(up, down, effect, direction)
