@@ -224,18 +224,21 @@ def write_population(path: Path, records, rows, labels) -> None:
                   matrix, labels, records)
 
 
-def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool = False) -> int:
+def assemble(out: Path, population: str, instances: int, labels,
+             deepcrime: bool = False) -> list[str | None]:
     """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
-    ids below ``instances``; returns how many there are. ``deepcrime`` also writes
-    ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format (failed instances
-    left out: that format has no status)."""
-    records, rows = [], []
+    ids below ``instances``; returns, for each of them, its match with its healthy
+    instance (see :func:`_load_record`), which the population's flags read. ``deepcrime``
+    also writes ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
+    (failed instances left out: that format has no status)."""
+    records, rows, matches = [], [], []
     for instance in range(instances):
         loaded = _load_record(out, population, instance)
         if loaded is not None:
-            record, correct, _ = loaded
+            record, correct, match = loaded
             records.append(record)
             rows.append(correct if correct.size else None)
+            matches.append(match)
     write_population(out / f"{population}.csv", records, rows, labels)
     if deepcrime:
         kept = [r for r in records if not r.failed]
@@ -243,7 +246,7 @@ def assemble(out: Path, population: str, instances: int, labels, deepcrime: bool
         values = ";".join(["", *(repr(r.accuracy) for r in kept)])
         atomic_write(out / f"{population}.deepcrime.csv",
                      lambda h: h.write(f"{header}\n{values}\n".encode()))
-    return len(records)
+    return matches
 
 
 def train_unit(assignments: list[Assignment], stack: bool, healthy_weights=None, *,
@@ -318,9 +321,11 @@ def _per_assignment(outcome, count: int) -> list:
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
 
 
-def assembled_flags(out: Path, population: str, instances: int, dataset,
-                     mutation: Mutation | None) -> Flags:
-    """The flags of one assembled population (see :mod:`probmut.train.flags`)."""
+def assembled_flags(out: Path, population: str, dataset, mutation: Mutation | None,
+                    matches: list[str | None]) -> Flags:
+    """The flags of one assembled population (see :mod:`probmut.train.flags`);
+    ``matches`` are its instances' matches with their healthy ones, as :func:`assemble`
+    returns them (not read again: a fifth of a second per 200 records)."""
     # crashed and timed-out instances were never scored: not counted either way
     path = out / f"{population}.outcomes.npz"
     with warnings.catch_warnings():  # an interrupted run is short here: the analyses say so
@@ -328,11 +333,6 @@ def assembled_flags(out: Path, population: str, instances: int, dataset,
         _, correct, labels = load_outcomes(path, keep_failed=True)
     correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
                                dtype=bool)]
-    matches = []
-    for instance in range(instances):
-        loaded = _load_record(out, population, instance)
-        if loaded is not None:
-            matches.append(loaded[2])
     chance = TASKS[dataset.task].chance(dataset.y_train, dataset.y_test)
     return population_flags(correct, labels, chance, dataset.task,
                             equivalent_before=mutation.equivalent if mutation else "",
@@ -602,6 +602,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
     start = time.perf_counter()
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
+    matches = {}  # per assembled population, its instances' matches (see assemble)
     interrupts = _Interrupts()
     try:
         for phase in (trained_first, derived):
@@ -631,7 +632,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                         report.diverged.append(where)
                     left[assignment.population] -= 1
                     if left[assignment.population] == 0:
-                        report.counts[assignment.population] = assemble(
+                        matches[assignment.population] = assemble(
                             out, assignment.population, targets[assignment.population], labels, deepcrime)
                 # one update per unit: a stack's members finish together
                 bar.set_postfix(done=report.trained, failed=len(report.failures),
@@ -644,10 +645,10 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         bar.close()
         report.seconds = time.perf_counter() - start
         for stem in populations:
-            if stem not in report.counts:
-                report.counts[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
-        report.counts = {stem: report.counts[stem] for stem in populations}
-        report.flags = {stem: assembled_flags(out, stem, targets[stem], dataset, m)
+            if stem not in matches:
+                matches[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
+        report.counts = {stem: len(matches[stem]) for stem in populations}
+        report.flags = {stem: assembled_flags(out, stem, dataset, m, matches[stem])
                         for stem, m in populations.items() if report.counts[stem]}
         if max_error_rate is not None:
             report.removed = removed_by_quality_control(out, mutations, max_error_rate,

@@ -42,7 +42,8 @@ def digits_run(tmp_path_factory):
     # with train_instance; stacked runs are tested in test_stack.py.
     result = probmut("train", *FAST, "--instances", 4, "--jobs", 2, "--stack", 1,
                      "--mutation", "delete_training_data:90",
-                     "--mutation", "neurons_freezing:0.5", "--format", "deepcrime",
+                     "--mutation", "neurons_freezing:0.5", "--mutation", "weights_fuzzing:0_1",
+                     "--format", "deepcrime",
                      "--out", out)
     return out, result
 
@@ -50,7 +51,7 @@ def digits_run(tmp_path_factory):
 @pytest.mark.slow
 def test_run_writes_valid_populations_and_manifest(digits_run):
     out, result = digits_run
-    assert "trained 12 instances" in result.stdout
+    assert "trained 16 instances" in result.stdout
     for stem in ["healthy", "delete_training_data_90", "neurons_freezing_0.5"]:
         header, ids, acc = read_population(out / f"{stem}.csv")
         assert header.split(",") == list(COLUMNS)
@@ -68,6 +69,10 @@ def test_run_writes_valid_populations_and_manifest(digits_run):
         "paired": False, "pattern": "delete_training_data_{magnitude}.csv", "magnitudes": ["90"],
         "flags": {"90": []}}
     assert manifest["mutations"]["neurons_freezing"]["paired"] is True
+    # flags from the instances' matches with their healthy instances (read as the
+    # populations are assembled): a fuzzing of 0 keeps every weight
+    assert manifest["mutations"]["weights_fuzzing"]["flags"] == {"0_1": ["equivalent"]}
+    assert manifest["mutations"]["neurons_freezing"]["flags"] == {"0.5": []}
 
 
 @pytest.mark.slow
