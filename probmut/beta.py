@@ -31,8 +31,6 @@ INTERVALS = ("hdi", "equal-tailed", "normal")
 SOLVERS = ("lm", "curve_fit")
 
 
-
-
 @functools.cache
 def _special():
     """scipy.special, imported on first use: the command line imports this module for its
