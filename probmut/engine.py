@@ -40,7 +40,7 @@ MAX_RESAMPLES = 2**27
 #: return to Python before it is done, so this bounds how long Ctrl-C and a progress
 #: display wait; the calls' overhead is tens of microseconds each.
 CALL_WORK = 2 * 10**7
-#: Largest memory of the tasks kept between calls (their resamples, positions and streams).
+#: Largest memory of the tasks kept between calls (their resamples and streams).
 CALL_MEMORY = 2**24
 
 
@@ -97,14 +97,17 @@ def _below(state, n):
 @numba.njit(cache=True, parallel=True)
 def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, trials_from,
                        trials_to, sample, kind, p_max, effect, direction, key0, key1,
-                       first_stream, states, h_boot, m_boot, h_positions, m_positions, out):
+                       first_stream, states, h_boot, m_boot, out):
     # Task = one bootstrap resample of one repetition of one population pair. This call
     # runs trials [trials_from, trials_to) of tasks first_task ... first_task + count - 1.
-    # When their trials take several calls, the rows of states, h_boot, m_boot and the
-    # positions keep each task's random stream and draws between calls; otherwise (no
-    # rows) they are the task's own, as small and hot in cache as can be. A task's stream
-    # depends on its global index (first_stream + task) only, so any split of the work
-    # into calls and any number of threads give the same counts.
+    # When their trials take several calls, the rows of states, h_boot and m_boot keep
+    # each task's random stream and resample between calls; otherwise (no rows) they are
+    # the task's own, as small and hot in cache as can be. A task's stream depends on
+    # its global index (first_stream + task) only, so any split of the work into calls
+    # and any number of threads give the same counts.
+    # A trial draws its k instances by a partial Fisher-Yates shuffle of the resample
+    # itself, which stays shuffled into the next trial: its first k values are the
+    # sample, tested where they lie.
     n_h = healthy.shape[1]
     n_m = mutant.shape[1]
     kept = states.shape[0] > 0
@@ -112,11 +115,9 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
         task = first_task + slot
         s = task // per_set
         if kept:
-            state, h_pos, m_pos = states[slot], h_positions[slot], m_positions[slot]
-            h_draw, m_draw = h_boot[slot], m_boot[slot]
+            state, h_draw, m_draw = states[slot], h_boot[slot], m_boot[slot]
         else:
             state = np.empty(4, dtype=np.uint64)
-            h_pos, m_pos = np.empty(n_h, dtype=np.int64), np.empty(n_m, dtype=np.int64)
             h_draw, m_draw = np.empty(n_h), np.empty(n_m)
         if trials_from == 0:
             _seed_state(key0, key1, first_stream + task, state)
@@ -125,27 +126,22 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
                 h_draw[i] = healthy[s, j]
                 if paired:  # one resample of instance ids, used on both sides
                     m_draw[i] = mutant[s, j]
-                h_pos[i] = i
             if not paired:
                 for i in range(n_m):
                     m_draw[i] = mutant[s, _below(state, n_m)]
-                    m_pos[i] = i
             out[task] = 0
-        x = np.empty(sample)
-        y = np.empty(sample)
+        x, y = h_draw[:sample], m_draw[:sample]
         kills = 0
         for _ in range(trials_from, trials_to):
             for i in range(sample):
                 j = i + _below(state, n_h - i)
-                h_pos[i], h_pos[j] = h_pos[j], h_pos[i]
-                x[i] = h_draw[h_pos[i]]
+                h_draw[i], h_draw[j] = h_draw[j], h_draw[i]
                 if paired:  # the same k ids on both sides
-                    y[i] = m_draw[h_pos[i]]
+                    m_draw[i], m_draw[j] = m_draw[j], m_draw[i]
             if not paired:
                 for i in range(sample):
                     j = i + _below(state, n_m - i)
-                    m_pos[i], m_pos[j] = m_pos[j], m_pos[i]
-                    y[i] = m_draw[m_pos[i]]
+                    m_draw[i], m_draw[j] = m_draw[j], m_draw[i]
             kills += decide(kind, x, y, p_max, effect, direction)[2]
         out[task] += kills
 
@@ -168,7 +164,7 @@ def _calls(tasks: int, trials: int, sample: int, n_h: int, n_m: int,
     whole = n_h + n_m + trials * per_test
     if whole * threads <= budget:
         return min(tasks, budget // whole), trials
-    block = min(tasks, threads, max(1, CALL_MEMORY // (16 * (n_h + n_m) + 32)))
+    block = min(tasks, threads, max(1, CALL_MEMORY // (8 * (n_h + n_m) + 32)))
     return block, min(trials, max(1, budget // (block * per_test)))
 
 
@@ -307,16 +303,14 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
                                numba.get_num_threads())
     rows = block if trial_step < trials else 0  # tasks whose trials take several calls
     states = np.empty((rows, 4), dtype=np.uint64)
-    h_boot, h_positions = np.empty((rows, h.shape[1])), np.empty((rows, h.shape[1]), np.int64)
-    m_boot, m_positions = np.empty((rows, m.shape[1])), np.empty((rows, m.shape[1]), np.int64)
+    h_boot, m_boot = np.empty((rows, h.shape[1])), np.empty((rows, m.shape[1]))
     for first in range(0, tasks, block):
         count = min(block, tasks - first)
         for trials_from in range(0, trials, trial_step):
             trials_to = min(trials, trials_from + trial_step)
             _kill_count_kernel(h, m, bool(paired), per_set, first, count, trials_from,
                                trials_to, sample, *criterion.kernel_args(), key0, key1,
-                               int(first_set) * per_set, states, h_boot, m_boot, h_positions,
-                               m_positions, out)
+                               int(first_set) * per_set, states, h_boot, m_boot, out)
             if report is not None:
                 report(count * (trials_to - trials_from))
     out = out.reshape(h.shape[0], repetitions, bootstraps)
