@@ -58,40 +58,46 @@ def _splitmix64(x):
 
 
 @numba.njit(cache=True)
-def _seed_state(key0, key1, task, state):
-    """xoshiro256** state of one task: SplitMix64 of (key, task index)."""
+def _seed_state(key0, key1, task):
+    """xoshiro256** state of one task, four words: SplitMix64 of (key, task index)."""
     x = key0 ^ _splitmix64(key1 + np.uint64(task))
-    for i in range(4):
-        x = _splitmix64(x)
-        state[i] = x
-        x = x + np.uint64(i + 1)
+    s0 = _splitmix64(x)
+    s1 = _splitmix64(s0 + np.uint64(1))
+    s2 = _splitmix64(s1 + np.uint64(2))
+    s3 = _splitmix64(s2 + np.uint64(3))
+    return s0, s1, s2, s3
 
 
 @numba.njit(cache=True, inline="always")
-def _next(state):
-    result = _rotl(state[1] * np.uint64(5), 7) * np.uint64(9)
-    t = state[1] << np.uint64(17)
-    state[2] ^= state[0]
-    state[3] ^= state[1]
-    state[1] ^= state[2]
-    state[0] ^= state[3]
-    state[2] ^= t
-    state[3] = _rotl(state[3], 45)
-    return result
+def _next(s0, s1, s2, s3):
+    """One xoshiro256** output and the next state, ``(output, s0, s1, s2, s3)``: the state
+    travels as four words, not an array in memory, so that it stays in registers."""
+    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    return result, s0, s1, s2, s3
 
 
 @numba.njit(cache=True, inline="always")
-def _below(state, n):
-    """Uniform integer in [0, n) without bias (Lemire's multiply-and-reject, 32-bit)."""
+def _below(n, s0, s1, s2, s3):
+    """Uniform integer in [0, n) without bias (Lemire's multiply-and-reject, 32-bit) and
+    the next state, ``(integer, s0, s1, s2, s3)``."""
     bound = np.uint64(n)
-    m = (_next(state) >> np.uint64(32)) * bound
+    output, s0, s1, s2, s3 = _next(s0, s1, s2, s3)
+    m = (output >> np.uint64(32)) * bound
     low = m & _MASK32
     if low < bound:
         threshold = (np.uint64(0x100000000) - bound) % bound
         while low < threshold:
-            m = (_next(state) >> np.uint64(32)) * bound
+            output, s0, s1, s2, s3 = _next(s0, s1, s2, s3)
+            m = (output >> np.uint64(32)) * bound
             low = m & _MASK32
-    return np.int64(m >> np.uint64(32))
+    return np.int64(m >> np.uint64(32)), s0, s1, s2, s3
 
 
 @numba.njit(cache=True, parallel=True)
@@ -115,34 +121,40 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
         task = first_task + slot
         s = task // per_set
         if kept:
-            state, h_draw, m_draw = states[slot], h_boot[slot], m_boot[slot]
+            h_draw, m_draw = h_boot[slot], m_boot[slot]
         else:
-            state = np.empty(4, dtype=np.uint64)
             h_draw, m_draw = np.empty(n_h), np.empty(n_m)
-        if trials_from == 0:
-            _seed_state(key0, key1, first_stream + task, state)
+        if trials_from == 0:  # the task's stream, and its bootstrap resample
+            s0, s1, s2, s3 = _seed_state(key0, key1, first_stream + task)
             for i in range(n_h):
-                j = _below(state, n_h)
+                j, s0, s1, s2, s3 = _below(n_h, s0, s1, s2, s3)
                 h_draw[i] = healthy[s, j]
                 if paired:  # one resample of instance ids, used on both sides
                     m_draw[i] = mutant[s, j]
             if not paired:
                 for i in range(n_m):
-                    m_draw[i] = mutant[s, _below(state, n_m)]
+                    j, s0, s1, s2, s3 = _below(n_m, s0, s1, s2, s3)
+                    m_draw[i] = mutant[s, j]
             out[task] = 0
+        else:  # kept: the stream where the task's last call left it
+            s0, s1, s2, s3 = states[slot, 0], states[slot, 1], states[slot, 2], states[slot, 3]
         x, y = h_draw[:sample], m_draw[:sample]
         kills = 0
         for _ in range(trials_from, trials_to):
             for i in range(sample):
-                j = i + _below(state, n_h - i)
+                j, s0, s1, s2, s3 = _below(n_h - i, s0, s1, s2, s3)
+                j += i
                 h_draw[i], h_draw[j] = h_draw[j], h_draw[i]
                 if paired:  # the same k ids on both sides
                     m_draw[i], m_draw[j] = m_draw[j], m_draw[i]
             if not paired:
                 for i in range(sample):
-                    j = i + _below(state, n_m - i)
+                    j, s0, s1, s2, s3 = _below(n_m - i, s0, s1, s2, s3)
+                    j += i
                     m_draw[i], m_draw[j] = m_draw[j], m_draw[i]
             kills += decide(kind, x, y, p_max, effect, direction)[2]
+        if kept:
+            states[slot, 0], states[slot, 1], states[slot, 2], states[slot, 3] = s0, s1, s2, s3
         out[task] += kills
 
 
