@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import functools
 import math
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -455,6 +456,22 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
     return float(max(level, special.ndtr(z)))
 
 
+def verdict_seed(seed, name: str, look: int) -> int:
+    """The seed of one mutant's verdict at one look of a run: derived from the run's seed,
+    the mutant's name and the look (instances per side), so that the verdicts of a
+    campaign, and of one mutant at successive looks, simulate independent populations
+    and their Monte-Carlo errors are not correlated.
+
+    >>> verdict_seed(42, "change_label_3.12", 20) != verdict_seed(42, "change_label_3.12", 30)
+    True
+    """
+    from probmut.engine import seed_sequence
+
+    root = seed_sequence(seed)
+    return int(np.random.SeedSequence(root.entropy, spawn_key=(
+        *root.spawn_key, zlib.crc32(name.encode()), int(look))).generate_state(1, np.uint64)[0])
+
+
 def _bounds(killed: int, draws: int) -> tuple[float, float]:
     """One-sided Clopper-Pearson bounds (``CONFIDENCE``) on p_killed from ``killed`` of
     ``draws`` simulated populations.
@@ -658,13 +675,13 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         """One block of ``count`` simulated populations of n (cached)."""
         extra = () if block == 0 else (block,)
         key = cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
-                        role, n, *extra)
+                        root.spawn_key, role, n, *extra)
         stored = cache.get(key, shapes={"means": (count,), "killed": (count,),
                                         "variances": (count,)})
         if stored is None:
             draw_stream, engine_stream = np.random.SeedSequence(
-                root.entropy, spawn_key=(2, n, block) if block else
-                (int(role == "verdict"), n)).spawn(2)
+                root.entropy, spawn_key=root.spawn_key + ((2, n, block) if block else
+                                                          (int(role == "verdict"), n))).spawn(2)
             rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
                                 uncertain=role == "verdict")
             means, killed, variances = _analyse(*rows, settings, paired, engine_stream, jobs)

@@ -20,6 +20,7 @@ from probmut.recommend import (
     recommend,
     sequential_error,
     settle_threshold,
+    verdict_seed,
 )
 
 from .conftest import RAW, ROOT
@@ -331,3 +332,18 @@ def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_pat
     again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert again.stdout.split("total")[0] == first.stdout.split("total")[0]
+
+
+def test_a_verdict_seed_keys_its_own_stream():
+    """verdict_seed gives each mutant and look its own stream: the same pilot judged under
+    another name or look draws other populations, under the same one the same."""
+    rng = np.random.default_rng(3)
+    h, m = rng.normal(0.99, 0.002, 20), rng.normal(0.988, 0.002, 20)
+
+    def means(name, look):
+        return recommend(h, m, sizes=(), draws=20, seed=verdict_seed(5, name, look)).reference_means
+
+    first = means("a", 20)
+    assert np.array_equal(first, means("a", 20))
+    assert not np.array_equal(first, means("b", 20))
+    assert not np.array_equal(first, means("a", 30))

@@ -115,7 +115,7 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
              cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
-    from probmut.recommend import recommend, settle_chance, settle_threshold
+    from probmut.recommend import recommend, settle_chance, settle_threshold, verdict_seed
 
     healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
     mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
@@ -128,8 +128,9 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
                 "draws": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
     advice = recommend(healthy, mutant, settings, sizes=(), level=level,
-                       max_instances=max_instances, looks=looks, paired=paired, seed=seed,
-                       cache=cache, name=mutation.stem)
+                       max_instances=max_instances, looks=looks, paired=paired,
+                       seed=verdict_seed(seed, mutation.stem, n), cache=cache,
+                       name=mutation.stem)
     reach, message = None, advice.message
     if advice.verdict == "not settled" and n < max_instances:
         last = settle_threshold(max_instances, looks, advice.reference, advice.level)
@@ -161,7 +162,9 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     max_instances : most instances per population.
     level : ``1 - level`` bounds the chance of a wrong settled verdict over all the
         rounds (default :data:`probmut.recommend.LEVEL`).
-    seed : seed of the verdicts.
+    seed : the run's seed; each mutant's verdict at each look simulates its populations
+        from a stream of its own derived from it
+        (:func:`probmut.recommend.verdict_seed`).
 
     One line per round (instances and verdicts) goes to stderr, also without ``progress``
     (which shows the training's progress bars).

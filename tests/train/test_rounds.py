@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from probmut.bagging import PosteriorSettings
-from probmut.recommend import LEVEL, settle_threshold
+from probmut.recommend import LEVEL, settle_threshold, verdict_seed
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
 from probmut.train.rounds import FUTILITY, train_until_settled
@@ -198,3 +198,23 @@ def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):
     code = main(["train", "--until-settled", "--out", str(tmp_path / "x"), *argv])
     err = capsys.readouterr().err
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_each_mutant_and_look_draws_its_own_stream(tmp_path, monkeypatch):
+    """The verdicts' simulated populations come from a stream of their own per mutant and
+    look (derived from the run's seed): no two verdicts of a run share one, so their
+    Monte-Carlo errors are independent."""
+    import probmut.recommend
+
+    seen = []
+    original = probmut.recommend.recommend
+
+    def recording(healthy, mutant, *args, seed, **kwargs):
+        seen.append((kwargs["name"], len(mutant), seed))
+        return original(healthy, mutant, *args, seed=seed, **kwargs)
+
+    monkeypatch.setattr(probmut.recommend, "recommend", recording)
+    _run(tmp_path, SyntheticBackend())
+    assert len(seen) > len(MUTATIONS)  # several looks
+    assert len({seed for *_, seed in seen}) == len(seen)
+    assert all(seed == verdict_seed(1, name, n) for name, n, seed in seen)  # the run's seed 1
