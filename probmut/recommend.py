@@ -417,21 +417,38 @@ def sequential_error(thresholds, looks, reference: int = REFERENCE_SIZE) -> floa
 SHAPE = 0.2
 
 
-@functools.lru_cache(maxsize=64)
-def _last_z(looks: tuple, reference: int, level: float) -> float:
-    """The z of the thresholds' shape (:data:`SHAPE`) at which :func:`sequential_error`
-    is ``1 - level`` (0 when the level alone keeps it lower)."""
+@functools.lru_cache(maxsize=256)
+def _last_z(looks: tuple, reference: int, budget: float, shape: float, floor: float) -> float:
+    """The z of the thresholds ``max(floor, Phi(z (n / n_last) ** -shape))`` at which
+    :func:`sequential_error` is ``budget`` (0 when the floor alone keeps it lower)."""
     from scipy import optimize, special
 
-    floor = special.ndtri(level)
-    scale = (np.asarray(looks, dtype=float) / looks[-1]) ** -SHAPE
+    lowest = special.ndtri(floor) if floor > 0.5 else -np.inf
+    scale = (np.asarray(looks, dtype=float) / looks[-1]) ** -shape
 
     def excess(z):
-        return _wrong_settled(np.maximum(floor, z * scale), looks, reference).max() - (1 - level)
+        return _wrong_settled(np.maximum(lowest, z * scale), looks, reference).max() - budget
 
     if excess(0) <= 0:
         return 0.0
     return float(optimize.brentq(excess, 0, 8, xtol=1e-6))
+
+
+def plan_thresholds(looks, reference: int = REFERENCE_SIZE, *, budget: float,
+                    shape: float = SHAPE, floor: float = 0.5) -> np.ndarray:
+    """Thresholds on p_killed, one per look of ``looks`` (sorted), of the form
+    ``max(floor, Phi(z (n / n_last) ** -shape))`` with the smallest z at which the
+    latent model's worst chance of a wrong settled verdict (:func:`sequential_error`)
+    is ``budget``.
+
+    >>> plan_thresholds([20, 200], budget=0.05, shape=0).round(4).tolist()
+    [0.9504, 0.9504]
+    """
+    from scipy import special
+
+    looks = _planned(looks)
+    z = _last_z(looks, int(reference), float(budget), float(shape), float(floor))
+    return np.maximum(floor, special.ndtr(z * (np.asarray(looks) / looks[-1]) ** -shape))
 
 
 def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
@@ -452,8 +469,8 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
     if not 0.5 < level < 1:
         raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
     looks = _planned(looks)
-    z = _last_z(looks, int(reference), float(level)) * (n / looks[-1]) ** -SHAPE
-    return float(max(level, special.ndtr(z)))
+    z = _last_z(looks, int(reference), 1 - float(level), SHAPE, float(level))
+    return float(max(level, special.ndtr(z * (n / looks[-1]) ** -SHAPE)))
 
 
 def verdict_seed(seed, name: str, look: int) -> int:
@@ -472,8 +489,8 @@ def verdict_seed(seed, name: str, look: int) -> int:
         *root.spawn_key, zlib.crc32(name.encode()), int(look))).generate_state(1, np.uint64)[0])
 
 
-def _bounds(killed: int, draws: int) -> tuple[float, float]:
-    """One-sided Clopper-Pearson bounds (``CONFIDENCE``) on p_killed from ``killed`` of
+def _bounds(killed: int, draws: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """One-sided Clopper-Pearson bounds (of this confidence) on p_killed from ``killed`` of
     ``draws`` simulated populations.
 
     >>> [round(b, 4) for b in _bounds(100, 100)]
@@ -481,15 +498,16 @@ def _bounds(killed: int, draws: int) -> tuple[float, float]:
     """
     from scipy.stats import beta
 
-    low = 0.0 if killed == 0 else float(beta.ppf(1 - CONFIDENCE, killed, draws - killed + 1))
-    high = 1.0 if killed == draws else float(beta.ppf(CONFIDENCE, killed + 1, draws - killed))
+    low = 0.0 if killed == 0 else float(beta.ppf(1 - confidence, killed, draws - killed + 1))
+    high = 1.0 if killed == draws else float(beta.ppf(confidence, killed + 1, draws - killed))
     return low, high
 
 
-def _call(killed: int, draws: int, threshold: float) -> str | None:
+def _call(killed: int, draws: int, threshold: float,
+          confidence: float = CONFIDENCE) -> str | None:
     """The verdict from ``killed`` of ``draws`` populations, or None while the bounds on
     p_killed leave it undecided (one of them on the far side of a threshold)."""
-    low, high = _bounds(killed, draws)
+    low, high = _bounds(killed, draws, confidence)
     if low >= threshold:
         return "killed"
     if high <= 1 - threshold:
@@ -624,7 +642,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     """
     from probmut.bagging import PosteriorSettings
     from probmut.engine import seed_sequence
-    from probmut.io.cache import Cache, cache_key
+    from probmut.io.cache import Cache
     from probmut.io.populations import aligned
     from probmut.progress import progress as progress_display
 
@@ -672,21 +690,8 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     cache = cache or Cache(None)
 
     def simulate(role, n, block=0, count=draws):
-        """One block of ``count`` simulated populations of n (cached)."""
-        extra = () if block == 0 else (block,)
-        key = cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
-                        root.spawn_key, role, n, *extra)
-        stored = cache.get(key, shapes={"means": (count,), "killed": (count,),
-                                        "variances": (count,)})
-        if stored is None:
-            draw_stream, engine_stream = np.random.SeedSequence(
-                root.entropy, spawn_key=root.spawn_key + ((2, n, block) if block else
-                                                          (int(role == "verdict"), n))).spawn(2)
-            rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
-                                uncertain=role == "verdict")
-            means, killed, variances = _analyse(*rows, settings, paired, engine_stream, jobs)
-            stored = {"means": means, "killed": killed, "variances": variances}
-            cache.put(key, **stored)
+        stored = simulate_block(h, m, settings, role=role, n=n, block=block, count=count,
+                                paired=paired, root=root, cache=cache, jobs=jobs)
         if block:
             bar.total += 1  # a block that doubles the populations behind p_killed
         bar.update()
@@ -725,14 +730,41 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
                           len(looks))
 
 
-def _settle(simulate, threshold: float, draws: int):
+def simulate_block(h, m, settings: PosteriorSettings, *, role: str, n: int, block: int,
+                   count: int, paired: bool, root: np.random.SeedSequence,
+                   cache: Cache, jobs=None) -> dict:
+    """One block of ``count`` simulated populations of n fresh instances per side of the
+    pilot ``h``, ``m``, analysed (cached): ``role`` "verdict" (the pilot's uncertainty
+    included; block 0, then the blocks that double the total) or "size" (a prediction).
+    Each block has its own streams from ``root``. Returns {"means", "killed",
+    "variances"}, one value per population."""
+    from probmut.io.cache import cache_key
+
+    extra = () if block == 0 else (block,)
+    key = cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
+                    root.spawn_key, role, n, *extra)
+    stored = cache.get(key, shapes={"means": (count,), "killed": (count,),
+                                    "variances": (count,)})
+    if stored is None:
+        draw_stream, engine_stream = np.random.SeedSequence(
+            root.entropy, spawn_key=root.spawn_key + ((2, n, block) if block else
+                                                      (int(role == "verdict"), n))).spawn(2)
+        rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
+                            uncertain=role == "verdict")
+        means, killed, variances = _analyse(*rows, settings, paired, engine_stream, jobs)
+        stored = {"means": means, "killed": killed, "variances": variances}
+        cache.put(key, **stored)
+    return stored
+
+
+def _settle(simulate, threshold: float, draws: int, confidence: float = CONFIDENCE):
     """The verdict and the blocks of simulated populations behind it: ``simulate(block,
     count)`` gives block number ``block`` of ``count`` populations (a dict whose
     "killed" says which were judged killed); blocks are added, doubling the total,
     while the bounds on p_killed leave the verdict undecided, up to ``MORE_DRAWS``
     times ``draws`` (then: not settled)."""
     blocks = [simulate(0, draws)]
-    while (verdict := _call(*_killed_of(blocks), threshold)) is None:
+    while (verdict := _call(*_killed_of(blocks), threshold, confidence)) is None:
         used = _killed_of(blocks)[1]
         if used >= MORE_DRAWS * draws:
             return "not settled", blocks
