@@ -146,6 +146,19 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
             "instances": len(mutant), "message": message}
 
 
+def train_round(number: int, on_disk: int, settings, mutations, targets: dict, out: Path,
+                backend, dataset, *, name: str, **options) -> RunReport:
+    """Round ``number``: every population up to its target (stem -> instances). A resumed
+    run finds instances done beyond the ``on_disk`` of the rounds before; stderr says how
+    many. ``options`` go to :func:`probmut.train.run.run_populations` unchanged."""
+    run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
+                          note_resumed=False, **options)
+    if run.resumed > on_disk:
+        print(f"round {number}: {run.resumed - on_disk} instances were already done in {out}",
+              file=sys.stderr)
+    return run
+
+
 def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
                         analysis, round_size: int = 10, max_instances: int = 200,
                         level: float | None = None, seed: int = 0, **options) -> SettleReport:
@@ -185,12 +198,9 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
         for stem in training:
             targets[stem] = min(targets[stem] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
-        run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
-                              note_resumed=False, **options)
+        run = train_round(number, on_disk, settings, mutations, targets, out, backend, dataset,
+                          name=name, **options)
         runs.append(run)
-        if run.resumed > on_disk:
-            print(f"round {number}: {run.resumed - on_disk} instances were already done in "
-                  f"{out}", file=sys.stderr)
         on_disk = sum(run.counts.values())
         if run.failures:
             break
