@@ -655,6 +655,7 @@ class Campaign(Result):
     coverage: dict | None = None
     rounds_file: str | None = None
     notes: tuple[str, ...] = ()
+    score_rounds: tuple[dict, ...] = ()
 
     @property
     def populations(self) -> tuple[PopulationCount, ...]:
@@ -698,7 +699,8 @@ class Campaign(Result):
             "mutants": [m.to_dict() for m in self.mutants],
             "inputs": None if self.inputs is None else {
                 k: v for k, v in self.inputs.to_dict().items() if k != "mutants"},
-            "coverage": self.coverage, "rounds": self.rounds_file, "notes": list(self.notes)})
+            "coverage": self.coverage, "rounds": self.rounds_file,
+            "score_rounds": list(self.score_rounds), "notes": list(self.notes)})
 
     def _repr_html_(self) -> str:
         import html
@@ -730,6 +732,11 @@ class Campaign(Result):
                  f"{'verdicts' if self.verdicts else 'decisions'}: {counts}",
                  *self.status_lines(),
                  str(self.score) if self.score else "mutation score: no analysed mutant"]
+        if self.score_rounds:
+            last = self.score_rounds[-1]
+            lines.append(f"trained until the score was settled (train --until-score): "
+                         f"{len(self.score_rounds)} rounds, {last['spent']} instances, the "
+                         f"last interval {last['score']['width']:.3f} wide")
         if self.flagged:
             lines.append("flagged, left out of the score: " + "; ".join(
                 f"{m.name} ({', '.join(m.flags)})" for m in self.flagged))
@@ -915,7 +922,8 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
         healthy=count(healthy_path, "healthy"), baseline=baseline, mutants=tuple(mutants),
         score=score, curves=curves, verdicts=verdicts,
         inputs=inputs, coverage=coverage,
-        rounds_file=str(folder / "rounds.json") if rounds else None)
+        rounds_file=str(folder / "rounds.json") if rounds else None,
+        score_rounds=tuple(r for r in rounds or () if "score" in r))
 
 
 def _analyse(summary, healthy, path, settings, seed, jobs, verdicts, notes):
