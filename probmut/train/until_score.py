@@ -36,6 +36,7 @@ missing is trained.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,24 @@ class Assessment:
         values = {"fixed": s.fixed, HEALTHY: s.healthy} | dict(zip(self.names, s.mutants,
                                                                      strict=True))
         return {name: value / total if total > 0 else 0.0 for name, value in values.items()}
+
+    def healthy_for(self, width: float, sizes) -> int | None:
+        """The healthy instances that, with the mutants at ``sizes``, would bring the
+        interval to ``width`` by the variance model; None when no number would (the
+        mutants' own parts and the trials' noise alone are wider).
+
+        >>> from probmut.campaign import MutationScore, ScoreShares
+        >>> found = Assessment(MutationScore(0.5, 0.4, 0.6, 0.5, 2, 1),
+        ...                    ScoreShares(1.0, 6.0, (1.0, 1.0), 100, (100, 100)), ("a", "b"))
+        >>> found.healthy_for(0.15, (100, 100)), found.healthy_for(0.05, (100, 100))
+        (291, None)
+        """
+        s = self.shares
+        goal = s.variance() * (width / self.width) ** 2
+        rest = s.variance(10**12, sizes) - s.healthy * s.healthy_size / 10**12
+        if s.healthy <= 0 or goal <= rest:
+            return None
+        return math.ceil(s.healthy * s.healthy_size / (goal - rest) - 1e-9)
 
     def width_at(self, healthy_size: int, sizes) -> float:
         """The width predicted with other numbers of instances: the interval's width
@@ -217,7 +236,7 @@ class ScoreReport(RunReport):
     def table(self) -> str:
         """The rounds as a readable table: instances, the score, and the next round."""
         lines = [f"{'round':>5}{HEALTHY:>9}{'instances':>11}  {'score':<6} {'95% interval':<16}"
-                 f"{'width':>7}  next round trains"]
+                 f"{'width':>7}  the next round trains, up to"]
         for r in self.rounds:
             s = r["score"]
             following = ", ".join(f"{stem} {n}" for stem, n in r["next"].items()) or "-"
@@ -251,6 +270,8 @@ def score_round(number: int, targets: dict[str, int], healthy, scored: dict, ana
                                               [planned[n] for n in assessment.names]),
             "width_at_cap": assessment.width_at(max_instances,
                                                 [max_instances] * len(assessment.names)),
+            "healthy_for_width": assessment.healthy_for(width,
+                                                        [max_instances] * len(assessment.names)),
             "next": following}
 
 
@@ -261,9 +282,15 @@ def _ending(record: dict, width: float, max_instances: int, left_out: list[str])
     if reached:
         why = f"at most {width:g}"
     else:
+        needed = record["healthy_for_width"]
         why = (f"wider than {width:g}: no population below {max_instances} instances would "
                f"narrow it ({record['shares'][HEALTHY]:.0%} of its variance is the healthy "
-               "population's, shared by every mutant)")
+               "population's, shared by every mutant; " + (
+                   f"with every mutant at {max_instances}, about {needed} healthy instances "
+                   f"would bring it to {width:g} by the variance model, an extrapolation; a "
+                   "larger --max-instances lets the rounds train them)" if needed else
+                   "no number of healthy instances would: the mutants' own parts and the "
+                   "trials' noise alone are wider)"))
     message = (f"mutation score {s['mean']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}] of "
                f"{s['mutants']} mutants after {record['round']} rounds and {record['spent']} "
                f"instances: the interval is {s['width']:.3f} wide, {why}")

@@ -139,6 +139,9 @@ def test_stops_at_the_cap_and_resumes_to_the_same_rounds(tmp_path):
     final, last = reference.final, reference.rounds[-1]
     assert not final["reached"] and last["next"] == {} and last["score"]["width"] > 0.05
     assert "wider than 0.05: no population below 40 instances would narrow it" in final["message"]
+    needed = last["healthy_for_width"]
+    assert (f"about {needed} healthy instances would bring it to 0.05" if needed else
+            "no number of healthy instances would") in final["message"]
     # Every population whose instances weigh on the score is at the cap; the clear one
     # (no variance to reduce) was not trained past its pilot.
     assert all(n == 40 for p, n in last["instances"].items()
