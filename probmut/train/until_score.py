@@ -35,15 +35,12 @@ missing is trained.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from probmut.io.atomic import atomic_write_text
-from probmut.train.rounds import train_round
-from probmut.train.run import RunReport
+from probmut.train.rounds import RoundsReport, train_round
 from probmut.train.work import HEALTHY
 
 #: Instances of every mutant population before the score is first read, in multiples
@@ -212,26 +209,17 @@ def plan_round(assessment: Assessment, targets: dict[str, int], paired: dict[str
 
 
 @dataclass
-class ScoreReport(RunReport):
-    """What a run until the score is settled did: its training (a :class:`RunReport` of all
-    its rounds), every round's instances, score and plan (``rounds``) and how it ended
-    (``final``)."""
+class ScoreReport(RoundsReport):
+    """A run until the score is settled (:class:`~probmut.train.rounds.RoundsReport`):
+    every round's instances, score and plan (``rounds``) and how it ended (``final``)."""
 
-    rounds: list[dict] = field(default_factory=list)
-    final: dict = field(default_factory=dict)
     width: float = WIDTH
-    max_instances: int = 0
 
-    def to_dict(self) -> dict:
-        return super().to_dict() | {"width": self.width, "max_instances": self.max_instances,
-                                    "rounds": self.rounds, "final": self.final}
+    def plan(self) -> dict:
+        return {"until_score": self.width} | super().plan()
 
-    def __str__(self) -> str:
-        lines = [super().__str__(), f"  rounds: {self.out / 'rounds.txt'} and rounds.json "
-                                    f"({len(self.rounds)} rounds)"]
-        if self.final:
-            lines.append(f"  {self.final['message']}")
-        return "\n".join(lines)
+    def endings(self) -> list[str]:
+        return [self.final["message"]] if self.final else []
 
     def table(self) -> str:
         """The rounds as a readable table: instances, the score, and the next round."""
@@ -243,8 +231,7 @@ class ScoreReport(RunReport):
             lines.append(f"{r['round']:>5}{r['instances'][HEALTHY]:>9}{r['spent']:>11}  "
                          f"{s['mean']:<6.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}] "
                          f"{s['width']:>7.3f}  {following}")
-        if self.final:
-            lines += ["", self.final["message"]]
+        lines += ["", *self.endings()]
         return "\n".join(line.rstrip() for line in lines)
 
 
@@ -361,8 +348,8 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
                              jobs=jobs, memo=memo)
         rounds.append(record)
         final = None if record["next"] else _ending(record, width, max_instances, left_out)
-        _write(out, ScoreReport(rounds=rounds, final=final or {}, width=width,
-                                max_instances=max_instances))
+        ScoreReport(rounds=rounds, final=final or {}, width=width, max_instances=max_instances,
+                    out=out).write()
         print(_line(record, width, final), file=sys.stderr)
         if final is not None:
             break
@@ -370,10 +357,3 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
     return ScoreReport.of_runs(runs, rounds=rounds, final=final or {}, width=width,
                                max_instances=max_instances)
 
-
-def _write(out: Path, report: ScoreReport) -> None:
-    """``rounds.json`` (the rounds and how the run ended) and ``rounds.txt`` (their table)."""
-    document = {"until_score": report.width, "max_instances": report.max_instances,
-                "rounds": report.rounds, "final": report.final}
-    atomic_write_text(out / "rounds.json", json.dumps(document, indent=1) + "\n")
-    atomic_write_text(out / "rounds.txt", report.table() + "\n")
