@@ -40,6 +40,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from probmut.errors import ProbmutError
 from probmut.train.rounds import RoundsReport, train_round
 from probmut.train.work import HEALTHY
 
@@ -341,8 +342,16 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
         if not scored:
             final = {"reached": False, "message": "every mutant is flagged (equivalent or "
                      f"broken): no mutation score; flagged: {', '.join(left_out)}"}
+            ScoreReport(rounds=rounds, final=final, width=width, max_instances=max_instances,
+                        out=out).write()
             break
         healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
+        for population in (healthy, *(p for p, _ in scored.values())):
+            if len(population) < analysis.sample:
+                raise ProbmutError(
+                    f"{population.name}: {len(population)} usable instances, fewer than k = "
+                    f"{analysis.sample}: its failed instances leave no score to read "
+                    "(--retry-failed trains them again)", option="retry_failed")
         record = score_round(number, targets, healthy, scored, analysis, seed=seed,
                              width=width, round_size=round_size, max_instances=max_instances,
                              jobs=jobs, memo=memo)

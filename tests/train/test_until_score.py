@@ -9,12 +9,14 @@ trainer and command is the docs' example (docs/score.md, tests/test_docs.py).
 """
 
 import json
+import math
 
 import numpy as np
 import pytest
 
 from probmut.bagging import PosteriorSettings, summarize
 from probmut.campaign import posterior_draws, score_shares, summarize_campaign
+from probmut.errors import ProbmutError
 from probmut.report import render_html
 from probmut.train.operators import parse_mutations
 from probmut.train.until_score import PILOT, pilot_targets, train_until_score
@@ -157,6 +159,26 @@ def test_stops_at_the_cap_and_resumes_to_the_same_rounds(tmp_path):
     assert resumed.resumed == 77 and len(resumed_backend.trained) == reference.trained - 77
     for name in ("rounds.json", "rounds.txt", "healthy.csv", "change_label_20.csv"):
         assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
+
+
+class Crashing(Backend):
+    """change_label_20's first 8 instances crash."""
+
+    def _result(self, assignment):
+        if assignment.population == "change_label_20" and assignment.instance < 8:
+            self.trained.append((assignment.population, assignment.instance))
+            return InstanceResult(assignment.population, assignment.instance, 0, math.nan, None,
+                                  0.0, status="crashed", error="RuntimeError: boom")
+        return super()._result(assignment)
+
+
+@pytest.mark.filterwarnings("ignore:.*failed instance")
+def test_failed_instances_stop_the_rounds_with_a_clear_error(tmp_path):
+    report = _run(tmp_path, Crashing())
+    assert len(report.failures) == 8 and report.rounds == []  # stops before reading a score
+    with pytest.raises(ProbmutError, match=r"^change_label_20: 2 usable instances, fewer than "
+                       r"k = 5: its failed instances leave no score to read \(--retry-failed"):
+        _run(tmp_path, Backend())  # resumed: the crashes are recorded, not retried
 
 
 def test_score_shares_add_up_to_the_variance_of_the_score_draws():
