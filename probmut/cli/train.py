@@ -172,7 +172,8 @@ def register(subparsers) -> None:
                              "--max-instances would narrow it (instead of --instances; "
                              "docs/score.md)")
     settle.add_argument("--round", dest="round_size", type=integer(1), default=10, metavar="N",
-                        help="instances added per round to each population it trains "
+                        help="instances added per round to each mutant in training "
+                             "(--until-settled); the step of a round's plan (--until-score) "
                              "(default: 10)")
     settle.add_argument("--max-instances", type=integer(2), default=200, metavar="N",
                         help="most instances per population (default: 200)")

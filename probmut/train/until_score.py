@@ -88,7 +88,7 @@ class Assessment:
         """
         s = self.shares
         goal = s.variance() * (width / self.width) ** 2
-        rest = s.variance(10**12, sizes) - s.healthy * s.healthy_size / 10**12
+        rest = s.variance(math.inf, sizes)  # what no healthy instance reduces
         if s.healthy <= 0 or goal <= rest:
             return None
         return math.ceil(s.healthy * s.healthy_size / (goal - rest) - 1e-9)
@@ -314,7 +314,8 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
     analysis : :class:`~probmut.bagging.PosteriorSettings` of the score (its ``mass`` is
         the interval's).
     width : the widest interval that settles the score.
-    round_size : instances a round adds to each population it trains.
+    round_size : the step of a round's plan: a population takes one step or more (at
+        most doubling in a round), ``round_size`` instances each.
     max_instances : most instances per population.
     seed, jobs : the score's seed (``probmut report --seed``) and the analysis' threads;
         the same seed gives the same rounds for any ``jobs``.
