@@ -174,13 +174,16 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
             "instances": len(mutant), "message": message}
 
 
-def train_round(number: int, on_disk: int, settings, mutations, targets: dict, out: Path,
-                backend, dataset, *, name: str, **options) -> RunReport:
-    """Round ``number``: every population up to its target (stem -> instances). A resumed
-    run finds instances done beyond the ``on_disk`` of the rounds before; stderr says how
-    many. ``options`` go to :func:`probmut.train.run.run_populations` unchanged."""
+def train_round(number: int, runs: list[RunReport], settings, mutations, targets: dict,
+                out: Path, backend, dataset, *, name: str, **options) -> RunReport:
+    """Round ``number``: every population up to its target (stem -> instances); its run
+    is appended to ``runs``, the rounds' runs so far. A resumed run finds instances done
+    beyond those on disk after the round before; stderr says how many. ``options`` go to
+    :func:`probmut.train.run.run_populations` unchanged."""
+    on_disk = sum(runs[-1].counts.values()) if runs else 0
     run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
                           note_resumed=False, **options)
+    runs.append(run)
     if run.resumed > on_disk:
         print(f"round {number}: {run.resumed - on_disk} instances were already done in {out}",
               file=sys.stderr)
@@ -220,16 +223,14 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     runs, rounds, final = [], [], {}
     looks = _looks(round_size, max_instances, analysis.sample)
     training = {m.stem: m for m in mutations}
-    number, on_disk = 0, 0
+    number = 0
     while training:
         number += 1
         for stem in training:
             targets[stem] = min(targets[stem] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
-        run = train_round(number, on_disk, settings, mutations, targets, out, backend, dataset,
+        run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
                           name=name, **options)
-        runs.append(run)
-        on_disk = sum(run.counts.values())
         if run.failures:
             break
         verdicts = {}

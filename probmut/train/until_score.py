@@ -328,13 +328,11 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
     out = Path(out)
     targets = pilot_targets([m.stem for m in mutations], analysis.sample, max_instances)
     paired = {m.stem: m.operator.paired for m in mutations}
-    runs, rounds, final, number, on_disk, memo = [], [], {}, 0, 0, {}
+    runs, rounds, final, number, memo = [], [], {}, 0, {}
     while True:
         number += 1
-        run = train_round(number, on_disk, settings, mutations, targets, out, backend, dataset,
+        run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
                           name=name, **options)
-        runs.append(run)
-        on_disk = sum(run.counts.values())
         if run.failures:
             break
         left_out = [m.stem for m in mutations if run.flags.get(m.stem) and run.flags[m.stem].flags]
