@@ -179,8 +179,8 @@ def register(subparsers) -> None:
                         help="most instances per population (default: 200)")
     settle.add_argument("--sample", type=integer(2), default=20, metavar="K",
                         help="k instances per side in the kill tests of the verdicts and the "
-                             "score; the first verdict needs K per side, the score's pilot 2K "
-                             "(default: 20)")
+                             "score; the first verdict needs K per side, the score's pilot 5K "
+                             "healthy instances and 2K per mutant (default: 20)")
     settle.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True),
                         default=None, metavar="L",
                         help="for any true effect, at most 1 - L of the runs end with a wrong "
