@@ -73,9 +73,9 @@ def train_populations(
         gpus_per_task: float = 0, save_models: bool = False, timeout: float | None = None,
         retry_failed: bool = False, max_error_rate: float | None = None,
         deepcrime: bool = False, search: str | None = None, resolution: float | None = None,
-        decision: str | None = None, until_settled: bool = False, round_size: int = 10,
-        max_instances: int = 200, sample: int = 20, level: float | None = None,
-        progress: bool = True) -> RunReport:
+        decision: str | None = None, until_settled: bool = False,
+        until_score: float | None = None, round_size: int = 10, max_instances: int = 200,
+        sample: int = 20, level: float | None = None, progress: bool = True) -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
     (resumable: the same call again trains only what is missing); ``probmut train``.
 
@@ -113,18 +113,23 @@ def train_populations(
         most ``max_instances`` per population, instead of ``instances``; at most
         ``1 - level`` of such runs end with a wrong settled verdict, for any true effect
         (default :data:`probmut.recommend.LEVEL`).
+    until_score : train in rounds (of ``round_size``, at most ``max_instances`` per
+        population) the populations that weigh most on the mutation score's interval,
+        until it is at most this wide (:mod:`probmut.train.until_score`; the score's
+        seed is ``seed``), instead of ``instances``.
     progress : show progress bars on stderr.
 
     Returns the :class:`~probmut.train.run.RunReport` (a
-    :class:`~probmut.train.rounds.SettleReport` when ``until_settled``; with ``search``,
+    :class:`~probmut.train.rounds.SettleReport` when ``until_settled``, a
+    :class:`~probmut.train.until_score.ScoreReport` with ``until_score``; with ``search``,
     the search's result as its ``search``). Raises
     :class:`~probmut.errors.ProbmutError` (one line, naming the setting at fault) before
     anything trains for bad arguments, data, models and mutations.
     """
     out = Path(out)
     parsed = _parsed(mutations)
-    instances = _check_modes(instances, parsed, search, until_settled, sample, max_instances,
-                             max_error_rate, resolution, decision, level)
+    instances = _check_modes(instances, parsed, search, until_settled, until_score, sample,
+                             max_instances, max_error_rate, resolution, decision, level)
     _check_settings(instances=instances, jobs=jobs, threads=threads, epochs=epochs,
                     batch_size=batch_size, learning_rate=learning_rate, patience=patience,
                     validation_split=validation_split, round_size=round_size,
@@ -188,6 +193,14 @@ def train_populations(
                                        name=name, analysis=PosteriorSettings(sample=sample),
                                        round_size=round_size, max_instances=max_instances,
                                        level=level, seed=seed, **options)
+        if until_score is not None:
+            from probmut.bagging import PosteriorSettings
+            from probmut.train.until_score import train_until_score
+
+            return train_until_score(settings, list(found.mutations), out, runner, loaded,
+                                     name=name, analysis=PosteriorSettings(sample=sample),
+                                     width=until_score, round_size=round_size,
+                                     max_instances=max_instances, seed=seed, **options)
         return run_populations(settings, list(found.mutations), instances, out, runner, loaded,
                                name=name, max_error_rate=max_error_rate, **options)
 
@@ -230,37 +243,47 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
     return dry_run(parsed, spec, loaded, config, seed=seed, model=architecture)
 
 
-def _check_modes(instances, mutations, search, until_settled, sample, max_instances,
-                 max_error_rate, resolution, decision, level) -> int | None:
-    """The run's mode (a number of instances, until settled, or a search) and the options
-    that belong to it; the number of instances (20 unless given or until settled)."""
-    if until_settled:
+def _check_modes(instances, mutations, search, until_settled, until_score, sample,
+                 max_instances, max_error_rate, resolution, decision, level) -> int | None:
+    """The run's mode (a number of instances, until settled, until the score is settled,
+    or a search) and the options that belong to it; the number of instances (20 unless
+    given or in rounds)."""
+    if until_settled and until_score is not None:
+        raise ProbmutError("train either until each mutant's verdict is settled or until the "
+                           "mutation score is, not both", option="until_score")
+    if until_score is not None and not 0 < until_score < 1:
+        raise ProbmutError(f"the width of the score's interval must be in (0, 1), got "
+                           f"{until_score}", option="until_score")
+    rounds = "until settled" if until_settled else "until the score is settled"
+    if until_settled or until_score is not None:
         if instances is not None:
-            raise ProbmutError("train either a number of instances or until settled, not both",
+            raise ProbmutError(f"train either a number of instances or {rounds}, not both",
                                option="instances")
-        if not mutations:
-            raise ProbmutError("training until settled needs at least one mutation",
-                               option="until_settled")
         if search:
-            raise ProbmutError("run either a search or training until settled, not both",
+            raise ProbmutError(f"run either a search or training {rounds}, not both",
                                option="search")
+        if not mutations:
+            raise ProbmutError(f"training {rounds} needs at least one mutation",
+                               option="until_settled" if until_settled else "until_score")
         if sample > max_instances:
             raise ProbmutError(f"the sample size k = {sample} is more than the maximum of "
-                               f"{max_instances} instances: no verdict could be reached",
+                               f"{max_instances} instances: "
+                               + ("no verdict could be reached" if until_settled else
+                                  "no score could be read"),
                                option="sample")
     if search and mutations:
         raise ProbmutError("a search trains its own magnitudes; give no mutations",
                            option="mutation")
-    if max_error_rate is not None and (search or until_settled):
+    if max_error_rate is not None and (search or until_settled or until_score is not None):
         raise ProbmutError("the quality control applies to a run of a number of instances, "
-                           "not to a search or training until settled (whose decisions would "
+                           f"not to a search or training {rounds} (whose decisions would "
                            "count removed mutants)", option="max_error_rate")
     if level is not None and not until_settled:
         raise ProbmutError("a level is for training until settled", option="level")
     if not search and (resolution is not None or decision is not None):
         raise ProbmutError("a resolution and a decision are for a search",
                            option="resolution" if resolution is not None else "decision")
-    return 20 if instances is None and not until_settled else instances
+    return 20 if instances is None and not until_settled and until_score is None else instances
 
 
 def _stack_for(timeout: float | None, stack: int | None) -> int | None:
