@@ -409,12 +409,20 @@ def sequential_error(thresholds, looks, reference: int = REFERENCE_SIZE) -> floa
                                 _planned(looks), reference).max())
 
 
-#: The thresholds relax towards the last look: on the latent scale the threshold at a
-#: look of n instances is ``z (n / n_last) ** -SHAPE`` (never below the level), so that
-#: more of the error is spent where an unsettled mutant has its last chance; the first
-#: look of the defaults stays within reach of ``MORE_DRAWS`` x ``DRAWS`` simulated
-#: populations (0.9946 against their bound of 0.9963 when all are killed).
-SHAPE = 0.2
+#: The thresholds' shape over the looks: on the latent scale the threshold at a look of n
+#: instances is ``z (n / n_last) ** -SHAPE`` (never below the level). 0: the same
+#: threshold at every look. Thresholds relaxing towards the last look (0.2, the rule
+#: before) spend the latent model's budget late, which the real verdict does not repay:
+#: on the same paths they settled clear mutants later and left as many wrong settled
+#: verdicts (docs/recommend.md, calibration).
+SHAPE = 0.0
+#: The latent model's budget is this many times the verdict's (1 - level): the real
+#: verdict spends less than the latent model allows (its Monte-Carlo bound, and a
+#: predictive probability less extreme than the model's), and the rule is calibrated to
+#: the real verdict's measured error, not to the model's: at 1.5 the worst measured wrong
+#: share over effects and three shapes of populations stays within 1 - level
+#: (scripts/validation/sequential_validation.py; docs/recommend.md).
+SPEND = 1.5
 
 
 @functools.lru_cache(maxsize=256)
@@ -456,22 +464,22 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
     """The level p_killed must reach to settle a verdict from n instances per side, when
     the verdict is looked at after each of ``looks`` instances per side: thresholds of
     the shape :data:`SHAPE`, the smallest at which :func:`sequential_error` is at most
-    ``1 - level``, and never below ``level`` itself.
+    :data:`SPEND` times ``1 - level``, and never below ``level`` itself (the threshold of
+    a single look).
 
     >>> settle_threshold(20, [20])
     0.95
     >>> looks = range(20, 201, 10)
     >>> [round(settle_threshold(n, looks), 4) for n in (20, 30, 100, 200)]
-    [0.9945, 0.9905, 0.9674, 0.95]
+    [0.9676, 0.9676, 0.9676, 0.9676]
     """
     from scipy import special
 
     if not 0.5 < level < 1:
         raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
     looks = _planned(looks)
-    z = _last_z(looks, int(reference), 1 - float(level), SHAPE, float(level))
+    z = _last_z(looks, int(reference), SPEND * (1 - float(level)), SHAPE, float(level))
     return float(max(level, special.ndtr(z * (n / looks[-1]) ** -SHAPE)))
-
 
 def verdict_seed(seed, name: str, look: int) -> int:
     """The seed of one mutant's verdict at one look of a run: derived from the run's seed,
