@@ -147,7 +147,7 @@ def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, tas
 
 # ---------------------------------------------------------------- equivalent data
 
-def _row_digests(x: tuple, y: np.ndarray) -> np.ndarray:
+def row_digests(x: tuple, y: np.ndarray) -> np.ndarray:
     """One 16-byte digest per sample, of its inputs and its target together."""
     arrays = [np.ascontiguousarray(a).reshape(len(y), -1) for a in (*x, y)]
     return np.array([hashlib.blake2b(b"".join(a[i].tobytes() for a in arrays),
@@ -157,7 +157,7 @@ def _row_digests(x: tuple, y: np.ndarray) -> np.ndarray:
 def _same_rows(x: tuple, y, x_before: tuple, y_before, chunk: int = 4096) -> bool:
     """Whether ``(x, y)`` holds exactly the samples of ``(x_before, y_before)`` in some
     order: digests find the candidate order, an exact comparison confirms it."""
-    digests, digests_before = _row_digests(x, y), _row_digests(x_before, y_before)
+    digests, digests_before = row_digests(x, y), row_digests(x_before, y_before)
     order, order_before = np.argsort(digests), np.argsort(digests_before)
     if not np.array_equal(digests[order], digests_before[order_before]):
         return False

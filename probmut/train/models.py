@@ -72,7 +72,8 @@ class TrainConfig:
 class ModelSpec:
     """A model builder, its training settings and task, and ``layers``: the layer each
     operator targets by default in the subject's published configuration (DeepCrime's
-    and PMT's ``layer_udp`` / ``current_index``, as indices into ``model.layers``)."""
+    and PMT's ``layer_udp`` / ``current_index``, as indices into the model's layer table,
+    :func:`probmut.train.graph.graph`)."""
 
     build: Callable[[ModelDims], Any]
     config: TrainConfig
@@ -265,9 +266,15 @@ def task_of(model: str) -> str:
 
 
 def layer_table(model) -> str:
-    """One line per layer, ``index name (Class)``, for error messages and docs."""
-    return "; ".join(f"{i} {layer.name} ({type(layer).__name__})"
-                     for i, layer in enumerate(model.layers))
+    """One line per layer of the model's layer table (:func:`probmut.train.graph.graph`:
+    nested models' layers in their place), ``index name (Class)``, for error messages
+    and docs."""
+    from probmut.train.graph import graph
+
+    model_graph = graph(model)
+    return "; ".join(f"{i} {name} ({type(layer).__name__})"
+                     for i, (layer, name) in enumerate(zip(model_graph.layers, model_graph.names,
+                                                           strict=True)))
 
 
 #: Weight regularisers by DeepCrime's names, with the factor 0.01 that Keras 2's
@@ -287,34 +294,29 @@ def regulariser(name: str | None):
 
 
 def _rebuilt(model, config: TrainConfig):
-    """``model`` rebuilt (fresh weights) with ``config``'s layer changes and structure."""
-    import keras
+    """``model`` rebuilt (fresh weights, not compiled) with ``config``'s layer changes and
+    structure, through its graph (:func:`probmut.train.graph.rebuild`)."""
+    from probmut.train.graph import graph, rebuild
 
     changes: dict[int, dict] = {}
     for index, attribute, value in config.layer_changes:
         changes.setdefault(index, {})[attribute] = value
+    removed = {i for kind, i, _ in config.structure if kind == "remove"}
+    added = {i: what for kind, i, what in config.structure if kind == "add"}
+    position = {id(layer): i for i, layer in enumerate(graph(model).layers)}
 
-    def fresh(index, layer):
+    def replace(layer):
+        index = position[id(layer)]
+        if index in removed:
+            return []
         layer_config = {**layer.get_config(), **{
             attribute: regulariser(value) if attribute == "kernel_regularizer" else value
             for attribute, value in changes.get(index, {}).items()}}
-        return type(layer).from_config(layer_config)
+        fresh = type(layer).from_config(layer_config)
+        return [fresh, inserted_layer(added[index], layer.name + "_added")] if index in added \
+            else [fresh]
 
-    if not config.structure:
-        position = {id(layer): i for i, layer in enumerate(model.layers)}
-        return keras.models.clone_model(
-            model, clone_function=lambda layer: fresh(position[id(layer)], layer))
-    if not isinstance(model, keras.Sequential):
-        raise ProbmutError("removing or adding layers needs a Sequential model")
-    removed = {i for kind, i, _ in config.structure if kind == "remove"}
-    added = {i: what for kind, i, what in config.structure if kind == "add"}
-    layers = [keras.Input(model.inputs[0].shape[1:], dtype=model.inputs[0].dtype)]
-    for index, layer in enumerate(model.layers):
-        if index not in removed:
-            layers.append(fresh(index, layer))
-        if index in added:
-            layers.append(inserted_layer(added[index], layer.name + "_added"))
-    return keras.Sequential(layers, name=model.name)
+    return rebuild(model, replace)[0]
 
 
 def inserted_layer(what: str, name: str):

@@ -110,20 +110,30 @@ def test_the_published_layer_and_settings_before_and_after(api, mnist_shaped):
 
 
 def test_data_level_counts(api):
+    """Samples changed in place, or added and removed (the samples of one set the other
+    does not hold): data_repetition adds copies and changes nothing."""
     from probmut.train.datasets import load_dataset
 
     classes = np.bincount(load_dataset("digits").y_train)  # 1347 samples, class 3 largest
     report = api("digits_cnn", ["delete_training_data:10", "change_label:10",
-                                "make_output_classes_overlap:10", "add_noise:0.01"])
-    deleted, relabelled, overlapped, unchanged = report.to_dict()["mutations"]
-    assert deleted["changes"]["samples"] == {"changed": sum(int(c * 10 / 100) for c in classes),
-                                             "of": 1347}
-    assert relabelled["changes"]["samples"] == {"changed": int(classes.max() * 10 / 100),
-                                                "of": 1347}
-    assert overlapped["changes"]["samples"]["changed"] == int(classes.max() * 10 / 100)
-    assert unchanged["changes"]["samples"] == {"changed": 0, "of": 1347}
+                                "make_output_classes_overlap:10", "add_noise:0.01",
+                                "data_repetition:10"])
+    deleted, relabelled, overlapped, unchanged, repeated = report.to_dict()["mutations"]
+
+    def samples(changed=0, added=0, removed=0):
+        return {"changed": changed, "added": added, "removed": removed, "of": 1347}
+
+    assert deleted["changes"]["samples"] == samples(removed=sum(int(c * 10 / 100)
+                                                                for c in classes))
+    assert relabelled["changes"]["samples"] == samples(changed=int(classes.max() * 10 / 100))
+    assert overlapped["changes"]["samples"] == samples(added=int(classes.max() * 10 / 100))
+    assert unchanged["changes"]["samples"] == samples()
+    assert repeated["changes"]["samples"] == samples(added=int(1347 * 10 / 100))
+    assert unchanged["equivalent"] == "it leaves the training data unchanged"
+    assert repeated["equivalent"] is None and repeated["target"] == "all samples"
     text = str(report)
     assert "samples removed: 130 of 1347" in text and "samples added: 13 of 1347" in text
+    assert "samples added: 134 of 1347" in text and "samples changed: 0 of 1347" in text
     assert "equivalent before training: it leaves the training data unchanged" in text
 
 
@@ -145,10 +155,11 @@ def test_each_is_one_entry_per_layer_and_the_json_has_exactly_the_issues_keys(ap
                      "change_patience_1"]
     for preview in document["mutations"]:
         assert list(preview) == ["name", "operator", "magnitude", "level", "legal", "reason",
-                                 "changes"]
-        assert list(preview["changes"]) == ["layers", "samples", "settings"]
+                                 "target", "equivalent", "changes"]
+        assert list(preview["changes"]) == ["counted", "layers", "samples", "settings"]
     illegal = document["mutations"][-1]
     assert illegal["legal"] is False and "no early stopping to change" in illegal["reason"]
+    assert illegal["target"] is None and illegal["changes"]["counted"] is None
     assert [p.name for p in report.illegal] == ["change_patience_1"]
 
 
@@ -161,8 +172,10 @@ def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shape
     out, err = capsys.readouterr()
     assert json.loads(out) == {"mutations": [{
         "name": "neurons_freezing_0.05", "operator": "neurons_freezing", "magnitude": "0.05",
-        "level": "model", "legal": True, "reason": None,
-        "changes": {"layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32}],
+        "level": "model", "legal": True, "reason": None, "target": "layer 0 conv2d (Conv2D)",
+        "equivalent": None,
+        "changes": {"counted": "units",
+                    "layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32}],
                     "samples": None, "settings": {}}}]}
 
     assert main([*base, "--mutation", "GF", "--mutation", "change_gradient_clip"]) == 2

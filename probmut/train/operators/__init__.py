@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probmut.errors import ProbmutError
+from probmut.train.graph import graph
 from probmut.train.layer_traits import is_input
 from probmut.train.operators import data, magnitudes, model, training
 from probmut.train.operators.layers import LAYER_KIND, fitting
@@ -258,7 +259,7 @@ OPERATORS = {op.name: op for op in [
              layer_kind="active_same_shape"),
     Operator("duplicate_layer", "model", magnitudes.layer_only, model.duplicate_layer,
              "[LAYER|each]: a copy of the trained layer is inserted after it", "", _DM,
-             aliases=("LAm",), layer_kind="duplicable"),
+             aliases=("LAm",), layer_kind="active_same_shape"),
     Operator("remove_activation_trained", "model", magnitudes.layer_only,
              model.remove_activation_trained,
              "[LAYER|each]: the trained layer's activation becomes linear", "", _DM,
@@ -390,7 +391,8 @@ def bind(mutation: Mutation, model, task: str = "classification",
     if operator.layer_kind is None:
         return [mutation]
     what, fits = LAYER_KIND[operator.layer_kind]
-    layers, index = model.layers, mutation.params["layer"]
+    model_graph = graph(model)
+    layers, index = model_graph.layers, mutation.params["layer"]
     if index is None and operator.scope == NETWORK:
         index = NETWORK
     elif index is None and operator.name in (published or {}):
@@ -403,7 +405,7 @@ def bind(mutation: Mutation, model, task: str = "classification",
         problem = None if candidates else f"the model has no layer that is {what}"
     elif index >= len(layers):
         problem = f"layer {index} is out of range (the model has {len(layers)} layers)"
-    elif is_input(layers[index]) or not fits(layers[index], model):
+    elif is_input(layers[index]) or not fits(layers[index], model_graph):
         problem = f"layer {index} ({layers[index].name}) is not {what}"
     else:
         problem = None
