@@ -6,7 +6,8 @@ the bundled classifiers ``digits_cnn``, ``deepcrime_mnist`` (DeepCrime's MNIST c
 and ``mlp``, the regression model ``gaze_lenet`` (DeepCrime's UnityEyes LeNet), the
 recommender ``recommender`` (DeepCrime's MovieLens model), or a user classifier given as
 ``module:function``, a function ``(input_shape, n_classes)`` (it may return a compiled
-model; its optimizer and loss then become the defaults). Everything that says *how* to
+model; its optimizer, learning rate, gradient clipping and loss then become the
+defaults, the loss object itself kept). Everything that says *how* to
 train lives in one :class:`TrainConfig`, which source-level mutations change.
 
 Examples
@@ -251,13 +252,37 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
                            f"{type(model).__name__}, not a keras.Model; it must be {wanted}",
                            option="architecture")
     config = TrainConfig(epochs=10, batch_size=32)
-    if getattr(model, "optimizer", None) is not None:  # compiled: keep the user's choices
+    own = _own_loss(model)
+    if own is not None:  # compiled: keep the user's choices
         optimizer = keras.optimizers.serialize(model.optimizer)
         clips = [(kind, optimizer["config"].get("clip" + kind)) for kind in ("value", "norm")]
-        config = config.replace(optimizer=optimizer,
-                                loss=model.loss if isinstance(model.loss, str) else config.loss,
+        rate = optimizer["config"].get("learning_rate")  # a dict for a schedule: kept in it
+        if isinstance(rate, int | float):  # a float32: the shortest decimal that is it
+            rate = float(str(np.float32(rate)))
+        config = config.replace(optimizer=optimizer, loss=loss_name(own),
+                                learning_rate=rate if isinstance(rate, float) else None,
                                 clip=next(((k, v) for k, v in clips if v is not None), None))
     return ModelSpec(build, config, f"user model {name}")
+
+
+def loss_name(loss) -> str:
+    """How :class:`TrainConfig` names a compiled model's loss: a name as given, a
+    function's name, a loss object's name.
+
+    >>> def smoothed(y_true, y_pred): ...
+    >>> loss_name("mse"), loss_name(smoothed)
+    ('mse', 'smoothed')
+    """
+    if isinstance(loss, str):
+        return loss
+    return getattr(loss, "__name__", None) or getattr(loss, "name", None) or type(loss).__name__
+
+
+def _own_loss(model):
+    """The loss a user's model function compiled its model with (None if it did not)."""
+    if getattr(model, "optimizer", None) is None:
+        return None
+    return getattr(model, "loss", None)
 
 
 def task_of(model: str) -> str:
@@ -331,13 +356,16 @@ def inserted_layer(what: str, name: str):
 def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig, *, compile=True):
     """Build ``spec``'s model with ``config``'s layer changes and structure, compiled per
     ``config`` (optimizer, learning rate, gradient clipping, loss) unless ``compile`` is
-    False."""
+    False. A user model compiled by its own function keeps its own loss object (a
+    function Keras does not know by name too), unless ``config`` names another loss."""
     model = spec.build(dims)
+    own = _own_loss(model)
     if config.layer_changes or config.structure:
         model = _rebuilt(model, config)
     if compile:
-        model.compile(optimizer=make_optimizer(config),
-                      loss=LOSSES.get(config.loss, config.loss))
+        loss = own if own is not None and loss_name(own) == config.loss else \
+            LOSSES.get(config.loss, config.loss)
+        model.compile(optimizer=make_optimizer(config), loss=loss)
     return model
 
 

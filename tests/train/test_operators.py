@@ -831,3 +831,39 @@ def test_a_compiled_user_models_clipping_is_the_healthy_setting(keras, monkeypat
     from probmut.train.models import resolve_model
 
     assert resolve_model("clipped_model:build", DIMS["digits_cnn"]).config.clip == ("norm", 2.0)
+
+
+@pytest.mark.train
+def test_a_compiled_user_models_own_loss_and_learning_rate_are_the_healthy_settings(
+        keras, monkeypatch, tmp_path):
+    """A user function compiling with a loss function Keras cannot find by name (and
+    Adam's 1e-3): the healthy model trains with that function object, the settings
+    show its learning rate, and a model-level mutant is copied without recompiling
+    from a config (which would look the loss up by name and fail)."""
+    import sys
+
+    (tmp_path / "own_loss_model.py").write_text(
+        "import keras\n"
+        "def smoothed(y_true, y_pred):\n"
+        "    return keras.losses.categorical_crossentropy(y_true, y_pred, label_smoothing=0.1)\n"
+        "def build(shape, n):\n"
+        "    model = keras.Sequential([keras.layers.Input(shape), keras.layers.Flatten(),\n"
+        "                              keras.layers.Dense(6, activation='relu'),\n"
+        "                              keras.layers.Dense(n, activation='softmax')])\n"
+        "    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=smoothed)\n"
+        "    return model\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    import own_loss_model
+
+    from probmut.train.models import build_model, resolve_model
+
+    spec = resolve_model("own_loss_model:build", DIMS["digits_cnn"])
+    assert (spec.config.loss, spec.config.learning_rate) == ("smoothed", 1e-3)
+    healthy = build_model(spec, DIMS["digits_cnn"], spec.config)
+    assert healthy.loss is own_loss_model.smoothed
+    assert build_model(spec, DIMS["digits_cnn"], spec.config.replace(loss="mse")).loss == "mse"
+    mutant = _mutate(healthy, "AFRm")
+    assert mutant.loss is own_loss_model.smoothed and mutant.layers[1].activation.__name__ \
+        == "linear"
+    assert type(mutant.optimizer).__name__ == "Adam" and mutant.optimizer is not \
+        healthy.optimizer
