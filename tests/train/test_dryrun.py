@@ -137,6 +137,24 @@ def test_data_level_counts(api):
     assert "equivalent before training: it leaves the training data unchanged" in text
 
 
+def test_deepmutations_data_operators_default_to_the_papers_1_percent(api):
+    """Ma et al. (ASE 2018, V-B): "we configure our data-level mutation operators to
+    automatically mutate 1% of original training data": int(1347 x 1 / 100) = 13 of the
+    digits samples; DM removes DeepCrime's per-class share (1% of each class, truncated:
+    one of each, 10)."""
+    from probmut.train.datasets import load_dataset
+
+    classes = np.bincount(load_dataset("digits").y_train)
+    report = api("digits_cnn", ["DR", "LE", "DM", "DF", "NP"])
+    found = {p["name"]: p["changes"]["samples"] for p in report.to_dict()["mutations"]}
+    share = int(1347 * 1 / 100)
+    assert found["data_repetition_1"] == {"changed": 0, "added": share, "removed": 0, "of": 1347}
+    assert found["change_label_1@all"]["changed"] == share
+    assert found["noise_perturbation_1"]["changed"] == share
+    assert found["delete_training_data_1"]["removed"] == sum(int(c / 100) for c in classes) == 10
+    assert 0 < found["data_shuffle_1"]["changed"] <= share  # the chosen samples, reordered
+
+
 def test_targets_say_which_classes(api):
     text = str(api("digits_cnn", ["LE:10", "change_label:10@3+4",
                                   "make_output_classes_overlap:10@1-2", "change_label:10"]))

@@ -48,7 +48,17 @@ def test_both_catalogues_are_in_the_registry():
 def test_aliases_and_defaults():
     assert [m.stem for m in parse_mutations("LE:10")] == ["change_label_10@all"]
     assert [m.stem for m in parse_mutations("LE:10@3")] == ["change_label_10@3"]
-    assert [m.stem for m in parse_mutations("DR")] == ["data_repetition_10"]
+    # DeepMutation's data level: 1% of the training data (section V-B); DeepCrime's own
+    # names keep their default
+    assert [m.stem for m in parse_mutations("DR")] == ["data_repetition_1"]
+    assert [m.stem for m in parse_mutations("DM") + parse_mutations("delete_training_data")] \
+        == ["delete_training_data_1", "delete_training_data_10"]
+    assert [m.stem for m in parse_mutations("LE") + parse_mutations("change_label")] == [
+        "change_label_1@all", "change_label_10"]
+    assert [m.stem for m in parse_mutations("DF") + parse_mutations("NP")] == [
+        "data_shuffle_1", "noise_perturbation_1"]
+    assert parse_mutations("weights_fuzzing")[0].params == {"ratio": 0.05, "scale": 1.0,
+                                                            "layer": None}  # PMT's 0.05_1
     assert [m.stem for m in parse_mutations("disable_batching")] == ["disable_batching_on"]
     assert [m.stem for m in parse_mutations("change_earlystopping_patience:3")] == [
         "change_patience_3"]
