@@ -71,7 +71,8 @@ def register(subparsers) -> None:
     p.add_argument("--validation-split", type=number(0, 1, low_open=True, high_open=True),
                    metavar="SHARE",
                    help="hold out SHARE of each training class as a validation set (default: "
-                        "none; needed by --patience, change_patience, remove_validation_set)")
+                        "gaze_lenet 0.1, as DeepCrime's lenet; none for other models; needed "
+                        "by --patience, change_patience, remove_validation_set)")
     p.add_argument("--architecture", "--model", dest="architecture", default="digits_cnn",
                    metavar="ARCHITECTURE",
                    help=f"the network trained: {', '.join(MODELS)}, or module:function: a "

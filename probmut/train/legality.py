@@ -20,8 +20,7 @@ It also marks mutants that are equivalent before training, found by applying the
 data operator that leaves the training data unchanged or only reorders it
 (:func:`probmut.train.flags.data_equivalence`; ``data_shuffle``), a training operator
 that leaves every setting and the architecture as they are (``change_epochs`` to the
-model's own number, an activation changed to the one it has, ``remove_validation_set``
-without early stopping, whose validation data never affects training). Model-level
+model's own number, an activation changed to the one it has). Model-level
 equivalence is only known after the mutants are derived (see :mod:`probmut.train.flags`).
 """
 
@@ -47,10 +46,8 @@ def _architecture(model) -> list:
 
 
 def _settings(config):
-    """The settings that decide training: without early stopping the validation data
-    is only evaluated, never used."""
-    return dataclasses.replace(config, layer_changes=(), structure=(),
-                               validation=config.validation or config.patience is None)
+    """The settings that decide training, besides the layers."""
+    return dataclasses.replace(config, layer_changes=(), structure=())
 
 
 def _check_classes(label, params, n_classes):
@@ -121,9 +118,7 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
                                option="mutation")
         if _settings(mutated) == _settings(config) and \
                 _architecture(mutant) == _architecture(healthy):
-            equivalent = ("without early stopping the validation data never changes training"
-                          if mutated.validation != config.validation else
-                          "the same settings and architecture as the healthy model")
+            equivalent = "the same settings and architecture as the healthy model"
     else:
         copy = models.build_model(spec, data.dims, config)
         try:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.datasets import ModelDims, n_rows
+from probmut.train.datasets import ModelDims, concat, n_rows
 from probmut.train.tasks import TASKS
 
 
@@ -45,7 +45,8 @@ class TrainConfig:
     compiled model); ``learning_rate`` None keeps the optimizer's own; ``clip`` is
     ``("value" | "norm", threshold)`` gradient clipping. ``patience`` turns on early
     stopping on the validation loss; ``validation`` False gives training no validation
-    data (DeepCrime's ``validation_data=None``: never trained on, no early stopping);
+    data: the validation set is trained on with the rest and there is no early stopping
+    (DeepCrime's ``remove_validation_set``: ``fit(validation_split=0)``);
     ``full_batch`` makes one batch of the whole training set. ``layer_changes`` holds
     ``(layer index, attribute, value)`` applied to the built model's layer configs, e.g.
     ``(1, "activation", "elu")``; ``structure`` holds ``("remove", layer index, None)``
@@ -74,13 +75,16 @@ class ModelSpec:
     """A model builder, its training settings and task, and ``layers``: the layer each
     operator targets by default in the subject's published configuration (DeepCrime's
     and PMT's ``layer_udp`` / ``current_index``, as indices into the model's layer table,
-    :func:`probmut.train.graph.graph`)."""
+    :func:`probmut.train.graph.graph`); ``validation_split``: the share of the training
+    data its published training holds out for validation (used when a run gives
+    none)."""
 
     build: Callable[[ModelDims], Any]
     config: TrainConfig
     description: str
     task: str = "classification"
     layers: dict[str, int] = dataclasses.field(default_factory=dict)
+    validation_split: float | None = None
 
 
 def _digits_cnn(dims):
@@ -183,7 +187,8 @@ MODELS = {
                             "DeepCrime's UnityEyes LeNet: eye image + head pose -> gaze angles",
                             task="regression",
                             layers={"change_activation_function": 3,
-                                    "add_activation_function": 9}),
+                                    "add_activation_function": 9},
+                            validation_split=0.1),  # DeepCrime's lenet: fit(validation_split=0.1)
     "recommender": ModelSpec(_recommender, TrainConfig(epochs=5, batch_size=64, optimizer="adam",
                                                        learning_rate=1e-3,
                                                        loss="binary_crossentropy"),
@@ -283,6 +288,20 @@ def _own_loss(model):
     if getattr(model, "optimizer", None) is None:
         return None
     return getattr(model, "loss", None)
+
+
+def validation_split_of(model: str, given: float | None) -> float | None:
+    """A run's validation split: the one ``given``, else the bundled model's published
+    one (``gaze_lenet``: DeepCrime's lenet holds out 0.1).
+
+    >>> validation_split_of("gaze_lenet", None), validation_split_of("gaze_lenet", 0.2)
+    (0.1, 0.2)
+    >>> validation_split_of("digits_cnn", None) is None
+    True
+    """
+    if given is not None or model not in MODELS:
+        return given
+    return MODELS[model].validation_split
 
 
 def task_of(model: str) -> str:
@@ -430,6 +449,15 @@ def _watch_class():
                 self.model.stop_training = True
 
     return Watch
+
+
+def training_data(data, config: TrainConfig):
+    """The samples a population trains on: the training set, and the validation set too
+    when ``config`` has no validation (DeepCrime's ``remove_validation_set`` fits with
+    ``validation_split=0``: its mutant trains on all the data)."""
+    if config.validation or data.validation is None:
+        return data.x_train, data.y_train
+    return concat(data.x_train, data.x_val), np.concatenate([data.y_train, data.y_val])
 
 
 def fit(model, x, y, dims: ModelDims, task: str, config: TrainConfig, validation=None,

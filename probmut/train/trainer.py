@@ -50,7 +50,7 @@ from probmut.train.datasets import (
 )
 from probmut.train.dryrun import DryRun, dry_run
 from probmut.train.legality import needs_keras, prepare
-from probmut.train.models import MODELS, resolve_model, task_of
+from probmut.train.models import MODELS, resolve_model, task_of, validation_split_of
 from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.preflight import Preflight, preflight
 from probmut.train.run import RunReport, recorded_stack, run_populations
@@ -86,7 +86,8 @@ def train_populations(
     instances : instances per population (default 20).
     dataset, data : a named data set (``DATASETS``; default digits), or a file
         ``FILE.npz`` or an image folder (:mod:`probmut.train.datasets`), with
-        ``image_size``, ``test_split``, ``validation_split`` and ``download_timeout``.
+        ``image_size``, ``test_split``, ``validation_split`` (default: the bundled
+        model's published one, ``gaze_lenet`` 0.1, else none) and ``download_timeout``.
     architecture : the network trained: a bundled model
         (:data:`probmut.train.models.MODELS`) or ``module:function``.
     name : the model's name in the manifest (default: ``out``'s name).
@@ -123,6 +124,7 @@ def train_populations(
     """
     out = Path(out)
     parsed = _parsed(mutations)
+    validation_split = validation_split_of(architecture, validation_split)
     instances = _check_modes(instances, parsed, search, until_settled, sample, max_instances,
                              max_error_rate, resolution, decision, level)
     _check_settings(instances=instances, jobs=jobs, threads=threads, epochs=epochs,
@@ -214,6 +216,7 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
     parsed = _parsed(mutations)
     if not parsed:
         raise ProbmutError("a dry run needs at least one mutation", option="mutation")
+    validation_split = validation_split_of(architecture, validation_split)
     _check_settings(threads=threads, epochs=epochs, batch_size=batch_size,
                     learning_rate=learning_rate, patience=patience,
                     validation_split=validation_split)

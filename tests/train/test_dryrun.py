@@ -155,6 +155,29 @@ def test_deepmutations_data_operators_default_to_the_papers_1_percent(api):
     assert 0 < found["data_shuffle_1"]["changed"] <= share  # the chosen samples, reordered
 
 
+def test_gaze_lenet_holds_out_deepcrimes_tenth_and_remove_validation_set_trains_on_it(
+        tmp_path, capsys):
+    """DeepCrime's lenet fits with validation_split=0.1: gaze_lenet's runs hold out 0.1
+    unless told otherwise, and the remove_validation_set mutant trains on it too."""
+    from probmut.cli.main import main
+    from probmut.train.datasets import load_dataset
+    from tests.train.test_models import _gaze_npz
+
+    gaze = _gaze_npz(tmp_path / "gaze.npz", n_train=200, n_test=20)
+    base = ["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--dry-run", "--json",
+            "--mutation", "remove_validation_set"]
+    assert main(base) == 0
+    (preview,) = json.loads(capsys.readouterr().out)["mutations"]
+    assert preview["changes"]["samples"] == {"changed": 0, "added": 20, "removed": 0, "of": 180}
+    assert preview["equivalent"] is None
+    assert main([*base, "--validation-split", "0.25", "--patience", "3"]) == 0
+    (preview,) = json.loads(capsys.readouterr().out)["mutations"]
+    held = load_dataset(str(gaze), task="regression", validation_split=0.25)  # per bucket
+    assert preview["changes"]["samples"] == {"changed": 0, "added": len(held.y_val),
+                                             "removed": 0, "of": len(held.y_train)}
+    assert preview["changes"]["settings"] == {"validation": [True, False], "patience": [3, None]}
+
+
 def test_targets_say_which_classes(api):
     text = str(api("digits_cnn", ["LE:10", "change_label:10@3+4",
                                   "make_output_classes_overlap:10@1-2", "change_label:10"]))

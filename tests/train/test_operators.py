@@ -344,7 +344,7 @@ BASE = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rat
     ("change_optimisation_function:sgd", {"optimizer": "sgd", "learning_rate": None}),
     ("change_loss_function:mean_squared_error", {"loss": "mean_squared_error"}),
     ("disable_batching", {"full_batch": True}),
-    ("remove_validation_set", {"validation": False}),
+    ("remove_validation_set", {"validation": False, "patience": None}),  # fit(validation_split=0)
     ("change_patience:3", {"patience": 3}),
     ("change_gradient_clipping", {"clip": ("value", 0.5)}),  # DeepCrime's clipvalue 0.5
     ("change_gradient_clipping:value_2", {"clip": ("value", 2.0)}),
@@ -823,6 +823,37 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     assert (n2, second["batch_size"]) == (50, 50)
     assert stops[1][0].patience == 1
     assert (n3, third["validation_data"], stops[2]) == (50, None, [])
+
+
+@pytest.mark.train
+def test_remove_validation_set_trains_on_the_validation_set_too(keras, monkeypatch):
+    """DeepCrime's lenet fits with validation_split=0.1 and its remove_validation_set
+    mutant with 0: the mutant trains on all the data, and early stopping, which needs
+    the validation loss, is gone. Alone and in a stack, the same samples."""
+    from probmut.train import instance, models
+    from probmut.train.datasets import load_dataset
+    from probmut.train.stack.training import member_data
+    from probmut.train.work import Assignment, RunSettings
+
+    data = load_dataset("digits", validation_split=0.1)  # 1211 + 136
+    fitted = []
+    monkeypatch.setattr(instance.models, "fit", lambda model, x, y, dims, task, config,
+                        validation, deadline: fitted.append((len(y), config, validation))
+                        or models.FitReport((1.0,), 1.0, False))
+    settings = RunSettings("digits", "digits_cnn", TrainConfig(epochs=1, batch_size=32,
+                                                               patience=2))
+    mutation = parse_mutations("remove_validation_set")[0]
+    assignments = [Assignment(settings, "healthy", 0),
+                   Assignment(settings, mutation.stem, 0, mutation.operator.name,
+                              mutation.params)]
+    for assignment in assignments:
+        instance.train_instance(assignment, dataset=data)
+    (healthy, config, validation), (mutant, mutated, _) = fitted
+    assert (healthy, mutant) == (1211, 1347) and validation[0].shape[0] == 136
+    assert (config.patience, mutated.patience, mutated.validation) == (2, None, False)
+    assert [len(y) for y in member_data(assignments, data)[1]] == [1211, 1347]
+    x, y = models.training_data(data, mutated)
+    assert np.array_equal(x[1211:], data.x_val) and np.array_equal(y[1211:], data.y_val)
 
 
 @pytest.mark.train

@@ -223,10 +223,9 @@ OPERATORS = {op.name: op for op in [
              "--patience)", "1", _DC, "the early stopping",
              aliases=("change_earlystopping_patience",), requires=training.needs_early_stopping),
     Operator("remove_validation_set", "training", magnitudes.switch_only,
-             training.fixed(validation=False),
-             "(none): training gets no validation data (never trained on), so no early "
-             "stopping (needs --validation-split)", "on", _DC, "training",
-             needs_validation=True),
+             training.fixed(validation=False, patience=None),
+             "(none): the validation set is trained on with the rest, and no early stopping "
+             "(needs a validation split)", "on", _DC, "training", needs_validation=True),
     Operator("remove_layer", "training", magnitudes.layer_only, training.remove_layer,
              f"[LAYER|each]: the layer is removed {_RETRAINED}", "", _DM, aliases=("LR",),
              layer_kind="removable"),
