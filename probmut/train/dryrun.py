@@ -318,25 +318,31 @@ def model_changes(before, after) -> dict:
     layers: ``{"layer I NAME: KEY": [before, after]}`` for a changed setting,
     ``{"layer I NAME": [Class, other Class or None]}`` for a layer replaced or removed,
     ``{"new layer J (after layer I NAME)": [None, Class]}`` for a layer inserted (layers
-    of the models' layer tables, :func:`probmut.train.graph.graph`)."""
+    of the models' layer tables, :func:`probmut.train.graph.graph`). Layers are matched
+    by class and settings (not names, which differ between builds), so that a changed
+    layer is told apart from its unchanged neighbours of the same class."""
     a, b, names = graph(before).layers, graph(after).layers, graph(before).names
-    matcher = difflib.SequenceMatcher(a=[type(x).__name__ for x in a],
-                                      b=[type(x).__name__ for x in b], autojunk=False)
+    configs_a, configs_b = [_config(x) for x in a], [_config(x) for x in b]
+    keys_b = [(type(x).__name__, repr(c)) for x, c in zip(b, configs_b, strict=True)]
+    matcher = difflib.SequenceMatcher(
+        a=[(type(x).__name__, repr(c)) for x, c in zip(a, configs_a, strict=True)], b=keys_b,
+        autojunk=False)
     changes = {}
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                old, new = _config(a[i]), _config(b[j])
+        while tag == "insert" and j2 < len(b) and keys_b[j1] == keys_b[j2]:
+            i1, i2, j1, j2 = i1 + 1, i2 + 1, j1 + 1, j2 + 1  # a copy: after its original
+        paired = min(i2 - i1, j2 - j1)
+        for k in range(max(i2 - i1, j2 - j1)):
+            i, j = i1 + k, j1 + k
+            if k < paired and type(a[i]) is type(b[j]):  # the same layer, its settings
+                old, new = configs_a[i], configs_b[j]
                 changes |= {f"layer {i} {names[i]}: {key}": [old.get(key), new.get(key)]
                             for key in sorted(old.keys() | new.keys())
                             if old.get(key) != new.get(key)}
-            continue
-        paired = min(i2 - i1, j2 - j1)
-        for k in range(max(i2 - i1, j2 - j1)):
-            if k < i2 - i1:
-                changes[f"layer {i1 + k} {names[i1 + k]}"] = [
-                    _kind(a[i1 + k]), _kind(b[j1 + k]) if k < paired else None]
+            elif k < i2 - i1:
+                changes[f"layer {i} {names[i]}"] = [_kind(a[i]),
+                                                    _kind(b[j]) if k < paired else None]
             else:
                 where = f"after layer {i1 - 1} {names[i1 - 1]}" if i1 else "first"
-                changes[f"new layer {j1 + k} ({where})"] = [None, _kind(b[j1 + k])]
+                changes[f"new layer {j} ({where})"] = [None, _kind(b[j])]
     return changes

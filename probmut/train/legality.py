@@ -120,15 +120,18 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
                 _architecture(mutant) == _architecture(healthy):
             equivalent = "the same settings and architecture as the healthy model"
     else:
+        import keras
+
         copy = models.build_model(spec, data.dims, config)
-        try:
-            outputs = models.predict(operator.apply(copy, params, np.random.default_rng(0)),
-                                     sample)
+        try:  # called eagerly on the few samples: no graph traced for them
+            mutant = operator.apply(copy, params, np.random.default_rng(0))
+            outputs = [np.asarray(o) for o in keras.tree.flatten(
+                mutant(models.keras_inputs(sample), training=False))]
         except Exception as error:
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
                                f"; layers: {models.layer_table(healthy)}",
                                option="mutation") from None
-        if not _finite(outputs):
+        if not all(map(_finite, outputs)):
             raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
                                f"{models.layer_table(healthy)}", option="mutation")
     return dataclasses.replace(mutation, equivalent=equivalent)

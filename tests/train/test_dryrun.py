@@ -178,6 +178,28 @@ def test_gaze_lenet_holds_out_deepcrimes_tenth_and_remove_validation_set_trains_
     assert preview["changes"]["settings"] == {"validation": [True, False], "patience": [3, None]}
 
 
+def test_gaze_lenets_graph_two_inputs_and_a_concatenate(tmp_path, capsys):
+    """Issue 42 on gaze_lenet (its second input listed after the image branch, joined by
+    a Concatenate, compiled with angular_error): AFRm copies the model without compiling
+    it from its config; NEB's network is every layer whose neurons reach a weighted
+    layer: the two convolutions (through pooling and Flatten) and the dense layer
+    (through the Concatenate, after the pose's two columns), 20 + 50 + 500 neurons."""
+    from probmut.cli.main import main
+    from tests.train.test_models import _gaze_npz
+
+    gaze = _gaze_npz(tmp_path / "gaze.npz", n_train=40, n_test=10)
+    assert main(["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--dry-run",
+                 "--json", "--mutation", "AFRm:3", "--mutation", "NEB", "--mutation",
+                 "NEB:0.01@3"]) == 0
+    trained, blocked, at_layer = json.loads(capsys.readouterr().out)["mutations"]
+    assert trained["changes"]["settings"] == {"layer 3 conv2d_1: activation": ["relu", "linear"]}
+    assert [(c["index"], c["of"]) for c in blocked["changes"]["layers"]] == [
+        (1, 20), (3, 50), (7, 500)]
+    assert sum(c["changed"] for c in blocked["changes"]["layers"]) == int(570 * 0.01)
+    assert at_layer["legal"] and at_layer["changes"]["layers"] == [
+        {"index": 3, "name": "conv2d_1", "changed": 1, "of": 50}]
+
+
 def test_targets_say_which_classes(api):
     text = str(api("digits_cnn", ["LE:10", "change_label:10@3+4",
                                   "make_output_classes_overlap:10@1-2", "change_label:10"]))

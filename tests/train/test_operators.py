@@ -495,7 +495,7 @@ def test_each_makes_one_mutant_per_layer_that_fits_as_deepcrime_loops(keras):
     ("add_bias", "no hidden layer"), ("change_weights_regularisation:l1", "no hidden layer"),
     ("remove_weights_regularisation", "no hidden layer"),
     ("remove_weights_regularisation:each", "no layer that is"),
-    ("neuron_effect_blocking:0.1@6", "is not a layer whose neurons feed"),  # the output
+    ("neuron_effect_blocking:0.1@6", "is not a layer whose neurons reach"),  # the output
     ("remove_layer:1", "output shape equals its input shape"),  # max pooling: LR's rule
     ("remove_layer:3", "output shape equals its input shape"),  # the Flatten
 ])
