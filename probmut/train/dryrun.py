@@ -42,7 +42,7 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.train.datasets import n_rows
 from probmut.train.flags import row_digests
-from probmut.train.graph import graph
+from probmut.train.graph import graph, table
 from probmut.train.layer_traits import has_kernel, units
 from probmut.train.legality import check, healthy_model, needs_keras
 from probmut.train.operators import Mutation, parse_mutations
@@ -321,7 +321,7 @@ def model_changes(before, after) -> dict:
     of the models' layer tables, :func:`probmut.train.graph.graph`). Layers are matched
     by class and settings (not names, which differ between builds), so that a changed
     layer is told apart from its unchanged neighbours of the same class."""
-    a, b, names = graph(before).layers, graph(after).layers, graph(before).names
+    (a, names), (b, _) = table(before), table(after)
     configs_a, configs_b = [_config(x) for x in a], [_config(x) for x in b]
     keys_b = [(type(x).__name__, repr(c)) for x, c in zip(b, configs_b, strict=True)]
     matcher = difflib.SequenceMatcher(

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from probmut.errors import ProbmutError
 from probmut.train.layer_traits import elementwise, has_kernel, is_input, kind, traits_of
 
 
@@ -116,10 +117,28 @@ _GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def graph(model) -> Graph:
-    """The :class:`Graph` of a built Keras model (read once, then remembered)."""
+    """The :class:`Graph` of a built Keras model (read once, then remembered). Raises
+    :class:`ProbmutError` for a model whose graph Keras does not keep: a Sequential
+    model never built (no ``keras.Input``), a subclassed model."""
+    if not is_nested(model):
+        raise ProbmutError(
+            f"the layers of model {model.name!r} cannot be followed: "
+            + ("it is not built; start it with keras.Input(shape)" if
+               type(model).__name__ == "Sequential" else
+               f"it is a subclassed model ({type(model).__name__}); build it with "
+               "keras.Sequential or the functional API"), option="architecture")
     if model not in _GRAPHS:
         _GRAPHS[model] = _read(model)
     return _GRAPHS[model]
+
+
+def table(model) -> tuple[tuple, tuple[str, ...]]:
+    """The model's layer table and names (:attr:`Graph.layers`, :attr:`Graph.names`); for
+    a model whose graph Keras does not keep (subclassed, never built), its own
+    ``model.layers``, so that messages can still name them."""
+    if is_nested(model):
+        return graph(model).layers, graph(model).names
+    return tuple(model.layers), tuple(layer.name for layer in model.layers)
 
 
 def _function(model):

@@ -33,7 +33,7 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.train.datasets import check_training_set, n_rows, take
 from probmut.train.flags import data_equivalence
-from probmut.train.graph import graph
+from probmut.train.graph import table
 from probmut.train.operators import Mutation, bind
 from probmut.train.tasks import TASKS
 
@@ -42,7 +42,7 @@ def _architecture(model) -> list:
     """Each layer's class and config (of the model's layer table), without names (which
     differ between builds)."""
     return [(type(layer).__name__, {k: v for k, v in layer.get_config().items() if k != "name"})
-            for layer in graph(model).layers]
+            for layer in table(model)[0]]
 
 
 def _settings(config):

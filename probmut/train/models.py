@@ -313,12 +313,11 @@ def layer_table(model) -> str:
     """One line per layer of the model's layer table (:func:`probmut.train.graph.graph`:
     nested models' layers in their place), ``index name (Class)``, for error messages
     and docs."""
-    from probmut.train.graph import graph
+    from probmut.train.graph import table
 
-    model_graph = graph(model)
+    layers, names = table(model)
     return "; ".join(f"{i} {name} ({type(layer).__name__})"
-                     for i, (layer, name) in enumerate(zip(model_graph.layers, model_graph.names,
-                                                           strict=True)))
+                     for i, (layer, name) in enumerate(zip(layers, names, strict=True)))
 
 
 #: Weight regularisers by DeepCrime's names, with the factor 0.01 that Keras 2's

@@ -826,6 +826,25 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
 
 
 @pytest.mark.train
+def test_a_model_whose_graph_keras_does_not_keep_is_a_clear_error(keras):
+    """Operators follow a model's graph: a Sequential model never built and a
+    subclassed model have none to follow."""
+    class Subclassed(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(3)
+
+        def call(self, x):
+            return self.dense(x)
+
+    unbuilt = keras.Sequential([keras.layers.Dense(4), keras.layers.Dense(3)])
+    for model, message in [(unbuilt, "it is not built; start it with keras.Input"),
+                           (Subclassed(), r"it is a subclassed model \(Subclassed\)")]:
+        with pytest.raises(ProbmutError, match=message):
+            _bound("GF", model)
+
+
+@pytest.mark.train
 def test_remove_validation_set_trains_on_the_validation_set_too(keras, monkeypatch):
     """DeepCrime's lenet fits with validation_split=0.1 and its remove_validation_set
     mutant with 0: the mutant trains on all the data, and early stopping, which needs

@@ -405,7 +405,10 @@ def bind(mutation: Mutation, model, task: str = "classification",
     if operator.layer_kind is None:
         return [mutation]
     what, fits = LAYER_KIND[operator.layer_kind]
-    model_graph = graph(model)
+    try:
+        model_graph = graph(model)
+    except ProbmutError as error:
+        raise ProbmutError(f"{label}: {error}", option="mutation") from None
     layers, index = model_graph.layers, mutation.params["layer"]
     if index is None and operator.scope == NETWORK:
         index = NETWORK
