@@ -303,9 +303,14 @@ def _rebuilt(model, new_layers):
             x = extra(x)
         return x
 
-    # a view of the same graph that was never compiled, so that the copy is not compiled
+    # a view of the same graph that was never compiled, so that the copy is not compiled;
+    # new inputs named as the model's input layers
     view = keras.Model(model.input, model.output, name=model.name)
-    return keras.models.clone_model(view, clone_function=clone, call_function=call)
+    inputs = keras.tree.map_structure(
+        lambda t: keras.Input(batch_shape=t.shape, dtype=t.dtype,
+                              name=t._keras_history.operation.name), model.input)
+    return keras.models.clone_model(view, input_tensors=inputs, clone_function=clone,
+                                    call_function=call)
 
 
 def copy_weights(placed) -> None:
