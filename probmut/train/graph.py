@@ -195,15 +195,16 @@ def _passed(call: Call, carried: list, graph: Graph) -> np.ndarray | None:
     """The neuron each position of ``call``'s output carries, from what its inputs carry
     (None where an input carries none); None if the call mixes them with other values."""
     out = graph.shapes[call.outputs[0]] if len(call.outputs) == 1 else None
-    none = [np.full(graph.shapes[k], -1) if c is None else c for k, c in zip(call.inputs, carried,
-                                                                             strict=True)]
+    owners = [np.full(graph.shapes[k], -1) if c is None else c
+              for k, c in zip(call.inputs, carried, strict=True)]
     routes = traits_of(call.layer).neurons
-    if out is None or (len(call.inputs) > 1 and routes != "concatenate"):
+    if out is None or not _channels_last(call.layer) or (len(call.inputs) > 1
+                                                         and routes != "concatenate"):
         return None
     if routes == "concatenate":
         axis = call.layer.axis
-        return np.concatenate(none, axis=axis - 1 if axis > 0 else axis)
-    (owner,) = none
+        return np.concatenate(owners, axis=axis - 1 if axis > 0 else axis)
+    (owner,) = owners
     if kind(call.layer) == "Activation" and not elementwise(call.layer.activation):
         return None
     if routes == "elementwise" and owner.shape == out:
@@ -217,7 +218,13 @@ def _passed(call: Call, carried: list, graph: Graph) -> np.ndarray | None:
     return None
 
 
+def _channels_last(layer) -> bool:
+    return getattr(layer, "data_format", "channels_last") == "channels_last"
+
+
 def _routes(graph: Graph, layer):
+    if not _channels_last(layer):
+        return None
     carried = {}
     for call in graph.calls_of(layer):
         for k in call.outputs:
@@ -231,7 +238,8 @@ def _routes(graph: Graph, layer):
         if has_kernel(call.layer):
             owner = found[0]
             per_row = owner.reshape(-1, owner.shape[-1])
-            if len(found) > 1 or not np.all(per_row == per_row[:1]):
+            if len(found) > 1 or not _channels_last(call.layer) or not np.all(
+                    per_row == per_row[:1]):
                 return None  # a row carries several neurons, or a neuron and other values
             rows.setdefault(id(call.layer), [call.layer, []])[1].append(per_row[0])
             continue

@@ -66,15 +66,19 @@ class Subject:
 _SUBJECTS: dict[str, Subject] = {}
 
 
-@pytest.fixture(scope="module", params=list(shapes.INPUTS))
-def subject(request):
+def _subject(shape) -> Subject:
     pytest.importorskip("tensorflow")
     from probmut.train.backends import configure_tensorflow
 
     configure_tensorflow(1)  # as a run sizes it, before the first model is built
-    if request.param not in _SUBJECTS:
-        _SUBJECTS[request.param] = Subject(request.param)
-    return _SUBJECTS[request.param]
+    if shape not in _SUBJECTS:
+        _SUBJECTS[shape] = Subject(shape)
+    return _SUBJECTS[shape]
+
+
+@pytest.fixture(scope="module", params=list(shapes.INPUTS))
+def subject(request):
+    return _subject(request.param)
 
 
 def _counts(preview):
@@ -119,12 +123,10 @@ def test_every_model_level_operator_is_legal_and_counts_over_the_whole_graph(sub
     assert setting.endswith(": activation") and change[1] == "linear"
 
 
-def test_the_published_targets_reach_nested_layers(subject):
+def test_the_default_targets_reach_nested_layers():
     """On the nested model the layer operators' first fitting hidden layer is inside the
     block: the table opens nested models."""
-    if subject.shape != "nested":
-        pytest.skip("the nested model only")
-    found = subject.preview()
+    found = _subject("nested").preview()
     assert found["layer_deactivation"]["target"] == "layer 3 block/dense_2 (Dense)"
     assert found["remove_activation_trained"]["target"] == "layer 2 block/dense_1 (Dense)"
 
