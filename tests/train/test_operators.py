@@ -922,6 +922,9 @@ def test_a_compiled_user_models_own_loss_and_learning_rate_are_the_healthy_setti
     healthy = build_model(spec, DIMS["digits_cnn"], spec.config)
     assert healthy.loss is own_loss_model.smoothed
     assert build_model(spec, DIMS["digits_cnn"], spec.config.replace(loss="mse")).loss == "mse"
+    from probmut.train.stack.eligibility import stack_problem
+
+    assert "the model's own object 'smoothed'" in stack_problem(healthy, spec.config)
     mutant = _mutate(healthy, "AFRm")
     assert mutant.loss is own_loss_model.smoothed and mutant.layers[1].activation.__name__ \
         == "linear"
