@@ -34,6 +34,7 @@ from pathlib import Path
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
+from probmut.io.files import read_input_text
 
 #: The repository's bundled data (the paper's populations).
 BUNDLED_DATA = Path(__file__).resolve().parents[2] / "raw_data"
@@ -147,14 +148,10 @@ class Manifest:
     def load(cls, path=None) -> Manifest:
         """Read a manifest (default: :func:`default_manifest`)."""
         path = Path(path) if path else default_manifest()
-        if not path.is_file():
-            problem = "is a directory" if path.is_dir() else "manifest not found"
-            raise ProbmutError(f"{path}: {problem}; give the manifest's TOML file",
+        if not os.path.lexists(path):
+            raise ProbmutError(f"{path}: manifest not found; give the manifest's TOML file",
                                option="manifest")
-        try:
-            content = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as error:
-            raise ProbmutError(f"{path}: not a valid TOML manifest ({error})") from None
+        content = _read_toml(path)
         models = content.get("models")
         if not isinstance(models, dict) or not models:
             raise ProbmutError(f"{path}: no [models.NAME] tables")
@@ -225,6 +222,25 @@ class Manifest:
         for m in [model] if model else self.model_names():
             for name in self.mutation_names(m):
                 yield self.mutation(m, name)
+
+
+#: The largest manifest read: thousands of mutations take a few megabytes.
+MAX_FILE_BYTES = 64 * 2**20
+
+
+def _read_toml(path: Path) -> dict:
+    """A manifest's TOML document (a byte-order mark allowed); a population file or any
+    other text given instead is refused, saying what it is."""
+    text = read_input_text(path, "a manifest's TOML file", MAX_FILE_BYTES)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        first = text.split("\n", 1)[0].strip().lower()
+        if first.split(";")[0] in ("true_label", "true_labels") or {
+                "instance", "accuracy"} <= {cell.strip() for cell in first.split(",")}:
+            raise ProbmutError(f"{path}: a population file, not a manifest; give a run's "
+                               "folder or its manifest.toml") from None
+        raise ProbmutError(f"{path}: not a valid TOML manifest ({error})") from None
 
 
 def _toml_value(value) -> str:
@@ -319,7 +335,7 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     True
     """
     path = Path(path)
-    content = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    content = _read_toml(path) if path.exists() else {}
     entry = content.setdefault("models", {}).setdefault(model, {})
     entry.update(healthy=healthy, description=description)
     if data is not None:
