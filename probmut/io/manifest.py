@@ -27,7 +27,9 @@ data, one written by hand) says nothing about it::
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +93,47 @@ class MutationEntry:
                                    f"{m}: {why}" for m, why in self.removed.items()))
 
 
+#: A magnitude that is a plain decimal number (``010``, ``3.1``, ``1e-3``), compared as one.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def magnitude_key(magnitude) -> tuple:
+    """What makes two magnitudes the same: the value before any ``@TARGET``, as a number
+    when it is a plain decimal number, else as text (``0.05_1``, ``elu``), and the target.
+
+    >>> magnitude_key("010") == magnitude_key(10) == magnitude_key("10.0")
+    True
+    >>> magnitude_key("0.05_1"), magnitude_key(" 3.1@2")
+    (('0.05_1', ''), (3.1, '2'))
+    """
+    value, _, target = str(magnitude).strip().partition("@")
+    if _NUMBER.fullmatch(value) and math.isfinite(number := float(value)):
+        return number, target
+    return value, target
+
+
+def repeated_magnitudes(magnitudes) -> str | None:
+    """What is repeated among ``magnitudes`` (one text, or numbers spelled differently),
+    said in words; None when each is there once.
+
+    >>> repeated_magnitudes(["weak", "strong", "strong"])
+    "'strong' is given 2 times"
+    >>> repeated_magnitudes(["10", "3.1", "010"])
+    "'10' and '010' are the same number"
+    >>> repeated_magnitudes(["3.1", "9.29"]) is None
+    True
+    """
+    groups: dict = {}
+    for magnitude in magnitudes:
+        groups.setdefault(magnitude_key(magnitude), []).append(str(magnitude))
+    for same in groups.values():
+        if len(same) > 1:
+            if len(set(same)) == 1:
+                return f"{same[0]!r} is given {len(same)} times"
+            return " and ".join(map(repr, dict.fromkeys(same))) + " are the same number"
+    return None
+
+
 def _check_model(path: Path, model: str, entry) -> None:
     """The structure a model's table must have; a clear error naming what is wrong."""
     where = f"{path}: [models.{model}]"
@@ -124,6 +167,8 @@ def _check_model(path: Path, model: str, entry) -> None:
                            for m in magnitudes)):
             raise ProbmutError(f"{here}: 'magnitudes' must be a non-empty list of magnitudes "
                                f"(strings or numbers), got {magnitudes!r}")
+        if (repeated := repeated_magnitudes(magnitudes)) is not None:
+            raise ProbmutError(f"{here}: magnitude {repeated}; list each magnitude once")
         if not isinstance(spec.get("paired", False), bool):
             raise ProbmutError(f"{here}: 'paired' must be true or false")
         for key, kind in (("flags", list), ("survivors", str), ("removed", str)):
@@ -348,6 +393,12 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
                                        "pattern": f"{name}_{{magnitude}}.csv",
                                        "magnitudes": []})
         if magnitude not in spec["magnitudes"]:
+            same = [m for m in spec["magnitudes"]
+                    if magnitude_key(m) == magnitude_key(magnitude)]
+            if same:
+                raise ProbmutError(f"{path}: {name} holds the magnitude {same[0]!r}, the same "
+                                   f"as {magnitude!r}: give it as {same[0]} to add to it, or "
+                                   "write to another directory", option="mutation")
             spec["magnitudes"].append(magnitude)
         if found:
             spec.setdefault("flags", {})[magnitude] = list(found[0])

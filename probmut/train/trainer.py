@@ -40,6 +40,7 @@ from pathlib import Path
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory
+from probmut.io.manifest import repeated_magnitudes
 from probmut.train import backends
 from probmut.train.datasets import (
     DOWNLOAD_TIMEOUT,
@@ -123,6 +124,7 @@ def train_populations(
     """
     out = Path(out)
     parsed = _parsed(mutations)
+    _refuse_repeated(parsed)
     instances = _check_modes(instances, parsed, search, until_settled, sample, max_instances,
                              max_error_rate, resolution, decision, level)
     _check_settings(instances=instances, jobs=jobs, threads=threads, epochs=epochs,
@@ -315,6 +317,17 @@ def _data_source(dataset, data, image_size, test_split, validation_split):
                "validation_split": validation_split}
     check_data_arguments(source, **options)
     return source, options
+
+
+def _refuse_repeated(mutations: list[Mutation]) -> None:
+    """Each magnitude of an operator once: ``010`` and ``10`` are one population."""
+    by_operator: dict[str, list[str]] = {}
+    for mutation in mutations:
+        by_operator.setdefault(mutation.operator.name, []).append(mutation.magnitude)
+    for name, magnitudes in by_operator.items():
+        if (repeated := repeated_magnitudes(magnitudes)) is not None:
+            raise ProbmutError(f"{name}: magnitude {repeated}; give each magnitude once",
+                               option="mutation")
 
 
 def _parsed(mutations) -> list[Mutation]:

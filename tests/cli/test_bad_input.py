@@ -268,8 +268,9 @@ def test_kill_rates_that_are_not_numbers(capsys, tmp_path):
 
 
 def test_output_into_a_closed_pipe_stops_quietly():
-    script = (f"{sys.executable} -m probmut kill {HEALTHY} {MUTANT} {MUTANT} {MUTANT} --json "
-              "| head -c 10")
+    mutants = " ".join(str(RAW / "mnist" / f"results_mnist_delete_training_data_mutated0_MP_{m}"
+                                      ".csv") for m in ("3.1", "9.29", "12.38"))
+    script = f"{sys.executable} -m probmut kill {HEALTHY} {mutants} --json | head -c 10"
     result = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
                             text=True)
     assert result.stdout == '{\n  "resul'
@@ -285,8 +286,9 @@ def test_a_population_too_small_is_named(capsys, tmp_path):
                    says="one.csv: 1 instance(s), fewer than the sample size k = 20")
     assert line.endswith("(--sample)")
     refused(capsys, "repeat", HEALTHY, one, says="one.csv: only 1 of its instances")
-    refused(capsys, "repeat", one, one, says="one.csv: 1 instance(s); the sound and unknown "
-                                             "pools need 20 each")
+    other = tidy(tmp_path / "other.csv", [(0, 0.9)])  # one file twice is refused first
+    refused(capsys, "repeat", one, other, says="one.csv: 1 instance(s); the sound and unknown "
+                                               "pools need 20 each")
 
 
 def test_mce_needs_two_repetitions(capsys):
@@ -590,3 +592,73 @@ def test_an_error_names_the_option_as_the_command_calls_it():
     assert _flag_of(recommend, "draws") == "--populations"
     assert _flag_of(recommend, "level") == "--level"
     assert _flag_of(_parse(parser, ["train"]), "round_size") == "--round"
+
+
+# --- issue 44: nothing counted twice, nothing read forever, messages that say what it is ------
+
+def _manifest_of(tmp_path, magnitudes: str, bom: bool = False):
+    """A manifest of model a, mutation x at ``magnitudes`` (a TOML list), each magnitude's
+    file a copy of MUTANT."""
+    for magnitude in ("weak", "strong", "10", "010"):
+        (tmp_path / f"x_{magnitude}.csv").write_bytes(MUTANT.read_bytes())
+    text = (f'[models.a]\nhealthy = "{HEALTHY}"\n[models.a.mutations.x]\n'
+            f'pattern = "x_{{magnitude}}.csv"\nmagnitudes = {magnitudes}\n')
+    path = tmp_path / "m.toml"
+    path.write_bytes(("\ufeff" if bom else "").encode() + text.encode())
+    return ["--manifest", path, "--model", "a", "--mutation", "x"]
+
+
+@pytest.mark.parametrize("magnitudes, says", [
+    ('["weak", "strong", "strong", "strong"]', "magnitude 'strong' is given 3 times; list each "
+                                               "magnitude once"),
+    ('["10", "010"]', "magnitude '10' and '010' are the same number"),
+    ("[10, 10.0]", "magnitude '10' and '10.0' are the same number"),
+])
+def test_a_magnitude_listed_twice_in_a_manifest_is_refused(capsys, tmp_path, magnitudes, says):
+    """It was counted again: 4 mutants and a score of 0.781 where 2 gave 0.571."""
+    for command in ("kill", "posterior"):
+        refused(capsys, command, *_manifest_of(tmp_path, magnitudes), "--no-plot"
+                if command == "posterior" else "--json", says=says)
+
+
+def test_a_run_never_lists_one_magnitude_under_two_spellings(tmp_path):
+    """``train --mutation op:10`` into a run that has ``op:010``: the same mutant, which
+    would train again with other seeds."""
+    from probmut.errors import ProbmutError
+    from probmut.io.manifest import Manifest, add_to_manifest
+
+    path = tmp_path / "manifest.toml"
+    add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "010", False)])
+    add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "010", False)])  # a resume
+    with pytest.raises(ProbmutError, match="x holds the magnitude '010', the same as '10': "
+                                           "give it as 010"):
+        add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "10", False)])
+    assert Manifest.load(path).mutation("m", "x").magnitudes == ("010",)
+
+
+def test_a_population_given_twice_is_refused(capsys, tmp_path):
+    refused(capsys, "posterior", HEALTHY, MUTANT, MUTANT, "--no-plot", *FAST,
+            says=f"{MUTANT} is given twice; give each population file once")
+    again = tmp_path / "again.csv"
+    again.symlink_to(MUTANT)
+    refused(capsys, "kill", HEALTHY, MUTANT, again,
+            says=f"{MUTANT} and {again} are the same file")
+    refused(capsys, "kill", "--model", "mnist", "--mutation", "delete_training_data",
+            "--magnitudes", "3.1,9.29,3.1", says="magnitude '3.1' is given 2 times; give each "
+                                                  "magnitude once (--magnitudes)")
+
+
+def test_a_device_given_as_a_population_is_refused_at_once(capsys):
+    refused(capsys, "kill", HEALTHY, "/dev/zero",
+            says="/dev/zero: a device, not a regular file; give a population CSV file")
+
+
+def test_a_manifest_with_a_byte_order_mark_is_read(capsys, tmp_path):
+    code, out, err = run(capsys, "kill", *_manifest_of(tmp_path, '["weak"]', bom=True))
+    assert code == 0 and "weak" in out, err
+
+
+def test_a_population_file_given_for_a_run_is_named_as_one(capsys):
+    refused(capsys, "symptoms", HEALTHY, "--no-plot",
+            says=f"{HEALTHY}: a population file, not a manifest; give a run's folder or its "
+                 "manifest.toml")

@@ -115,7 +115,9 @@ def test_bad_input_exits_2_with_a_message_naming_the_problem(capsys, tmp_path):
     angles = RAW / "lenet" / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv"
     assert "outside [0, 1]" in _bad(capsys, "kill", healthy, angles)
     small = DC / "results_mnist_original_dc.csv"
-    err = _bad(capsys, "posterior", small, small, "--sample", "25", "--no-plot")
+    copy = tmp_path / "copy.csv"  # one file twice is refused first
+    copy.write_bytes(small.read_bytes())
+    err = _bad(capsys, "posterior", small, copy, "--sample", "25", "--no-plot")
     assert "results_mnist_original_dc.csv: 20 instance(s), fewer than the sample size k = 25" \
         in err and "(--sample)" in err
 

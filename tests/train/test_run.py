@@ -215,6 +215,11 @@ def test_resume_refuses_other_settings(digits_run):
     (["--architecture", "os:getcwd"], "getcwd((8, 8, 1), 10) failed"),
     (["--architecture", ":build"], "cannot import build from  (ValueError: Empty module name)"),
     (["--mutation", "change_loss_function:nosuch"], "unknown Keras loss 'nosuch'"),
+    # issue 44: one population under two spellings would train twice, with two seeds
+    (["--mutation", "delete_training_data:010,10"], "delete_training_data: magnitude '010' and "
+                                                    "'10' are the same number"),
+    (["--mutation", "delete_training_data:10", "--mutation", "delete_training_data:10.0"],
+     "are the same number"),
 ])
 def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsys, args, message):
     pytest.importorskip("tensorflow")
