@@ -201,8 +201,9 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
                             f"(default: {defaults.LEVEL})")
     group.add_argument("--looks", type=comma_list(int, "instance counts"),
                        metavar="N1,N2,...",
-                       help="instances per side at which you look at the verdict, this pilot's "
-                            "size among them (e.g. 20,30,...,200 when judging after every "
+                       help="instances per side at which you look at the verdict, in "
+                            "increasing order, this pilot's size among them (e.g. "
+                            "20,30,...,200 when judging after every "
                             "round of 10): the verdict then settles only at the level that "
                             "keeps wrong settled verdicts under 1 - LEVEL over all the looks "
                             "(default: this pilot only)")

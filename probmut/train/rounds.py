@@ -127,6 +127,9 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
         return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
                 "draws": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
+    # failed instances (dropped) can leave n between two planned looks: it is then one
+    # more look of the plan, which only raises every threshold
+    looks = looks if n in looks else sorted({*looks, n})
     advice = recommend(healthy, mutant, settings, sizes=(), level=level,
                        max_instances=max_instances, looks=looks, paired=paired, seed=seed,
                        cache=cache, name=mutation.stem)

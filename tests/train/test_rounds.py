@@ -6,6 +6,7 @@ mutants following healthy ids, the round records, and resuming after an interrup
 One end-to-end run on digits goes through the real trainer and command.
 """
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -136,6 +137,28 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert "round 1: healthy 5;" in capsys.readouterr().err
     # Each instance was trained once.
     assert len(backend.trained) == len(set(backend.trained)) == report.trained
+
+
+class OneDiverges(SyntheticBackend):
+    """change_label_20's instance 6 diverges (recorded, not counted): its second round
+    has 9 usable instances."""
+
+    def _result(self, assignment):
+        result = super()._result(assignment)
+        if (assignment.population, assignment.instance) == ("change_label_20", 6):
+            result = dataclasses.replace(result, status="diverged")
+        return result
+
+
+def test_a_round_short_of_its_target_is_one_more_look_of_the_plan(tmp_path):
+    """A verdict on 9 instances where the plan looks at 10: recommend refuses a plan
+    without the pilot's size (issue 44), so the round adds its look, a stricter plan."""
+    with pytest.warns(UserWarning, match="failed instance"):
+        report = _run(tmp_path, OneDiverges())
+    second = report.rounds[1]["verdicts"]["change_label_20"]
+    assert second["instances"] == 9 and second["verdict"] != "too few instances"
+    assert second["threshold"] == settle_threshold(9, [5, 9, 10, 15, 20])
+    assert second["threshold"] > settle_threshold(9, [5, 10, 15, 20])
 
 
 def test_resume_after_an_interruption_gives_the_same_rounds(tmp_path):
