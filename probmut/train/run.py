@@ -12,8 +12,9 @@ Layout of an output directory ``OUT``::
     OUT/.work/{population}/{id}.npz        one record per finished instance
     OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
 
-Every file is written to a temporary name and renamed, so a run killed at any moment
-leaves only whole files; running the same command again trains only what is missing.
+Every file is written to a temporary name and renamed, so a run killed at any moment,
+or stopped by a full disk, leaves only whole files; running the same command again
+trains only what is missing.
 An instance that crashed or timed out is recorded like any other (its symptom record,
 :mod:`probmut.io.records`) and is not trained again unless ``retry_failed``.
 """
@@ -35,11 +36,13 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import (
+    DiskFullError,
     LockedError,
     atomic_write,
     atomic_write_bytes,
     exclusive,
     remove_orphans,
+    together,
 )
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.completeness import IncompleteRunWarning
@@ -87,9 +90,13 @@ def model_path(out: Path, population: str, instance: int) -> Path:
 
 def _save_record(out: Path, result: InstanceResult) -> None:
     correct = np.zeros(0, bool) if result.correct is None else result.correct
-    if result.model_bytes is not None:  # before the record: a record means "done"
+    # the model and the weights before the record: a record means "done", with both
+    if result.model_bytes is not None:
         atomic_write_bytes(model_path(out, result.population, result.instance),
                            result.model_bytes)
+    if result.weights is not None:
+        write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
+                      **{f"arr_{k}": w for k, w in enumerate(result.weights)})
     match = {} if result.match is None else {"match": np.array(result.match)}
     write_checked(_record_path(out, result.population, result.instance),
                   _record_key(result.population, result.instance),
@@ -101,9 +108,6 @@ def _save_record(out: Path, result: InstanceResult) -> None:
                   initial_loss=np.float64(result.initial_loss),
                   constant=np.int8(-1 if result.constant is None else int(result.constant)),
                   **match)
-    if result.weights is not None:
-        write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
-                      **{f"arr_{k}": w for k, w in enumerate(result.weights)})
 
 
 def _load_record(out: Path, population: str, instance: int):
@@ -604,6 +608,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
     matches = {}  # per assembled population, its instances' matches (see assemble)
     interrupts = _Interrupts()
+    disk_full = False  # the run stopped on a full disk: what follows may meet it again
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
@@ -617,11 +622,16 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                     bar.write(f"probmut train: {idle}", file=sys.stderr)
             for index, outcome in backend.map_unordered(train_unit, units):
                 assignments = units[index][0]
-                for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)), strict=True):
-                    if isinstance(result, BaseException):
-                        seconds = timeout if isinstance(result, InstanceTimeout) else math.nan
-                        result = _failure(assignment, result, seconds)
-                    _save_record(out, result)
+                results = [_failure(assignment, result, timeout if isinstance(
+                               result, InstanceTimeout) else math.nan)
+                           if isinstance(result, BaseException) else result
+                           for assignment, result in zip(
+                               assignments, _per_assignment(outcome, len(assignments)),
+                               strict=True)]
+                with together():  # a stack's records: all or none (a full disk half-way)
+                    for result in results:
+                        _save_record(out, result)
+                for assignment, result in zip(assignments, results, strict=True):
                     report.trained += 1
                     report.trained_per_population[assignment.population] = \
                         report.trained_per_population.get(assignment.population, 0) + 1
@@ -640,21 +650,28 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 bar.update(len(assignments))
                 if interrupts.requested:
                     raise KeyboardInterrupt
+    except DiskFullError:
+        disk_full = True
+        raise
     finally:
         interrupts.restore()
         bar.close()
         report.seconds = time.perf_counter() - start
-        for stem in populations:
-            if stem not in matches:
-                matches[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
-        report.counts = {stem: len(matches[stem]) for stem in populations}
-        report.flags = {stem: assembled_flags(out, stem, dataset, m, matches[stem])
-                        for stem, m in populations.items() if report.counts[stem]}
-        if max_error_rate is not None:
-            report.removed = removed_by_quality_control(out, mutations, max_error_rate,
-                                                        report.counts)
-        _write_manifest(out, name, settings, mutations, targets, provenance, report.flags,
-                        report.removed)
+        try:  # the files of what is done; on a full disk, the resume writes them
+            for stem in populations:
+                if stem not in matches:
+                    matches[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
+            report.counts = {stem: len(matches[stem]) for stem in populations}
+            report.flags = {stem: assembled_flags(out, stem, dataset, m, matches[stem])
+                            for stem, m in populations.items() if report.counts[stem]}
+            if max_error_rate is not None:
+                report.removed = removed_by_quality_control(out, mutations, max_error_rate,
+                                                            report.counts)
+            _write_manifest(out, name, settings, mutations, targets, provenance, report.flags,
+                            report.removed)
+        except DiskFullError:
+            if not disk_full:
+                raise
     return report
 
 

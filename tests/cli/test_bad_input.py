@@ -20,7 +20,7 @@ from probmut.cli import main
 from probmut.io.cache import Cache, DamagedCacheWarning, cache_key
 from probmut.io.outcomes import save_outcomes
 
-from ..conftest import RAW
+from ..conftest import FULL_RUN, RAW, write_run
 
 HEALTHY = RAW / "mnist" / "results_mnist_original.csv"
 MUTANT = RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_9.29.csv"
@@ -662,3 +662,30 @@ def test_a_population_file_given_for_a_run_is_named_as_one(capsys):
     refused(capsys, "symptoms", HEALTHY, "--no-plot",
             says=f"{HEALTHY}: a population file, not a manifest; give a run's folder or its "
                  "manifest.toml")
+
+
+def test_a_full_disk_is_one_line_naming_the_file(capsys, tmp_path, full_disk):
+    """OSError 28 ended posterior --plot and report --out in a traceback."""
+    full_disk(f"{tmp_path}/")
+    figure = tmp_path / "figure.png"
+    refused(capsys, "posterior", HEALTHY, MUTANT, *FAST, "--plot", figure,
+            says=f"{figure}: cannot write it: No space left on device; free some space and try "
+                 "again, or write elsewhere")
+    assert not list(tmp_path.iterdir())  # nothing half-written
+    run_folder = write_run(tmp_path.parent / f"{tmp_path.name}_run", FULL_RUN)
+    page = tmp_path / "page.html"
+    line = refused(capsys, "report", run_folder, "--sample", "5", "--bootstraps", "10",
+                   "--trials", "10", "--no-verdicts", "--quiet", "--out", page,
+                   says=f"{page}: cannot write it: No space left on device")
+    assert not list(tmp_path.iterdir())
+    assert "completed work is kept" not in line  # nothing to resume
+
+
+def test_a_full_disk_under_a_cache_is_a_warning(capsys, tmp_path, full_disk):
+    """recommend's cache only saves time: the results still come, with one warning."""
+    full_disk(str(tmp_path))
+    code, out, err = run(capsys, "recommend", HEALTHY, MUTANT, "--pilot", "25", "--sizes", "25",
+                         "--populations", "20", *FAST, "--cache", tmp_path / "cache")
+    assert code == 0 and "verdict:" in out, err
+    warned = [line for line in err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "No space left on device; the cache in" in warned[0], err

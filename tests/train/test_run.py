@@ -357,6 +357,35 @@ def test_a_damaged_record_is_trained_again_and_the_others_kept(tmp_path):
     assert np.array_equal(read_population(out / "healthy.csv")[2], accuracies)  # same seed
 
 
+@pytest.mark.slow
+def test_a_full_disk_stops_a_run_that_resumes_to_the_same_files(tmp_path, capsys, full_disk):
+    """OSError 28 while saving an instance ended train in a traceback (issue 44): now one
+    line naming the file, exit 2; the stacks saved before are kept, the stack being saved
+    is not half-kept (its records appear together), and once space is freed the same
+    command gives the files of a run that never stopped."""
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+    from probmut.io.populations import read_instances
+
+    train = ["train", *FAST, "--instances", "4", "--stack", "2", "--out"]  # 2 stacks
+    assert main([*train, str(tmp_path / "whole")]) == 0
+    out = tmp_path / "full"
+    full_disk(f"{out}/.work/weights/healthy/00003.npz")  # the second stack's last write
+    assert main([*train, str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"probmut train: error: {out}/.work/weights/healthy/00003.npz: cannot write "
+                   "it: No space left on device; free some space and try again, or write "
+                   "elsewhere; completed work is kept: the same command resumes"]
+    assert sorted(p.name for p in (out / ".work" / "healthy").glob("*.npz")) == [
+        "00000.npz", "00001.npz"]
+    assert not list(out.rglob("*.tmp*"))
+    full_disk.free()
+    assert main([*train, str(out)]) == 0
+    assert "2 were already done" in capsys.readouterr().out
+    assert same_but_seconds(read_instances(out / "healthy.csv"),
+                            read_instances(tmp_path / "whole" / "healthy.csv"))
+
+
 def test_two_runs_on_one_output_directory_do_not_interleave(tmp_path):
     pytest.importorskip("tensorflow")
     from probmut.io.atomic import exclusive
