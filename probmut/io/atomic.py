@@ -198,8 +198,9 @@ def exclusive(directory, name: str = ".lock"):
 
     The operating system releases the lock when the process ends, however it ends, so a
     killed run never leaves a stale lock. A second holder gets :class:`LockedError` at
-    once, with the first one's process id in its message. (POSIX only; elsewhere the
-    block runs unlocked.)
+    once, with the first one's process id in its message; within the process that holds
+    it, a nested block on the same lock just runs. (POSIX only; elsewhere the block runs
+    unlocked.)
     """
     try:
         import fcntl
@@ -207,6 +208,10 @@ def exclusive(directory, name: str = ".lock"):
         yield
         return
     path = Path(directory) / name
+    held = str(path.resolve())
+    if held in _HELD:  # this process holds it already
+        yield
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
         try:
@@ -219,10 +224,17 @@ def exclusive(directory, name: str = ".lock"):
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
+        _HELD.add(held)
         try:
             yield
         finally:
+            _HELD.discard(held)
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: The locks this process holds (resolved paths), so that a nested block does not lock
+#: itself out.
+_HELD: set[str] = set()
 
 
 def remove_orphans(directory) -> int:

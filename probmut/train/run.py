@@ -21,6 +21,7 @@ An instance that crashed or timed out is recorded like any other (its symptom re
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -518,10 +519,19 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
                    timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed,
                    max_error_rate=max_error_rate, unstackable=unstackable)
+    with run_lock(out):
+        return _run_populations(settings, mutations, instances, out, backend, dataset, name,
+                                **options)
+
+
+@contextlib.contextmanager
+def run_lock(out: Path):
+    """Hold the lock of the run in ``out`` for the block: another process training into
+    it is refused at once (one line, with its process id). Taken again inside the block,
+    it just runs (:func:`probmut.io.atomic.exclusive`)."""
     try:
-        with exclusive(out / ".work", "lock"):
-            return _run_populations(settings, mutations, instances, out, backend, dataset,
-                                    name, **options)
+        with exclusive(Path(out) / ".work", "lock"):
+            yield
     except LockedError as error:
         raise ProbmutError(f"{out}: another probmut train is writing to this directory "
                            f"({error}); wait for it to finish or write elsewhere",

@@ -54,7 +54,7 @@ from probmut.train.legality import needs_keras, prepare
 from probmut.train.models import MODELS, resolve_model, task_of
 from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.preflight import Preflight, preflight
-from probmut.train.run import RunReport, recorded_stack, run_populations
+from probmut.train.run import RunReport, recorded_stack, run_lock, run_populations
 from probmut.train.work import RunSettings
 
 #: The base seed when none is given: the command line's default.
@@ -144,54 +144,57 @@ def train_populations(
         resolution = abs(high - low) / 16 if resolution is None else resolution
     _check_installed(backend, jobs, threads)
     _check_out(out)
-    if stack is None:
-        stack = recorded_stack(out)  # a resumed run keeps its size; None: auto
-    name = name or out.resolve().name
-    overrides = {key: value for key, value in {"epochs": epochs, "batch_size": batch_size,
-                 "learning_rate": learning_rate, "patience": patience}.items()
-                 if value is not None}
-    runner = backends.make_backend(backend, jobs=jobs, threads=threads, timeout=timeout,
-                                   address=address, cpus_per_task=cpus_per_task,
-                                   gpus_per_task=gpus_per_task)
-    with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
-        loaded = _load(source, data_options, architecture, threads, download_timeout, keras=False)
-        checked, unchecked = _checked_here(parsed, loaded)
-    with runner:
-        runner.share(dataset=loaded)
-        found = _preflight(runner, architecture, overrides, checked, unchecked, stack)
-        if found.choice is not None and found.choice.why:
-            print(f"probmut train: automatic stack size: one instance at a time: "
-                  f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
-        stems = [m.stem for m in found.mutations]
-        if len(set(stems)) != len(stems):
-            raise ProbmutError(f"a mutation magnitude is given twice: {stems}",
-                               option="mutation")
-        size = found.stack if stack is None else stack
-        settings = RunSettings(dataset=source, model=architecture, config=found.config, seed=seed,
-                               stack=size)
-        options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
-                       timeout=timeout, retry_failed=retry_failed)
-        if search:
-            from probmut.train.search import run_search
+    # a run already in out: its lock first, so that a second train is refused before
+    # TensorFlow loads (run_populations takes it again, or first for a new run)
+    with run_lock(out) if (out / ".work").is_dir() else contextlib.nullcontext():
+        if stack is None:
+            stack = recorded_stack(out)  # a resumed run keeps its size; None: auto
+        name = name or out.resolve().name
+        overrides = {key: value for key, value in {"epochs": epochs, "batch_size": batch_size,
+                     "learning_rate": learning_rate, "patience": patience}.items()
+                     if value is not None}
+        runner = backends.make_backend(backend, jobs=jobs, threads=threads, timeout=timeout,
+                                       address=address, cpus_per_task=cpus_per_task,
+                                       gpus_per_task=gpus_per_task)
+        with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
+            loaded = _load(source, data_options, architecture, threads, download_timeout, keras=False)
+            checked, unchecked = _checked_here(parsed, loaded)
+        with runner:
+            runner.share(dataset=loaded)
+            found = _preflight(runner, architecture, overrides, checked, unchecked, stack)
+            if found.choice is not None and found.choice.why:
+                print(f"probmut train: automatic stack size: one instance at a time: "
+                      f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
+            stems = [m.stem for m in found.mutations]
+            if len(set(stems)) != len(stems):
+                raise ProbmutError(f"a mutation magnitude is given twice: {stems}",
+                                   option="mutation")
+            size = found.stack if stack is None else stack
+            settings = RunSettings(dataset=source, model=architecture, config=found.config, seed=seed,
+                                   stack=size)
+            options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
+                           timeout=timeout, retry_failed=retry_failed)
+            if search:
+                from probmut.train.search import run_search
 
-            def check(mutations):  # each magnitude, bound and checked as a mutation is
-                more = _preflight(runner, architecture, overrides, *_checked_here(mutations, loaded),
-                                  size)
-                return list(more.mutations), more.unstackable
+                def check(mutations):  # each magnitude, bound and checked as a mutation is
+                    more = _preflight(runner, architecture, overrides, *_checked_here(mutations, loaded),
+                                      size)
+                    return list(more.mutations), more.unstackable
 
-            return run_search(settings, search, resolution, instances, out, runner, loaded,
-                              check, name=name, decision=decision or "posterior", **options)
-        options["unstackable"] = found.unstackable
-        if until_settled:
-            from probmut.bagging import PosteriorSettings
-            from probmut.train.rounds import train_until_settled
+                return run_search(settings, search, resolution, instances, out, runner, loaded,
+                                  check, name=name, decision=decision or "posterior", **options)
+            options["unstackable"] = found.unstackable
+            if until_settled:
+                from probmut.bagging import PosteriorSettings
+                from probmut.train.rounds import train_until_settled
 
-            return train_until_settled(settings, list(found.mutations), out, runner, loaded,
-                                       name=name, analysis=PosteriorSettings(sample=sample),
-                                       round_size=round_size, max_instances=max_instances,
-                                       level=level, seed=seed, **options)
-        return run_populations(settings, list(found.mutations), instances, out, runner, loaded,
-                               name=name, max_error_rate=max_error_rate, **options)
+                return train_until_settled(settings, list(found.mutations), out, runner, loaded,
+                                           name=name, analysis=PosteriorSettings(sample=sample),
+                                           round_size=round_size, max_instances=max_instances,
+                                           level=level, seed=seed, **options)
+            return run_populations(settings, list(found.mutations), instances, out, runner, loaded,
+                                   name=name, max_error_rate=max_error_rate, **options)
 
 
 def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | None = None,

@@ -1,6 +1,6 @@
 """The one writer (probmut.io.atomic): a full disk is one error naming the file, the old
 file kept and nothing half-written left (issue 44); files written together appear
-together."""
+together; a run's lock, taken twice by its own process, does not lock it out."""
 
 import errno
 import warnings
@@ -10,7 +10,9 @@ import pytest
 
 from probmut.io.atomic import (
     DiskFullError,
+    LockedError,
     atomic_write_text,
+    exclusive,
     together,
 )
 from probmut.io.cache import Cache, CacheNotWrittenWarning, cache_key
@@ -51,6 +53,22 @@ def test_a_cache_on_a_full_disk_warns_once_and_stops_writing(tmp_path, full_disk
     assert [w.category for w in caught] == [CacheNotWrittenWarning]
     assert "No space left on device; the cache in" in str(caught[0].message)
     assert cache.get(cache_key("chunk", 0)) is None  # nothing stored, nothing damaged
+
+
+def test_a_lock_taken_again_by_its_holder_does_not_lock_it_out(tmp_path):
+    import subprocess
+    import sys
+
+    with exclusive(tmp_path, "lock"):
+        with exclusive(tmp_path, "lock"):  # e.g. train_populations, then run_populations
+            pass
+        other = subprocess.run(  # another process is refused at once
+            [sys.executable, "-c", "import sys; from probmut.io.atomic import exclusive\n"
+             f"with exclusive({str(tmp_path)!r}, 'lock'): sys.exit(0)"],
+            capture_output=True, text=True)
+        assert other.returncode == 1 and LockedError.__name__ in other.stderr
+    with exclusive(tmp_path, "lock"):  # released by the outer block only
+        pass
 
 
 def test_only_a_full_disk_becomes_a_disk_full_error(tmp_path, monkeypatch):

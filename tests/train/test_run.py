@@ -387,15 +387,21 @@ def test_a_full_disk_stops_a_run_that_resumes_to_the_same_files(tmp_path, capsys
 
 
 def test_two_runs_on_one_output_directory_do_not_interleave(tmp_path):
+    """The second is refused before TensorFlow loads (it took 13 s to refuse; issue 44)."""
     pytest.importorskip("tensorflow")
     from probmut.io.atomic import exclusive
 
     out = tmp_path / "busy"
+    script = ("import sys\nfrom probmut.cli import main\n"
+              f"code = main({['train', *FAST, '--instances', '2', '--out', str(out)]!r})\n"
+              "print('tensorflow' in sys.modules)\nsys.exit(code)")
     with exclusive(out / ".work", "lock"):  # as if another probmut train were running
-        result = probmut("train", *FAST, "--instances", 2, "--out", out, check=False)
+        result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env(),
+                                capture_output=True, text=True, timeout=600)
     assert result.returncode == 2
     assert "another probmut train is writing to this directory" in result.stderr
     assert f"locked by process {os.getpid()}" in result.stderr
+    assert result.stdout == "False\n"  # refused before TensorFlow was imported
 
 
 def same_but_seconds(first, second):
