@@ -192,6 +192,29 @@ def recorded_stack(out: Path) -> int | None:
         return None
 
 
+def setting_changes(before: dict, now: dict) -> list[str]:
+    """Each setting that differs, ``NAME BEFORE before, NOW now``, nested settings named
+    with dots (a data fingerprint shortened to 12 characters).
+
+    >>> setting_changes({"seed": 1, "config": {"epochs": 1, "loss": "mse"}},
+    ...                 {"seed": 1, "config": {"epochs": 3, "loss": "mse"}})
+    ['config.epochs 1 before, 3 now']
+    """
+    def flat(settings, prefix=""):
+        return {key: value for name, entry in settings.items()
+                for key, value in (flat(entry, f"{prefix}{name}.").items()
+                                   if isinstance(entry, dict) else [(prefix + name, entry)])}
+
+    def shown(key, value):
+        text = "none" if value is None else json.dumps(value) if isinstance(value, list) \
+            else str(value).lower() if isinstance(value, bool) else str(value)
+        return text[:12] if key.endswith("fingerprint") else text
+
+    old, new = flat(before), flat(now)
+    return [f"{key} {shown(key, old.get(key))} before, {shown(key, new.get(key))} now"
+            for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)]
+
+
 def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
@@ -203,16 +226,10 @@ def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
         # runs from before --stack, or from before the data was recorded (not checked)
         previous = {"stack": 1, "data": identity} | json.loads(path.read_text())
         if previous != current:
-            changed = sorted(k for k in current if previous.get(k) != current[k])
-            before = [previous.get(k) for k in changed if k != "data"]
-            if "data" in changed:
-                old = previous.get("data") or {}
-                before.append(f"data {old.get('name')} with {old.get('train')} training and "
-                              f"{old.get('test')} test samples, fingerprint "
-                              f"{str(old.get('fingerprint'))[:12]}")
-            raise ProbmutError(f"{out} holds a run with other settings ({', '.join(changed)} "
-                               f"differ: {before} before); use the same settings and data to "
-                               "resume, or another output directory", option="out")
+            raise ProbmutError(f"{out} holds a run with other settings: "
+                               f"{'; '.join(setting_changes(previous, current))}; use the "
+                               "same settings and data to resume, or another output "
+                               "directory", option="out")
     else:
         atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
 

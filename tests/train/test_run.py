@@ -192,8 +192,8 @@ def test_resume_refuses_other_settings(digits_run):
     out, _ = digits_run
     result = probmut("train", "--dataset", "digits", "--epochs", "3", "--instances", 4,
                      "--out", out, check=False)
-    assert result.returncode == 2
-    assert "other settings" in result.stderr and "epochs" in result.stderr
+    assert result.returncode == 2  # which settings differ, before and now (issue 44)
+    assert "holds a run with other settings: config.epochs 2 before, 3 now; use" in result.stderr
 
 
 @pytest.mark.parametrize("args, message", [
