@@ -186,7 +186,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
             targets[stem] = min(targets[stem] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
         run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
-                              note_resumed=False, **options)
+                              note_resumed=False, most=max_instances, **options)
         runs.append(run)
         if run.resumed > on_disk:
             print(f"round {number}: {run.resumed - on_disk} instances were already done in "

@@ -480,6 +480,21 @@ class RunReport(Result):
         return "\n".join(lines)
 
 
+def refuse_shrinking(out: Path, most: dict[str, int], option: str = "instances") -> None:
+    """Refuse a run of ``most`` instances per population (stem -> count) where ``out``
+    holds finished instances beyond: its files would drop them (a rerun of a 4-instance
+    run with 2 rewrote healthy.csv to 2 rows and the manifest's targets to 2)."""
+    for stem, count in most.items():
+        ids = sorted(int(p.stem) for p in (out / ".work" / stem).glob("*.npz")
+                     if p.stem.isdigit())
+        if ids and ids[-1] >= count:
+            raise ProbmutError(
+                f"{out}: {stem} holds {len(ids)} finished instances, up to id {ids[-1]}, more "
+                f"than the {count} asked for; a rerun keeps what is done: ask for "
+                f"{ids[-1] + 1} or more to resume or extend this run, or train a smaller run "
+                "into another directory", option=option)
+
+
 def instance_targets(instances, populations: dict) -> dict[str, int]:
     """Instances per population: ``instances`` is one number for all, or a mapping from
     population stem to its own number (missing: 0). A model-level mutant derives from
@@ -506,9 +521,14 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     progress: bool = True, save_models: bool = False,
                     timeout: float | None = None, retry_failed: bool = False,
                     note_resumed: bool = True, max_error_rate: float | None = None,
-                    unstackable: dict[str, str] | None = None) -> RunReport:
+                    unstackable: dict[str, str] | None = None,
+                    most: int | None = None) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
+    A population with finished instances beyond its target is refused (a rerun never
+    drops them from its files): ``most`` instances per population are allowed instead
+    when the run grows in steps (the rounds of :mod:`probmut.train.rounds`, whose
+    resume replays rounds of fewer instances than are done).
 
     ``instances`` is one number for every population or a mapping from population stem
     to its own (:func:`instance_targets`; the rounds of :mod:`probmut.train.rounds`).
@@ -535,7 +555,7 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                            option="max_error_rate")
     options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
                    timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed,
-                   max_error_rate=max_error_rate, unstackable=unstackable)
+                   max_error_rate=max_error_rate, unstackable=unstackable, most=most)
     with run_lock(out):
         return _run_populations(settings, mutations, instances, out, backend, dataset, name,
                                 **options)
@@ -599,7 +619,7 @@ def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bo
 
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
                      progress, save_models, timeout, retry_failed, note_resumed,
-                     max_error_rate, unstackable) -> RunReport:
+                     max_error_rate, unstackable, most) -> RunReport:
     from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
@@ -608,6 +628,8 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
     targets = instance_targets(instances, populations)
+    refuse_shrinking(out, targets if most is None else dict.fromkeys(targets, most),
+                     "instances" if most is None else "max_instances")
     options = dict(timeout=timeout, save_model=save_models)
     # Instance by instance across the populations, so that a change of machine load during
     # the run slows every population alike (their training seconds are compared).
