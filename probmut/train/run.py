@@ -6,7 +6,8 @@ Layout of an output directory ``OUT``::
     OUT/healthy.csv                        one row per instance: accuracy, seed, symptoms
     OUT/healthy.outcomes.npz               per-input outcomes (probmut.io.outcomes)
     OUT/{operator}_{magnitude}.csv         one file per mutant population (+ .outcomes.npz)
-    OUT/models/{population}/{id}.keras     each instance's model (save_models)
+    OUT/models/{population}/{id}.keras     each instance's model (save_models), the id
+                                           in 5 digits: 00000.keras
     OUT/.work/settings.json                the shared settings and the data's provenance;
                                            a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
@@ -534,7 +535,7 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     to its own (:func:`instance_targets`; the rounds of :mod:`probmut.train.rounds`).
     ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
     ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``save_models``
-    keeps each instance's model (``models/{population}/{id}.keras``; an instance done
+    keeps each instance's model (``models/{population}/{id:05d}.keras``; an instance done
     without one is trained again to get it); ``timeout`` stops an instance's training
     after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
     trains crashed and timed-out instances again; ``max_error_rate`` applies

@@ -101,7 +101,8 @@ def train_populations(
         threads per instance (the same ``threads`` gives the same files whatever ``jobs``).
     backend, address, cpus_per_task, gpus_per_task : ``"local"`` or ``"ray"``
         (:func:`probmut.train.backends.make_backend`).
-    save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``.
+    save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``, the id
+        in five digits (``00000.keras``).
     timeout : stop an instance's training after so many seconds (one at a time).
     retry_failed : train crashed and timed-out instances again.
     max_error_rate : DeepMutation's quality control (:mod:`probmut.train.flags`).

@@ -251,6 +251,17 @@ def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing made, nothing left
 
 
+def test_the_documented_model_files_are_named_as_they_are_written():
+    """docs/training.md named them models/{population}/{id}.keras; they are zero-padded."""
+    from probmut.train.run import model_path
+
+    written = model_path(Path("runs/digits"), "healthy", 0).as_posix()
+    assert written == "runs/digits/models/healthy/00000.keras"
+    documented = (REPO / "docs" / "training.md").read_text()
+    assert "runs/digits/models/{population}/00000.keras" in documented
+    assert f"`{written.removeprefix('runs/digits/')}`" in documented
+
+
 def test_the_summary_counts_in_words():
     from probmut.train.run import RunReport
 
