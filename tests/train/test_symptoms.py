@@ -307,3 +307,19 @@ def test_evaluate_says_how_many_failed_and_over_how_many_the_mean_is(tmp_path, c
     assert capsys.readouterr().out == (f"{tmp_path}/p.csv: 3 instances, 2 failed (2 crashed), "
                                        f"mean accuracy {accuracy:.6g} over the 1 scored, on 450 "
                                        "test inputs of digits\n")
+
+
+def test_coverage_says_a_truncated_model_file_is_damaged(tmp_path, capsys):
+    """Keras called a truncated .keras file "File not found" (issue 44)."""
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    (tmp_path / "manifest.toml").write_text('[models.x]\nhealthy = "healthy.csv"\n')
+    models = tmp_path / "models" / "healthy"
+    models.mkdir(parents=True)
+    (models / "00000.keras").write_bytes(b"PK\x03\x04" + bytes(200))  # a zip cut short
+    assert main(["coverage", str(tmp_path), "--dataset", "digits", "--no-plot", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"probmut coverage: error: {models / '00000.keras'}: cannot load the model: "
+                   "not a .keras model (a .keras file is a zip archive; this one is damaged or "
+                   "another kind of file)"]
