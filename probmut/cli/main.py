@@ -101,12 +101,20 @@ def _resumes(args: argparse.Namespace) -> bool:
     return getattr(args, "resumes", False) and not getattr(args, "no_cache", False)
 
 
+#: The warnings this command has printed: each is printed once (a warning about the
+#: healthy population, say, is not repeated for every mutant).
+_SHOWN: set[str] = set()
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"probmut: warning: {message}", file=sys.stderr)
+    if str(message) not in _SHOWN:
+        _SHOWN.add(str(message))
+        print(f"probmut: warning: {message}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
+    _SHOWN.clear()
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; no display needed
     parser = build_parser()
     try:

@@ -689,3 +689,19 @@ def test_a_full_disk_under_a_cache_is_a_warning(capsys, tmp_path, full_disk):
     assert code == 0 and "verdict:" in out, err
     warned = [line for line in err.splitlines() if "warning" in line]
     assert len(warned) == 1 and "No space left on device; the cache in" in warned[0], err
+
+
+def test_repeat_with_pools_of_k_warns_once(capsys, tmp_path):
+    """Every test of a repetition was the same test, without a word (issue 44); the
+    warning names the healthy pools once, not once per population."""
+    rng = np.random.default_rng(3)
+    healthy = tidy(tmp_path / "h.csv", enumerate(rng.normal(0.9, 0.01, 40)))
+    mutants = [tidy(tmp_path / f"m{j}.csv", enumerate(rng.normal(0.89, 0.01, 40)))
+               for j in range(2)]
+    code, out, err = run(capsys, "repeat", healthy, *mutants, "--repetitions", "2",
+                         "--trials", "5")
+    assert code == 0 and "pass rate" in out
+    assert err.splitlines() == [
+        f"probmut: warning: {healthy}: pools of 20 sound and 20 unknown instances for samples "
+        "of k = 20: every test of a repetition draws the same instances, so it is one test "
+        "repeated and its pass rate is 0 or 1; train more instances or lower the sample size k"]
