@@ -699,8 +699,10 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         bar.update()
         return stored
 
+    # the verdict may double its populations until MORE_DRAWS times the draws
+    most = 1 + len(sizes) + math.ceil(math.log2(MORE_DRAWS))
     with progress_display(1 + len(sizes), f"recommend {name}", enabled=progress,
-                          unit="block") as bar:
+                          unit="block", most=most) as bar:
         verdict, verdict_blocks = _settle(
             lambda block, count: simulate("verdict", reference, block, count), threshold,
             draws)
