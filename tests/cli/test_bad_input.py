@@ -72,7 +72,8 @@ def tidy(path, rows):
      "95% interval: highest-density"),
     (["repeat", HEALTHY, MUTANT, "--paper", "--direction", "mutant-worse", "--repetitions",
       "2"], "and d >= 0.5"),
-    (["mce", HEALTHY, MUTANT, "--paper", "--fit", "moments", "--repetitions", "3", *FAST],
+    (["mce", HEALTHY, MUTANT, "--paper", "--fit", "moments", "--repetitions", "3", *FAST,
+      "--no-cache"],
      "Beta fit: moment matching"),
 ])
 def test_an_explicit_flag_wins_over_paper(capsys, argv, expected):
@@ -377,7 +378,7 @@ OPTIONS = st.tuples(st.lists(st.sampled_from(GOOD_OPTIONS), max_size=3),
     lambda parts: parts[0] + parts[1])
 COMMANDS = {"kill": [], "posterior": ["--no-plot", "--sample", "2", *FAST],
             "repeat": ["--repetitions", "2", "--trials", "5", "--sample", "2"],
-            "mce": ["--repetitions", "2", "--sample", "2", *FAST],
+            "mce": ["--repetitions", "2", "--sample", "2", "--no-cache", *FAST],
             "sample-size": ["--subpopulations", "2", "--repetitions", "2", "--no-plot",
                             "--no-cache", "--sample", "2", *FAST],
             "recommend": ["--populations", "10", "--sizes", "2,4", "--reference", "4", "--no-cache",

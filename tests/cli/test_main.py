@@ -210,7 +210,8 @@ def test_train_without_its_extra_is_a_clear_error(capsys, monkeypatch, tmp_path)
     (["repeat", "--repetitions", "2", "--trials", "5"], "populations"),
     (["sample-size", "--sizes", "20", "--repetitions", "2", "--bootstraps", "5",
       "--trials", "5", "--no-plot", "--no-cache"], "studies"),
-    (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5"], "results"),
+    (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5", "--no-cache"],
+     "results"),
     (["recommend", "--populations", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
       "--trials", "10", "--no-cache"], "mutants")])
 def test_several_results_are_listed_under_results_and_the_old_key(capsys, command, alias):
