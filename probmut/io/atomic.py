@@ -142,7 +142,6 @@ def together():
     _together.pending = pending = []
     try:
         yield
-        _together.pending = None
         for temporary, path in pending:
             _replace(temporary, path)
     except BaseException:

@@ -672,12 +672,12 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                     bar.write(f"probmut train: {idle}", file=sys.stderr)
             for index, outcome in backend.map_unordered(train_unit, units):
                 assignments = units[index][0]
-                results = [_failure(assignment, result, timeout if isinstance(
-                               result, InstanceTimeout) else math.nan)
-                           if isinstance(result, BaseException) else result
-                           for assignment, result in zip(
-                               assignments, _per_assignment(outcome, len(assignments)),
-                               strict=True)]
+                results = []
+                for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)), strict=True):
+                    if isinstance(result, BaseException):
+                        seconds = timeout if isinstance(result, InstanceTimeout) else math.nan
+                        result = _failure(assignment, result, seconds)
+                    results.append(result)
                 with together():  # a stack's records: all or none (a full disk half-way)
                     for result in results:
                         _save_record(out, result)
