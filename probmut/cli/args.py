@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -316,9 +317,9 @@ def refuse_repeated_files(files) -> None:
     ...
     probmut.errors.ProbmutError: m.csv and ./m.csv are the same file; give each population file once
     """
-    seen: dict[Path, str] = {}
+    seen: dict[str, str] = {}
     for name in files:
-        path = Path(name).resolve()
+        path = os.path.realpath(name)  # a symlink loop too (reading it names it as one)
         if path in seen:
             twice = (f"{name} is given twice" if seen[path] == name else
                      f"{seen[path]} and {name} are the same file")

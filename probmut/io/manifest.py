@@ -255,10 +255,10 @@ class Manifest:
         ...     os.path.join(folder, "x_1.csv"))
         ('m', 20)
         """
-        wanted = Path(path).resolve()
+        wanted = os.path.realpath(path)  # never raises, a symlink loop included
         for model, entry in self.models.items():
             for file, instances in entry.get("targets", {}).items():
-                if (self.path.parent / file).resolve() == wanted:
+                if os.path.realpath(self.path.parent / file) == wanted:
                     return model, instances
         return None
 

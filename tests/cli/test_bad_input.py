@@ -706,3 +706,14 @@ def test_repeat_with_pools_of_k_warns_once(capsys, tmp_path):
         f"probmut: warning: {healthy}: pools of 20 sound and 20 unknown instances for samples "
         "of k = 20: every test of a repetition draws the same instances, so it is one test "
         "repeated and its pass rate is 0 or 1; train more instances or lower the sample size k"]
+
+
+def test_a_symlink_loop_is_named_as_one(capsys, tmp_path):
+    """It said "no such file" (issue 44); the check for a file given twice must not trip
+    on it either (pathlib's resolve() raises on a loop)."""
+    loop = tmp_path / "loop.csv"
+    loop.symlink_to(loop)
+    (tmp_path / "manifest.toml").write_text('[models.m]\nhealthy = "h.csv"\n[models.m.targets]\n'
+                                            '"loop.csv" = 4\n')  # a run's manifest beside it
+    refused(capsys, "kill", HEALTHY, loop,
+            says=f"{loop}: a symbolic link that leads back to itself (a symlink loop)")
