@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 import warnings
 from pathlib import Path
@@ -191,7 +192,7 @@ def _lines(path: Path) -> list[str]:
 def _run_lines(path: Path, strict: bool, manifest) -> list[str]:
     """:func:`_lines`, with a missing file that a run manifest lists named as a
     population of a run that stopped before writing it."""
-    if not path.exists():
+    if not os.path.lexists(path):  # a link, even a loop, is there: _lines names it
         check_complete(path, 0, strict, manifest)
     return _lines(path)
 
