@@ -38,7 +38,7 @@ def checked_input(path, what: str, limit: int | None = None) -> int:
     try:
         status = os.stat(path)
     except OSError as error:
-        reason = _REASONS.get(error.errno, (error.strerror or str(error)).lower())
+        reason = _REASONS.get(error.errno, error.strerror or str(error))
         raise ProbmutError(f"{path}: {reason}") from None
     if stat.S_ISDIR(status.st_mode):
         raise ProbmutError(f"{path}: is a directory; give {what}")
