@@ -10,6 +10,7 @@ import pytest
 
 import probmut.engine
 from probmut.bagging import PosteriorSettings, bagged_posteriors
+from probmut.errors import ProbmutError
 from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
 from probmut.recommend import (
@@ -194,10 +195,13 @@ def test_the_thresholds_over_repeated_looks():
         worst = max(_latent_paths(levels, LOOKS, q, 40000, seed=int(100 * q))
                     for q in (0.5, 0.55, 0.6, 0.65, 0.7))
         assert worst == pytest.approx(error, abs=0.006)
-    # More looks need higher thresholds; looks are a set (order and repeats ignored).
+    # More looks need higher thresholds; a plan out of order or with a repeat is refused
+    # (issue 44: not sorted silently).
     assert (settle_threshold(20, range(20, 201, 20)) < thresholds[0]
             < settle_threshold(20, range(20, 201, 5)))
-    assert settle_threshold(30, [200, 20, 20] + list(LOOKS)) == thresholds[1]
+    for plan in ([200, 20, 30], [20, 20, 30]):
+        with pytest.raises(ProbmutError, match="in increasing order, each once"):
+            settle_threshold(30, plan)
 
 
 def test_the_monte_carlo_error_of_p_killed_is_inside_the_verdict():

@@ -121,7 +121,8 @@ def register(subparsers) -> None:
     p.add_argument("--gpus-per-task", type=number(0, float("inf")), default=0,
                    help="Ray GPUs per task (0)")
     p.add_argument("--save-models", action="store_true",
-                   help="keep each instance's model as OUT/models/POPULATION/ID.keras "
+                   help="keep each instance's model as OUT/models/POPULATION/ID.keras, the "
+                        "id in five digits (00000.keras) "
                         "(model-level mutants after mutation)")
     p.add_argument("--timeout", type=number(0, float("inf"), low_open=True), metavar="SECONDS",
                    help="stop an instance's training after SECONDS (recorded as timed out); "

@@ -127,6 +127,9 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
         return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
                 "draws": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
+    # failed instances (dropped) can leave n between two planned looks: it is then one
+    # more look of the plan, which only raises every threshold
+    looks = looks if n in looks else sorted({*looks, n})
     advice = recommend(healthy, mutant, settings, sizes=(), level=level,
                        max_instances=max_instances, looks=looks, paired=paired, seed=seed,
                        cache=cache, name=mutation.stem)
@@ -183,7 +186,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
             targets[stem] = min(targets[stem] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
         run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
-                              note_resumed=False, **options)
+                              note_resumed=False, most=max_instances, **options)
         runs.append(run)
         if run.resumed > on_disk:
             print(f"round {number}: {run.resumed - on_disk} instances were already done in "
