@@ -386,10 +386,23 @@ def _wrong_settled(z, looks: tuple, reference: int) -> np.ndarray:
 
 
 def _planned(looks) -> tuple[int, ...]:
-    looks = tuple(sorted({int(n) for n in looks}))
+    """The planned looks as given: positive instance counts in increasing order, each
+    once (a plan out of order or with a repeat is refused, not guessed at).
+
+    >>> _planned(range(20, 50, 10))
+    (20, 30, 40)
+    >>> _planned([50, 40])
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: the planned looks must be given in increasing order, each once; got [50, 40]
+    """
+    looks = tuple(int(n) for n in looks)
     if not looks or looks[0] < 1:
         raise ProbmutError(f"the planned looks must be positive numbers of instances, got "
                            f"{list(looks) or 'none'}", option="looks")
+    if any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+        raise ProbmutError(f"the planned looks must be given in increasing order, each once; "
+                           f"got {list(looks)}", option="looks")
     return looks
 
 
@@ -633,8 +646,9 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         over ``looks``, ``1 - level`` bounds the chance of a wrong settled verdict.
     reference : size of "a large population", whose decision the verdict predicts.
     max_instances : largest population per side ``needed`` may propose.
-    looks : the instances per side at which the verdict is looked at, this pilot's
-        included (default: this pilot only); see :func:`settle_threshold`.
+    looks : the instances per side at which the verdict is looked at, in increasing
+        order, this pilot's size (the smaller side) among them (default: this pilot
+        only); see :func:`settle_threshold`.
     paired : model-level mutation: ids drawn jointly (populations aligned by id).
     seed, jobs : same seed, same numbers, for any ``jobs``.
     cache : a :class:`~probmut.io.cache.Cache` to reuse blocks across runs.
@@ -672,14 +686,19 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
                            f"{sizes}", option="sizes")
     if draws < 10:
         raise ProbmutError(f"draws must be at least 10, got {draws}", option="draws")
-    # The largest block is a size's, or the last doubling of the verdict's populations.
-    blocks = [(draws, n) for n in sizes] + [(MORE_DRAWS // 2 * draws, reference)]
-    count, largest = max(blocks, key=lambda block: block[0] * block[1])
+    def largest_block(draws):
+        """The largest block: a size's, or the last doubling of the verdict's populations."""
+        blocks = [(draws, n) for n in sizes] + [(MORE_DRAWS // 2 * draws, reference)]
+        return max(blocks, key=lambda block: block[0] * block[1])
+
+    count, largest = largest_block(draws)
     if count * largest > MAX_SIMULATED:
+        fewer = largest_block(min(draws, DRAWS))  # the option to blame: fits without it
         raise ProbmutError(
             f"{count:,} simulated populations of {largest:,} instances per side exceed the "
             f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
-            "the draws", option="reference" if largest == reference else "sizes")
+            "the draws", option="draws" if fewer[0] * fewer[1] <= MAX_SIMULATED else
+            "reference" if largest == reference else "sizes")
     if reference < k or max_instances < k:
         raise ProbmutError(f"the reference size and max instances must be at least k = {k}")
     pilot = min(h.size, m.size)
@@ -687,6 +706,11 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     if looks[0] < k:
         raise ProbmutError(f"the planned looks must be at least the sample size k = {k}; got "
                            f"{list(looks)}", option="looks")
+    if pilot not in looks:
+        raise ProbmutError(f"the planned looks {list(looks)} leave out this pilot's {pilot} "
+                           "instances per side: this verdict is one of the looks, and a plan "
+                           "without it would settle it at another look's threshold; add "
+                           f"{pilot} to the looks", option="looks")
     threshold = settle_threshold(pilot, looks, reference, level)
     lowest = settle_threshold(looks[-1], looks, reference, level)
     if _bounds(MORE_DRAWS * draws, MORE_DRAWS * draws)[0] < lowest:
@@ -705,8 +729,10 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         bar.update()
         return stored
 
+    # the verdict may double its populations until MORE_DRAWS times the draws
+    most = 1 + len(sizes) + math.ceil(math.log2(MORE_DRAWS))
     with progress_display(1 + len(sizes), f"recommend {name}", enabled=progress,
-                          unit="block") as bar:
+                          unit="block", most=most) as bar:
         verdict, verdict_blocks = _settle(
             lambda block, count: simulate("verdict", reference, block, count), threshold,
             draws)

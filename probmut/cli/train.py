@@ -72,7 +72,8 @@ def register(subparsers) -> None:
     p.add_argument("--validation-split", type=number(0, 1, low_open=True, high_open=True),
                    metavar="SHARE",
                    help="hold out SHARE of each training class as a validation set (default: "
-                        "none; needed by --patience, change_patience, remove_validation_set)")
+                        "gaze_lenet 0.1, as DeepCrime's lenet; none for other models; needed "
+                        "by --patience, change_patience, remove_validation_set)")
     p.add_argument("--architecture", "--model", dest="architecture", default="digits_cnn",
                    metavar="ARCHITECTURE",
                    help=f"the network trained: {', '.join(MODELS)}, or module:function: a "
@@ -121,7 +122,8 @@ def register(subparsers) -> None:
     p.add_argument("--gpus-per-task", type=number(0, float("inf")), default=0,
                    help="Ray GPUs per task (0)")
     p.add_argument("--save-models", action="store_true",
-                   help="keep each instance's model as OUT/models/POPULATION/ID.keras "
+                   help="keep each instance's model as OUT/models/POPULATION/ID.keras, the "
+                        "id in five digits (00000.keras) "
                         "(model-level mutants after mutation)")
     p.add_argument("--timeout", type=number(0, float("inf"), low_open=True), metavar="SECONDS",
                    help="stop an instance's training after SECONDS (recorded as timed out); "

@@ -7,6 +7,7 @@ and returns a :class:`RunReport` (:class:`SettleReport` for a run until settled,
 :mod:`~probmut.train.tasks` (how an instance is scored), :mod:`~probmut.train.datasets`
 (a registry of data sources), :mod:`~probmut.train.models`,
 :mod:`~probmut.train.layer_traits` (what is known of Keras layers),
+:mod:`~probmut.train.graph` (a model's layers and what feeds what, read from its graph),
 :mod:`~probmut.train.operators` (the mutation operators' registry),
 :mod:`~probmut.train.work` (the work a run hands its workers),
 :mod:`~probmut.train.legality` (checks before training), :mod:`~probmut.train.dryrun`,

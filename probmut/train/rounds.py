@@ -155,6 +155,9 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
         return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
                 "draws": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
+    # failed instances (dropped) can leave n between two planned looks: it is then one
+    # more look of the plan, which only raises every threshold
+    looks = looks if n in looks else sorted({*looks, n})
     advice = recommend(healthy, mutant, settings, sizes=(), level=level,
                        max_instances=max_instances, looks=looks, paired=paired,
                        seed=verdict_seed(seed, mutation.stem, n), cache=cache,
@@ -230,7 +233,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
             targets[stem] = min(targets[stem] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
         run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
-                          name=name, **options)
+                          name=name, most=max_instances, **options)
         if run.failures:
             break
         verdicts = {}

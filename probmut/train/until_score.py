@@ -332,7 +332,7 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
     while True:
         number += 1
         run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
-                          name=name, **options)
+                          name=name, most=max_instances, **options)
         if run.failures:
             break
         left_out = [m.stem for m in mutations if run.flags.get(m.stem) and run.flags[m.stem].flags]
