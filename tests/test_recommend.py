@@ -333,10 +333,19 @@ def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_pat
     assert document["thresholds"] == [settle_threshold(n, LOOKS) for n in LOOKS]
     assert [cell["effect"] for cell in document["synthetic"]] == [0.0, 0.6, 1.5]
     for path in document["bundled_paths"]:  # every look recorded, up to the last one
-        assert len(path["trajectory"]["p_killed"]) == path["looks"]
+        assert len(path["trajectory"]) == path["looks"]
     again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert again.stdout.split("total")[0] == first.stdout.split("total")[0]
+    # The calibration's family, replayed on the same cached paths: its member at the
+    # library's budget and shape is the library's rule, path for path.
+    calibrated = subprocess.run(command + ["--calibrate", "--only", "a", "--budgets",
+                                           str(SPEND * (1 - LEVEL)), "--rule-shapes", "0"],
+                                capture_output=True, text=True, cwd=tmp_path)
+    assert calibrated.returncode == 0, calibrated.stderr
+    (row,) = json.loads((tmp_path / "sequential_validation.json").read_text())["calibration"]
+    assert row["thresholds"] == pytest.approx(document["thresholds"])
+    assert [c["summary"] for c in row["cells"]] == [c["summary"] for c in document["synthetic"]]
 
 
 def test_a_verdict_seed_keys_its_own_stream():
