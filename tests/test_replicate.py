@@ -11,6 +11,12 @@ from probmut.replicate import replicate
 from .conftest import check_replicate_files, replicate_files
 
 REPO = Path(__file__).resolve().parent.parent
+# Committed-table cells whose least-squares Beta fit has two minima that float rounding
+# chooses between, CPU by CPU: (table, row, column) -> the two values seen.
+TWO_MINIMA = {("sample_size/mnist_change_label_3.12.csv", 0, column): values
+              for column, values in [("var_median", (0.00997277, 0.0103467)),
+                                     ("var_lower_median", (0.00688327, 0.0071887)),
+                                     ("var_upper_median", (0.0146499, 0.0150923))]}
 
 
 def test_quick_parts_and_cached_rerun(tmp_path):
@@ -53,12 +59,13 @@ def test_committed_tables_are_what_replicate_writes_today(tmp_path):
     against 0.00026535). A larger difference means the committed files are stale: run
     `probmut replicate` and commit plot_results/.
 
-    One known exception on another CPU: the paper's least-squares Beta fit has several
-    local minima for a bimodal posterior (resamples that kill 0 of 100 and others that
-    kill 100), and which one it reaches can turn on float rounding: a sub-population's
-    average variance then moves by a few percent, and a median with it (mnist
-    change_label 3.12, n = 25: var_median 0.00997 on the machine that first wrote the
-    table, 0.01035 on this project's machines)."""
+    One known exception, listed in TWO_MINIMA: the paper's least-squares Beta fit has
+    several local minima for a bimodal posterior (resamples that kill 0 of 100 and others
+    that kill 100), and which one it reaches turns on float rounding: a sub-population's
+    average variance then moves by a few percent, and a median with it (mnist change_label
+    3.12, n = 25: var_median 0.00997 on the machine that first wrote the table and on
+    CI's of 2026-11-26, 0.01035 on others; the medians of its lower and upper halves
+    with it). Those cells must hold one of their two known values; any third fails."""
     replicate(tmp_path, cache_dir=False)
     committed = REPO / "plot_results"
     tables = sorted(p.relative_to(committed) for p in committed.rglob("*.csv"))
@@ -67,6 +74,11 @@ def test_committed_tables_are_what_replicate_writes_today(tmp_path):
         fresh, old = pd.read_csv(tmp_path / table), pd.read_csv(committed / table)
         assert list(fresh.columns) == list(old.columns), table
         numbers = fresh.select_dtypes("number").columns
+        for (where, row, column), values in TWO_MINIMA.items():
+            if table == Path(where):
+                got = fresh.loc[row, column]
+                assert any(abs(got - v) <= 1e-4 * v for v in values), (table, column, got)
+                fresh.loc[row, column] = old.loc[row, column]
         pd.testing.assert_frame_equal(fresh.drop(columns=numbers), old.drop(columns=numbers),
                                       obj=str(table))
         pd.testing.assert_frame_equal(fresh[numbers], old[numbers], check_dtype=False,

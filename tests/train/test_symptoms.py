@@ -146,7 +146,7 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     out, _ = symptoms_run
     # DeepCrime's bound for the operator: 99 (at 100 no training data is left, refused)
     text = probmut("train", *FAST, "--search", "delete_training_data:0,99", "--resolution",
-                   "50", "--decision", "deepcrime", "--instances", 2, "--out", out).stdout
+                   "50", "--decision", "deepcrime", "--out", out).stdout
     assert "trained 3 magnitudes (at most 3 = " in text  # ceil(log2(99 / 50)) + 2
     lines = text.splitlines()
     decided = [line.split()[:2] for line in lines[2:5]]
@@ -159,14 +159,14 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     from probmut.train import train_populations
 
     again = train_populations(out, search="delete_training_data:0,99", resolution=50,
-                              instances=2, decision="deepcrime", epochs=1, progress=False)
+                              instances=3, decision="deepcrime", epochs=1, progress=False)
     assert again.trained == again.search.trained == 0
     assert [s.value for s in again.search.steps] == [99, 0, 49.5]
     assert str(again.search).splitlines()[-2] in lines
     assert again.to_dict()["search"]["killable_magnitude"] == again.search.bracket[1]
     # a range whose strong end leaves no training data is refused before training
     refused = probmut("train", *FAST, "--search", "delete_training_data:0,100",
-                      "--instances", 2, "--out", out, check=False)
+                      "--out", out, check=False)
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1] == (
         "probmut train: error: delete_training_data:100: the mutated training set holds no "
         "samples (magnitude 100 of the search delete_training_data:0,100: narrow its range) "
