@@ -706,7 +706,8 @@ class Campaign(Result):
         if self.flagged:
             lines.append("flagged, left out of the score: " + "; ".join(
                 f"{m.name} ({', '.join(m.flags)})" for m in self.flagged))
-        lines += [*self.baseline_lines(), self.failures_line(), "", *self._operator_table()]
+        lines += [f"{label}: {numbers}" for label, numbers in self.baselines()]
+        lines += [self.failures_line(), "", *self._operator_table()]
         lines += [str(c) for c in self.curves]
         width = max([len("mutant")] + [len(m.name) for m in self.mutants]) + 1
         lines += ["", f"{'mutant':<{width}}{'n':>5}{'mean':>8}  {'95% interval':<17}"
@@ -727,17 +728,17 @@ class Campaign(Result):
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
-    def baseline_lines(self) -> list[str]:
+    def baselines(self) -> list[tuple[str, str]]:
         """The healthy population against itself, the baseline of the mutants' P(above the
-        baseline): unpaired, and paired by instance id where model-level mutants use it."""
-        found = []
-        for label, post in (("healthy vs healthy", self.baseline),
-                            ("healthy vs healthy, paired by instance id (the model-level "
-                             "mutants' baseline)", self.paired_baseline)):
-            if post is not None:
-                found.append(f"{label}: posterior mean {post.mean:.4f} [{post.ci_low:.3f}, "
-                             f"{post.ci_high:.3f}]")
-        return found
+        baseline), as (label, numbers): unpaired, and paired by instance id where
+        model-level mutants use it."""
+        return [(label, f"posterior mean {post.mean:.4f} [{post.ci_low:.3f}, "
+                        f"{post.ci_high:.3f}]" + why)
+                for label, post, why in (
+                    ("healthy vs healthy", self.baseline, ""),
+                    ("healthy vs healthy, paired", self.paired_baseline,
+                     " (by instance id: the model-level mutants' baseline)"))
+                if post is not None]
 
     def failures_line(self) -> str:
         """The failed instances of every population that records them, in one line."""

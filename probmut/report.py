@@ -365,10 +365,9 @@ def _summary(campaign: Campaign) -> str:
             ("instance failures", _e(campaign.failures_line().partition(": ")[2])),
             ("analysis", _e(campaign.settings.describe())),
             ("seed", _e(campaign.seed))]
-    for line in campaign.baseline_lines():
-        label, _, text = line.partition(": ")
-        rows.append((label, _e(text) + " (how often the test kills the healthy population "
-                     "itself: the baseline of P(above the baseline))"))
+    rows += [(label, _e(numbers) + "; how often the test kills the healthy population "
+              "itself, the baseline of P(above the baseline)")
+             for label, numbers in campaign.baselines()]
     if campaign.inputs is not None:
         rows.append(("per-input killing", _e(
             f"DeepMutation mutation score {campaign.inputs.mutation_score:.4f}, statistical "
@@ -749,7 +748,7 @@ pre{white-space:pre-wrap;background:#f5f5f5;padding:8px;border-radius:4px}
 .score .label{color:#555}.score .big{font-size:40px;font-weight:600;line-height:1.1}
 .counts{list-style:none;padding:0;display:flex;gap:18px;flex-wrap:wrap;margin:8px 0}
 .counts b{font-size:20px}.note{color:#555;font-size:12px}
-table{border-collapse:collapse}.facts{max-width:100%}.facts th{text-align:left;
+table{border-collapse:collapse}.facts{max-width:100%}.facts th{text-align:left;width:11em;
 vertical-align:top;padding:3px 12px 3px 0;color:#555;font-weight:normal}
 .facts td{padding:3px 0;overflow-wrap:anywhere}.facts ul{margin:0;padding-left:18px}
 table.data th,table.data td{border-bottom:1px solid #e4e4e4;padding:3px 6px;text-align:left;
