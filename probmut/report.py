@@ -153,6 +153,8 @@ class Drawing:
             import multiprocessing
             import warnings
 
+            import probmut.plots  # noqa: F401  here, once: the workers inherit it
+
             self.shares = [self.keys[i::workers] for i in range(workers)]
             with warnings.catch_warnings():
                 # Python 3.12 warns on forking a process with threads (the engine's, idle):
