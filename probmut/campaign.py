@@ -44,11 +44,22 @@ population of 200 fresh instances per side would reach, predicted with probabili
 least 0.95, the uncertainty of the instances at hand included). The summary counts
 these verdicts; the plain decision of every mutant is in its row.
 
+**Per operator** (:meth:`Campaign.operators`): its mutants' outcomes and the score of its
+own analysed, unflagged mutants, computed as the campaign's.
+
+**Next steps** (:meth:`Campaign.next_steps`): every mutant whose verdict is not settled,
+or that could not be analysed, with the instances per side that would settle it
+(recommend's ``needed``) and a ``probmut train ... --until-settled`` command from the
+settings its run recorded. **Changes** (:attr:`Campaign.comparison`): the outcomes that
+differ from an earlier report's (its JSON document).
+
 **Completeness.** A population holding fewer instances than its run's target is short,
 and the campaign is then unfinished, never reported as complete. The targets are the
 manifest's ``targets`` table, which ``probmut train`` records before it trains anything
 (and again at every round of ``--until-settled``, where mutants stop at different sizes):
 the same targets every reader checks (:func:`probmut.io.completeness.check_complete`). A
+population not written yet, or holding only its header (a run stopped before any of its
+instances finished), is "0 of N" and its mutant not analysed: never an error. A
 manifest without targets (the bundled data, one written by hand) cannot say whether a
 population is short: its completeness is unknown, and the summary says so.
 

@@ -42,6 +42,7 @@ import io
 import math
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -101,8 +102,6 @@ _ADOPTED: Campaign | None = None  # the campaign a worker process draws (handed 
 def _adopt(campaign: Campaign) -> None:
     global _ADOPTED
     _ADOPTED = campaign
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the drawing process's to handle
 
 
@@ -110,10 +109,11 @@ def _draw_share(keys) -> list[Image]:
     return [_figure(_ADOPTED, key) for key in keys]
 
 
-#: Fewer figures than this are drawn in this process: starting workers would cost more.
+#: Fewer figures than this are drawn in this process (starting workers would cost
+#: more), and each worker draws at least half as many.
 PARALLEL_FIGURES = 8
-#: The figures of the page: every mutant's does not depend on the verdicts, the overview
-#: (coloured by outcome) does.
+#: The kinds of figures of the page; of them only the overview, coloured by outcome,
+#: depends on the verdicts.
 KINDS = ("overview", "operator", "mutant")
 
 
@@ -147,7 +147,7 @@ class Drawing:
 
     def __init__(self, campaign: Campaign, kinds=KINDS, jobs: int | None = None):
         self.campaign, self.keys = campaign, figure_keys(campaign, kinds)
-        workers = min(jobs or os.cpu_count() or 1, len(self.keys) // (PARALLEL_FIGURES // 2))
+        workers = min(jobs or os.cpu_count() or 1, 2 * len(self.keys) // PARALLEL_FIGURES)
         self.pool = None
         if workers >= 2 and sys.platform.startswith("linux"):
             import multiprocessing
