@@ -162,11 +162,12 @@ def _posterior_panel(ax, study, post):
     ax.set_ylabel("density")
 
 
-def plot_posterior(study: PosteriorStudy, name: str, *, ax=None, title: str | None = None):
+def plot_posterior(study: PosteriorStudy, name: str, *, ax=None, title: str | None = None,
+                   legend: bool = True):
     """One population's panel of Figure 3 (``name``: a population of ``study``, e.g. a
-    mutant of a campaign report), at the report's size and text, its legend below the
-    panel; returns the figure. ``title`` (default: the name, mean and ratio; "" for none)
-    heads the panel.
+    mutant of a campaign report), at the report's size and text; returns the figure.
+    ``title`` (default: the name, mean and ratio; "" for none) heads the panel;
+    ``legend`` under it (the report explains the lines once, on the page, instead).
 
     >>> import numpy as np
     >>> from probmut.bagging import PosteriorSettings, study_from_kill_counts
@@ -181,13 +182,14 @@ def plot_posterior(study: PosteriorStudy, name: str, *, ax=None, title: str | No
     with _rc(report=True):
         own = ax is None
         if own:
-            fig = plt.figure(figsize=(STYLE["report_width"], 2.9))
-            ax = fig.add_axes((0.15, 0.42, 0.8, 0.5 if title != "" else 0.55))
+            ax = plt.figure(figsize=(STYLE["report_width"], 2.4)).add_axes((0.15, 0.2, 0.8, 0.7))
         _posterior_panel(ax, study, post)
         ax.set_title(f"{post.name}: mean {post.mean:.3f}, ratio {post.ratio:.4g}"
                      if title is None else title)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False,
-                  handlelength=1.6, columnspacing=1.0)
+        if own:
+            _size_around(ax, legend, height=1.6)
+        elif legend:
+            ax.legend(frameon=False)
         return ax.figure
 
 

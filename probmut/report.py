@@ -93,7 +93,8 @@ def _figure(campaign: Campaign, key: tuple[str, int]) -> Image:
     if kind == "operator":
         return image_of(plot_kill_curve(campaign.curves[index], legend=False))
     mutant = campaign.mutants[index]
-    return image_of(plot_posterior(mutant.study, mutant.posterior.name, title=""))
+    return image_of(plot_posterior(mutant.study, mutant.posterior.name, title="",
+                                   legend=False))
 
 
 _ADOPTED: Campaign | None = None  # the campaign a worker process draws (handed on by fork)
@@ -877,6 +878,13 @@ SCRIPT = """
 """
 
 
+#: What the lines of each mutant's figure are.
+POSTERIOR_KEY = ("In each mutant's figure (its Figure 3): faint grey, the posteriors of its "
+                 "bootstrap resamples; dashed black, their mixture, the bagged posterior; "
+                 "blue, its Beta summary, shaded over its interval, which the bar on the "
+                 "axis marks too; dotted blue, its mean.")
+
+
 def render_html(campaign: Campaign, *, command: str | None = None,
                 created: datetime.datetime | None = None, jobs: int | None = None,
                 identity: str | None = None, figures: dict | None = None) -> str:
@@ -899,7 +907,8 @@ def render_html(campaign: Campaign, *, command: str | None = None,
         f"<style>{_style_sheet()}</style></head><body>"
         f"{_header(campaign, command, created)}{_summary(campaign)}{_next_steps(campaign)}"
         f"{_compare(campaign)}{_operators(campaign, figures)}{_overview(campaign, figures)}"
-        f'{_table(campaign)}<section id="details"><h2>Each mutant</h2>{details}</section>'
+        f'{_table(campaign)}<section id="details"><h2>Each mutant</h2><p>{_e(POSTERIOR_KEY)}'
+        f"</p>{details}</section>"
         f"{_coverage(campaign)}{_definitions(campaign)}"
         f"<script>{SCRIPT}</script></body></html>\n")
 

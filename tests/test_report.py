@@ -638,8 +638,9 @@ def test_no_text_of_a_figure_covers_another(mnist_campaign, mnist_dc, synthetic)
                  for c in mnist_campaign.curves for legend in (False, True)]
     posteriors = (*mnist_campaign.mutants[::4], *mnist_dc.mutants[::5],
                   *(m for m in synthetic[1].mutants if m.posterior is not None))
-    drawings += [lambda m=m: plot_posterior(m.study, m.posterior.name, title="")
-                 for m in posteriors]
+    drawings += [lambda m=m, legend=legend: plot_posterior(m.study, m.posterior.name,
+                                                           title="", legend=legend)
+                 for m in posteriors for legend in (False, True)]
     for draw in drawings:
         fig = draw()
         check_texts(fig)
