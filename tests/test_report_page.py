@@ -396,9 +396,10 @@ def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path):
     for name in ("delete_training_data_50", "neurons_freezing_0.1"):
         assert by_name[name]["symptoms"] and by_name[name]["inputs"] and by_name[name]["rounds"]
     check_in_browser(browser, out, document)
-    command = document["next_steps"]["command"]
-    if command:
-        args = build_parser().parse_args(shlex.split(command)[1:])
+    steps = document["next_steps"]
+    assert (steps["command"] is not None) == any(s["needed"] for s in steps["steps"])
+    if steps["command"]:  # its run's settings (the command was run by hand: it resumes)
+        args = build_parser().parse_args(shlex.split(steps["command"])[1:])
         recorded = json.loads((run / ".work" / "settings.json").read_text())
         assert (args.dataset, args.architecture, args.seed, args.epochs, args.out) == (
             "digits", "digits_cnn", recorded["seed"], 2, run)
