@@ -225,8 +225,9 @@ def plot_kill_curve(curve, *, ax=None, title: str | None = None, legend: bool = 
         ax.grid(alpha=0.3)
         ax.set_title(curve.mutation if title is None else title)
         if own:
-            _size_around(ax, legend, height=1.5 if curve.values is not None
-                         else 0.3 * len(curve.magnitudes) + 0.2)
+            ordered = curve.values is not None
+            _size_around(ax, legend, height=1.5 if ordered else 0.3 * len(curve.magnitudes) + 0.2,
+                         names=() if ordered else curve.magnitudes)
         elif legend:
             ax.legend(frameon=False)
         return ax.figure
@@ -276,18 +277,19 @@ def _categories(ax, curve) -> None:
     ax.set_xlabel("kill probability")
 
 
-def _size_around(ax, legend: bool, height: float = 1.5, right: float = 0.12) -> None:
+def _size_around(ax, legend: bool, height: float = 1.5, right: float = 0.12,
+                 names=()) -> None:
     """Size ``ax``'s figure around it (``height`` inches of plot at the report's width):
-    its title above, its tick labels and axis labels beside and below, ``legend`` under
-    them, each measured, so that no text covers another. Cheaper than ``tight_layout``,
-    which draws the whole figure to find out."""
+    its title above, its tick labels (``names`` on the y axis: categories; else
+    numbers) and axis labels beside and below, ``legend`` under them, each measured, so
+    that no text covers another. Cheaper than ``tight_layout``, which draws the whole
+    figure to find out."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     pixels = fig.dpi
     size = plt.rcParams["xtick.labelsize"] * pixels / 72
-    named = [t.get_window_extent(renderer).width for t in ax.get_yticklabels() if t.get_text()]
     label = ax.yaxis.label.get_window_extent(renderer).width if ax.get_ylabel() else 0
-    left = (max(named) if named else 3 * size) / pixels + label / pixels + 0.2
+    left = (_tick_label_width(names, renderer) + label) / pixels + 0.2
     below = (1.3 * size + ax.xaxis.label.get_window_extent(renderer).height) / pixels + 0.18
     found = None
     if legend:
@@ -304,6 +306,16 @@ def _size_around(ax, legend: bool, height: float = 1.5, right: float = 0.12) -> 
                      height / total))
     if found is not None:
         found.set_bbox_to_anchor((0.5, 0.02 / total), transform=fig.transFigure)
+
+
+def _tick_label_width(names, renderer) -> float:
+    """The widest of these y tick labels (categories; none: a number's, "0.00"), in
+    pixels, measured without laying the ticks out (that takes as long as drawing them)."""
+    from matplotlib.font_manager import FontProperties
+
+    font = FontProperties(size=plt.rcParams["ytick.labelsize"])
+    return max(renderer.get_text_width_height_descent(name, font, ismath=False)[0]
+               for name in (list(names) or ["0.00"]))
 
 
 def plot_campaign(campaign, *, ax=None, title: str | None = None):
@@ -360,8 +372,7 @@ def plot_campaign(campaign, *, ax=None, title: str | None = None):
         if own:
             fig = ax.figure
             renderer = fig.canvas.get_renderer()
-            widest = max([t.get_window_extent(renderer).width for t in ax.get_yticklabels()]
-                         or [0]) / fig.dpi
+            widest = _tick_label_width(labels, renderer) / fig.dpi
             left, height = widest + 0.15, 0.16 * len(rows)
             below, above = 0.5, 0.3 + (0.3 if title else 0)
             total = below + height + above
