@@ -97,7 +97,7 @@ def _figure(campaign: Campaign, key: tuple[str, int]) -> Image:
                                    legend=False))
 
 
-_ADOPTED: Campaign | None = None  # the campaign a worker process draws (handed on by fork)
+_ADOPTED: Campaign | None = None  # the campaign a worker process draws
 
 
 def _adopt(campaign: Campaign) -> None:
@@ -131,12 +131,26 @@ def figure_keys(campaign: Campaign, kinds=KINDS) -> list[tuple[str, int]]:
     return keys
 
 
+def _workers_context():
+    """Where drawing workers start from: forks of this process, when it runs no other
+    Python thread (a test runner's, a notebook's kernel: one of them may hold a lock that
+    a forked child would then wait on forever; a worker of a test run did) and the system
+    forks (Linux); else None, and the figures are drawn here. The engine's native threads
+    are idle then and the workers never call it."""
+    import multiprocessing
+    import threading
+
+    if threading.active_count() > 1 or not sys.platform.startswith("linux"):
+        return None
+    return multiprocessing.get_context("fork")
+
+
 class Drawing:
     """Figures of a campaign being drawn: by ``jobs`` worker processes (None: one per
-    core) forked at once where the system forks (Linux), which draw while this process
-    goes on (computing the verdicts, say); here, on :meth:`wait`, otherwise or for a few
-    figures. The same images either way. A context manager: leaving it early stops the
-    workers.
+    core), which draw while this process goes on (computing the verdicts, say); here, on
+    :meth:`wait`, for a few figures or where workers cannot be forked safely
+    (:func:`_workers_context`). The same images either way. A context manager: leaving
+    it early stops the workers.
 
     >>> from probmut.campaign import summarize_campaign
     >>> campaign = summarize_campaign(model="mnist_dc", verdicts=False)
@@ -149,20 +163,19 @@ class Drawing:
     def __init__(self, campaign: Campaign, kinds=KINDS, jobs: int | None = None):
         self.campaign, self.keys = campaign, figure_keys(campaign, kinds)
         workers = min(jobs or os.cpu_count() or 1, 2 * len(self.keys) // PARALLEL_FIGURES)
+        context = _workers_context() if workers >= 2 else None
         self.pool = None
-        if workers >= 2 and sys.platform.startswith("linux"):
-            import multiprocessing
+        if context is not None:
             import warnings
 
             import probmut.plots  # noqa: F401  here, once: the workers inherit it
 
             self.shares = [self.keys[i::workers] for i in range(workers)]
             with warnings.catch_warnings():
-                # Python 3.12 warns on forking a process with threads (the engine's, idle):
-                # the workers only draw, so none of them waits on a lock those threads hold.
+                # Python 3.12 warns on forking a process with threads: the engine's
+                # native ones, idle (see _workers_context).
                 warnings.simplefilter("ignore", DeprecationWarning)
-                self.pool = multiprocessing.get_context("fork").Pool(
-                    workers, initializer=_adopt, initargs=(campaign,))
+                self.pool = context.Pool(workers, initializer=_adopt, initargs=(campaign,))
             self.pending = self.pool.map_async(_draw_share, self.shares)
 
     def wait(self) -> dict:
