@@ -191,6 +191,128 @@ def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
                          killed, draws, mass)
 
 
+def campaign_score(posteriors, settings, seed) -> MutationScore:
+    """The score of a campaign's analysed, unflagged mutants as ``probmut report`` shows
+    it for the same seed: drawn from the campaign's own stream, at the settings' mass."""
+    return mutation_score(posteriors, seed=_stream(seed, 0, "score"), mass=settings.mass)
+
+
+def mutant_posterior(healthy, mutant, settings, *, paired: bool = False, seed=None,
+                     jobs: int | None = None):
+    """The bagged posterior of one mutant population against the healthy one, without the
+    healthy baseline: the kill counts, summary and decision :func:`summarize_campaign`
+    gets for it with the same seed (paired populations on the instance ids both hold).
+
+    >>> from probmut.bagging import PosteriorSettings, bagged_posteriors
+    >>> from probmut.population import Population
+    >>> rng = np.random.default_rng(0)
+    >>> h, m = (Population.from_values(rng.normal(mu, 0.01, 50)) for mu in (0.9, 0.895))
+    >>> row = mutant_posterior(h, m, PosteriorSettings(), seed=3)
+    >>> bool(np.array_equal(row.kill_counts, bagged_posteriors(h, [m], seed=3).populations[1].kill_counts))
+    True
+    """
+    from probmut.bagging import summarize
+    from probmut.engine import kill_counts
+
+    h, m = _aligned(healthy, mutant, paired, [])
+    if m is None:
+        raise ProbmutError(f"{mutant.where}: no instance id in common with the healthy "
+                           "population to pair with")
+    counts = kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
+                         trials=settings.trials, sample=settings.sample, paired=paired,
+                         criterion=settings.criterion, seed=seed, jobs=jobs)
+    return summarize(m.name, counts, settings)
+
+
+@dataclass(frozen=True)
+class ScoreShares:
+    """Where the variance of the mutation score's joint draws comes from, and what it
+    would be with other numbers of instances (:func:`score_shares`). Parts of the score's
+    variance: ``fixed``, which no instance reduces (the Monte-Carlo noise of the N trials
+    of a resample and of the Beta draws); ``healthy``, carried by the healthy instances
+    (shared by every mutant compared with them); ``mutants``, each mutant's own; read at
+    ``healthy_size`` healthy and ``sizes`` mutant instances (paired: pairs)."""
+
+    fixed: float
+    healthy: float
+    mutants: tuple[float, ...]
+    healthy_size: int
+    sizes: tuple[int, ...]
+
+    def variance(self, healthy_size: int | None = None, sizes=None) -> float:
+        """The score's variance predicted with ``healthy_size`` healthy and ``sizes``
+        mutant instances (default: those read): the healthy and each mutant's part scale
+        as 1/n.
+
+        >>> ScoreShares(0.1, 2.0, (1.0, 0.5), 20, (20, 10)).variance(40, (20, 20))
+        2.35
+        """
+        h = self.healthy_size if healthy_size is None else healthy_size
+        sizes = self.sizes if sizes is None else sizes
+        return (self.fixed + self.healthy * self.healthy_size / h
+                + sum(part * read / n for part, read, n
+                      in zip(self.mutants, self.sizes, sizes, strict=True)))
+
+    def to_dict(self) -> dict:
+        return {"fixed": self.fixed, "healthy": self.healthy, "mutants": list(self.mutants)}
+
+
+def score_shares(posteriors, healthy, mutants, paired) -> ScoreShares:
+    """The parts of the mutation score's variance (:class:`ScoreShares`), from the joint
+    resamples of the score (common random numbers: resample b of every unpaired mutant
+    holds the same healthy resample).
+
+    With mu_mb = (s_mb + 1) / (N + 2) the kill rate of mutant m in resample b, the score's
+    draws have the variance ``Var_b(sum_m mu_mb) / M^2`` plus the Beta draws' noise. Of
+    it, no instance reduces the binomial noise of the N trials of each resample
+    (``N mu (1 - mu) / (N + 2)^2``) and of the Beta draws (``mu (1 - mu) / (N + 3)``):
+    ``fixed``. The rest of each mutant's own variance ``Var_b(mu_mb)`` comes from its own
+    instances and from the healthy ones; the two-sample split of a mean difference gives
+    its own instances the share ``(v_m / n_m) / (v_h / n_h + v_m / n_m)`` (v the
+    accuracies' variances, n the sizes); a paired mutant carries all of it (a pair is one
+    instance of each). Everything else, the covariances of the mutants' kill rates across
+    resamples included, goes with the healthy population they share: ``healthy``.
+
+    Parameters
+    ----------
+    posteriors : each mutant's :class:`~probmut.bagging.PopulationPosterior`, analysed
+        with the same seed (:func:`mutant_posterior`).
+    healthy : the healthy accuracies the unpaired mutants are compared with.
+    mutants : each mutant's accuracies (paired: those of its pairs).
+    paired : for each mutant, whether it is paired.
+
+    >>> from probmut.bagging import PosteriorSettings, summarize
+    >>> rng = np.random.default_rng(0)
+    >>> shared = rng.integers(-20, 21, 100)   # a healthy resample moves every kill count
+    >>> rows = [summarize(name, np.clip(c + shared + rng.integers(-5, 6, 100), 0, 100),
+    ...                   PosteriorSettings()) for name, c in (("a", 40), ("b", 60))]
+    >>> shares = score_shares(rows, rng.normal(0, 1, 50), [rng.normal(0, 1, 50)] * 2,
+    ...                       [False, False])
+    >>> bool(shares.healthy > 2 * sum(shares.mutants)), shares.healthy_size, shares.sizes
+    (True, 50, (50, 50))
+    """
+    posteriors, mutants = list(posteriors), [np.asarray(m, dtype=np.float64) for m in mutants]
+    trials = posteriors[0].trials
+    rates = (np.stack([p.kill_counts for p in posteriors]) + 1.0) / (trials + 2)
+    spread = rates * (1 - rates)
+    trial_noise = spread.mean(axis=1) * trials / (trials + 2) ** 2
+    beta_noise = spread.mean(axis=1) / (trials + 3)
+    own = np.maximum(rates.var(axis=1, ddof=1) - trial_noise, 0.0)
+    healthy = np.asarray(healthy, dtype=np.float64)
+    h_part = healthy.var(ddof=1) / healthy.size
+    m_parts = np.array([m.var(ddof=1) / m.size for m in mutants])
+    with np.errstate(invalid="ignore"):
+        share = np.where(paired, 1.0, np.nan_to_num(m_parts / (h_part + m_parts), nan=0.5))
+    by_mutant = own * share
+    total = rates.sum(axis=0).var(ddof=1)
+    scale = len(posteriors) ** 2
+    return ScoreShares(
+        fixed=float((trial_noise + beta_noise).sum() / scale),
+        healthy=float(max(total - trial_noise.sum() - by_mutant.sum(), 0.0) / scale),
+        mutants=tuple(float(v) for v in by_mutant / scale), healthy_size=int(healthy.size),
+        sizes=tuple(int(m.size) for m in mutants))
+
+
 # --- the kill probability against the magnitude -----------------------------------------------
 
 def magnitude_values(magnitudes) -> tuple[np.ndarray | None, str]:
@@ -619,6 +741,7 @@ class Campaign(Result):
         now = {"model": self.model, "mutation_score": self.score and self.score.to_dict(),
                "mutants": [{"name": m.name, "outcome": m.outcome} for m in self.mutants]}
         return compare_reports(now, self.earlier[1], self.earlier[0])
+    score_rounds: tuple[dict, ...] = ()
 
     @property
     def populations(self) -> tuple[PopulationCount, ...]:
@@ -683,7 +806,8 @@ class Campaign(Result):
             "compare": None if self.comparison is None else self.comparison.to_dict(),
             "inputs": None if self.inputs is None else {
                 k: v for k, v in self.inputs.to_dict().items() if k != "mutants"},
-            "coverage": self.coverage, "rounds": self.rounds_file, "notes": list(self.notes)})
+            "coverage": self.coverage, "rounds": self.rounds_file,
+            "score_rounds": list(self.score_rounds), "notes": list(self.notes)})
 
     def _repr_html_(self) -> str:
         import html
@@ -714,6 +838,11 @@ class Campaign(Result):
                  f"{'verdicts' if self.verdicts else 'decisions'}: {counts}",
                  *self.status_lines(),
                  str(self.score) if self.score else "mutation score: no analysed mutant"]
+        if self.score_rounds:
+            last = self.score_rounds[-1]
+            lines.append(f"trained until the score was settled (train --until-score): "
+                         f"{len(self.score_rounds)} rounds, {last['spent']} instances, the "
+                         f"last interval {last['score']['width']:.3f} wide")
         if self.flagged:
             lines.append("flagged, left out of the score: " + "; ".join(
                 f"{m.name} ({', '.join(m.flags)})" for m in self.flagged))
@@ -1226,8 +1355,7 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
         found = {m.name: m for m in inputs.mutants}
         mutants = [replace(m, inputs=found.get(m.name)) for m in mutants]
     scored = [m.posterior for m in mutants if m.posterior is not None and not m.flags]
-    score = mutation_score(scored, seed=_stream(seed, 0, "score"),
-                           mass=settings.mass) if scored else None
+    score = campaign_score(scored, settings, seed) if scored else None
     unpaired = baseline(False) if enough else None
     paired = baseline(True) if enough and any(m.paired for m in mutations) else None
     curves = tuple(_curve(mutation, [m for m in mutants if m.mutation == mutation.name],
@@ -1242,7 +1370,8 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
         rounds_file=str(folder / "rounds.json") if rounds else None,
         operator_scores=tuple(_operator_score(mutation.name, mutants, seed, settings)
                               for mutation in mutations),
-        paired_baseline=paired, run_settings=_read_run_settings(folder))
+        paired_baseline=paired, run_settings=_read_run_settings(folder),
+        score_rounds=tuple(r for r in rounds or () if "score" in r))
 
 
 def _operator_score(mutation: str, mutants, seed, settings) -> MutationScore | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from probmut.bagging import JACKKNIFES, PosteriorSettings
 from probmut.beta import Z95, beta_mean_var, fit_beta_batch, ratio_of
 from probmut.errors import ProbmutError
 from probmut.results import Result
+
+if TYPE_CHECKING:
+    from probmut.io.cache import Cache
 
 
 def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
@@ -199,10 +203,13 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
 def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None, *,
                       repetitions: int = 100, paired: bool = False, seed=None,
                       jobs: int | None = None, name: str | None = None,
-                      report=None) -> MCEResult:
+                      report=None, cache: Cache | None = None) -> MCEResult:
     """MCE of the bagged posterior of ``mutant`` against ``healthy``, from populations.
 
-    All R x B x N DeepCrime tests run in the compiled engine.
+    All R x B x N DeepCrime tests run in the compiled engine; with a ``cache``, their
+    R x B kill counts are kept on disk (keyed by the accuracies, the tests' settings, R
+    and the seed), so a rerun, or a run of several mutants stopped half-way, does not
+    test them again.
 
     Parameters
     ----------
@@ -223,7 +230,8 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     >>> res.repetitions, 0 < res.mean < 1, res.mean_se > 0
     (10, True, True)
     """
-    from probmut.engine import kill_counts
+    from probmut.engine import kill_counts, seed_sequence
+    from probmut.io.cache import Cache, cache_key
     from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
@@ -232,9 +240,21 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     if repetitions < 2:
         raise ProbmutError(f"the Monte-Carlo error needs at least 2 repetitions, got "
                            f"{repetitions}", option="repetitions")
-    counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps,
-                         trials=settings.trials, sample=settings.sample,
-                         repetitions=repetitions, paired=paired, criterion=settings.criterion,
-                         seed=seed, jobs=jobs, report=report)
+    root = seed_sequence(seed)
+    cache = cache or Cache(None)
+    key = cache_key("mce", healthy.values, mutant.values, paired, settings.criterion,
+                    settings.bootstraps, settings.trials, settings.sample, repetitions,
+                    root.entropy)
+    stored = cache.get(key, shapes={"counts": (repetitions, settings.bootstraps)})
+    if stored is None:
+        counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps,
+                             trials=settings.trials, sample=settings.sample,
+                             repetitions=repetitions, paired=paired,
+                             criterion=settings.criterion, seed=root, jobs=jobs, report=report)
+        cache.put(key, counts=counts)
+    else:
+        counts = stored["counts"]
+        if report is not None:
+            report(repetitions * settings.bootstraps * settings.trials)
     return mce_from_kill_counts(counts, settings, name=name, paired=paired,
                                 seed=seed, source="populations")

@@ -7,6 +7,12 @@ starts, then at most one line every ``interval`` seconds, and one line at the en
 Both take the same calls (``update``, ``set_postfix``, ``write``, ``close``, ``with``).
 With a ``delay``, neither shows anything before that many seconds have passed: work
 that is over sooner prints nothing.
+
+The time left is estimated from the pace since the first step finished, never from the
+start: the first step also pays for what happens once (compiling the kernels, loading
+TensorFlow), and counting it promised minutes for work done seconds later. Work whose
+step count may grow as it runs (a verdict that needs more simulated populations) says
+so at the start, with the most it can take.
 """
 
 from __future__ import annotations
@@ -32,10 +38,13 @@ class LineProgress:
     ...     bar.update(4)
     >>> "quick" in stream.getvalue()
     False
+    >>> LineProgress(6, "grows", unit="block", stream=stream, most=9).close()
+    >>> print(stream.getvalue().splitlines()[-2])
+    grows: 6 blocks to do (up to 9 if it needs more)
     """
 
     def __init__(self, total: int, desc: str, unit: str = "step", stream=None,
-                 interval: float = 10.0, delay: float = 0.0):
+                 interval: float = 10.0, delay: float = 0.0, most: int | None = None):
         self.total, self.desc, self.unit = total, desc, unit
         self.stream = stream or sys.stderr
         self.interval = interval
@@ -43,26 +52,32 @@ class LineProgress:
         self.n = 0
         self.postfix = ""
         self.start = self.last = time.monotonic()
+        self.paced: tuple[float, int] | None = None  # time and count at the first step's end
         self.closed = False
         self.shown = not delay
+        more = f" (up to {most:,} if it needs more)" if most is not None and most > total else ""
         if self.shown:
-            self._line(f"{desc}: {total:,} {unit}s to do")
+            self._line(f"{desc}: {total:,} {unit}s to do{more}")
 
     def _line(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
     def _status(self) -> str:
         share = f" ({self.n / self.total:.0%})" if self.total else ""
-        elapsed = time.monotonic() - self.start
+        now = time.monotonic()
+        elapsed = now - self.start
         rest = ""
-        if 0 < self.n < self.total:
-            rest = f", about {elapsed / self.n * (self.total - self.n):.0f} s left"
+        if self.paced is not None and self.paced[1] < self.n < self.total:
+            pace = (now - self.paced[0]) / (self.n - self.paced[1])  # the first step left out
+            rest = f", about {pace * (self.total - self.n):.0f} s left"
         postfix = f" [{self.postfix}]" if self.postfix else ""
         return f"{self.desc}: {self.n:,}/{self.total:,}{share}, {elapsed:.0f} s{rest}{postfix}"
 
     def update(self, count: int = 1) -> None:
         self.n += count
         now = time.monotonic()
+        if self.paced is None:
+            self.paced = now, self.n
         if self.n >= self.total:
             return
         if self.shown and now - self.last >= self.interval or (
@@ -108,9 +123,10 @@ class _Silent(LineProgress):
 
 
 def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "step",
-             unit_scale: bool = False, delay: float = 0.0):
+             unit_scale: bool = False, delay: float = 0.0, most: int | None = None):
     """A progress display for ``total`` steps: tqdm on a terminal, lines otherwise,
-    nothing when ``enabled`` is False, nor before ``delay`` seconds.
+    nothing when ``enabled`` is False, nor before ``delay`` seconds. ``most``: the most
+    steps there can be when the work may add some as it runs (``total`` grows then).
 
     >>> with progress(3, "quiet", enabled=False) as bar:
     ...     bar.update(3)
@@ -122,4 +138,4 @@ def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "step",
 
         return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, leave=False,
                     file=sys.stderr, dynamic_ncols=True, delay=delay)
-    return LineProgress(total, desc, unit, delay=delay)
+    return LineProgress(total, desc, unit, delay=delay, most=most)

@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import functools
 import math
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -384,10 +385,23 @@ def _wrong_settled(z, looks: tuple, reference: int) -> np.ndarray:
 
 
 def _planned(looks) -> tuple[int, ...]:
-    looks = tuple(sorted({int(n) for n in looks}))
+    """The planned looks as given: positive instance counts in increasing order, each
+    once (a plan out of order or with a repeat is refused, not guessed at).
+
+    >>> _planned(range(20, 50, 10))
+    (20, 30, 40)
+    >>> _planned([50, 40])
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: the planned looks must be given in increasing order, each once; got [50, 40]
+    """
+    looks = tuple(int(n) for n in looks)
     if not looks or looks[0] < 1:
         raise ProbmutError(f"the planned looks must be positive numbers of instances, got "
                            f"{list(looks) or 'none'}", option="looks")
+    if any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+        raise ProbmutError(f"the planned looks must be given in increasing order, each once; "
+                           f"got {list(looks)}", option="looks")
     return looks
 
 
@@ -407,29 +421,54 @@ def sequential_error(thresholds, looks, reference: int = REFERENCE_SIZE) -> floa
                                 _planned(looks), reference).max())
 
 
-#: The thresholds relax towards the last look: on the latent scale the threshold at a
-#: look of n instances is ``z (n / n_last) ** -SHAPE`` (never below the level), so that
-#: more of the error is spent where an unsettled mutant has its last chance; the first
-#: look of the defaults stays within reach of ``MORE_DRAWS`` x ``DRAWS`` simulated
-#: populations (0.9946 against their bound of 0.9963 when all are killed).
-SHAPE = 0.2
+#: The thresholds' shape over the looks: on the latent scale the threshold at a look of n
+#: instances is ``z (n / n_last) ** -SHAPE`` (never below the level). 0: the same
+#: threshold at every look. Thresholds relaxing towards the last look (0.2, the rule
+#: before) spend the latent model's budget late, which the real verdict does not repay:
+#: on the same paths they settled clear mutants later and left as many wrong settled
+#: verdicts (docs/recommend.md, calibration).
+SHAPE = 0.0
+#: The latent model's budget is this many times the verdict's (1 - level): the real
+#: verdict spends less than the latent model allows (its Monte-Carlo bound, and a
+#: predictive probability less extreme than the model's), and the rule is calibrated to
+#: the real verdict's measured error, not to the model's: at 1.5 the worst measured wrong
+#: share over effects and three shapes of populations stays within 1 - level
+#: (scripts/validation/sequential_validation.py; docs/recommend.md).
+SPEND = 1.5
 
 
-@functools.lru_cache(maxsize=64)
-def _last_z(looks: tuple, reference: int, level: float) -> float:
-    """The z of the thresholds' shape (:data:`SHAPE`) at which :func:`sequential_error`
-    is ``1 - level`` (0 when the level alone keeps it lower)."""
+@functools.lru_cache(maxsize=256)
+def _last_z(looks: tuple, reference: int, budget: float, shape: float, floor: float) -> float:
+    """The z of the thresholds ``max(floor, Phi(z (n / n_last) ** -shape))`` at which
+    :func:`sequential_error` is ``budget`` (0 when the floor alone keeps it lower)."""
     from scipy import optimize, special
 
-    floor = special.ndtri(level)
-    scale = (np.asarray(looks, dtype=float) / looks[-1]) ** -SHAPE
+    lowest = special.ndtri(floor) if floor > 0.5 else -np.inf
+    scale = (np.asarray(looks, dtype=float) / looks[-1]) ** -shape
 
     def excess(z):
-        return _wrong_settled(np.maximum(floor, z * scale), looks, reference).max() - (1 - level)
+        return _wrong_settled(np.maximum(lowest, z * scale), looks, reference).max() - budget
 
     if excess(0) <= 0:
         return 0.0
     return float(optimize.brentq(excess, 0, 8, xtol=1e-6))
+
+
+def plan_thresholds(looks, reference: int = REFERENCE_SIZE, *, budget: float,
+                    shape: float = SHAPE, floor: float = 0.5) -> np.ndarray:
+    """Thresholds on p_killed, one per look of ``looks`` (sorted), of the form
+    ``max(floor, Phi(z (n / n_last) ** -shape))`` with the smallest z at which the
+    latent model's worst chance of a wrong settled verdict (:func:`sequential_error`)
+    is ``budget``.
+
+    >>> plan_thresholds([20, 200], budget=0.05, shape=0).round(4).tolist()
+    [0.9504, 0.9504]
+    """
+    from scipy import special
+
+    looks = _planned(looks)
+    z = _last_z(looks, int(reference), float(budget), float(shape), float(floor))
+    return np.maximum(floor, special.ndtr(z * (np.asarray(looks) / looks[-1]) ** -shape))
 
 
 def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
@@ -437,25 +476,41 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
     """The level p_killed must reach to settle a verdict from n instances per side, when
     the verdict is looked at after each of ``looks`` instances per side: thresholds of
     the shape :data:`SHAPE`, the smallest at which :func:`sequential_error` is at most
-    ``1 - level``, and never below ``level`` itself.
+    :data:`SPEND` times ``1 - level``, and never below ``level`` itself (the threshold of
+    a single look).
 
     >>> settle_threshold(20, [20])
     0.95
     >>> looks = range(20, 201, 10)
     >>> [round(settle_threshold(n, looks), 4) for n in (20, 30, 100, 200)]
-    [0.9945, 0.9905, 0.9674, 0.95]
+    [0.9676, 0.9676, 0.9676, 0.9676]
     """
     from scipy import special
 
     if not 0.5 < level < 1:
         raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
     looks = _planned(looks)
-    z = _last_z(looks, int(reference), float(level)) * (n / looks[-1]) ** -SHAPE
-    return float(max(level, special.ndtr(z)))
+    z = _last_z(looks, int(reference), SPEND * (1 - float(level)), SHAPE, float(level))
+    return float(max(level, special.ndtr(z * (n / looks[-1]) ** -SHAPE)))
+
+def verdict_seed(seed, name: str, look: int) -> int:
+    """The seed of one mutant's verdict at one look of a run: derived from the run's seed,
+    the mutant's name and the look (instances per side), so that the verdicts of a
+    campaign, and of one mutant at successive looks, simulate independent populations
+    and their Monte-Carlo errors are not correlated.
+
+    >>> verdict_seed(42, "change_label_3.12", 20) != verdict_seed(42, "change_label_3.12", 30)
+    True
+    """
+    from probmut.engine import seed_sequence
+
+    root = seed_sequence(seed)
+    return int(np.random.SeedSequence(root.entropy, spawn_key=(
+        *root.spawn_key, zlib.crc32(name.encode()), int(look))).generate_state(1, np.uint64)[0])
 
 
-def _bounds(killed: int, draws: int) -> tuple[float, float]:
-    """One-sided Clopper-Pearson bounds (``CONFIDENCE``) on p_killed from ``killed`` of
+def _bounds(killed: int, draws: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """One-sided Clopper-Pearson bounds (of this confidence) on p_killed from ``killed`` of
     ``draws`` simulated populations.
 
     >>> [round(b, 4) for b in _bounds(100, 100)]
@@ -463,15 +518,16 @@ def _bounds(killed: int, draws: int) -> tuple[float, float]:
     """
     from scipy.stats import beta
 
-    low = 0.0 if killed == 0 else float(beta.ppf(1 - CONFIDENCE, killed, draws - killed + 1))
-    high = 1.0 if killed == draws else float(beta.ppf(CONFIDENCE, killed + 1, draws - killed))
+    low = 0.0 if killed == 0 else float(beta.ppf(1 - confidence, killed, draws - killed + 1))
+    high = 1.0 if killed == draws else float(beta.ppf(confidence, killed + 1, draws - killed))
     return low, high
 
 
-def _call(killed: int, draws: int, threshold: float) -> str | None:
+def _call(killed: int, draws: int, threshold: float,
+          confidence: float = CONFIDENCE) -> str | None:
     """The verdict from ``killed`` of ``draws`` populations, or None while the bounds on
     p_killed leave it undecided (one of them on the far side of a threshold)."""
-    low, high = _bounds(killed, draws)
+    low, high = _bounds(killed, draws, confidence)
     if low >= threshold:
         return "killed"
     if high <= 1 - threshold:
@@ -589,8 +645,9 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         over ``looks``, ``1 - level`` bounds the chance of a wrong settled verdict.
     reference : size of "a large population", whose decision the verdict predicts.
     max_instances : largest population per side ``needed`` may propose.
-    looks : the instances per side at which the verdict is looked at, this pilot's
-        included (default: this pilot only); see :func:`settle_threshold`.
+    looks : the instances per side at which the verdict is looked at, in increasing
+        order, this pilot's size (the smaller side) among them (default: this pilot
+        only); see :func:`settle_threshold`.
     paired : model-level mutation: ids drawn jointly (populations aligned by id).
     seed, jobs : same seed, same numbers, for any ``jobs``.
     cache : a :class:`~probmut.io.cache.Cache` to reuse blocks across runs.
@@ -606,7 +663,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     """
     from probmut.bagging import PosteriorSettings
     from probmut.engine import seed_sequence
-    from probmut.io.cache import Cache, cache_key
+    from probmut.io.cache import Cache
     from probmut.io.populations import aligned
     from probmut.progress import progress as progress_display
 
@@ -628,14 +685,19 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
                            f"{sizes}", option="sizes")
     if draws < 10:
         raise ProbmutError(f"draws must be at least 10, got {draws}", option="draws")
-    # The largest block is a size's, or the last doubling of the verdict's populations.
-    blocks = [(draws, n) for n in sizes] + [(MORE_DRAWS // 2 * draws, reference)]
-    count, largest = max(blocks, key=lambda block: block[0] * block[1])
+    def largest_block(draws):
+        """The largest block: a size's, or the last doubling of the verdict's populations."""
+        blocks = [(draws, n) for n in sizes] + [(MORE_DRAWS // 2 * draws, reference)]
+        return max(blocks, key=lambda block: block[0] * block[1])
+
+    count, largest = largest_block(draws)
     if count * largest > MAX_SIMULATED:
+        fewer = largest_block(min(draws, DRAWS))  # the option to blame: fits without it
         raise ProbmutError(
             f"{count:,} simulated populations of {largest:,} instances per side exceed the "
             f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
-            "the draws", option="reference" if largest == reference else "sizes")
+            "the draws", option="draws" if fewer[0] * fewer[1] <= MAX_SIMULATED else
+            "reference" if largest == reference else "sizes")
     if reference < k or max_instances < k:
         raise ProbmutError(f"the reference size and max instances must be at least k = {k}")
     pilot = min(h.size, m.size)
@@ -643,6 +705,11 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     if looks[0] < k:
         raise ProbmutError(f"the planned looks must be at least the sample size k = {k}; got "
                            f"{list(looks)}", option="looks")
+    if pilot not in looks:
+        raise ProbmutError(f"the planned looks {list(looks)} leave out this pilot's {pilot} "
+                           "instances per side: this verdict is one of the looks, and a plan "
+                           "without it would settle it at another look's threshold; add "
+                           f"{pilot} to the looks", option="looks")
     threshold = settle_threshold(pilot, looks, reference, level)
     lowest = settle_threshold(looks[-1], looks, reference, level)
     if _bounds(MORE_DRAWS * draws, MORE_DRAWS * draws)[0] < lowest:
@@ -654,28 +721,17 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     cache = cache or Cache(None)
 
     def simulate(role, n, block=0, count=draws):
-        """One block of ``count`` simulated populations of n (cached)."""
-        extra = () if block == 0 else (block,)
-        key = cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
-                        role, n, *extra)
-        stored = cache.get(key, shapes={"means": (count,), "killed": (count,),
-                                        "variances": (count,)})
-        if stored is None:
-            draw_stream, engine_stream = np.random.SeedSequence(
-                root.entropy, spawn_key=(2, n, block) if block else
-                (int(role == "verdict"), n)).spawn(2)
-            rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
-                                uncertain=role == "verdict")
-            means, killed, variances = _analyse(*rows, settings, paired, engine_stream, jobs)
-            stored = {"means": means, "killed": killed, "variances": variances}
-            cache.put(key, **stored)
+        stored = simulate_block(h, m, settings, role=role, n=n, block=block, count=count,
+                                paired=paired, root=root, cache=cache, jobs=jobs)
         if block:
             bar.total += 1  # a block that doubles the populations behind p_killed
         bar.update()
         return stored
 
+    # the verdict may double its populations until MORE_DRAWS times the draws
+    most = 1 + len(sizes) + math.ceil(math.log2(MORE_DRAWS))
     with progress_display(1 + len(sizes), f"recommend {name}", enabled=progress,
-                          unit="block") as bar:
+                          unit="block", most=most) as bar:
         verdict, verdict_blocks = _settle(
             lambda block, count: simulate("verdict", reference, block, count), threshold,
             draws)
@@ -707,14 +763,41 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
                           len(looks))
 
 
-def _settle(simulate, threshold: float, draws: int):
+def simulate_block(h, m, settings: PosteriorSettings, *, role: str, n: int, block: int,
+                   count: int, paired: bool, root: np.random.SeedSequence,
+                   cache: Cache, jobs=None) -> dict:
+    """One block of ``count`` simulated populations of n fresh instances per side of the
+    pilot ``h``, ``m``, analysed (cached): ``role`` "verdict" (the pilot's uncertainty
+    included; block 0, then the blocks that double the total) or "size" (a prediction).
+    Each block has its own streams from ``root``. Returns {"means", "killed",
+    "variances"}, one value per population."""
+    from probmut.io.cache import cache_key
+
+    extra = () if block == 0 else (block,)
+    key = cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
+                    root.spawn_key, role, n, *extra)
+    stored = cache.get(key, shapes={"means": (count,), "killed": (count,),
+                                    "variances": (count,)})
+    if stored is None:
+        draw_stream, engine_stream = np.random.SeedSequence(
+            root.entropy, spawn_key=root.spawn_key + ((2, n, block) if block else
+                                                      (int(role == "verdict"), n))).spawn(2)
+        rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
+                            uncertain=role == "verdict")
+        means, killed, variances = _analyse(*rows, settings, paired, engine_stream, jobs)
+        stored = {"means": means, "killed": killed, "variances": variances}
+        cache.put(key, **stored)
+    return stored
+
+
+def _settle(simulate, threshold: float, draws: int, confidence: float = CONFIDENCE):
     """The verdict and the blocks of simulated populations behind it: ``simulate(block,
     count)`` gives block number ``block`` of ``count`` populations (a dict whose
     "killed" says which were judged killed); blocks are added, doubling the total,
     while the bounds on p_killed leave the verdict undecided, up to ``MORE_DRAWS``
     times ``draws`` (then: not settled)."""
     blocks = [simulate(0, draws)]
-    while (verdict := _call(*_killed_of(blocks), threshold)) is None:
+    while (verdict := _call(*_killed_of(blocks), threshold, confidence)) is None:
         used = _killed_of(blocks)[1]
         if used >= MORE_DRAWS * draws:
             return "not settled", blocks

@@ -11,10 +11,12 @@ against healthy gives the false-positive rate.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from probmut.bagging import SmallPopulationWarning
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion, deepcrime_test_batch
 from probmut.population import Population
@@ -74,6 +76,21 @@ class RepeatStudy(Result):
         return "\n".join(lines)
 
 
+def _warn_if_pools_near_sample(healthy: Population, sound: int, unknown: int,
+                               sample: int) -> None:
+    """Warn, as the bagged posterior does (:class:`SmallPopulationWarning`), when a pool
+    holds fewer than 2k instances: the tests of a repetition share most of them, and
+    with pools of k they are one test repeated."""
+    if 2 * sample <= min(sound, unknown):
+        return
+    same = ("every test of a repetition draws the same instances, so it is one test repeated "
+            "and its pass rate is 0 or 1" if sound == unknown == sample else
+            "the tests of a repetition share most instances, so pass rates pile up at 0 and 1")
+    warnings.warn(f"{healthy.where}: pools of {sound} sound and {unknown} unknown instances for "
+                  f"samples of k = {sample}: {same}; train more instances or lower the sample "
+                  "size k", SmallPopulationWarning, stacklevel=3)
+
+
 def repeated_tests(healthy: Population, studied: Population, *, repetitions: int = 50,
                    trials: int = 100, sample: int = 20, pool: int | None = None,
                    paired: bool = False, criterion: KillCriterion | None = None,
@@ -114,6 +131,7 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
         raise ProbmutError(f"the sound pool must hold between k = {sample} and "
                            f"{ids.size - sample} of the {ids.size} healthy instances, got {pool}",
                            option="pool")
+    _warn_if_pools_near_sample(healthy, pool, ids.size - pool, sample)
     healthy_by_id = dict(zip(healthy.ids.tolist(), healthy.values.tolist(), strict=True))
     studied_by_id = dict(zip(studied.ids.tolist(), studied.values.tolist(), strict=True))
     streams = seed_sequence(seed).spawn(repetitions)

@@ -12,7 +12,9 @@
   configurations.
 
 Every Monte-Carlo result is cached under ``out/.probmut_cache`` (keyed by the
-accuracies, settings and seed): a second run only redraws, an interrupted run resumes.
+accuracies, settings and seed): a second run computes nothing again, an interrupted run
+resumes. Figures are not cached: every run draws them all, which is most of a cached
+rerun's time (the report says how long).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,12 +77,23 @@ class ReplicateReport(Result):
     seconds: dict = field(default_factory=dict)
     cache_hits: int = 0
     cache_misses: int = 0
+    figures: int = 0
+    drawing_seconds: float = 0.0
+
+    @contextmanager
+    def drawing(self):
+        """Time a figure's drawing (never cached: every run draws every figure)."""
+        start = time.perf_counter()
+        yield
+        self.figures += 1
+        self.drawing_seconds += time.perf_counter() - start
 
     def to_dict(self) -> dict:
         return {"out": str(self.out), "quick": self.quick,
                 "files": [str(f) for f in self.files],
                 "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
-                "cache_hits": self.cache_hits, "cache_misses": self.cache_misses}
+                "cache_hits": self.cache_hits, "cache_misses": self.cache_misses,
+                "figures": self.figures, "drawing_seconds": round(self.drawing_seconds, 2)}
 
     index = "file"
 
@@ -90,6 +104,8 @@ class ReplicateReport(Result):
         mode = "quick (reduced settings)" if self.quick else "the paper's settings"
         lines = [f"replicate: {len(self.files)} files under {self.out} ({mode})"]
         lines += [f"  {part:<12}{seconds:8.1f} s" for part, seconds in self.seconds.items()]
+        lines.append(f"  figures: {self.figures} drawn in {self.drawing_seconds:.1f} s (not "
+                     "cached: every run draws them)")
         lines.append(f"  cache: {self.cache_hits} results reused, {self.cache_misses} computed")
         lines += [f"  {f}" for f in self.files]
         return "\n".join(lines)
@@ -133,8 +149,9 @@ def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
                                                names, plan.posterior, mutation.paired, seed,
                                                source="populations")
             label = f"{model}_{mutation.name}"
-            report.files.append(save(plot_posteriors(study, title=label.replace("_", " ")),
-                                     out / model / f"{label}.png"))
+            with report.drawing():
+                report.files.append(save(plot_posteriors(study, title=label.replace("_", " ")),
+                                         out / model / f"{label}.png"))
             for post in study.populations:
                 rows.append({"model": model, "mutation": mutation.name} | post.to_dict())
             bar.update()
@@ -214,10 +231,11 @@ def _motivating(manifest, plan, out, cache, seed, report, bar):
             for label, results in series.items() for r in results if r.sample == 20]
     _write_frame(pd.DataFrame(rows).set_index("population"), out / "motivating_table.csv",
                  report)
-    figure = plot_motivating({label: [r for r in results if r.sample in plan.motivating_ks]
-                              for label, results in series.items()},
-                             title=f"{model} {name}: one DeepCrime test, k vs k")
-    report.files.append(save(figure, out / "motivating.png"))
+    with report.drawing():
+        figure = plot_motivating({label: [r for r in results if r.sample in plan.motivating_ks]
+                                  for label, results in series.items()},
+                                 title=f"{model} {name}: one DeepCrime test, k vs k")
+        report.files.append(save(figure, out / "motivating.png"))
 
 
 def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
@@ -239,9 +257,10 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
                          out / "sample_size" / f"{model}_{name}_{magnitude}.csv", report)
             studies.append(study)
             bar.update()
-        figure = plot_sample_size(studies,
-                                  title=f"{model} {name.replace('_', ' ')}: population size")
-        report.files.append(save(figure, out / model / f"{model}_{name}_sample_size.png"))
+        with report.drawing():
+            figure = plot_sample_size(studies,
+                                      title=f"{model} {name.replace('_', ' ')}: population size")
+            report.files.append(save(figure, out / model / f"{model}_{name}_sample_size.png"))
 
 
 def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 42,

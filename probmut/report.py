@@ -397,7 +397,25 @@ def _summary(campaign: Campaign) -> str:
              if campaign.notes else "")
     return (f'<section id="summary"><h2>Summary</h2>{_status(campaign)}'
             f'<div class="top">{_score(campaign)}<div>{_counts(campaign)}</div></div>'
-            f"{_facts(rows)}{notes}</section>")
+            f"{_facts(rows)}{_score_rounds(campaign)}{notes}</section>")
+
+
+def _score_rounds(campaign: Campaign) -> str:
+    """The rounds of a run trained until the score was settled (``train --until-score``):
+    per round the instances, the score with its interval, and what the next one trained."""
+    if not campaign.score_rounds:
+        return ""
+    rows = "".join(
+        f"<tr><td>{r['round']}</td><td>{r['instances'].get('healthy')}</td><td>{r['spent']}"
+        f"</td><td>{_f(r['score']['mean'], '.3f')}</td><td>[{_f(r['score']['ci_low'], '.3f')}, "
+        f"{_f(r['score']['ci_high'], '.3f')}]</td><td>{_f(r['score']['width'], '.3f')}</td>"
+        f"<td class=\"wrap\">{_e(', '.join(f'{p} {n}' for p, n in r['next'].items()) or '-')}"
+        "</td></tr>" for r in campaign.score_rounds)
+    return ('<details open id="score-rounds"><summary>trained until the score was settled: '
+            f"{len(campaign.score_rounds)} rounds</summary><table class=\"data\"><thead><tr>"
+            "<th>round</th><th>healthy</th><th>instances</th><th>score</th><th>95% interval</th>"
+            "<th>width</th><th>the next round trains, up to</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></details>")
 
 
 def _next_steps(campaign: Campaign) -> str:

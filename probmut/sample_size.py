@@ -14,8 +14,8 @@ the study flags those sizes (``overlap``). To predict fresh instances from a pil
 :mod:`probmut.recommend`.
 
 All R x B x N tests of a chunk of sub-populations run in one call of the compiled engine;
-chunks are cached on disk (:mod:`probmut.io.cache`) so reruns are instant and an
-interrupted study resumes. Sub-population draws and engine streams depend on the seed
+chunks are cached on disk (:mod:`probmut.io.cache`) so a rerun computes nothing again
+and an interrupted study resumes. Sub-population draws and engine streams depend on the seed
 and the chunk's place only: the numbers do not depend on chunking or ``jobs``.
 """
 

@@ -34,8 +34,9 @@ conservative at 3 instances per side); its statistic is DeepCrime's (pooled vari
 read with the t tail instead of DeepCrime's normal one, which calls 12% of unchanged
 mutants significant at 3 instances per side.
 
-The accuracy change also reports the kill criterion's effect size (Cohen's d, or A12
-for ``mannwhitney``) and whether the full criterion (p and effect) kills. The training
+The accuracy change also reports the kill criterion's effect size (its symbol in the
+registry :data:`probmut.killtest.CRITERIA`: Cohen's d, d_z, A12 or r_rb) and whether the
+full criterion (p and effect) kills. The training
 time change (probmut's) has its own test: the ratio of median training seconds (mutant
 over healthy) and the two-sided Mann-Whitney U test on the seconds (normal
 approximation with tie correction), for source-level mutants only: a model-level mutant
@@ -303,7 +304,7 @@ class SymptomStudy(Result):
         return rows
 
     def __str__(self) -> str:
-        effect = "A12" if self.criterion.kind == "mannwhitney" else "d"
+        effect = self.criterion.spec.symbol  # d, d_z, A12, r_rb: the registry's
         everyone = (self.healthy, *self.populations)
         width = max(len("population"), *(len(p.name) for p in everyone)) + 1
         header = (f"{'population':<{width}}{'n':>4}{'crash':>6}{'hang':>5}{'nan':>5}"

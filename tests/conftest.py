@@ -274,3 +274,40 @@ def report_json(folder, out, *options) -> dict:
     """``probmut report FOLDER --out OUT --json`` with ``options``: its document."""
     return json.loads(report_output(["report", str(folder), *options, "--out", str(out),
                                      "--quiet", "--json"]))
+
+
+class _FullDisk:
+    """See :func:`full_disk`."""
+
+    def __init__(self):
+        self.parts, self.refused = [], []
+
+    def __call__(self, part: str) -> None:
+        """From now on the disk is full for the files whose path holds ``part``."""
+        self.parts.append(part)
+
+    def free(self) -> None:
+        """Space is freed: every file can be written again."""
+        self.parts.clear()
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """``full_disk(PART)``: from then on the disk is full for every file probmut writes
+    whose path holds ``PART`` (``full_disk.free()`` ends it): its temporary file is
+    opened on ``/dev/full``, so writing fails with the kernel's own ENOSPC (issue 44).
+    ``full_disk.refused`` lists the files refused."""
+    import probmut.io.atomic as atomic
+
+    real, disk = atomic._temporary, _FullDisk()
+
+    def temporary(path, suffix):
+        fd, name = real(path, suffix)
+        if any(part in str(path) for part in disk.parts):
+            os.close(fd)
+            disk.refused.append(Path(path))
+            return os.open("/dev/full", os.O_WRONLY), name
+        return fd, name
+
+    monkeypatch.setattr(atomic, "_temporary", temporary)
+    return disk

@@ -257,6 +257,24 @@ def test_recommend_md_what_the_until_settled_run_found(folders):
                 else "so close to the boundary" in line), line
 
 
+@pytest.mark.slow
+@pytest.mark.train
+def test_score_md_what_the_until_score_run_trained(folders):
+    """docs/score.md: deleting 90% of the data is killed in every resample from the pilot
+    on, so its instances have nothing to narrow and it stays at its pilot; the report
+    reads the score of the last round."""
+    import json
+
+    runs = run_folder(folders, "score.md", "probmut train")
+    rounds = json.loads((runs / "runs/score/rounds.json").read_text())["rounds"]
+    assert all(r["shares"]["delete_training_data_90"] == 0 for r in rounds)
+    assert rounds[-1]["instances"]["delete_training_data_90"] == 10
+    score = rounds[-1]["score"]
+    shown = printed(folders, "score.md", "probmut report runs/score")
+    assert shown[2].startswith(f"mutation score {score['mean']:.3f} [{score['ci_low']:.3f}, "
+                               f"{score['ci_high']:.3f}]"), shown[2]
+
+
 #: A moderate relation (Kendall's tau of 0.3 or more) is what docs/coverage.md and the
 #: README say the digits run excludes.
 MODERATE_TAU = 0.3

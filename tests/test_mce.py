@@ -121,3 +121,25 @@ def test_batched_least_squares_matches_curve_fit():
         assert cost((a[i], b[i])) <= cost(ref) * (1 + 1e-9) + 1e-20
     moments = fit_beta_batch(rows, 100)
     assert np.allclose(np.column_stack(moments), [fit_moments(r, 100) for r in rows], rtol=1e-12)
+
+
+def test_a_cached_mce_is_not_tested_again_and_gives_the_same_numbers(tmp_path, monkeypatch):
+    """README: the MCE's results are cached on disk so runs resume (issue 44: they were
+    not); the kill counts of each mutant are kept, keyed by what they depend on."""
+    import probmut.engine
+    from probmut.io.cache import Cache
+
+    rng = np.random.default_rng(5)
+    healthy, mutant = rng.normal(0.99, 0.002, 60), rng.normal(0.988, 0.002, 60)
+    run = dict(repetitions=5, seed=3, cache=Cache(tmp_path))
+    first = monte_carlo_error(healthy, mutant, **run)
+    assert first.means.tolist() == monte_carlo_error(healthy, mutant, repetitions=5,
+                                                     seed=3).means.tolist()  # no cache
+    def computed(*args, **kwargs):
+        raise RuntimeError("tested again")
+
+    monkeypatch.setattr(probmut.engine, "kill_counts", computed)
+    again = monte_carlo_error(healthy, mutant, **run)
+    assert again.means.tolist() == first.means.tolist()
+    with pytest.raises(RuntimeError, match="tested again"):  # another seed: computed
+        monte_carlo_error(healthy, mutant, **(run | {"seed": 4}))

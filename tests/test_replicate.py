@@ -36,6 +36,10 @@ def test_quick_parts_and_cached_rerun(tmp_path):
     before = {p: p.read_bytes() for p in expected if p.suffix == ".csv"}
     second = replicate(tmp_path, quick=True, parts=parts, seed=1)
     assert second.cache_misses == 0 and second.cache_hits == first.cache_misses
+    # what a cached rerun still does, said (issue 44: the README called it instant)
+    assert second.figures == len([p for p in expected if p.suffix == ".png"])
+    assert 0 < second.drawing_seconds <= sum(second.seconds.values())
+    assert f"  figures: {second.figures} drawn in " in str(second)
     assert all(p.read_bytes() == content for p, content in before.items())
 
 

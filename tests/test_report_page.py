@@ -392,7 +392,7 @@ def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path):
     document = report_json(run, out, "--sample", "4")
     assert document["complete"] is True and document["rounds"]
     by_name = {m["name"]: m for m in document["mutants"]}
-    assert by_name["data_shuffle_10"]["outcome"] == "flagged"
+    assert by_name["data_shuffle_1"]["outcome"] == "flagged"
     for name in ("delete_training_data_50", "neurons_freezing_0.1"):
         assert by_name[name]["symptoms"] and by_name[name]["inputs"] and by_name[name]["rounds"]
     check_in_browser(browser, out, document)

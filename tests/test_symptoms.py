@@ -126,6 +126,19 @@ def test_accuracy_change_is_jias_t_test_and_the_kill_criterions_effect():
     assert classify(*records, "m").symptom == "insignificant accuracy change"
 
 
+@pytest.mark.parametrize("kind, symbol", [("deepcrime", "d"), ("mannwhitney", "A12"),
+                                          ("paired-t", "d_z"), ("wilcoxon", "r_rb")])
+def test_the_effect_size_is_labelled_as_the_criterion_names_it(kind, symbol):
+    """It was 'A12 if mannwhitney else d', so paired-t's d_z and wilcoxon's rank-biserial
+    r were labelled d (issue 44)."""
+    healthy = healthy_records(8)
+    study = symptom_study(healthy, {"m": healthy_records(8, seed=3)},
+                          KillCriterion(kind=kind), paired=["m"])
+    title, header = str(study).splitlines()[:2]
+    assert f"; {symbol}: the kill criterion's" in title
+    assert header.split("p-value")[1].split()[0] == symbol  # the column after p-value
+
+
 @pytest.mark.parametrize("paired", [False, True])
 def test_a_mutant_that_changes_nothing_is_significant_5_percent_of_the_time(paired):
     """Jia et al.'s level holds at every size: under no difference (both sides drawn from

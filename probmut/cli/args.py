@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from probmut.bagging import FITS, INTERVALS
 from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory, writable_file  # noqa: F401 (the commands' checks)
-from probmut.io.manifest import Manifest
+from probmut.io.manifest import Manifest, repeated_magnitudes
 from probmut.io.populations import read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
 from probmut.population import Population, pair
@@ -289,6 +290,9 @@ def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
         mutation = manifest.mutation(args.model, args.mutation)
         if not args.magnitudes:
             mutation.require_magnitudes()
+        elif (repeated := repeated_magnitudes(args.magnitudes)) is not None:
+            raise ProbmutError(f"magnitude {repeated}; give each magnitude once",
+                               option="magnitudes")
         chosen = args.magnitudes or mutation.magnitudes
         mutants = [read_population(mutation.file_for(m), name=m, strict=args.strict,
                                    manifest=manifest) for m in chosen]
@@ -299,8 +303,28 @@ def resolve_inputs(args, need_mutants: bool = True) -> Inputs:
         raise ProbmutError("give the population files (HEALTHY MUTANT ...) or --model/--mutation")
     if need_mutants and len(args.files) < 2:
         raise ProbmutError("give a healthy population file and at least one mutant file")
+    refuse_repeated_files(args.files)
     healthy, *mutants = [read_population(f, strict=args.strict) for f in args.files]
     return Inputs(healthy, mutants, args.paired)
+
+
+def refuse_repeated_files(files) -> None:
+    """Each population file once (the same file under two names included): a mutant
+    given twice would be counted twice.
+
+    >>> refuse_repeated_files(["h.csv", "m.csv", "./m.csv"])
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: m.csv and ./m.csv are the same file; give each population file once
+    """
+    seen: dict[str, str] = {}
+    for name in files:
+        path = os.path.realpath(name)  # a symlink loop too (reading it names it as one)
+        if path in seen:
+            twice = (f"{name} is given twice" if seen[path] == name else
+                     f"{seen[path]} and {name} are the same file")
+            raise ProbmutError(f"{twice}; give each population file once")
+        seen[path] = name
 
 
 def add_plot_arguments(parser: argparse.ArgumentParser, default: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from probmut.cli.args import add_strict_argument, integer, number
+from probmut.cli.args import add_strict_argument, integer, number, refuse_repeated_files
 from probmut.cli.emit import emit
 from probmut.errors import ProbmutError
 from probmut.inputs import ALTERNATIVES, CORRECTIONS, Outcomes, analyse_inputs
@@ -34,6 +34,7 @@ def _run_inputs(args) -> int:
     if len(args.files) < 2:
         raise ProbmutError("give the healthy outcomes file and at least one mutant's "
                            "(HEALTHY.outcomes.npz MUTANT.outcomes.npz ...)")
+    refuse_repeated_files(args.files)
     healthy, *mutants = [Outcomes.load(path, strict=args.strict) for path in args.files]
     study = analyse_inputs(healthy, mutants,
                            inputs=parse_input_range(args.inputs, healthy.n_inputs),

@@ -7,7 +7,8 @@ reported in one line without a traceback, with exit code 2, and so are a request
 for the memory (numpy's MemoryError) and an operating-system error on a named file (a
 name too long, a folder where a file is wanted, no permission). Ctrl-C stops any command
 with one line and exit code 130; a command that keeps its completed work (it sets the
-default ``resumes=True``; ``--no-cache`` turns it off) says that rerunning it resumes.
+default ``resumes=True``; ``--no-cache`` turns it off) says that rerunning it resumes, and
+so it says after a full disk (exit 2, the file named).
 """
 
 from __future__ import annotations
@@ -95,12 +96,25 @@ def _flag_of(args: argparse.Namespace, option: str) -> str:
     return flag(option)
 
 
+def _resumes(args: argparse.Namespace) -> bool:
+    """Whether the command keeps its completed work (and ``--no-cache`` is not given)."""
+    return getattr(args, "resumes", False) and not getattr(args, "no_cache", False)
+
+
+#: The warnings this command has printed: each is printed once (a warning about the
+#: healthy population, say, is not repeated for every mutant).
+_SHOWN: set[str] = set()
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"probmut: warning: {message}", file=sys.stderr)
+    if str(message) not in _SHOWN:
+        _SHOWN.add(str(message))
+        print(f"probmut: warning: {message}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
+    _SHOWN.clear()
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; no display needed
     parser = build_parser()
     try:
@@ -110,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from probmut.io.atomic import DiskFullError
     from probmut.io.completeness import noting_completeness
 
     try:
@@ -117,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.func(args) or 0)
     except ProbmutError as error:
         hint = f" ({_flag_of(args, error.option)})" if error.option else ""
+        if isinstance(error, DiskFullError) and _resumes(args):
+            hint += "; completed work is kept: the same command resumes"
         print(f"probmut {args.command}: error: {error}{hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError as error:  # a request beyond the limits checked before allocating
@@ -125,10 +142,9 @@ def main(argv: list[str] | None = None) -> int:
               "instances, bootstraps, trials or draws", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        resumes = getattr(args, "resumes", False) and not getattr(args, "no_cache", False)
         print(f"probmut {args.command}: interrupted"
               + ("; completed work is kept, run the same command again to resume"
-                 if resumes else ""), file=sys.stderr)
+                 if _resumes(args) else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader closed the pipe (e.g. `| head`): stop quietly. Point stdout at

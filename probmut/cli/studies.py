@@ -46,7 +46,7 @@ def _run_mce(args) -> int:
         if args.files or args.model:
             raise ProbmutError("give either --kill-rates or populations, not both")
         refuse_given(args, (*SAVED_RATES_FIX, "repetitions", "mutation", "magnitudes",
-                            "manifest"),
+                            "manifest", "cache", "no_cache"),
                      saved_rates_reason("repetitions and bootstraps are the file's rows and "
                                         "columns"))
         counts = load_kill_rates(args.kill_rates, settings.trials)
@@ -59,12 +59,13 @@ def _run_mce(args) -> int:
         return 0
     inputs = resolve_inputs(args)
     inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
+    cache = _cache(args)
     total = len(inputs.mutants) * args.repetitions * settings.bootstraps * settings.trials
     with tests_progress(args, total, "mce") as bar:
         results = [monte_carlo_error(inputs.healthy, mutant, settings,
                                      repetitions=args.repetitions, paired=inputs.paired,
                                      seed=args.seed, jobs=args.jobs, name=mutant.name,
-                                     report=bar.update)
+                                     report=bar.update, cache=cache)
                    for mutant in inputs.mutants]
     emit_many(args, results, "results")
     return 0
@@ -151,10 +152,10 @@ def _run_replicate(args) -> int:
 
 # --- registration -----------------------------------------------------------------------------
 
-def _add_cache_arguments(group):
+def _add_cache_arguments(group, what: str = "chunks"):
     group.add_argument("--cache", default=str(DEFAULT_CACHE),
-                       help=f"directory of cached chunks: reruns are instant and an interrupted "
-                            f"run resumes (default: {DEFAULT_CACHE})")
+                       help=f"directory of cached {what}: a rerun does not compute them again "
+                            f"and an interrupted run resumes (default: {DEFAULT_CACHE})")
     group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
 
 
@@ -201,8 +202,9 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
                             f"(default: {defaults.LEVEL})")
     group.add_argument("--looks", type=comma_list(int, "instance counts"),
                        metavar="N1,N2,...",
-                       help="instances per side at which you look at the verdict, this pilot's "
-                            "size among them (e.g. 20,30,...,200 when judging after every "
+                       help="instances per side at which you look at the verdict, in "
+                            "increasing order, this pilot's size among them (e.g. "
+                            "20,30,...,200 when judging after every "
                             "round of 10): the verdict then settles only at the level that "
                             "keeps wrong settled verdicts under 1 - LEVEL over all the looks "
                             "(default: this pilot only)")
@@ -222,19 +224,22 @@ def register(subparsers) -> None:
         description="Repeat the bagged posterior R times with fresh randomness and report the "
                     "average posterior mean and variance with their jackknife standard errors "
                     "(METHOD.md section 5). --paper: the paper's least-squares fit on its 0.01 "
-                    "grid (curve_fit per repetition) and its jackknife. Writes nothing; prints "
-                    "a table or --json.")
+                    "grid (curve_fit per repetition) and its jackknife. Writes each mutant's "
+                    "kill counts to .probmut_cache/ (--cache DIR, --no-cache); prints a table "
+                    "or --json.")
     add_population_arguments(mce)
     mce.add_argument("--kill-rates", metavar="REPS.npy",
                      help="analyse saved kill rates instead: an R x B array, one row per "
                           "repetition")
     add_criterion_arguments(mce, PAPER_HELP_MCE)
     add_posterior_arguments(mce)
-    mce.add_argument("--repetitions", type=integer(2), default=paper.REPETITIONS,
-                     help=f"R repetitions of the whole bagging (default: {paper.REPETITIONS}, "
-                          "the paper's R)")
+    group = mce.add_argument_group("Monte-Carlo error")
+    group.add_argument("--repetitions", type=integer(2), default=paper.REPETITIONS,
+                       help=f"R repetitions of the whole bagging (default: "
+                            f"{paper.REPETITIONS}, the paper's R)")
+    _add_cache_arguments(group, "each mutant's kill counts")
     add_run_arguments(mce)
-    mce.set_defaults(func=_run_mce)
+    mce.set_defaults(resumes=True, func=_run_mce)
 
     sample_size = subparsers.add_parser(
         "sample-size", help="how the posterior settles with the number of instances",
@@ -265,8 +270,8 @@ def register(subparsers) -> None:
         description="Figure 3 for every mutation of the manifest, Figures 4/5, the motivating "
                     "experiment (table and figure), DeepCrime's single-test table and the ratio "
                     "table, with the paper's settings. Writes them under plot_results/ (--out "
-                    "DIR); results are cached in OUT/.probmut_cache (re-plotting is instant "
-                    "and an interrupted run resumes).")
+                    "DIR); results are cached in OUT/.probmut_cache (a rerun computes nothing "
+                    "again, only draws the figures, and an interrupted run resumes).")
     rep.add_argument("--quick", action="store_true",
                      help="reduced settings (about a minute; for CI), not the paper's numbers")
     rep.add_argument("--out", default=str(PLOT_DIR),

@@ -61,6 +61,7 @@ def _stack(text: str) -> int | None:
 def register(subparsers) -> None:
     from probmut.recommend import LEVEL
     from probmut.train.models import MODELS
+    from probmut.train.until_score import WIDTH
 
     p = subparsers.add_parser(
         "train", help="train healthy and mutant populations (needs the train extra)",
@@ -71,7 +72,8 @@ def register(subparsers) -> None:
     p.add_argument("--validation-split", type=number(0, 1, low_open=True, high_open=True),
                    metavar="SHARE",
                    help="hold out SHARE of each training class as a validation set (default: "
-                        "none; needed by --patience, change_patience, remove_validation_set)")
+                        "gaze_lenet 0.1, as DeepCrime's lenet; none for other models; needed "
+                        "by --patience, change_patience, remove_validation_set)")
     p.add_argument("--architecture", "--model", dest="architecture", default="digits_cnn",
                    metavar="ARCHITECTURE",
                    help=f"the network trained: {', '.join(MODELS)}, or module:function: a "
@@ -120,7 +122,8 @@ def register(subparsers) -> None:
     p.add_argument("--gpus-per-task", type=number(0, float("inf")), default=0,
                    help="Ray GPUs per task (0)")
     p.add_argument("--save-models", action="store_true",
-                   help="keep each instance's model as OUT/models/POPULATION/ID.keras "
+                   help="keep each instance's model as OUT/models/POPULATION/ID.keras, the "
+                        "id in five digits (00000.keras) "
                         "(model-level mutants after mutation)")
     p.add_argument("--timeout", type=number(0, float("inf"), low_open=True), metavar="SECONDS",
                    help="stop an instance's training after SECONDS (recorded as timed out); "
@@ -154,21 +157,32 @@ def register(subparsers) -> None:
                    help="print the run summary (or --list-operators, --dry-run) as one JSON "
                         "document")
     settle = p.add_argument_group(
-        "train until the decision is settled (docs/recommend.md)",
-        "train in rounds; after each, the verdict of `probmut recommend` for every mutant "
-        "still in training; a mutant stops when settled, the healthy population trains while "
-        "any mutant does")
+        "train in rounds until the decisions or the score are settled (docs/recommend.md, "
+        "docs/score.md)",
+        "--until-settled: after each round, the verdict of `probmut recommend` for every "
+        "mutant still in training; a mutant stops when settled, the healthy population trains "
+        "while any mutant does. --until-score: after each round, the mutation score's "
+        "interval; the next round trains the populations that narrow it most")
     settle.add_argument("--until-settled", action="store_true",
                         help="train in rounds until each mutant's verdict is settled "
                              "(instead of --instances)")
+    settle.add_argument("--until-score", type=number(0, 1, low_open=True, high_open=True),
+                        nargs="?", const=WIDTH, default=None, metavar="WIDTH",
+                        help="train in rounds the populations that weigh most on the mutation "
+                             "score's 95%% interval until it is at most WIDTH wide (default "
+                             f"{WIDTH:g}: ±{WIDTH / 2:g}) or no population below "
+                             "--max-instances would narrow it (instead of --instances; "
+                             "docs/score.md)")
     settle.add_argument("--round", dest="round_size", type=integer(1), default=10, metavar="N",
-                        help="instances added per round to each population in training "
+                        help="instances added per round to each mutant in training "
+                             "(--until-settled); the step of a round's plan (--until-score) "
                              "(default: 10)")
     settle.add_argument("--max-instances", type=integer(2), default=200, metavar="N",
                         help="most instances per population (default: 200)")
     settle.add_argument("--sample", type=integer(2), default=20, metavar="K",
-                        help="k instances per side in the verdicts' kill tests; the first "
-                             "verdict needs K per side (default: 20)")
+                        help="k instances per side in the kill tests of the verdicts and the "
+                             "score; the first verdict needs K per side, the score's pilot 5K "
+                             "healthy instances and 2K per mutant (default: 20)")
     settle.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True),
                         default=None, metavar="L",
                         help="for any true effect, at most 1 - L of the runs end with a wrong "
@@ -209,9 +223,9 @@ def _dry_run(args) -> int:
     """``--dry-run``: what each mutation changes, nothing trained."""
     from probmut.train import preview_mutations
 
-    if args.search or args.until_settled:
-        raise ProbmutError("--dry-run looks at --mutation magnitudes; leave out --search and "
-                           "--until-settled")
+    if args.search or args.until_settled or args.until_score is not None:
+        raise ProbmutError("--dry-run looks at --mutation magnitudes; leave out --search, "
+                           "--until-settled and --until-score")
     report = preview_mutations(args.mutation, **_settings(args))
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     if report.illegal:
@@ -238,7 +252,8 @@ def handle(args) -> int:
         save_models=args.save_models, timeout=args.timeout, retry_failed=args.retry_failed,
         max_error_rate=args.max_error_rate, deepcrime=args.format == "deepcrime",
         search=args.search, resolution=args.resolution, decision=args.decision,
-        until_settled=args.until_settled, round_size=args.round_size,
+        until_settled=args.until_settled, until_score=args.until_score,
+        round_size=args.round_size,
         max_instances=args.max_instances, sample=args.sample, level=args.level,
         progress=not args.quiet,
         **_settings(args))

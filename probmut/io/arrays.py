@@ -10,6 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.io.files import checked_input, numpy_input
+
+#: The largest file of kill rates read: 2^28 resamples' counts (2 GiB), twice what the
+#: engine computes in one call.
+MAX_FILE_BYTES = 2**31
 
 
 def text_start(path, length: int = 40) -> str | None:
@@ -40,19 +45,20 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
     an error.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ProbmutError(f"{path}: no such file")
+    what = "a NumPy .npy array of kill rates"
+    checked_input(path, what, MAX_FILE_BYTES)
     text = text_start(path)
     if text is not None:
         raise ProbmutError(f"{path}: a text file ({text!r}...), not a NumPy .npy array of kill "
                            "rates; population files are given without --kill-rates")
     try:
-        array = np.load(path, allow_pickle=False)
+        with numpy_input(path, what, MAX_FILE_BYTES) as array:
+            if not isinstance(array, np.ndarray):
+                raise ProbmutError(f"{path}: an .npz archive; give the .npy array of kill rates")
+    except ProbmutError:
+        raise
     except (OSError, ValueError, EOFError) as error:
         raise ProbmutError(f"{path}: not a NumPy .npy array ({error})") from None
-    if not isinstance(array, np.ndarray):  # an .npz archive
-        array.close()
-        raise ProbmutError(f"{path}: an .npz archive; give the .npy array of kill rates")
     if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise ProbmutError(f"{path}: holds {array.dtype} values, not kill rates (numbers)")
     is_counts = np.issubdtype(array.dtype, np.integer)

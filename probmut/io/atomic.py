@@ -5,7 +5,8 @@ written to a temporary file in the same directory, flushed to disk, then renamed
 its name. Readers see the old file or the complete new one, never a partial file, also
 when the process is killed half-way (the rename is atomic on POSIX and Windows).
 Temporary files are named ``.{name}.*.tmp`` (``.tmp{suffix}`` for writers that need the
-suffix); a killed writer can leave one behind, which :func:`remove_orphans` clears.
+suffix); a killed writer can leave one behind, which :func:`remove_orphans` clears. A
+full disk is a :class:`DiskFullError` naming the file, its temporary file removed.
 :func:`writable_file` and :func:`writable_directory` check a place before anything is
 computed for it.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +25,36 @@ from probmut.errors import ProbmutError
 #: The longest part of a file name kept in a temporary name: with mkstemp's random part
 #: and the suffix it stays under the usual limit of 255 bytes for any name that fits it.
 _TEMPORARY_STEM = 200
+
+
+#: The errors of a full disk (or a full quota): the place cannot take the file.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+class DiskFullError(ProbmutError):
+    """A file could not be written: no space left on its device (or over a quota).
+
+    The file keeps its former content, if any (the write went to a temporary file, now
+    removed), so what was completed before stays whole. The command line adds, for a
+    command that resumes, that completed work is kept. ``path`` is the file, ``reason``
+    the system's words ("No space left on device").
+    """
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"{path}: cannot write it: {reason}; free some space and try again, "
+                         "or write elsewhere")
+        self.path, self.reason = Path(path), reason
+
+
+@contextmanager
+def _space_checked(path: Path):
+    """A full disk met while writing ``path`` becomes a :class:`DiskFullError`."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in _FULL:
+            raise
+        raise DiskFullError(path, error.strerror or "no space left on device") from None
 
 
 def _too_long(path: Path) -> ProbmutError:
@@ -65,20 +97,59 @@ def atomic_write(path, write) -> None:
     b'done'
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = _temporary(path, ".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
+    with _space_checked(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = _temporary(path, ".tmp")
+        umask = os.umask(0)
+        os.umask(umask)
+        try:
+            os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; the usual permissions
+            with os.fdopen(fd, "wb") as handle:
+                write(handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if (pending := getattr(_together, "pending", None)) is not None:
+                pending.append((temporary, path))  # renamed at the end of together()
+            else:
+                _replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+_together = threading.local()
+
+
+@contextmanager
+def together():
+    """The files :func:`atomic_write` writes in the block appear together at its end, or
+    none of them: each is written whole to its temporary file, and they are renamed once
+    all are written, so a full disk (or an error) half-way leaves none. Inside another
+    ``together`` block, the outer one renames them.
+
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> with together():
+    ...     atomic_write_text(os.path.join(folder, "a"), "1")
+    ...     os.path.exists(os.path.join(folder, "a"))
+    False
+    >>> os.path.exists(os.path.join(folder, "a"))
+    True
+    """
+    if getattr(_together, "pending", None) is not None:
+        yield
+        return
+    _together.pending = pending = []
     try:
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        _replace(temporary, path)
+        yield
+        for temporary, path in pending:
+            _replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        for temporary, _ in pending:
+            Path(temporary).unlink(missing_ok=True)
         raise
+    finally:
+        _together.pending = None
 
 
 def atomic_write_text(path, text: str) -> None:
@@ -104,15 +175,16 @@ def atomic_target(path):
     b'weights'
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = _temporary(path, f".tmp{path.suffix}")
-    os.close(fd)
-    try:
-        yield Path(temporary)
-        _replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with _space_checked(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = _temporary(path, f".tmp{path.suffix}")
+        os.close(fd)
+        try:
+            yield Path(temporary)
+            _replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
 
 
 class LockedError(OSError):
@@ -125,8 +197,9 @@ def exclusive(directory, name: str = ".lock"):
 
     The operating system releases the lock when the process ends, however it ends, so a
     killed run never leaves a stale lock. A second holder gets :class:`LockedError` at
-    once, with the first one's process id in its message. (POSIX only; elsewhere the
-    block runs unlocked.)
+    once, with the first one's process id in its message; within the process that holds
+    it, a nested block on the same lock just runs. (POSIX only; elsewhere the block runs
+    unlocked.)
     """
     try:
         import fcntl
@@ -134,6 +207,10 @@ def exclusive(directory, name: str = ".lock"):
         yield
         return
     path = Path(directory) / name
+    held = str(path.resolve())
+    if held in _HELD:  # this process holds it already
+        yield
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
         try:
@@ -146,10 +223,17 @@ def exclusive(directory, name: str = ".lock"):
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
+        _HELD.add(held)
         try:
             yield
         finally:
+            _HELD.discard(held)
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: The locks this process holds (resolved paths), so that a nested block does not lock
+#: itself out.
+_HELD: set[str] = set()
 
 
 def remove_orphans(directory) -> int:

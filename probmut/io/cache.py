@@ -5,6 +5,7 @@ arrays are stored under a key that hashes everything they depend on (the accurac
 the settings, the seed, the chunk's place in the study), so a rerun reuses completed
 chunks, an interrupted run resumes where it stopped, and a change of any input
 computes afresh. Files appear whole or not at all (temporary file, then rename).
+A full disk stops the writing with a warning, never the study.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probmut.io.atomic import DiskFullError
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 
 #: Bump when the meaning of cached arrays changes, so old entries are not reused.
@@ -54,6 +56,10 @@ class DamagedCacheWarning(UserWarning):
     """A cached result failed its checks; it was ignored and is computed afresh."""
 
 
+class CacheNotWrittenWarning(UserWarning):
+    """The disk is full: results are computed but no longer cached, until space is freed."""
+
+
 class Cache:
     """Arrays stored as ``.npz`` files under ``directory``, one per key.
 
@@ -79,6 +85,7 @@ class Cache:
         self.directory = Path(directory) if directory else None
         self.hits = 0
         self.misses = 0
+        self.full = False  # the disk was full: nothing more is written
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.npz"
@@ -104,6 +111,14 @@ class Cache:
         return arrays
 
     def put(self, key: str, **arrays) -> None:
-        """Store arrays under ``key`` atomically (no-op without a directory)."""
-        if self.directory is not None:
+        """Store arrays under ``key`` atomically (no-op without a directory). A full disk
+        is a warning, once, and no more is written: a cache only saves time."""
+        if self.directory is None or self.full:
+            return
+        try:
             write_checked(self._path(key), key, **arrays)
+        except DiskFullError as error:
+            self.full = True
+            warnings.warn(f"{error.path}: cannot write it: {error.reason}; the cache in "
+                          f"{self.directory} is not written from here on (results are computed "
+                          "but not kept for a rerun)", CacheNotWrittenWarning, stacklevel=2)

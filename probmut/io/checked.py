@@ -27,6 +27,7 @@ import io
 import numpy as np
 
 from probmut.io.atomic import atomic_write_bytes
+from probmut.io.files import numpy_input
 
 _KEY, _SUM = "__key__", "__sha256__"
 
@@ -59,7 +60,7 @@ def read_checked(path, key: str, shapes: dict | None = None) -> dict:
     arrays among them must hold finite values.
     """
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        with numpy_input(path, "a checked archive") as stored:
             arrays = {name: stored[name] for name in stored.files}
     except Exception as error:  # noqa: BLE001 - any unreadable file is a damaged one
         raise DamagedFile(f"{type(error).__name__}: {error}") from None

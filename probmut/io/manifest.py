@@ -27,13 +27,16 @@ data, one written by hand) says nothing about it::
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
+from probmut.io.files import read_input_text
 
 #: The repository's bundled data (the paper's populations).
 BUNDLED_DATA = Path(__file__).resolve().parents[2] / "raw_data"
@@ -90,6 +93,47 @@ class MutationEntry:
                                    f"{m}: {why}" for m, why in self.removed.items()))
 
 
+#: A magnitude that is a plain decimal number (``010``, ``3.1``, ``1e-3``), compared as one.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def magnitude_key(magnitude) -> tuple:
+    """What makes two magnitudes the same: the value before any ``@TARGET``, as a number
+    when it is a plain decimal number, else as text (``0.05_1``, ``elu``), and the target.
+
+    >>> magnitude_key("010") == magnitude_key(10) == magnitude_key("10.0")
+    True
+    >>> magnitude_key("0.05_1"), magnitude_key(" 3.1@2")
+    (('0.05_1', ''), (3.1, '2'))
+    """
+    value, _, target = str(magnitude).strip().partition("@")
+    if _NUMBER.fullmatch(value) and math.isfinite(number := float(value)):
+        return number, target
+    return value, target
+
+
+def repeated_magnitudes(magnitudes) -> str | None:
+    """What is repeated among ``magnitudes`` (one text, or numbers spelled differently),
+    said in words; None when each is there once.
+
+    >>> repeated_magnitudes(["weak", "strong", "strong"])
+    "'strong' is given 2 times"
+    >>> repeated_magnitudes(["10", "3.1", "010"])
+    "'10' and '010' are the same number"
+    >>> repeated_magnitudes(["3.1", "9.29"]) is None
+    True
+    """
+    groups: dict = {}
+    for magnitude in magnitudes:
+        groups.setdefault(magnitude_key(magnitude), []).append(str(magnitude))
+    for same in groups.values():
+        if len(same) > 1:
+            if len(set(same)) == 1:
+                return f"{same[0]!r} is given {len(same)} times"
+            return " and ".join(map(repr, dict.fromkeys(same))) + " are the same number"
+    return None
+
+
 def _check_model(path: Path, model: str, entry) -> None:
     """The structure a model's table must have; a clear error naming what is wrong."""
     where = f"{path}: [models.{model}]"
@@ -123,6 +167,8 @@ def _check_model(path: Path, model: str, entry) -> None:
                            for m in magnitudes)):
             raise ProbmutError(f"{here}: 'magnitudes' must be a non-empty list of magnitudes "
                                f"(strings or numbers), got {magnitudes!r}")
+        if (repeated := repeated_magnitudes(magnitudes)) is not None:
+            raise ProbmutError(f"{here}: magnitude {repeated}; list each magnitude once")
         if not isinstance(spec.get("paired", False), bool):
             raise ProbmutError(f"{here}: 'paired' must be true or false")
         for key, kind in (("flags", list), ("survivors", str), ("removed", str)):
@@ -147,14 +193,10 @@ class Manifest:
     def load(cls, path=None) -> Manifest:
         """Read a manifest (default: :func:`default_manifest`)."""
         path = Path(path) if path else default_manifest()
-        if not path.is_file():
-            problem = "is a directory" if path.is_dir() else "manifest not found"
-            raise ProbmutError(f"{path}: {problem}; give the manifest's TOML file",
+        if not os.path.lexists(path):
+            raise ProbmutError(f"{path}: manifest not found; give the manifest's TOML file",
                                option="manifest")
-        try:
-            content = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as error:
-            raise ProbmutError(f"{path}: not a valid TOML manifest ({error})") from None
+        content = _read_toml(path)
         models = content.get("models")
         if not isinstance(models, dict) or not models:
             raise ProbmutError(f"{path}: no [models.NAME] tables")
@@ -213,10 +255,10 @@ class Manifest:
         ...     os.path.join(folder, "x_1.csv"))
         ('m', 20)
         """
-        wanted = Path(path).resolve()
+        wanted = os.path.realpath(path)  # never raises, a symlink loop included
         for model, entry in self.models.items():
             for file, instances in entry.get("targets", {}).items():
-                if (self.path.parent / file).resolve() == wanted:
+                if os.path.realpath(self.path.parent / file) == wanted:
                     return model, instances
         return None
 
@@ -225,6 +267,25 @@ class Manifest:
         for m in [model] if model else self.model_names():
             for name in self.mutation_names(m):
                 yield self.mutation(m, name)
+
+
+#: The largest manifest read: thousands of mutations take a few megabytes.
+MAX_FILE_BYTES = 64 * 2**20
+
+
+def _read_toml(path: Path) -> dict:
+    """A manifest's TOML document (a byte-order mark allowed); a population file or any
+    other text given instead is refused, saying what it is."""
+    text = read_input_text(path, "a manifest's TOML file", MAX_FILE_BYTES)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        first = text.split("\n", 1)[0].strip().lower()
+        if first.split(";")[0] in ("true_label", "true_labels") or {
+                "instance", "accuracy"} <= {cell.strip() for cell in first.split(",")}:
+            raise ProbmutError(f"{path}: a population file, not a manifest; give a run's "
+                               "folder or its manifest.toml") from None
+        raise ProbmutError(f"{path}: not a valid TOML manifest ({error})") from None
 
 
 def _toml_value(value) -> str:
@@ -319,7 +380,7 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
     True
     """
     path = Path(path)
-    content = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    content = _read_toml(path) if path.exists() else {}
     entry = content.setdefault("models", {}).setdefault(model, {})
     entry.update(healthy=healthy, description=description)
     if data is not None:
@@ -332,6 +393,12 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
                                        "pattern": f"{name}_{{magnitude}}.csv",
                                        "magnitudes": []})
         if magnitude not in spec["magnitudes"]:
+            same = [m for m in spec["magnitudes"]
+                    if magnitude_key(m) == magnitude_key(magnitude)]
+            if same:
+                raise ProbmutError(f"{path}: {name} holds the magnitude {same[0]!r}, the same "
+                                   f"as {magnitude!r}: give it as {same[0]} to add to it, or "
+                                   "write to another directory", option="mutation")
             spec["magnitudes"].append(magnitude)
         if found:
             spec.setdefault("flags", {})[magnitude] = list(found[0])

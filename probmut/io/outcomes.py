@@ -26,6 +26,7 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from probmut.errors import ProbmutError
 from probmut.io.arrays import text_start
 from probmut.io.atomic import atomic_write
 from probmut.io.completeness import check_complete
+from probmut.io.files import checked_input, numpy_input
 from probmut.io.records import FAILED, AllFailedError, FailedInstanceWarning, InstanceRecord
 
 _SYMPTOM_KEYS = ("status", "error", "seconds", "initial_loss", "constant", "loss_history",
@@ -90,18 +92,19 @@ def _read(path) -> dict:
     def bad(problem):
         return ProbmutError(f"{path}: not a probmut outcomes file ({problem})")
 
-    if not Path(path).is_file():
+    what = "an outcomes file (.outcomes.npz)"
+    if not os.path.lexists(path):
         raise ProbmutError(f"{path}: no such outcomes file (the trainer writes it next to "
                            "each population CSV)")
+    checked_input(path, what)
     text = text_start(path)
     if text is not None:
         raise bad(f"a text file: {text!r}...; the outcome files are the .outcomes.npz that "
                   "probmut train writes beside each population CSV")
     try:
-        data = np.load(path, allow_pickle=False)
-        plain = isinstance(data, np.ndarray)
-        if not plain:
-            with data:
+        with numpy_input(path, what) as data:
+            plain = isinstance(data, np.ndarray)
+            if not plain:
                 arrays = {key: data[key] for key in data.files}
                 for key in ("instance", "n_inputs", "correct", "labels"):
                     if key not in arrays:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 import warnings
 from pathlib import Path
@@ -44,6 +45,7 @@ from probmut.io.completeness import (
     noted_completeness,
     noting_completeness,
 )
+from probmut.io.files import read_input_text
 from probmut.io.records import STATUSES, AllFailedError, FailedInstanceWarning, InstanceRecord
 from probmut.population import Population, aligned, as_population, pair
 
@@ -58,6 +60,11 @@ _DEEPCRIME_HEADERS = ("true_label", "true_labels")
 
 #: Instance ids are stored as 64-bit integers.
 _LARGEST_ID = 2**63 - 1
+
+#: The largest population file read (1 GiB): DeepCrime's format holds a prediction per
+#: instance and test input, so this is 1,000 instances on about 500,000 test inputs; a
+#: larger file is not a population (a device, a log or an archive given by mistake).
+MAX_FILE_BYTES = 2**30
 
 #: The tidy CSV's columns as the trainer writes them (see :func:`write_instances`).
 COLUMNS = ("instance", "accuracy", "seed", "status", "seconds", "loss", "constant",
@@ -175,14 +182,7 @@ def _read_tidy(lines: list[str], where: str):
 
 
 def _lines(path: Path) -> list[str]:
-    if not path.exists():
-        raise ProbmutError(f"{path}: no such file")
-    if path.is_dir():
-        raise ProbmutError(f"{path}: is a directory, expected a population CSV file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ProbmutError(f"{path}: cannot read it as text ({error})") from None
+    text = read_input_text(path, "a population CSV file", MAX_FILE_BYTES)
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise ProbmutError(f"{path}: the file is empty")
@@ -192,7 +192,7 @@ def _lines(path: Path) -> list[str]:
 def _run_lines(path: Path, strict: bool, manifest) -> list[str]:
     """:func:`_lines`, with a missing file that a run manifest lists named as a
     population of a run that stopped before writing it."""
-    if not path.exists():
+    if not os.path.lexists(path):  # a link, even a loop, is there: _lines names it
         check_complete(path, 0, strict, manifest)
     return _lines(path)
 

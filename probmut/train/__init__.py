@@ -1,11 +1,13 @@
 """The bundled trainer: healthy and mutant populations with TensorFlow (``probmut train``).
 
 :func:`train_populations` is the one entry: it does everything ``probmut train`` does
-and returns a :class:`RunReport` (:class:`SettleReport` for a run until settled);
+and returns a :class:`RunReport` (:class:`SettleReport` for a run until settled,
+:class:`ScoreReport` for one until the score is settled);
 :func:`preview_mutations` is ``--dry-run``. The rooms below it, bottom up:
 :mod:`~probmut.train.tasks` (how an instance is scored), :mod:`~probmut.train.datasets`
 (a registry of data sources), :mod:`~probmut.train.models`,
 :mod:`~probmut.train.layer_traits` (what is known of Keras layers),
+:mod:`~probmut.train.graph` (a model's layers and what feeds what, read from its graph),
 :mod:`~probmut.train.operators` (the mutation operators' registry),
 :mod:`~probmut.train.work` (the work a run hands its workers),
 :mod:`~probmut.train.legality` (checks before training), :mod:`~probmut.train.dryrun`,
@@ -15,7 +17,8 @@ DeepMutation's quality control), :mod:`~probmut.train.instance` (one instance),
 :mod:`~probmut.train.preflight` (the checks that need Keras, done where Keras is),
 :mod:`~probmut.train.backends` (serial, local processes, Ray),
 :mod:`~probmut.train.run` (resumable population runs), :mod:`~probmut.train.rounds`
-(until settled), :mod:`~probmut.train.search` (the killable magnitude) and
+(until settled), :mod:`~probmut.train.until_score` (until the score is settled),
+:mod:`~probmut.train.search` (the killable magnitude) and
 :mod:`~probmut.train.trainer` (the entry). Importing this package does not import
 TensorFlow, nor the trainer: its names load on first use, so that a command that only
 reads a model or a data set starts fast.
@@ -27,14 +30,17 @@ import importlib
 from typing import TYPE_CHECKING
 
 _HOMES = {"RunReport": "probmut.train.run", "SettleReport": "probmut.train.rounds",
+          "ScoreReport": "probmut.train.until_score",
           "preview_mutations": "probmut.train.trainer",
           "train_populations": "probmut.train.trainer"}
-__all__ = ["RunReport", "SettleReport", "preview_mutations", "train_populations"]
+__all__ = ["RunReport", "ScoreReport", "SettleReport", "preview_mutations",
+           "train_populations"]
 
 if TYPE_CHECKING:
     from probmut.train.rounds import SettleReport
     from probmut.train.run import RunReport
     from probmut.train.trainer import preview_mutations, train_populations
+    from probmut.train.until_score import ScoreReport
 
 
 def __getattr__(name: str):

@@ -7,11 +7,13 @@ would and comparing with the healthy model:
 * data level: the operator applied to the training data with instance 0's seed;
   samples changed (relabelled, noised, moved), removed or added, of the training set;
 * training level: the settings and layers that differ between the healthy model and
-  the mutant, both built as the run builds them (before -> after);
+  the mutant, both built as the run builds them (before -> after), and the samples
+  training gains (``remove_validation_set``: the validation set);
 * model level: the operator applied to a freshly built healthy model (healthy instance
-  0's initial weights) with the mutant's instance 0 seed; per layer in its scope, the
-  weights, units or neurons (whose outgoing weights are blocked) that changed, of how
-  many; layer operators as settings (a layer replaced, inserted, an activation).
+  0's initial weights) with the mutant's instance 0 seed; per layer in its scope (the
+  model's layer table, :func:`probmut.train.graph.graph`), the weights, units or neurons
+  (whose outgoing weights are blocked) that changed, of how many; layer operators as
+  settings (a layer replaced, inserted, an activation).
 
 The counts are those the run's instance 0 gets: selections depend on the seed and the
 layer shapes only, not on trained weights.
@@ -29,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import difflib
 import json
@@ -38,10 +41,11 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.train.datasets import n_rows
+from probmut.train.flags import row_digests
+from probmut.train.graph import graph, table
 from probmut.train.layer_traits import has_kernel, units
 from probmut.train.legality import check, healthy_model, needs_keras
 from probmut.train.operators import Mutation, parse_mutations
-from probmut.train.operators.layers import next_weighted_layer
 from probmut.train.operators.magnitudes import NETWORK
 from probmut.train.operators.model import scope
 from probmut.train.work import HEALTHY, instance_seed
@@ -60,8 +64,10 @@ class LayerCount:
 @dataclass(frozen=True)
 class Preview:
     """One mutation's dry run. ``counted`` names what ``layers`` count ("weights",
-    "units" or "neurons"); ``samples`` is (changed, training set size); ``settings``
-    maps a setting to [before, after]."""
+    "units" or "neurons"); ``samples`` counts the training samples ``changed`` (in
+    place), ``added`` and ``removed``, ``of`` the training set's size; ``settings``
+    maps a setting to [before, after]; ``equivalent`` says why the mutant is equivalent
+    before training ("" if it is not known to be)."""
 
     name: str
     operator: str
@@ -72,8 +78,7 @@ class Preview:
     target: str = ""
     counted: str | None = None
     layers: tuple[LayerCount, ...] = ()
-    samples: tuple[int, int] | None = None
-    resized: int = 0  # samples added (> 0) or removed (< 0)
+    samples: dict[str, int] | None = None
     settings: dict = field(default_factory=dict)
     equivalent: str = ""
 
@@ -85,9 +90,10 @@ class Preview:
     def to_dict(self) -> dict:
         return {"name": self.name, "operator": self.operator, "magnitude": self.magnitude,
                 "level": self.level, "legal": self.legal, "reason": self.reason,
-                "changes": {"layers": [dataclasses.asdict(c) for c in self.layers],
-                            "samples": None if self.samples is None else
-                            dict(zip(("changed", "of"), self.samples, strict=True)),
+                "target": self.target or None, "equivalent": self.equivalent or None,
+                "changes": {"counted": self.counted,
+                            "layers": [dataclasses.asdict(c) for c in self.layers],
+                            "samples": self.samples,
                             "settings": {k: list(v) for k, v in self.settings.items()}}}
 
     def lines(self) -> list[str]:
@@ -102,13 +108,18 @@ class Preview:
             lines.append(f"  {self.counted} changed: {per_layer}"
                          + (f" ({total[0]} of {total[1]})" if len(self.layers) > 1 else ""))
         if self.samples is not None:
-            how = "added" if self.resized > 0 else "removed" if self.resized < 0 else "changed"
-            lines.append(f"  samples {how}: {self.samples[0]} of {self.samples[1]}")
+            shown = [how for how in SAMPLE_CHANGES if self.samples[how]] or ["changed"]
+            lines += [f"  samples {how}: {self.samples[how]} of {self.samples['of']}"
+                      for how in shown]
         lines += [f"  {key}: {_text(before)} -> {_text(after)}"
                   for key, (before, after) in self.settings.items()]
         if self.equivalent:
             lines.append(f"  equivalent before training: {self.equivalent}")
         return lines
+
+
+#: How a mutation's training samples differ from the healthy model's.
+SAMPLE_CHANGES = ("changed", "added", "removed")
 
 
 def _text(value) -> str:
@@ -183,22 +194,34 @@ def _target(mutation: Mutation, healthy) -> str:
         return "class {}'s samples, added as class {}".format(*params["pair"])
     layer = params.get("layer")
     if isinstance(layer, int):
-        return f"layer {layer} {healthy.layers[layer].name} ({_kind(healthy.layers[layer])})"
+        table = graph(healthy)
+        return f"layer {layer} {table.names[layer]} ({_kind(table.layers[layer])})"
     return mutation.operator.network_target if layer == NETWORK else \
         mutation.operator.default_target
 
 
+def _samples(before: int, changed=0, added=0, removed=0) -> dict:
+    return {"changed": changed, "added": added, "removed": removed, "of": before}
+
+
 def _data_changes(mutation, data, rng) -> dict:
+    """Samples changed in place (same size), else added and removed: the samples of one
+    set that the other does not hold (counted with repeats; a copy with another label is
+    a new sample)."""
     x, y = mutation.operator.apply(data.x_train, data.y_train, data.n_classes, mutation.params,
                                    rng, data.task)
     before, after = n_rows(data.x_train), n_rows(x)
+    inputs, inputs_before = (x, data.x_train) if isinstance(x, tuple) else \
+        ((x,), (data.x_train,))
     if after != before:
-        return {"samples": (abs(after - before), before), "resized": after - before}
+        new, old = (collections.Counter(row_digests(a, b).tolist())
+                    for a, b in ((inputs, y), (inputs_before, data.y_train)))
+        return {"samples": _samples(before, added=(new - old).total(),
+                                    removed=(old - new).total())}
     rows = (y != data.y_train).reshape(before, -1).any(axis=1)
-    for new, old in zip(x if isinstance(x, tuple) else (x,),
-                        data.x_train if isinstance(x, tuple) else (data.x_train,), strict=True):
+    for new, old in zip(inputs, inputs_before, strict=True):
         rows |= (new != old).reshape(before, -1).any(axis=1)
-    return {"samples": (int(rows.sum()), before)}
+    return {"samples": _samples(before, changed=int(rows.sum()))}
 
 
 def _setting_value(name, value):
@@ -219,7 +242,10 @@ def _training_changes(mutation, spec, data, config, healthy) -> dict:
                 if f.name not in ("layer_changes", "structure")
                 and getattr(config, f.name) != getattr(mutated, f.name)}
     mutant = models.build_model(spec, data.dims, mutated)
-    return {"settings": settings | model_changes(healthy, mutant)}
+    found = {"settings": settings | model_changes(healthy, mutant)}
+    if not mutated.validation and config.validation and data.validation is not None:
+        found["samples"] = _samples(n_rows(data.x_train), added=n_rows(data.x_val))
+    return found
 
 
 def _model_changes(mutation, spec, data, config, healthy, rng, healthy_seed) -> dict:
@@ -230,30 +256,33 @@ def _model_changes(mutation, spec, data, config, healthy, rng, healthy_seed) -> 
     operator = mutation.operator
     keras.utils.set_random_seed(healthy_seed)  # healthy instance 0's initial weights
     fresh = models.build_model(spec, data.dims, config)
-    before = {i: layer.get_weights() for i, layer in enumerate(fresh.layers) if has_kernel(layer)}
+    table = graph(fresh)
+    before = {id(layer): layer.get_weights() for layer in table.layers if has_kernel(layer)}
     mutant = operator.apply(fresh, mutation.params, rng)
     if operator.counts is None:  # a layer operator
         return {"settings": model_changes(healthy, mutant)}
-    layers = tuple(LayerCount(i, healthy.layers[i].name,
-                              _changed(fresh, before, i, operator.counts), _of(fresh, i, operator))
+    layers = tuple(LayerCount(i, graph(healthy).names[i],
+                              _changed(table, before, table.layers[i], operator.counts),
+                              _of(table.layers[i], operator))
                    for i in scope(fresh, mutation.params, operator.layer_kind))
     return {"counted": operator.counts, "layers": layers}
 
 
-def _of(model, index, operator) -> int:
-    layer = model.layers[index]
+def _of(layer, operator) -> int:
     return int(np.prod(layer.kernel.shape)) if operator.counts == "weights" else units(layer)
 
 
-def _changed(model, before, index, counts) -> int:
-    """Weights of layer ``index``'s kernel, its units (kernel column or bias), or its
-    neurons (outgoing weights into the next weighted layer) that differ from ``before``."""
+def _changed(table, before, layer, counts) -> int:
+    """Weights of ``layer``'s kernel, its units (kernel column or bias), or its neurons
+    (weights into the layers they feed) that differ from ``before``."""
     if counts == "neurons":
-        consumer, rows = next_weighted_layer(model, index)
-        old, new = before[consumer][0], model.layers[consumer].get_weights()[0]
-        changed_rows = np.moveaxis(old != new, -2, 0).reshape(old.shape[-2], -1).any(axis=1)
-        return sum(bool(changed_rows[rows(c)].any()) for c in range(units(model.layers[index])))
-    old, new = before[index], model.layers[index].get_weights()
+        blocked = set()
+        for consumer, carried in table.neuron_routes(layer):
+            old, new = before[id(consumer)][0], consumer.get_weights()[0]
+            rows = np.moveaxis(old != new, -2, 0).reshape(old.shape[-2], -1).any(axis=1)
+            blocked |= set(carried[rows & (carried >= 0)].tolist())
+        return len(blocked)
+    old, new = before[id(layer)], layer.get_weights()
     if counts == "weights":
         return int(np.sum(old[0] != new[0]))
     differs = (old[0] != new[0]).reshape(-1, old[0].shape[-1]).any(axis=0)
@@ -288,25 +317,32 @@ def model_changes(before, after) -> dict:
     """The layer settings that differ between two built models, named by ``before``'s
     layers: ``{"layer I NAME: KEY": [before, after]}`` for a changed setting,
     ``{"layer I NAME": [Class, other Class or None]}`` for a layer replaced or removed,
-    ``{"new layer J (after layer I NAME)": [None, Class]}`` for a layer inserted."""
-    a, b = before.layers, after.layers
-    matcher = difflib.SequenceMatcher(a=[type(x).__name__ for x in a],
-                                      b=[type(x).__name__ for x in b], autojunk=False)
+    ``{"new layer J (after layer I NAME)": [None, Class]}`` for a layer inserted (layers
+    of the models' layer tables, :func:`probmut.train.graph.graph`). Layers are matched
+    by class and settings (not names, which differ between builds), so that a changed
+    layer is told apart from its unchanged neighbours of the same class."""
+    (a, names), (b, _) = table(before), table(after)
+    configs_a, configs_b = [_config(x) for x in a], [_config(x) for x in b]
+    keys_b = [(type(x).__name__, repr(c)) for x, c in zip(b, configs_b, strict=True)]
+    matcher = difflib.SequenceMatcher(
+        a=[(type(x).__name__, repr(c)) for x, c in zip(a, configs_a, strict=True)], b=keys_b,
+        autojunk=False)
     changes = {}
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                old, new = _config(a[i]), _config(b[j])
-                changes |= {f"layer {i} {a[i].name}: {key}": [old.get(key), new.get(key)]
-                            for key in sorted(old.keys() | new.keys())
-                            if old.get(key) != new.get(key)}
-            continue
+        while tag == "insert" and j2 < len(b) and keys_b[j1] == keys_b[j2]:
+            i1, i2, j1, j2 = i1 + 1, i2 + 1, j1 + 1, j2 + 1  # a copy: after its original
         paired = min(i2 - i1, j2 - j1)
         for k in range(max(i2 - i1, j2 - j1)):
-            if k < i2 - i1:
-                changes[f"layer {i1 + k} {a[i1 + k].name}"] = [
-                    _kind(a[i1 + k]), _kind(b[j1 + k]) if k < paired else None]
+            i, j = i1 + k, j1 + k
+            if k < paired and type(a[i]) is type(b[j]):  # the same layer, its settings
+                old, new = configs_a[i], configs_b[j]
+                changes |= {f"layer {i} {names[i]}: {key}": [old.get(key), new.get(key)]
+                            for key in sorted(old.keys() | new.keys())
+                            if old.get(key) != new.get(key)}
+            elif k < i2 - i1:
+                changes[f"layer {i} {names[i]}"] = [_kind(a[i]),
+                                                    _kind(b[j]) if k < paired else None]
             else:
-                where = f"after layer {i1 - 1} {a[i1 - 1].name}" if i1 else "first"
-                changes[f"new layer {j1 + k} ({where})"] = [None, _kind(b[j1 + k])]
+                where = f"after layer {i1 - 1} {names[i1 - 1]}" if i1 else "first"
+                changes[f"new layer {j} ({where})"] = [None, _kind(b[j])]
     return changes

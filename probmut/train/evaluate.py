@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -235,8 +236,14 @@ def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
 @dataclass(frozen=True)
 class EvaluatedPopulation(Result):
     """What ``evaluate`` wrote for one population: its ``file``, instances, their mean
-    accuracy (NaN when none was scored) on the ``test_inputs`` inputs of ``dataset``, and
-    the models that failed."""
+    accuracy over the ``scored`` ones that did not fail (NaN when none) on the
+    ``test_inputs`` inputs of ``dataset``, the models that failed, and how they failed
+    (``failed``: status -> count).
+
+    >>> print(EvaluatedPopulation(Path("p.csv"), 5, 0.9, ("m1.keras: crashed",) * 4,
+    ...                           "digits", 450, scored=1, failed={"crashed": 4}))
+    p.csv: 5 instances, 4 failed (4 crashed), mean accuracy 0.9 over the 1 scored, on 450 test inputs of digits
+    """
 
     index = "file"
     file: Path
@@ -245,15 +252,30 @@ class EvaluatedPopulation(Result):
     failures: tuple[str, ...]
     dataset: str = ""
     test_inputs: int = 0
+    scored: int | None = None  # None: all instances
+    failed: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"instances": self.instances,
+        return {"instances": self.instances, "scored": self._scored,
                 "accuracy_mean": None if math.isnan(self.accuracy_mean) else self.accuracy_mean,
                 "file": str(self.file), "failures": list(self.failures)}
 
+    @property
+    def _scored(self) -> int:
+        return self.instances if self.scored is None else self.scored
+
     def __str__(self) -> str:
-        return (f"{self.file}: {counted(self.instances, 'instance')}, mean accuracy "
-                f"{self.accuracy_mean:.6g} on {self.test_inputs} test inputs of {self.dataset}")
+        where = f"on {self.test_inputs} test inputs of {self.dataset}"
+        if self._scored == self.instances:
+            return (f"{self.file}: {counted(self.instances, 'instance')}, mean accuracy "
+                    f"{self.accuracy_mean:.6g} {where}")
+        how = ", ".join(f"{n} {status}" for status, n in self.failed.items())
+        failed = self.instances - self._scored
+        if not self._scored:
+            return (f"{self.file}: {counted(self.instances, 'instance')}, all failed ({how}): "
+                    f"no accuracy to average, {where}")
+        return (f"{self.file}: {counted(self.instances, 'instance')}, {failed} failed ({how}), "
+                f"mean accuracy {self.accuracy_mean:.6g} over the {self._scored} scored, {where}")
 
 
 def evaluate_population(files, ids, out: Path, backend, dataset, progress: bool = True,
@@ -281,6 +303,7 @@ def evaluate_population(files, ids, out: Path, backend, dataset, progress: bool 
     usable = [r.accuracy for r in records if not r.failed]
     failures = tuple(f"{files[ids.index(r.instance)]}: {r.status}"
                      + (f": {r.error}" if r.error else "") for r in records if r.failed)
+    failed = Counter(r.status for r in records if r.failed)
     return EvaluatedPopulation(out, len(records),
                                float(np.mean(usable)) if usable else math.nan, failures,
-                               dataset.name, len(dataset.y_test))
+                               dataset.name, len(dataset.y_test), len(usable), dict(failed))

@@ -8,23 +8,24 @@ run already has, the per-input outcomes (:mod:`probmut.io.outcomes`) and the ins
 records:
 
 * ``equivalent``: provably the same mutant as the healthy model, never merely one that
-  this test set cannot tell apart. Known before training (:mod:`probmut.train.legality`,
-  :func:`data_equivalence`): the mutation changes no training sample, setting or layer,
-  or only the order of the training samples, which training draws anew every epoch.
-  Model-level, after deriving the mutants (:data:`MATCHES`): every instance kept its
-  healthy instance's weights, or predicts what its healthy instance predicts on every
-  *training* input as well as on every test input, inputs beyond the test set being
-  measured (DeepCrime too judges whether a mutant can be killed on the training data);
+  the inputs at hand cannot tell apart. Known before training
+  (:mod:`probmut.train.legality`, :func:`data_equivalence`): the mutation changes no
+  training sample, setting or layer, or only the order of the training samples, which
+  training draws anew every epoch. Model-level, after deriving the mutants
+  (:data:`MATCHES`): every instance kept its healthy instance's weights;
 * ``broken``: at least half of the instances learnt nothing: they are right on exactly
   one class's inputs, as a constant prediction is (classifiers), or their accuracy is
   not above chance, the accuracy of the best constant prediction (:mod:`probmut.train.tasks`),
   by more than 3 binomial standard deviations.
 
 A *survivor* is not a flag: a model-level mutant whose every instance predicts on the
-test inputs exactly what its healthy instance predicts, while some predict otherwise on
-a training input. This test set cannot kill it (the accuracies are the healthy ones,
-instance by instance), and saying so is what mutation testing is for: it is reported
-(:attr:`Flags.survivor`) and never dropped.
+test inputs exactly what its healthy instance predicts, though not every one kept its
+weights. This test set cannot kill it (the accuracies are the healthy ones, instance by
+instance), and saying so is what mutation testing is for: it is reported
+(:attr:`Flags.survivor`, which also says how many predict otherwise on some training
+input, inputs beyond the test set; DeepCrime too judges whether a mutant can be killed
+on the training data) and never dropped. Changed weights that give the same predictions
+on every input at hand are still another model: a survivor, not an equivalent mutant.
 
 Quality control (DeepMutation, Ma et al. 2018; DeepMutation++'s ``threshold``):
 :func:`error_rates` measures how much of what the original model gets right a mutant
@@ -56,8 +57,9 @@ FLAGS = (EQUIVALENT, BROKEN)
 SURVIVOR = "survivor"
 
 #: How closely a model-level mutant instance matches the healthy instance it derives
-#: from, strongest first (one per instance record): its weights; its predictions on every
-#: training and test input; its predictions on every test input only; none of these.
+#: from, strongest first (one per instance record): its weights (the only match that
+#: makes it equivalent); its predictions on every training and test input; its
+#: predictions on every test input only; none of these.
 SAME_WEIGHTS, SAME_PREDICTIONS, SAME_TEST_PREDICTIONS, DIFFERENT = (
     "weights", "training and test predictions", "test predictions", "different")
 MATCHES = (SAME_WEIGHTS, SAME_PREDICTIONS, SAME_TEST_PREDICTIONS, DIFFERENT)
@@ -103,11 +105,14 @@ def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, tas
     >>> labels = np.repeat([0, 1], 5)
     >>> ok = np.ones((2, 10), bool)
     >>> print(population_flags(ok, labels, 0.5, "classification", training_inputs=40,
-    ...                        matches=[SAME_WEIGHTS, SAME_PREDICTIONS]))
-    equivalent: all 2 instances predict what their healthy instances predict on every one of the 40 training inputs, beyond the 10 test inputs (weights unchanged in 1)
+    ...                        matches=[SAME_WEIGHTS, SAME_WEIGHTS]))
+    equivalent: all 2 instances keep their healthy instances' weights
     >>> print(population_flags(ok, labels, 0.5, "classification", training_inputs=40,
     ...                        matches=[SAME_TEST_PREDICTIONS, SAME_WEIGHTS]).survivor)
     all 2 instances predict on the 10 test inputs what their healthy instances predict, but 1 predicts otherwise on some of the 40 training inputs: the test set cannot tell this mutant apart
+    >>> print(population_flags(ok, labels, 0.5, "classification", training_inputs=40,
+    ...                        matches=[SAME_PREDICTIONS, SAME_WEIGHTS]).survivor)
+    all 2 instances predict on the 10 test inputs what their healthy instances predict, and on the 40 training inputs too, though 1 has other weights: the test set cannot tell this mutant apart
     """
     flags, reasons, survivor = [], [], ""
     matched = [m for m in matches if m is not None]
@@ -123,17 +128,14 @@ def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, tas
     elif n and kept == n:
         flags.append(EQUIVALENT)
         reasons.append(f"{every} keep{s} {theirs}{possessive} weights")
-    elif n and same == n:
-        flags.append(EQUIVALENT)
-        reasons.append(f"{every} predict{s} what {theirs} predict{s} on every one of the "
-                       f"{training_inputs} training inputs, beyond the {tests} test inputs"
-                       + (f" (weights unchanged in {kept})" if kept else ""))
     elif n and DIFFERENT not in matched:
-        apart = n - same
+        apart, changed = n - same, n - kept
         survivor = (f"{every} predict{s} on the {tests} test inputs what {theirs} predict{s}, "
-                    f"but {apart} predict{'s' * (apart == 1)} otherwise on some of the "
-                    f"{training_inputs} training inputs: the test set cannot tell this "
-                    "mutant apart")
+                    + (f"but {apart} predict{'s' * (apart == 1)} otherwise on some of the "
+                       f"{training_inputs} training inputs" if apart else
+                       f"and on the {training_inputs} training inputs too, though {changed} "
+                       f"ha{'s' if changed == 1 else 've'} other weights")
+                    + ": the test set cannot tell this mutant apart")
     if len(correct):
         broken = broken_instances(correct, labels, chance, task)
         if 2 * broken.sum() >= len(broken):
@@ -147,7 +149,7 @@ def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, tas
 
 # ---------------------------------------------------------------- equivalent data
 
-def _row_digests(x: tuple, y: np.ndarray) -> np.ndarray:
+def row_digests(x: tuple, y: np.ndarray) -> np.ndarray:
     """One 16-byte digest per sample, of its inputs and its target together."""
     arrays = [np.ascontiguousarray(a).reshape(len(y), -1) for a in (*x, y)]
     return np.array([hashlib.blake2b(b"".join(a[i].tobytes() for a in arrays),
@@ -157,7 +159,7 @@ def _row_digests(x: tuple, y: np.ndarray) -> np.ndarray:
 def _same_rows(x: tuple, y, x_before: tuple, y_before, chunk: int = 4096) -> bool:
     """Whether ``(x, y)`` holds exactly the samples of ``(x_before, y_before)`` in some
     order: digests find the candidate order, an exact comparison confirms it."""
-    digests, digests_before = _row_digests(x, y), _row_digests(x_before, y_before)
+    digests, digests_before = row_digests(x, y), row_digests(x_before, y_before)
     order, order_before = np.argsort(digests), np.argsort(digests_before)
     if not np.array_equal(digests[order], digests_before[order_before]):
         return False

@@ -17,7 +17,7 @@ import numpy as np
 
 from probmut.io.records import loss_diverged, one_line
 from probmut.train import flags, models
-from probmut.train.operators import OPERATORS
+from probmut.train.operators import OPERATORS, population_config
 from probmut.train.stack.eligibility import trains_stacked
 from probmut.train.tasks import TASKS
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings, instance_seed
@@ -34,12 +34,11 @@ def _trained(settings: RunSettings, data, seed: int, operator=None, params=None,
 
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
-    x, y, config = data.x_train, data.y_train, settings.config
+    config = population_config(settings.config, operator, params)
+    x, y = models.training_data(data, config)
     if operator is not None and operator.level == "data":
         x, y = operator.apply(x, y, data.n_classes, params, np.random.default_rng(seed),
                               data.task)
-    elif operator is not None:
-        config = operator.apply(config, params)
     model = models.build_model(_spec(settings.model, data.dims), data.dims, config)
     report = models.fit(model, x, y, data.dims, data.task, config, data.validation, deadline)
     return model, report

@@ -1,17 +1,18 @@
 """What the trainer knows about Keras layers: one table of layer traits, by class name.
 
 Stacked training (:mod:`probmut.train.stack`), relevance propagation
-(:mod:`probmut.train.relevance`) and the operators' targets
-(:mod:`probmut.train.operators.layers`) read their knowledge of layer classes here. A
+(:mod:`probmut.train.relevance`), the operators' targets
+(:mod:`probmut.train.operators.layers`) and the paths of neurons through a model
+(:mod:`probmut.train.graph`) read their knowledge of layer classes here. A
 class not in :data:`LAYERS` has none of the traits; a layer with weights (Dense, Conv)
 is recognised by its kernel (:func:`has_kernel`), not by its class.
 
 Examples
 --------
 >>> traits_of("MaxPooling2D")
-Traits(per_sample=True, channelwise=True, relevance='pool')
+Traits(per_sample=True, channelwise=True, relevance='pool', neurons='channel')
 >>> traits_of("LSTM")
-Traits(per_sample=False, channelwise=False, relevance=None)
+Traits(per_sample=False, channelwise=False, relevance=None, neurons=None)
 """
 
 from __future__ import annotations
@@ -27,25 +28,31 @@ class Traits:
     members' channels side by side; an Activation layer only with an elementwise
     function, :data:`ELEMENTWISE_ACTIVATIONS`); ``relevance``: how relevance passes
     through it, ``"pass"`` (unchanged: elementwise, or the identity at inference),
-    ``"reshape"`` or ``"pool"``."""
+    ``"reshape"`` or ``"pool"``; ``neurons``: where a value goes at inference (what
+    neuron effect blocking follows), ``"elementwise"`` (to the same position; an
+    Activation layer only with an elementwise function), ``"channel"`` (within its
+    channel), ``"reshape"`` (the same values in another layout), ``"concatenate"``
+    (beside the other inputs' values), None (mixed with other values)."""
 
     per_sample: bool = False
     channelwise: bool = False
     relevance: str | None = None
+    neurons: str | None = None
 
 
 _PER_SAMPLE = Traits(per_sample=True)
-_ELEMENTWISE = Traits(per_sample=True, channelwise=True, relevance="pass")
-_INFERENCE_IDENTITY = Traits(relevance="pass")  # random or regularising only in training
-_POOL = Traits(per_sample=True, relevance="pool")
-_POOL_2D = Traits(per_sample=True, channelwise=True, relevance="pool")
-_PADDING = Traits(per_sample=True, channelwise=True)
+_ELEMENTWISE = Traits(per_sample=True, channelwise=True, relevance="pass", neurons="elementwise")
+# random or regularising only in training
+_INFERENCE_IDENTITY = Traits(relevance="pass", neurons="elementwise")
+_POOL = Traits(per_sample=True, relevance="pool", neurons="channel")
+_POOL_2D = Traits(per_sample=True, channelwise=True, relevance="pool", neurons="channel")
+_PADDING = Traits(per_sample=True, channelwise=True, neurons="channel")
+_RESHAPE = Traits(per_sample=True, relevance="reshape", neurons="reshape")
 
 #: Keras layer classes (by name) and their :class:`Traits`.
 LAYERS = {
     "InputLayer": Traits(per_sample=True, relevance="pass"),
-    "Flatten": Traits(per_sample=True, relevance="reshape"),
-    "Reshape": Traits(per_sample=True, relevance="reshape"),
+    "Flatten": _RESHAPE, "Reshape": _RESHAPE,
     "Permute": _PER_SAMPLE,
     "Activation": _ELEMENTWISE, "ReLU": _ELEMENTWISE, "LeakyReLU": _ELEMENTWISE,
     "ELU": _ELEMENTWISE, "Identity": _ELEMENTWISE,
@@ -59,6 +66,8 @@ LAYERS = {
     "SpatialDropout2D": _INFERENCE_IDENTITY, "SpatialDropout3D": _INFERENCE_IDENTITY,
     "GaussianNoise": _INFERENCE_IDENTITY, "GaussianDropout": _INFERENCE_IDENTITY,
     "AlphaDropout": _INFERENCE_IDENTITY, "ActivityRegularization": _INFERENCE_IDENTITY,
+    "BatchNormalization": Traits(neurons="elementwise"),  # an affine map per value at inference
+    "Concatenate": Traits(neurons="concatenate"),
 }
 
 #: Keras' activation functions (by their ``__name__``) that compute each value on its

@@ -20,8 +20,7 @@ It also marks mutants that are equivalent before training, found by applying the
 data operator that leaves the training data unchanged or only reorders it
 (:func:`probmut.train.flags.data_equivalence`; ``data_shuffle``), a training operator
 that leaves every setting and the architecture as they are (``change_epochs`` to the
-model's own number, an activation changed to the one it has, ``remove_validation_set``
-without early stopping, whose validation data never affects training). Model-level
+model's own number, an activation changed to the one it has). Model-level
 equivalence is only known after the mutants are derived (see :mod:`probmut.train.flags`).
 """
 
@@ -34,21 +33,21 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.train.datasets import check_training_set, n_rows, take
 from probmut.train.flags import data_equivalence
+from probmut.train.graph import table
 from probmut.train.operators import Mutation, bind
 from probmut.train.tasks import TASKS
 
 
 def _architecture(model) -> list:
-    """Each layer's class and config, without names (which differ between builds)."""
+    """Each layer's class and config (of the model's layer table), without names (which
+    differ between builds)."""
     return [(type(layer).__name__, {k: v for k, v in layer.get_config().items() if k != "name"})
-            for layer in model.layers]
+            for layer in table(model)[0]]
 
 
 def _settings(config):
-    """The settings that decide training: without early stopping the validation data
-    is only evaluated, never used."""
-    return dataclasses.replace(config, layer_changes=(), structure=(),
-                               validation=config.validation or config.patience is None)
+    """The settings that decide training, besides the layers."""
+    return dataclasses.replace(config, layer_changes=(), structure=())
 
 
 def _check_classes(label, params, n_classes):
@@ -119,19 +118,20 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
                                option="mutation")
         if _settings(mutated) == _settings(config) and \
                 _architecture(mutant) == _architecture(healthy):
-            equivalent = ("without early stopping the validation data never changes training"
-                          if mutated.validation != config.validation else
-                          "the same settings and architecture as the healthy model")
+            equivalent = "the same settings and architecture as the healthy model"
     else:
+        import keras
+
         copy = models.build_model(spec, data.dims, config)
-        try:
-            outputs = models.predict(operator.apply(copy, params, np.random.default_rng(0)),
-                                     sample)
+        try:  # called eagerly on the few samples: no graph traced for them
+            mutant = operator.apply(copy, params, np.random.default_rng(0))
+            outputs = [np.asarray(o) for o in keras.tree.flatten(
+                mutant(models.keras_inputs(sample), training=False))]
         except Exception as error:
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
                                f"; layers: {models.layer_table(healthy)}",
                                option="mutation") from None
-        if not _finite(outputs):
+        if not all(map(_finite, outputs)):
             raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
                                f"{models.layer_table(healthy)}", option="mutation")
     return dataclasses.replace(mutation, equivalent=equivalent)

@@ -6,7 +6,8 @@ the bundled classifiers ``digits_cnn``, ``deepcrime_mnist`` (DeepCrime's MNIST c
 and ``mlp``, the regression model ``gaze_lenet`` (DeepCrime's UnityEyes LeNet), the
 recommender ``recommender`` (DeepCrime's MovieLens model), or a user classifier given as
 ``module:function``, a function ``(input_shape, n_classes)`` (it may return a compiled
-model; its optimizer and loss then become the defaults). Everything that says *how* to
+model; its optimizer, learning rate, gradient clipping and loss then become the
+defaults, the loss object itself kept). Everything that says *how* to
 train lives in one :class:`TrainConfig`, which source-level mutations change.
 
 Examples
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.datasets import ModelDims, n_rows
+from probmut.train.datasets import ModelDims, concat, n_rows
 from probmut.train.tasks import TASKS
 
 
@@ -44,7 +45,8 @@ class TrainConfig:
     compiled model); ``learning_rate`` None keeps the optimizer's own; ``clip`` is
     ``("value" | "norm", threshold)`` gradient clipping. ``patience`` turns on early
     stopping on the validation loss; ``validation`` False gives training no validation
-    data (DeepCrime's ``validation_data=None``: never trained on, no early stopping);
+    data: the validation set is trained on with the rest and there is no early stopping
+    (DeepCrime's ``remove_validation_set``: ``fit(validation_split=0)``);
     ``full_batch`` makes one batch of the whole training set. ``layer_changes`` holds
     ``(layer index, attribute, value)`` applied to the built model's layer configs, e.g.
     ``(1, "activation", "elu")``; ``structure`` holds ``("remove", layer index, None)``
@@ -72,13 +74,17 @@ class TrainConfig:
 class ModelSpec:
     """A model builder, its training settings and task, and ``layers``: the layer each
     operator targets by default in the subject's published configuration (DeepCrime's
-    and PMT's ``layer_udp`` / ``current_index``, as indices into ``model.layers``)."""
+    and PMT's ``layer_udp`` / ``current_index``, as indices into the model's layer table,
+    :func:`probmut.train.graph.graph`); ``validation_split``: the share of the training
+    data its published training holds out for validation (used when a run gives
+    none)."""
 
     build: Callable[[ModelDims], Any]
     config: TrainConfig
     description: str
     task: str = "classification"
     layers: dict[str, int] = dataclasses.field(default_factory=dict)
+    validation_split: float | None = None
 
 
 def _digits_cnn(dims):
@@ -181,7 +187,8 @@ MODELS = {
                             "DeepCrime's UnityEyes LeNet: eye image + head pose -> gaze angles",
                             task="regression",
                             layers={"change_activation_function": 3,
-                                    "add_activation_function": 9}),
+                                    "add_activation_function": 9},
+                            validation_split=0.1),  # DeepCrime's lenet: fit(validation_split=0.1)
     "recommender": ModelSpec(_recommender, TrainConfig(epochs=5, batch_size=64, optimizer="adam",
                                                        learning_rate=1e-3,
                                                        loss="binary_crossentropy"),
@@ -250,13 +257,51 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
                            f"{type(model).__name__}, not a keras.Model; it must be {wanted}",
                            option="architecture")
     config = TrainConfig(epochs=10, batch_size=32)
-    if getattr(model, "optimizer", None) is not None:  # compiled: keep the user's choices
+    own = _own_loss(model)
+    if own is not None:  # compiled: keep the user's choices
         optimizer = keras.optimizers.serialize(model.optimizer)
         clips = [(kind, optimizer["config"].get("clip" + kind)) for kind in ("value", "norm")]
-        config = config.replace(optimizer=optimizer,
-                                loss=model.loss if isinstance(model.loss, str) else config.loss,
+        rate = optimizer["config"].get("learning_rate")  # a dict for a schedule: kept in it
+        if isinstance(rate, int | float):  # a float32: the shortest decimal that is it
+            rate = float(str(np.float32(rate)))
+        config = config.replace(optimizer=optimizer, loss=loss_name(own),
+                                learning_rate=rate if isinstance(rate, float) else None,
                                 clip=next(((k, v) for k, v in clips if v is not None), None))
     return ModelSpec(build, config, f"user model {name}")
+
+
+def loss_name(loss) -> str:
+    """How :class:`TrainConfig` names a compiled model's loss: a name as given, a
+    function's name, a loss object's name.
+
+    >>> def smoothed(y_true, y_pred): ...
+    >>> loss_name("mse"), loss_name(smoothed)
+    ('mse', 'smoothed')
+    """
+    if isinstance(loss, str):
+        return loss
+    return getattr(loss, "__name__", None) or getattr(loss, "name", None) or type(loss).__name__
+
+
+def _own_loss(model):
+    """The loss a user's model function compiled its model with (None if it did not)."""
+    if getattr(model, "optimizer", None) is None:
+        return None
+    return getattr(model, "loss", None)
+
+
+def validation_split_of(model: str, given: float | None) -> float | None:
+    """A run's validation split: the one ``given``, else the bundled model's published
+    one (``gaze_lenet``: DeepCrime's lenet holds out 0.1).
+
+    >>> validation_split_of("gaze_lenet", None), validation_split_of("gaze_lenet", 0.2)
+    (0.1, 0.2)
+    >>> validation_split_of("digits_cnn", None) is None
+    True
+    """
+    if given is not None or model not in MODELS:
+        return given
+    return MODELS[model].validation_split
 
 
 def task_of(model: str) -> str:
@@ -265,9 +310,14 @@ def task_of(model: str) -> str:
 
 
 def layer_table(model) -> str:
-    """One line per layer, ``index name (Class)``, for error messages and docs."""
-    return "; ".join(f"{i} {layer.name} ({type(layer).__name__})"
-                     for i, layer in enumerate(model.layers))
+    """One line per layer of the model's layer table (:func:`probmut.train.graph.graph`:
+    nested models' layers in their place), ``index name (Class)``, for error messages
+    and docs."""
+    from probmut.train.graph import table
+
+    layers, names = table(model)
+    return "; ".join(f"{i} {name} ({type(layer).__name__})"
+                     for i, (layer, name) in enumerate(zip(layers, names, strict=True)))
 
 
 #: Weight regularisers by DeepCrime's names, with the factor 0.01 that Keras 2's
@@ -287,34 +337,29 @@ def regulariser(name: str | None):
 
 
 def _rebuilt(model, config: TrainConfig):
-    """``model`` rebuilt (fresh weights) with ``config``'s layer changes and structure."""
-    import keras
+    """``model`` rebuilt (fresh weights, not compiled) with ``config``'s layer changes and
+    structure, through its graph (:func:`probmut.train.graph.rebuild`)."""
+    from probmut.train.graph import graph, rebuild
 
     changes: dict[int, dict] = {}
     for index, attribute, value in config.layer_changes:
         changes.setdefault(index, {})[attribute] = value
+    removed = {i for kind, i, _ in config.structure if kind == "remove"}
+    added = {i: what for kind, i, what in config.structure if kind == "add"}
+    position = {id(layer): i for i, layer in enumerate(graph(model).layers)}
 
-    def fresh(index, layer):
+    def replace(layer):
+        index = position[id(layer)]
+        if index in removed:
+            return []
         layer_config = {**layer.get_config(), **{
             attribute: regulariser(value) if attribute == "kernel_regularizer" else value
             for attribute, value in changes.get(index, {}).items()}}
-        return type(layer).from_config(layer_config)
+        fresh = type(layer).from_config(layer_config)
+        return [fresh, inserted_layer(added[index], layer.name + "_added")] if index in added \
+            else [fresh]
 
-    if not config.structure:
-        position = {id(layer): i for i, layer in enumerate(model.layers)}
-        return keras.models.clone_model(
-            model, clone_function=lambda layer: fresh(position[id(layer)], layer))
-    if not isinstance(model, keras.Sequential):
-        raise ProbmutError("removing or adding layers needs a Sequential model")
-    removed = {i for kind, i, _ in config.structure if kind == "remove"}
-    added = {i: what for kind, i, what in config.structure if kind == "add"}
-    layers = [keras.Input(model.inputs[0].shape[1:], dtype=model.inputs[0].dtype)]
-    for index, layer in enumerate(model.layers):
-        if index not in removed:
-            layers.append(fresh(index, layer))
-        if index in added:
-            layers.append(inserted_layer(added[index], layer.name + "_added"))
-    return keras.Sequential(layers, name=model.name)
+    return rebuild(model, replace)[0]
 
 
 def inserted_layer(what: str, name: str):
@@ -329,13 +374,16 @@ def inserted_layer(what: str, name: str):
 def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig, *, compile=True):
     """Build ``spec``'s model with ``config``'s layer changes and structure, compiled per
     ``config`` (optimizer, learning rate, gradient clipping, loss) unless ``compile`` is
-    False."""
+    False. A user model compiled by its own function keeps its own loss object (a
+    function Keras does not know by name too), unless ``config`` names another loss."""
     model = spec.build(dims)
+    own = _own_loss(model)
     if config.layer_changes or config.structure:
         model = _rebuilt(model, config)
     if compile:
-        model.compile(optimizer=make_optimizer(config),
-                      loss=LOSSES.get(config.loss, config.loss))
+        loss = own if own is not None and loss_name(own) == config.loss else \
+            LOSSES.get(config.loss, config.loss)
+        model.compile(optimizer=make_optimizer(config), loss=loss)
     return model
 
 
@@ -400,6 +448,15 @@ def _watch_class():
                 self.model.stop_training = True
 
     return Watch
+
+
+def training_data(data, config: TrainConfig):
+    """The samples a population trains on: the training set, and the validation set too
+    when ``config`` has no validation (DeepCrime's ``remove_validation_set`` fits with
+    ``validation_split=0``: its mutant trains on all the data)."""
+    if config.validation or data.validation is None:
+        return data.x_train, data.y_train
+    return concat(data.x_train, data.x_val), np.concatenate([data.y_train, data.y_val])
 
 
 def fit(model, x, y, dims: ModelDims, task: str, config: TrainConfig, validation=None,

@@ -235,7 +235,7 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
 
     from probmut.coverage import CoverageStudy, instance_coverage
     from probmut.progress import progress as progress_bar
-    from probmut.train.evaluate import instance_ids
+    from probmut.train.evaluate import instance_ids, unreadable
 
     neurons = tuple(neurons)
     if not paths:
@@ -246,6 +246,8 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
     pairs = list(zip(paths, instance_ids(paths), strict=True))
     bar = progress_bar(len(pairs), "coverage", enabled=progress, unit="model")
     for path, instance in pairs:
+        if (problem := unreadable(path)) is not None:  # Keras calls a truncated file "not found"
+            raise ProbmutError(f"{path}: cannot load the model: {problem}")
         try:
             model = keras.saving.load_model(path, compile=False)
         except Exception as error:

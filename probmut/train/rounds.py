@@ -47,26 +47,56 @@ FUTILITY = 0.02
 
 
 @dataclass
-class SettleReport(RunReport):
-    """What a run until settled did: its training (a :class:`RunReport` of all its
-    rounds), every round's instances and verdicts (``rounds``) and each mutant's last
-    verdict (``final``: stem -> verdict)."""
+class RoundsReport(RunReport):
+    """What a run in rounds did: its training (a :class:`RunReport` of all its rounds),
+    every round's record (``rounds``), how it ended (``final``) and its plan
+    (:meth:`plan`); ``document()`` is its ``rounds.json``, :meth:`table` its
+    ``rounds.txt``."""
 
     rounds: list[dict] = field(default_factory=list)
-    final: dict[str, dict] = field(default_factory=dict)
-    looks: list[int] = field(default_factory=list)  # instances per side of the planned looks
+    final: dict = field(default_factory=dict)
     max_instances: int = 0
 
+    def plan(self) -> dict:
+        return {"max_instances": self.max_instances}
+
+    def document(self) -> dict:
+        return self.plan() | {"rounds": self.rounds, "final": self.final}
+
     def to_dict(self) -> dict:
-        return super().to_dict() | {"looks": self.looks, "max_instances": self.max_instances,
-                                    "rounds": self.rounds, "final": self.final}
+        return super().to_dict() | self.document()
+
+    def endings(self) -> list[str]:
+        """How the run ended, in lines."""
+        raise NotImplementedError
+
+    def table(self) -> str:
+        raise NotImplementedError
 
     def __str__(self) -> str:
-        lines = [super().__str__(), f"  rounds: {self.out / 'rounds.txt'} and rounds.json "
-                                    f"({len(self.rounds)} rounds)"]
-        lines += [f"  {stem}: {v['verdict']} with {v['instances']} instances: {v['message']}"
-                  for stem, v in self.final.items()]
-        return "\n".join(lines)
+        return "\n".join([super().__str__(), f"  rounds: {self.out / 'rounds.txt'} and "
+                                             f"rounds.json ({len(self.rounds)} rounds)",
+                          *(f"  {line}" for line in self.endings())])
+
+    def write(self) -> None:
+        """``rounds.json`` and ``rounds.txt`` in the output directory, rewritten whole."""
+        atomic_write_text(self.out / "rounds.json", json.dumps(self.document(), indent=1) + "\n")
+        atomic_write_text(self.out / "rounds.txt", self.table() + "\n")
+
+
+@dataclass
+class SettleReport(RoundsReport):
+    """A run until settled (:class:`RoundsReport`): every round's instances and verdicts
+    (``rounds``) and each mutant's last verdict (``final``: stem -> verdict)."""
+
+    looks: list[int] = field(default_factory=list)  # instances per side of the planned looks
+
+    def plan(self) -> dict:
+        return {"looks": self.looks} | super().plan()
+
+    def endings(self) -> list[str]:
+        return [f"{stem}: {v['verdict']} with {v['instances']} instances: {v['message']}"
+                for stem, v in self.final.items()]
 
     def table(self) -> str:
         """The rounds as a readable table: instances and verdict per population."""
@@ -81,9 +111,7 @@ class SettleReport(RunReport):
         for record, row in zip(self.rounds, cells, strict=True):
             lines.append(f"{record['round']:>5}{record['instances'][HEALTHY]:>9}  "
                          + "  ".join(f"{c:<{w}}" for c, w in zip(row, widths, strict=True)))
-        lines.append("")
-        lines += [f"{stem}: {v['verdict']} with {v['instances']} instances: {v['message']}"
-                  for stem, v in self.final.items()]
+        lines += ["", *self.endings()]
         return "\n".join(line.rstrip() for line in lines)
 
 
@@ -115,7 +143,7 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
              cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
-    from probmut.recommend import recommend, settle_chance, settle_threshold
+    from probmut.recommend import recommend, settle_chance, settle_threshold, verdict_seed
 
     healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
     mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
@@ -127,9 +155,13 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
         return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
                 "draws": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
+    # failed instances (dropped) can leave n between two planned looks: it is then one
+    # more look of the plan, which only raises every threshold
+    looks = looks if n in looks else sorted({*looks, n})
     advice = recommend(healthy, mutant, settings, sizes=(), level=level,
-                       max_instances=max_instances, looks=looks, paired=paired, seed=seed,
-                       cache=cache, name=mutation.stem)
+                       max_instances=max_instances, looks=looks, paired=paired,
+                       seed=verdict_seed(seed, mutation.stem, n), cache=cache,
+                       name=mutation.stem)
     reach, message = None, advice.message
     if advice.verdict == "not settled" and n < max_instances:
         last = settle_threshold(max_instances, looks, advice.reference, advice.level)
@@ -143,6 +175,22 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
             "p_killed_se": advice.p_killed_se, "threshold": advice.threshold,
             "draws": advice.draws_used, "needed": advice.needed, "reach": reach,
             "instances": len(mutant), "message": message}
+
+
+def train_round(number: int, runs: list[RunReport], settings, mutations, targets: dict,
+                out: Path, backend, dataset, *, name: str, **options) -> RunReport:
+    """Round ``number``: every population up to its target (stem -> instances); its run
+    is appended to ``runs``, the rounds' runs so far. A resumed run finds instances done
+    beyond those on disk after the round before; stderr says how many. ``options`` go to
+    :func:`probmut.train.run.run_populations` unchanged."""
+    on_disk = sum(runs[-1].counts.values()) if runs else 0
+    run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
+                          note_resumed=False, **options)
+    runs.append(run)
+    if run.resumed > on_disk:
+        print(f"round {number}: {run.resumed - on_disk} instances were already done in {out}",
+              file=sys.stderr)
+    return run
 
 
 def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
@@ -161,7 +209,9 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     max_instances : most instances per population.
     level : ``1 - level`` bounds the chance of a wrong settled verdict over all the
         rounds (default :data:`probmut.recommend.LEVEL`).
-    seed : seed of the verdicts.
+    seed : the run's seed; each mutant's verdict at each look simulates its populations
+        from a stream of its own derived from it
+        (:func:`probmut.recommend.verdict_seed`).
 
     One line per round (instances and verdicts) goes to stderr, also without ``progress``
     (which shows the training's progress bars).
@@ -176,19 +226,14 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     runs, rounds, final = [], [], {}
     looks = _looks(round_size, max_instances, analysis.sample)
     training = {m.stem: m for m in mutations}
-    number, on_disk = 0, 0
+    number = 0
     while training:
         number += 1
         for stem in training:
             targets[stem] = min(targets[stem] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
-        run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
-                              note_resumed=False, **options)
-        runs.append(run)
-        if run.resumed > on_disk:
-            print(f"round {number}: {run.resumed - on_disk} instances were already done in "
-                  f"{out}", file=sys.stderr)
-        on_disk = sum(run.counts.values())
+        run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
+                          name=name, most=max_instances, **options)
         if run.failures:
             break
         verdicts = {}
@@ -201,8 +246,8 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
                     or (verdict["reach"] is not None and verdict["reach"] < FUTILITY)):
                 del training[stem]
         rounds.append({"round": number, "instances": dict(targets), "verdicts": verdicts})
-        _write(out, SettleReport(rounds=rounds, final=final, looks=looks,
-                                 max_instances=max_instances))
+        SettleReport(rounds=rounds, final=final, looks=looks, max_instances=max_instances,
+                     out=out).write()
         print(f"round {number}: {HEALTHY} {targets[HEALTHY]}; "
               + "; ".join(f"{stem} {_short(v, targets[stem], max_instances)}"
                           + ("" if stem in training else ", stops")
@@ -210,10 +255,3 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     return SettleReport.of_runs(runs, rounds=rounds, final=final, looks=looks,
                                 max_instances=max_instances)
 
-
-def _write(out: Path, report: SettleReport) -> None:
-    """``rounds.json`` (the rounds and the last verdicts) and ``rounds.txt`` (their table)."""
-    document = {"looks": report.looks, "max_instances": report.max_instances,
-                "rounds": report.rounds, "final": report.final}
-    atomic_write_text(out / "rounds.json", json.dumps(document, indent=1) + "\n")
-    atomic_write_text(out / "rounds.txt", report.table() + "\n")

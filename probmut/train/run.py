@@ -6,20 +6,23 @@ Layout of an output directory ``OUT``::
     OUT/healthy.csv                        one row per instance: accuracy, seed, symptoms
     OUT/healthy.outcomes.npz               per-input outcomes (probmut.io.outcomes)
     OUT/{operator}_{magnitude}.csv         one file per mutant population (+ .outcomes.npz)
-    OUT/models/{population}/{id}.keras     each instance's model (save_models)
+    OUT/models/{population}/{id}.keras     each instance's model (save_models), the id
+                                           in 5 digits: 00000.keras
     OUT/.work/settings.json                the shared settings and the data's provenance;
                                            a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
     OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
 
-Every file is written to a temporary name and renamed, so a run killed at any moment
-leaves only whole files; running the same command again trains only what is missing.
+Every file is written to a temporary name and renamed, so a run killed at any moment,
+or stopped by a full disk, leaves only whole files; running the same command again
+trains only what is missing.
 An instance that crashed or timed out is recorded like any other (its symptom record,
 :mod:`probmut.io.records`) and is not trained again unless ``retry_failed``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -35,11 +38,13 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import (
+    DiskFullError,
     LockedError,
     atomic_write,
     atomic_write_bytes,
     exclusive,
     remove_orphans,
+    together,
 )
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.completeness import IncompleteRunWarning
@@ -87,9 +92,13 @@ def model_path(out: Path, population: str, instance: int) -> Path:
 
 def _save_record(out: Path, result: InstanceResult) -> None:
     correct = np.zeros(0, bool) if result.correct is None else result.correct
-    if result.model_bytes is not None:  # before the record: a record means "done"
+    # the model and the weights before the record: a record means "done", with both
+    if result.model_bytes is not None:
         atomic_write_bytes(model_path(out, result.population, result.instance),
                            result.model_bytes)
+    if result.weights is not None:
+        write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
+                      **{f"arr_{k}": w for k, w in enumerate(result.weights)})
     match = {} if result.match is None else {"match": np.array(result.match)}
     write_checked(_record_path(out, result.population, result.instance),
                   _record_key(result.population, result.instance),
@@ -101,9 +110,6 @@ def _save_record(out: Path, result: InstanceResult) -> None:
                   initial_loss=np.float64(result.initial_loss),
                   constant=np.int8(-1 if result.constant is None else int(result.constant)),
                   **match)
-    if result.weights is not None:
-        write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
-                      **{f"arr_{k}": w for k, w in enumerate(result.weights)})
 
 
 def _load_record(out: Path, population: str, instance: int):
@@ -187,6 +193,29 @@ def recorded_stack(out: Path) -> int | None:
         return None
 
 
+def setting_changes(before: dict, now: dict) -> list[str]:
+    """Each setting that differs, ``NAME BEFORE before, NOW now``, nested settings named
+    with dots (a data fingerprint shortened to 12 characters).
+
+    >>> setting_changes({"seed": 1, "config": {"epochs": 1, "loss": "mse"}},
+    ...                 {"seed": 1, "config": {"epochs": 3, "loss": "mse"}})
+    ['config.epochs 1 before, 3 now']
+    """
+    def flat(settings, prefix=""):
+        return {key: value for name, entry in settings.items()
+                for key, value in (flat(entry, f"{prefix}{name}.").items()
+                                   if isinstance(entry, dict) else [(prefix + name, entry)])}
+
+    def shown(key, value):
+        text = "none" if value is None else json.dumps(value) if isinstance(value, list) \
+            else str(value).lower() if isinstance(value, bool) else str(value)
+        return text[:12] if key.endswith("fingerprint") else text
+
+    old, new = flat(before), flat(now)
+    return [f"{key} {shown(key, old.get(key))} before, {shown(key, new.get(key))} now"
+            for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)]
+
+
 def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
@@ -198,16 +227,10 @@ def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
         # runs from before --stack, or from before the data was recorded (not checked)
         previous = {"stack": 1, "data": identity} | json.loads(path.read_text())
         if previous != current:
-            changed = sorted(k for k in current if previous.get(k) != current[k])
-            before = [previous.get(k) for k in changed if k != "data"]
-            if "data" in changed:
-                old = previous.get("data") or {}
-                before.append(f"data {old.get('name')} with {old.get('train')} training and "
-                              f"{old.get('test')} test samples, fingerprint "
-                              f"{str(old.get('fingerprint'))[:12]}")
-            raise ProbmutError(f"{out} holds a run with other settings ({', '.join(changed)} "
-                               f"differ: {before} before); use the same settings and data to "
-                               "resume, or another output directory", option="out")
+            raise ProbmutError(f"{out} holds a run with other settings: "
+                               f"{'; '.join(setting_changes(previous, current))}; use the "
+                               "same settings and data to resume, or another output "
+                               "directory", option="out")
     else:
         atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
 
@@ -458,6 +481,21 @@ class RunReport(Result):
         return "\n".join(lines)
 
 
+def refuse_shrinking(out: Path, most: dict[str, int], option: str = "instances") -> None:
+    """Refuse a run of ``most`` instances per population (stem -> count) where ``out``
+    holds finished instances beyond: its files would drop them (a rerun of a 4-instance
+    run with 2 rewrote healthy.csv to 2 rows and the manifest's targets to 2)."""
+    for stem, count in most.items():
+        ids = sorted(int(p.stem) for p in (out / ".work" / stem).glob("*.npz")
+                     if p.stem.isdigit())
+        if ids and ids[-1] >= count:
+            raise ProbmutError(
+                f"{out}: {stem} holds {len(ids)} finished instances, up to id {ids[-1]}, more "
+                f"than the {count} asked for; a rerun keeps what is done: ask for "
+                f"{ids[-1] + 1} or more to resume or extend this run, or train a smaller run "
+                "into another directory", option=option)
+
+
 def instance_targets(instances, populations: dict) -> dict[str, int]:
     """Instances per population: ``instances`` is one number for all, or a mapping from
     population stem to its own number (missing: 0). A model-level mutant derives from
@@ -484,15 +522,20 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     progress: bool = True, save_models: bool = False,
                     timeout: float | None = None, retry_failed: bool = False,
                     note_resumed: bool = True, max_error_rate: float | None = None,
-                    unstackable: dict[str, str] | None = None) -> RunReport:
+                    unstackable: dict[str, str] | None = None,
+                    most: int | None = None) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
+    A population with finished instances beyond its target is refused (a rerun never
+    drops them from its files): ``most`` instances per population are allowed instead
+    when the run grows in steps (the rounds of :mod:`probmut.train.rounds`, whose
+    resume replays rounds of fewer instances than are done).
 
     ``instances`` is one number for every population or a mapping from population stem
     to its own (:func:`instance_targets`; the rounds of :mod:`probmut.train.rounds`).
     ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
     ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``save_models``
-    keeps each instance's model (``models/{population}/{id}.keras``; an instance done
+    keeps each instance's model (``models/{population}/{id:05d}.keras``; an instance done
     without one is trained again to get it); ``timeout`` stops an instance's training
     after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
     trains crashed and timed-out instances again; ``max_error_rate`` applies
@@ -513,11 +556,20 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                            option="max_error_rate")
     options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
                    timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed,
-                   max_error_rate=max_error_rate, unstackable=unstackable)
+                   max_error_rate=max_error_rate, unstackable=unstackable, most=most)
+    with run_lock(out):
+        return _run_populations(settings, mutations, instances, out, backend, dataset, name,
+                                **options)
+
+
+@contextlib.contextmanager
+def run_lock(out: Path):
+    """Hold the lock of the run in ``out`` for the block: another process training into
+    it is refused at once (one line, with its process id). Taken again inside the block,
+    it just runs (:func:`probmut.io.atomic.exclusive`)."""
     try:
-        with exclusive(out / ".work", "lock"):
-            return _run_populations(settings, mutations, instances, out, backend, dataset,
-                                    name, **options)
+        with exclusive(Path(out) / ".work", "lock"):
+            yield
     except LockedError as error:
         raise ProbmutError(f"{out}: another probmut train is writing to this directory "
                            f"({error}); wait for it to finish or write elsewhere",
@@ -568,7 +620,7 @@ def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bo
 
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
                      progress, save_models, timeout, retry_failed, note_resumed,
-                     max_error_rate, unstackable) -> RunReport:
+                     max_error_rate, unstackable, most) -> RunReport:
     from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
@@ -577,6 +629,8 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.stem: m for m in mutations}
     targets = instance_targets(instances, populations)
+    refuse_shrinking(out, targets if most is None else dict.fromkeys(targets, most),
+                     "instances" if most is None else "max_instances")
     options = dict(timeout=timeout, save_model=save_models)
     # Instance by instance across the populations, so that a change of machine load during
     # the run slows every population alike (their training seconds are compared).
@@ -604,6 +658,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
     matches = {}  # per assembled population, its instances' matches (see assemble)
     interrupts = _Interrupts()
+    disk_full = False  # the run stopped on a full disk: what follows may meet it again
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
@@ -617,11 +672,16 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                     bar.write(f"probmut train: {idle}", file=sys.stderr)
             for index, outcome in backend.map_unordered(train_unit, units):
                 assignments = units[index][0]
+                results = []
                 for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)), strict=True):
                     if isinstance(result, BaseException):
                         seconds = timeout if isinstance(result, InstanceTimeout) else math.nan
                         result = _failure(assignment, result, seconds)
-                    _save_record(out, result)
+                    results.append(result)
+                with together():  # a stack's records: all or none (a full disk half-way)
+                    for result in results:
+                        _save_record(out, result)
+                for assignment, result in zip(assignments, results, strict=True):
                     report.trained += 1
                     report.trained_per_population[assignment.population] = \
                         report.trained_per_population.get(assignment.population, 0) + 1
@@ -640,21 +700,28 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 bar.update(len(assignments))
                 if interrupts.requested:
                     raise KeyboardInterrupt
+    except DiskFullError:
+        disk_full = True
+        raise
     finally:
         interrupts.restore()
         bar.close()
         report.seconds = time.perf_counter() - start
-        for stem in populations:
-            if stem not in matches:
-                matches[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
-        report.counts = {stem: len(matches[stem]) for stem in populations}
-        report.flags = {stem: assembled_flags(out, stem, dataset, m, matches[stem])
-                        for stem, m in populations.items() if report.counts[stem]}
-        if max_error_rate is not None:
-            report.removed = removed_by_quality_control(out, mutations, max_error_rate,
-                                                        report.counts)
-        _write_manifest(out, name, settings, mutations, targets, provenance, report.flags,
-                        report.removed)
+        try:  # the files of what is done; on a full disk, the resume writes them
+            for stem in populations:
+                if stem not in matches:
+                    matches[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
+            report.counts = {stem: len(matches[stem]) for stem in populations}
+            report.flags = {stem: assembled_flags(out, stem, dataset, m, matches[stem])
+                            for stem, m in populations.items() if report.counts[stem]}
+            if max_error_rate is not None:
+                report.removed = removed_by_quality_control(out, mutations, max_error_rate,
+                                                            report.counts)
+            _write_manifest(out, name, settings, mutations, targets, provenance, report.flags,
+                            report.removed)
+        except DiskFullError:
+            if not disk_full:
+                raise
     return report
 
 

@@ -125,7 +125,7 @@ def magnitude_text(value: float, integer: bool) -> str:
 def parse_search(text: str):
     """``OPERATOR:WEAK,STRONG`` -> ``(operator, weak, strong, integer)``; the operator
     must take one number as its magnitude."""
-    from probmut.train.operators import OPERATORS
+    from probmut.train.operators import OPERATORS, magnitudes
 
     name, _, ends = text.partition(":")
     if name not in OPERATORS:
@@ -138,6 +138,14 @@ def parse_search(text: str):
     if weak == strong:
         raise ProbmutError(f"{text!r}: the two ends are equal", option="search")
     operator = OPERATORS[name]
+    # a Keras name or a layer: nothing lies between two of them (not a range to narrow)
+    kind = operator.keras_kind or ""
+    takes = (f"a Keras {'loss' if kind == 'losses' else kind.removesuffix('s')} name" if kind else
+             "a layer" if operator.parse is magnitudes.layer_only else None)
+    if takes is not None:
+        raise ProbmutError(f"{text!r}: {name} takes {takes}, not a number; the search bisects "
+                           "an operator whose magnitude is one number (give each one with "
+                           "--mutation)", option="search")
     try:  # integer-valued operators refuse a fractional magnitude
         operator.parse("1.5", None)
         integer = False

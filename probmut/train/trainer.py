@@ -40,6 +40,7 @@ from pathlib import Path
 
 from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory
+from probmut.io.manifest import repeated_magnitudes
 from probmut.train import backends
 from probmut.train.datasets import (
     DOWNLOAD_TIMEOUT,
@@ -50,10 +51,10 @@ from probmut.train.datasets import (
 )
 from probmut.train.dryrun import DryRun, dry_run
 from probmut.train.legality import needs_keras, prepare
-from probmut.train.models import MODELS, resolve_model, task_of
+from probmut.train.models import MODELS, resolve_model, task_of, validation_split_of
 from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.preflight import Preflight, preflight
-from probmut.train.run import RunReport, recorded_stack, run_populations
+from probmut.train.run import RunReport, recorded_stack, run_lock, run_populations
 from probmut.train.work import RunSettings
 
 #: The base seed when none is given: the command line's default.
@@ -73,9 +74,9 @@ def train_populations(
         gpus_per_task: float = 0, save_models: bool = False, timeout: float | None = None,
         retry_failed: bool = False, max_error_rate: float | None = None,
         deepcrime: bool = False, search: str | None = None, resolution: float | None = None,
-        decision: str | None = None, until_settled: bool = False, round_size: int = 10,
-        max_instances: int = 200, sample: int = 20, level: float | None = None,
-        progress: bool = True) -> RunReport:
+        decision: str | None = None, until_settled: bool = False,
+        until_score: float | None = None, round_size: int = 10, max_instances: int = 200,
+        sample: int = 20, level: float | None = None, progress: bool = True) -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
     (resumable: the same call again trains only what is missing); ``probmut train``.
 
@@ -86,7 +87,8 @@ def train_populations(
     instances : instances per population (default 20).
     dataset, data : a named data set (``DATASETS``; default digits), or a file
         ``FILE.npz`` or an image folder (:mod:`probmut.train.datasets`), with
-        ``image_size``, ``test_split``, ``validation_split`` and ``download_timeout``.
+        ``image_size``, ``test_split``, ``validation_split`` (default: the bundled
+        model's published one, ``gaze_lenet`` 0.1, else none) and ``download_timeout``.
     architecture : the network trained: a bundled model
         (:data:`probmut.train.models.MODELS`) or ``module:function``.
     name : the model's name in the manifest (default: ``out``'s name).
@@ -100,7 +102,8 @@ def train_populations(
         threads per instance (the same ``threads`` gives the same files whatever ``jobs``).
     backend, address, cpus_per_task, gpus_per_task : ``"local"`` or ``"ray"``
         (:func:`probmut.train.backends.make_backend`).
-    save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``.
+    save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``, the id
+        in five digits (``00000.keras``).
     timeout : stop an instance's training after so many seconds (one at a time).
     retry_failed : train crashed and timed-out instances again.
     max_error_rate : DeepMutation's quality control (:mod:`probmut.train.flags`).
@@ -113,18 +116,25 @@ def train_populations(
         most ``max_instances`` per population, instead of ``instances``; at most
         ``1 - level`` of such runs end with a wrong settled verdict, for any true effect
         (default :data:`probmut.recommend.LEVEL`).
+    until_score : train in rounds (of ``round_size``, at most ``max_instances`` per
+        population) the populations that weigh most on the mutation score's interval,
+        until it is at most this wide (:mod:`probmut.train.until_score`; the score's
+        seed is ``seed``), instead of ``instances``.
     progress : show progress bars on stderr.
 
     Returns the :class:`~probmut.train.run.RunReport` (a
-    :class:`~probmut.train.rounds.SettleReport` when ``until_settled``; with ``search``,
+    :class:`~probmut.train.rounds.SettleReport` when ``until_settled``, a
+    :class:`~probmut.train.until_score.ScoreReport` with ``until_score``; with ``search``,
     the search's result as its ``search``). Raises
     :class:`~probmut.errors.ProbmutError` (one line, naming the setting at fault) before
     anything trains for bad arguments, data, models and mutations.
     """
     out = Path(out)
     parsed = _parsed(mutations)
-    instances = _check_modes(instances, parsed, search, until_settled, sample, max_instances,
-                             max_error_rate, resolution, decision, level)
+    validation_split = validation_split_of(architecture, validation_split)
+    _refuse_repeated(parsed)
+    instances = _check_modes(instances, parsed, search, until_settled, until_score, sample,
+                             max_instances, max_error_rate, resolution, decision, level)
     _check_settings(instances=instances, jobs=jobs, threads=threads, epochs=epochs,
                     batch_size=batch_size, learning_rate=learning_rate, patience=patience,
                     validation_split=validation_split, round_size=round_size,
@@ -142,54 +152,65 @@ def train_populations(
         resolution = abs(high - low) / 16 if resolution is None else resolution
     _check_installed(backend, jobs, threads)
     _check_out(out)
-    if stack is None:
-        stack = recorded_stack(out)  # a resumed run keeps its size; None: auto
-    name = name or out.resolve().name
-    overrides = {key: value for key, value in {"epochs": epochs, "batch_size": batch_size,
-                 "learning_rate": learning_rate, "patience": patience}.items()
-                 if value is not None}
-    runner = backends.make_backend(backend, jobs=jobs, threads=threads, timeout=timeout,
-                                   address=address, cpus_per_task=cpus_per_task,
-                                   gpus_per_task=gpus_per_task)
-    with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
-        loaded = _load(source, data_options, architecture, threads, download_timeout, keras=False)
-        checked, unchecked = _checked_here(parsed, loaded)
-    with runner:
-        runner.share(dataset=loaded)
-        found = _preflight(runner, architecture, overrides, checked, unchecked, stack)
-        if found.choice is not None and found.choice.why:
-            print(f"probmut train: automatic stack size: one instance at a time: "
-                  f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
-        stems = [m.stem for m in found.mutations]
-        if len(set(stems)) != len(stems):
-            raise ProbmutError(f"a mutation magnitude is given twice: {stems}",
-                               option="mutation")
-        size = found.stack if stack is None else stack
-        settings = RunSettings(dataset=source, model=architecture, config=found.config, seed=seed,
-                               stack=size)
-        options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
-                       timeout=timeout, retry_failed=retry_failed)
-        if search:
-            from probmut.train.search import run_search
+    # a run already in out: its lock first, so that a second train is refused before
+    # TensorFlow loads (run_populations takes it again, or first for a new run)
+    with run_lock(out) if (out / ".work").is_dir() else contextlib.nullcontext():
+        if stack is None:
+            stack = recorded_stack(out)  # a resumed run keeps its size; None: auto
+        name = name or out.resolve().name
+        overrides = {key: value for key, value in {"epochs": epochs, "batch_size": batch_size,
+                     "learning_rate": learning_rate, "patience": patience}.items()
+                     if value is not None}
+        runner = backends.make_backend(backend, jobs=jobs, threads=threads, timeout=timeout,
+                                       address=address, cpus_per_task=cpus_per_task,
+                                       gpus_per_task=gpus_per_task)
+        with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
+            loaded = _load(source, data_options, architecture, threads, download_timeout, keras=False)
+            checked, unchecked = _checked_here(parsed, loaded)
+        with runner:
+            runner.share(dataset=loaded)
+            found = _preflight(runner, architecture, overrides, checked, unchecked, stack)
+            if found.choice is not None and found.choice.why:
+                print(f"probmut train: automatic stack size: one instance at a time: "
+                      f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
+            stems = [m.stem for m in found.mutations]
+            if len(set(stems)) != len(stems):
+                raise ProbmutError(f"a mutation magnitude is given twice: {stems}",
+                                   option="mutation")
+            size = found.stack if stack is None else stack
+            settings = RunSettings(dataset=source, model=architecture, config=found.config, seed=seed,
+                                   stack=size)
+            options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
+                           timeout=timeout, retry_failed=retry_failed)
+            if search:
+                from probmut.train.search import run_search
 
-            def check(mutations):  # each magnitude, bound and checked as a mutation is
-                more = _preflight(runner, architecture, overrides, *_checked_here(mutations, loaded),
-                                  size)
-                return list(more.mutations), more.unstackable
+                def check(mutations):  # each magnitude, bound and checked as a mutation is
+                    more = _preflight(runner, architecture, overrides, *_checked_here(mutations, loaded),
+                                      size)
+                    return list(more.mutations), more.unstackable
 
-            return run_search(settings, search, resolution, instances, out, runner, loaded,
-                              check, name=name, decision=decision or "posterior", **options)
-        options["unstackable"] = found.unstackable
-        if until_settled:
-            from probmut.bagging import PosteriorSettings
-            from probmut.train.rounds import train_until_settled
+                return run_search(settings, search, resolution, instances, out, runner, loaded,
+                                  check, name=name, decision=decision or "posterior", **options)
+            options["unstackable"] = found.unstackable
+            if until_settled:
+                from probmut.bagging import PosteriorSettings
+                from probmut.train.rounds import train_until_settled
 
-            return train_until_settled(settings, list(found.mutations), out, runner, loaded,
-                                       name=name, analysis=PosteriorSettings(sample=sample),
-                                       round_size=round_size, max_instances=max_instances,
-                                       level=level, seed=seed, **options)
-        return run_populations(settings, list(found.mutations), instances, out, runner, loaded,
-                               name=name, max_error_rate=max_error_rate, **options)
+                return train_until_settled(settings, list(found.mutations), out, runner, loaded,
+                                           name=name, analysis=PosteriorSettings(sample=sample),
+                                           round_size=round_size, max_instances=max_instances,
+                                           level=level, seed=seed, **options)
+            if until_score is not None:
+                from probmut.bagging import PosteriorSettings
+                from probmut.train.until_score import train_until_score
+
+                return train_until_score(settings, list(found.mutations), out, runner, loaded,
+                                         name=name, analysis=PosteriorSettings(sample=sample),
+                                         width=until_score, round_size=round_size,
+                                         max_instances=max_instances, seed=seed, **options)
+            return run_populations(settings, list(found.mutations), instances, out, runner, loaded,
+                                   name=name, max_error_rate=max_error_rate, **options)
 
 
 def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | None = None,
@@ -214,6 +235,7 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
     parsed = _parsed(mutations)
     if not parsed:
         raise ProbmutError("a dry run needs at least one mutation", option="mutation")
+    validation_split = validation_split_of(architecture, validation_split)
     _check_settings(threads=threads, epochs=epochs, batch_size=batch_size,
                     learning_rate=learning_rate, patience=patience,
                     validation_split=validation_split)
@@ -230,37 +252,47 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
     return dry_run(parsed, spec, loaded, config, seed=seed, model=architecture)
 
 
-def _check_modes(instances, mutations, search, until_settled, sample, max_instances,
-                 max_error_rate, resolution, decision, level) -> int | None:
-    """The run's mode (a number of instances, until settled, or a search) and the options
-    that belong to it; the number of instances (20 unless given or until settled)."""
-    if until_settled:
+def _check_modes(instances, mutations, search, until_settled, until_score, sample,
+                 max_instances, max_error_rate, resolution, decision, level) -> int | None:
+    """The run's mode (a number of instances, until settled, until the score is settled,
+    or a search) and the options that belong to it; the number of instances (20 unless
+    given or in rounds)."""
+    if until_settled and until_score is not None:
+        raise ProbmutError("train either until each mutant's verdict is settled or until the "
+                           "mutation score is, not both", option="until_score")
+    if until_score is not None and not 0 < until_score < 1:
+        raise ProbmutError(f"the width of the score's interval must be in (0, 1), got "
+                           f"{until_score}", option="until_score")
+    rounds = "until settled" if until_settled else "until the score is settled"
+    if until_settled or until_score is not None:
         if instances is not None:
-            raise ProbmutError("train either a number of instances or until settled, not both",
+            raise ProbmutError(f"train either a number of instances or {rounds}, not both",
                                option="instances")
-        if not mutations:
-            raise ProbmutError("training until settled needs at least one mutation",
-                               option="until_settled")
         if search:
-            raise ProbmutError("run either a search or training until settled, not both",
+            raise ProbmutError(f"run either a search or training {rounds}, not both",
                                option="search")
+        if not mutations:
+            raise ProbmutError(f"training {rounds} needs at least one mutation",
+                               option="until_settled" if until_settled else "until_score")
         if sample > max_instances:
             raise ProbmutError(f"the sample size k = {sample} is more than the maximum of "
-                               f"{max_instances} instances: no verdict could be reached",
+                               f"{max_instances} instances: "
+                               + ("no verdict could be reached" if until_settled else
+                                  "no score could be read"),
                                option="sample")
     if search and mutations:
         raise ProbmutError("a search trains its own magnitudes; give no mutations",
                            option="mutation")
-    if max_error_rate is not None and (search or until_settled):
+    if max_error_rate is not None and (search or until_settled or until_score is not None):
         raise ProbmutError("the quality control applies to a run of a number of instances, "
-                           "not to a search or training until settled (whose decisions would "
+                           f"not to a search or training {rounds} (whose decisions would "
                            "count removed mutants)", option="max_error_rate")
     if level is not None and not until_settled:
         raise ProbmutError("a level is for training until settled", option="level")
     if not search and (resolution is not None or decision is not None):
         raise ProbmutError("a resolution and a decision are for a search",
                            option="resolution" if resolution is not None else "decision")
-    return 20 if instances is None and not until_settled else instances
+    return 20 if instances is None and not until_settled and until_score is None else instances
 
 
 def _stack_for(timeout: float | None, stack: int | None) -> int | None:
@@ -315,6 +347,17 @@ def _data_source(dataset, data, image_size, test_split, validation_split):
                "validation_split": validation_split}
     check_data_arguments(source, **options)
     return source, options
+
+
+def _refuse_repeated(mutations: list[Mutation]) -> None:
+    """Each magnitude of an operator once: ``010`` and ``10`` are one population."""
+    by_operator: dict[str, list[str]] = {}
+    for mutation in mutations:
+        by_operator.setdefault(mutation.operator.name, []).append(mutation.magnitude)
+    for name, magnitudes in by_operator.items():
+        if (repeated := repeated_magnitudes(magnitudes)) is not None:
+            raise ProbmutError(f"{name}: magnitude {repeated}; give each magnitude once",
+                               option="mutation")
 
 
 def _parsed(mutations) -> list[Mutation]:

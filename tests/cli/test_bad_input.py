@@ -20,7 +20,7 @@ from probmut.cli import main
 from probmut.io.cache import Cache, DamagedCacheWarning, cache_key
 from probmut.io.outcomes import save_outcomes
 
-from ..conftest import RAW
+from ..conftest import FULL_RUN, RAW, write_run
 
 HEALTHY = RAW / "mnist" / "results_mnist_original.csv"
 MUTANT = RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_9.29.csv"
@@ -72,7 +72,8 @@ def tidy(path, rows):
      "95% interval: highest-density"),
     (["repeat", HEALTHY, MUTANT, "--paper", "--direction", "mutant-worse", "--repetitions",
       "2"], "and d >= 0.5"),
-    (["mce", HEALTHY, MUTANT, "--paper", "--fit", "moments", "--repetitions", "3", *FAST],
+    (["mce", HEALTHY, MUTANT, "--paper", "--fit", "moments", "--repetitions", "3", *FAST,
+      "--no-cache"],
      "Beta fit: moment matching"),
 ])
 def test_an_explicit_flag_wins_over_paper(capsys, argv, expected):
@@ -268,8 +269,9 @@ def test_kill_rates_that_are_not_numbers(capsys, tmp_path):
 
 
 def test_output_into_a_closed_pipe_stops_quietly():
-    script = (f"{sys.executable} -m probmut kill {HEALTHY} {MUTANT} {MUTANT} {MUTANT} --json "
-              "| head -c 10")
+    mutants = " ".join(str(RAW / "mnist" / f"results_mnist_delete_training_data_mutated0_MP_{m}"
+                                      ".csv") for m in ("3.1", "9.29", "12.38"))
+    script = f"{sys.executable} -m probmut kill {HEALTHY} {mutants} --json | head -c 10"
     result = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
                             text=True)
     assert result.stdout == '{\n  "resul'
@@ -285,8 +287,9 @@ def test_a_population_too_small_is_named(capsys, tmp_path):
                    says="one.csv: 1 instance(s), fewer than the sample size k = 20")
     assert line.endswith("(--sample)")
     refused(capsys, "repeat", HEALTHY, one, says="one.csv: only 1 of its instances")
-    refused(capsys, "repeat", one, one, says="one.csv: 1 instance(s); the sound and unknown "
-                                             "pools need 20 each")
+    other = tidy(tmp_path / "other.csv", [(0, 0.9)])  # one file twice is refused first
+    refused(capsys, "repeat", one, other, says="one.csv: 1 instance(s); the sound and unknown "
+                                               "pools need 20 each")
 
 
 def test_mce_needs_two_repetitions(capsys):
@@ -375,7 +378,7 @@ OPTIONS = st.tuples(st.lists(st.sampled_from(GOOD_OPTIONS), max_size=3),
     lambda parts: parts[0] + parts[1])
 COMMANDS = {"kill": [], "posterior": ["--no-plot", "--sample", "2", *FAST],
             "repeat": ["--repetitions", "2", "--trials", "5", "--sample", "2"],
-            "mce": ["--repetitions", "2", "--sample", "2", *FAST],
+            "mce": ["--repetitions", "2", "--sample", "2", "--no-cache", *FAST],
             "sample-size": ["--subpopulations", "2", "--repetitions", "2", "--no-plot",
                             "--no-cache", "--sample", "2", *FAST],
             "recommend": ["--populations", "10", "--sizes", "2,4", "--reference", "4", "--no-cache",
@@ -590,3 +593,127 @@ def test_an_error_names_the_option_as_the_command_calls_it():
     assert _flag_of(recommend, "draws") == "--populations"
     assert _flag_of(recommend, "level") == "--level"
     assert _flag_of(_parse(parser, ["train"]), "round_size") == "--round"
+
+
+# --- issue 44: nothing counted twice, nothing read forever, messages that say what it is ------
+
+def _manifest_of(tmp_path, magnitudes: str, bom: bool = False):
+    """A manifest of model a, mutation x at ``magnitudes`` (a TOML list), each magnitude's
+    file a copy of MUTANT."""
+    for magnitude in ("weak", "strong", "10", "010"):
+        (tmp_path / f"x_{magnitude}.csv").write_bytes(MUTANT.read_bytes())
+    text = (f'[models.a]\nhealthy = "{HEALTHY}"\n[models.a.mutations.x]\n'
+            f'pattern = "x_{{magnitude}}.csv"\nmagnitudes = {magnitudes}\n')
+    path = tmp_path / "m.toml"
+    path.write_bytes(("\ufeff" if bom else "").encode() + text.encode())
+    return ["--manifest", path, "--model", "a", "--mutation", "x"]
+
+
+@pytest.mark.parametrize("magnitudes, says", [
+    ('["weak", "strong", "strong", "strong"]', "magnitude 'strong' is given 3 times; list each "
+                                               "magnitude once"),
+    ('["10", "010"]', "magnitude '10' and '010' are the same number"),
+    ("[10, 10.0]", "magnitude '10' and '10.0' are the same number"),
+])
+def test_a_magnitude_listed_twice_in_a_manifest_is_refused(capsys, tmp_path, magnitudes, says):
+    """It was counted again: 4 mutants and a score of 0.781 where 2 gave 0.571."""
+    for command in ("kill", "posterior"):
+        refused(capsys, command, *_manifest_of(tmp_path, magnitudes), "--no-plot"
+                if command == "posterior" else "--json", says=says)
+
+
+def test_a_run_never_lists_one_magnitude_under_two_spellings(tmp_path):
+    """``train --mutation op:10`` into a run that has ``op:010``: the same mutant, which
+    would train again with other seeds."""
+    from probmut.errors import ProbmutError
+    from probmut.io.manifest import Manifest, add_to_manifest
+
+    path = tmp_path / "manifest.toml"
+    add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "010", False)])
+    add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "010", False)])  # a resume
+    with pytest.raises(ProbmutError, match="x holds the magnitude '010', the same as '10': "
+                                           "give it as 010"):
+        add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "10", False)])
+    assert Manifest.load(path).mutation("m", "x").magnitudes == ("010",)
+
+
+def test_a_population_given_twice_is_refused(capsys, tmp_path):
+    refused(capsys, "posterior", HEALTHY, MUTANT, MUTANT, "--no-plot", *FAST,
+            says=f"{MUTANT} is given twice; give each population file once")
+    again = tmp_path / "again.csv"
+    again.symlink_to(MUTANT)
+    refused(capsys, "kill", HEALTHY, MUTANT, again,
+            says=f"{MUTANT} and {again} are the same file")
+    refused(capsys, "kill", "--model", "mnist", "--mutation", "delete_training_data",
+            "--magnitudes", "3.1,9.29,3.1", says="magnitude '3.1' is given 2 times; give each "
+                                                  "magnitude once (--magnitudes)")
+
+
+def test_a_device_given_as_a_population_is_refused_at_once(capsys):
+    refused(capsys, "kill", HEALTHY, "/dev/zero",
+            says="/dev/zero: a device, not a regular file; give a population CSV file")
+
+
+def test_a_manifest_with_a_byte_order_mark_is_read(capsys, tmp_path):
+    code, out, err = run(capsys, "kill", *_manifest_of(tmp_path, '["weak"]', bom=True))
+    assert code == 0 and "weak" in out, err
+
+
+def test_a_population_file_given_for_a_run_is_named_as_one(capsys):
+    refused(capsys, "symptoms", HEALTHY, "--no-plot",
+            says=f"{HEALTHY}: a population file, not a manifest; give a run's folder or its "
+                 "manifest.toml")
+
+
+def test_a_full_disk_is_one_line_naming_the_file(capsys, tmp_path, full_disk):
+    """OSError 28 ended posterior --plot and report --out in a traceback."""
+    full_disk(f"{tmp_path}/")
+    figure = tmp_path / "figure.png"
+    refused(capsys, "posterior", HEALTHY, MUTANT, *FAST, "--plot", figure,
+            says=f"{figure}: cannot write it: No space left on device; free some space and try "
+                 "again, or write elsewhere")
+    assert not list(tmp_path.iterdir())  # nothing half-written
+    run_folder = write_run(tmp_path.parent / f"{tmp_path.name}_run", FULL_RUN)
+    page = tmp_path / "page.html"
+    line = refused(capsys, "report", run_folder, "--sample", "5", "--bootstraps", "10",
+                   "--trials", "10", "--no-verdicts", "--quiet", "--out", page,
+                   says=f"{page}: cannot write it: No space left on device")
+    assert not list(tmp_path.iterdir())
+    assert "completed work is kept" not in line  # nothing to resume
+
+
+def test_a_full_disk_under_a_cache_is_a_warning(capsys, tmp_path, full_disk):
+    """recommend's cache only saves time: the results still come, with one warning."""
+    full_disk(str(tmp_path))
+    code, out, err = run(capsys, "recommend", HEALTHY, MUTANT, "--pilot", "25", "--sizes", "25",
+                         "--populations", "20", *FAST, "--cache", tmp_path / "cache")
+    assert code == 0 and "verdict:" in out, err
+    warned = [line for line in err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "No space left on device; the cache in" in warned[0], err
+
+
+def test_repeat_with_pools_of_k_warns_once(capsys, tmp_path):
+    """Every test of a repetition was the same test, without a word (issue 44); the
+    warning names the healthy pools once, not once per population."""
+    rng = np.random.default_rng(3)
+    healthy = tidy(tmp_path / "h.csv", enumerate(rng.normal(0.9, 0.01, 40)))
+    mutants = [tidy(tmp_path / f"m{j}.csv", enumerate(rng.normal(0.89, 0.01, 40)))
+               for j in range(2)]
+    code, out, err = run(capsys, "repeat", healthy, *mutants, "--repetitions", "2",
+                         "--trials", "5")
+    assert code == 0 and "pass rate" in out
+    assert err.splitlines() == [
+        f"probmut: warning: {healthy}: pools of 20 sound and 20 unknown instances for samples "
+        "of k = 20: every test of a repetition draws the same instances, so it is one test "
+        "repeated and its pass rate is 0 or 1; train more instances or lower the sample size k"]
+
+
+def test_a_symlink_loop_is_named_as_one(capsys, tmp_path):
+    """It said "no such file" (issue 44); the check for a file given twice must not trip
+    on it either (pathlib's resolve() raises on a loop)."""
+    loop = tmp_path / "loop.csv"
+    loop.symlink_to(loop)
+    (tmp_path / "manifest.toml").write_text('[models.m]\nhealthy = "h.csv"\n[models.m.targets]\n'
+                                            '"loop.csv" = 4\n')  # a run's manifest beside it
+    refused(capsys, "kill", HEALTHY, loop,
+            says=f"{loop}: a symbolic link that leads back to itself (a symlink loop)")

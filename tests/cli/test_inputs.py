@@ -33,4 +33,8 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     assert "same test inputs" in capsys.readouterr().err
     assert main(["inputs", h]) == 2
     assert main(["inputs", h, str(tmp_path / "missing.outcomes.npz")]) == 2
-    assert main(["inputs", h, h, "--inputs", "500:600"]) == 2
+    same = write_outcomes(tmp_path / "same.outcomes.npz", healthy, labels)
+    assert main(["inputs", h, same, "--inputs", "500:600"]) == 2
+    assert "selects none of the" in capsys.readouterr().err
+    assert main(["inputs", h, h]) == 2
+    assert "is given twice" in capsys.readouterr().err

@@ -115,7 +115,9 @@ def test_bad_input_exits_2_with_a_message_naming_the_problem(capsys, tmp_path):
     angles = RAW / "lenet" / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv"
     assert "outside [0, 1]" in _bad(capsys, "kill", healthy, angles)
     small = DC / "results_mnist_original_dc.csv"
-    err = _bad(capsys, "posterior", small, small, "--sample", "25", "--no-plot")
+    copy = tmp_path / "copy.csv"  # one file twice is refused first
+    copy.write_bytes(small.read_bytes())
+    err = _bad(capsys, "posterior", small, copy, "--sample", "25", "--no-plot")
     assert "results_mnist_original_dc.csv: 20 instance(s), fewer than the sample size k = 25" \
         in err and "(--sample)" in err
 
@@ -168,7 +170,8 @@ def test_ctrl_c_stops_a_long_analysis_within_seconds():
     try:
         assert select.select([process.stderr], [], [], 120)[0], "no progress in 120 s"
         progress = process.stderr.readline()
-        assert progress.startswith("posterior: ") and "s left" in progress, progress
+        # (no time left yet on the first line: it is paced after the first step, issue 44)
+        assert progress.startswith("posterior: ") and "/600,000,000 (" in progress, progress
         process.send_signal(signal.SIGINT)
         start = time.monotonic()
         out, err = process.communicate(timeout=60)
@@ -207,7 +210,8 @@ def test_train_without_its_extra_is_a_clear_error(capsys, monkeypatch, tmp_path)
     (["repeat", "--repetitions", "2", "--trials", "5"], "populations"),
     (["sample-size", "--sizes", "20", "--repetitions", "2", "--bootstraps", "5",
       "--trials", "5", "--no-plot", "--no-cache"], "studies"),
-    (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5"], "results"),
+    (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5", "--no-cache"],
+     "results"),
     (["recommend", "--populations", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
       "--trials", "10", "--no-cache"], "mutants")])
 def test_several_results_are_listed_under_results_and_the_old_key(capsys, command, alias):

@@ -9,7 +9,7 @@ import pytest
 
 from probmut.cli import main
 
-from ..conftest import MCE_LABEL_312, needs_mce_reference
+from ..conftest import MCE_LABEL_312, RAW, needs_mce_reference
 
 
 @needs_mce_reference
@@ -29,3 +29,25 @@ def test_bad_kill_rates_exit_2(tmp_path, capsys):
     np.save(path, np.full(100, 0.5))
     assert main(["mce", "--kill-rates", str(path)]) == 2
     assert "R x B" in capsys.readouterr().err
+
+
+def test_mce_keeps_each_mutants_kill_counts_and_says_so_when_stopped(capsys, tmp_path,
+                                                                     monkeypatch):
+    """`probmut mce` had no --cache and on Ctrl-C said only "interrupted" (issue 44)."""
+    import probmut.mce
+
+    healthy, mutant = (RAW / "mnist" / f"results_mnist_{name}.csv" for name in (
+        "original", "delete_training_data_mutated0_MP_9.29"))
+    argv = ["mce", str(healthy), str(mutant), "--repetitions", "2", "--bootstraps", "5",
+            "--trials", "5", "--cache", str(tmp_path)]
+    assert main(argv) == 0
+    assert len(list(tmp_path.rglob("*.npz"))) == 1
+    capsys.readouterr()
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(probmut.mce, "monte_carlo_error", stopped)
+    assert main(argv) == 130
+    assert capsys.readouterr().err == ("probmut mce: interrupted; completed work is kept, run "
+                                       "the same command again to resume\n")

@@ -65,6 +65,14 @@ def _bad(capsys, *argv):
                                             "size k = 20"),
     (["--pilot", "25", "--populations", "30000"], "120,000 simulated populations of 200 instances "
                                             "per side exceed the limit"),
+    # issue 44: the hint names the option that made the request too large
+    (["--pilot", "25", "--populations", "100000"], "lower the sizes or the draws (--populations)"),
+    (["--pilot", "25", "--populations", "100", "--reference", "200000"], "(--reference)"),
+    # issue 44: a plan without the pilot's size, unsorted or repeated, is refused
+    (["--pilot", "40", "--looks", "50,60"], "the planned looks [50, 60] leave out this pilot's 40 "
+                                            "instances per side"),
+    (["--pilot", "25", "--looks", "50,25"], "in increasing order, each once; got [50, 25]"),
+    (["--pilot", "25", "--looks", "25,25,50"], "in increasing order, each once; got [25, 25, 50]"),
     (["--pilot", "25", "--level", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
                                             "populations"),
 ])

@@ -68,7 +68,7 @@ COMMANDS = {
     "posterior": lambda run: ["posterior", *by_manifest(run), *FAST, "--no-plot"],
     "repeat": lambda run: ["repeat", *by_manifest(run), "--repetitions", "2", "--trials", "5",
                            "--sample", "2", "--pool", "3"],
-    "mce": lambda run: ["mce", *by_manifest(run), *FAST, "--repetitions", "2"],
+    "mce": lambda run: ["mce", *by_manifest(run), *FAST, "--repetitions", "2", "--no-cache"],
     "sample-size": lambda run: ["sample-size", *by_manifest(run), *FAST, "--sizes", "5",
                                 "--subpopulations", "2", "--repetitions", "2", "--no-plot",
                                 "--no-cache", "--quiet"],

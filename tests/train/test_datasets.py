@@ -77,15 +77,22 @@ def test_offline_download_is_one_clear_line(keras_home, offline, name):
 
 
 @pytest.mark.train
-def test_the_command_stops_with_exit_2_before_training(keras_home, offline, tmp_path, capsys):
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_the_command_stops_with_exit_2_before_training(keras_home, offline, tmp_path, capsys,
+                                                       command):
     from probmut.cli.main import main
 
     out = tmp_path / "out"
-    assert main(["train", "--dataset", "fashion_mnist", "--out", str(out)]) == 2
+    (tmp_path / "m.keras").write_bytes(b"")
+    models = [str(tmp_path / "m.keras")] if command == "evaluate" else []
+    assert main([command, *models, "--dataset", "fashion_mnist", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("probmut train: error: dataset 'fashion_mnist': "
+    assert err[-1].startswith(f"probmut {command}: error: dataset 'fashion_mnist': "
                               "fashion-mnist/train-labels-idx1-ubyte.gz is not in the Keras cache")
     assert "and the other 3 files of fashion_mnist" in err[-1]
+    # the note before Keras' download names no command (evaluate's said "probmut train:")
+    assert err[0].startswith("probmut: fashion_mnist: fashion-mnist/train-labels-idx1-ubyte.gz "
+                             "is not in the Keras cache")
     assert not out.exists()
 
 
@@ -323,8 +330,8 @@ def test_provenance_goes_into_the_manifest_and_other_data_is_refused(tmp_path):
         "files": {"tiny.npz": hashlib.sha256(source.read_bytes()).hexdigest()}}
     run()  # the same data resumes (nothing to do)
     _tiny_npz(source, seed=1)  # same path and shapes, other numbers
-    with pytest.raises(ProbmutError, match=r"other settings \(data differ: \['data tiny with 30 "
-                                           r"training and 10 test samples, fingerprint"):
+    with pytest.raises(ProbmutError, match=rf"other settings: data.fingerprint "
+                                           rf"{data.fingerprint[:12]} before, \w{{12}} now; use "):
         run()
 
 

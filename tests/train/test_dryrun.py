@@ -110,21 +110,94 @@ def test_the_published_layer_and_settings_before_and_after(api, mnist_shaped):
 
 
 def test_data_level_counts(api):
+    """Samples changed in place, or added and removed (the samples of one set the other
+    does not hold): data_repetition adds copies and changes nothing."""
     from probmut.train.datasets import load_dataset
 
     classes = np.bincount(load_dataset("digits").y_train)  # 1347 samples, class 3 largest
     report = api("digits_cnn", ["delete_training_data:10", "change_label:10",
-                                "make_output_classes_overlap:10", "add_noise:0.01"])
-    deleted, relabelled, overlapped, unchanged = report.to_dict()["mutations"]
-    assert deleted["changes"]["samples"] == {"changed": sum(int(c * 10 / 100) for c in classes),
-                                             "of": 1347}
-    assert relabelled["changes"]["samples"] == {"changed": int(classes.max() * 10 / 100),
-                                                "of": 1347}
-    assert overlapped["changes"]["samples"]["changed"] == int(classes.max() * 10 / 100)
-    assert unchanged["changes"]["samples"] == {"changed": 0, "of": 1347}
+                                "make_output_classes_overlap:10", "add_noise:0.01",
+                                "data_repetition:10"])
+    deleted, relabelled, overlapped, unchanged, repeated = report.to_dict()["mutations"]
+
+    def samples(changed=0, added=0, removed=0):
+        return {"changed": changed, "added": added, "removed": removed, "of": 1347}
+
+    assert deleted["changes"]["samples"] == samples(removed=sum(int(c * 10 / 100)
+                                                                for c in classes))
+    assert relabelled["changes"]["samples"] == samples(changed=int(classes.max() * 10 / 100))
+    assert overlapped["changes"]["samples"] == samples(added=int(classes.max() * 10 / 100))
+    assert unchanged["changes"]["samples"] == samples()
+    assert repeated["changes"]["samples"] == samples(added=int(1347 * 10 / 100))
+    assert unchanged["equivalent"] == "it leaves the training data unchanged"
+    assert repeated["equivalent"] is None and repeated["target"] == "all samples"
     text = str(report)
     assert "samples removed: 130 of 1347" in text and "samples added: 13 of 1347" in text
+    assert "samples added: 134 of 1347" in text and "samples changed: 0 of 1347" in text
     assert "equivalent before training: it leaves the training data unchanged" in text
+
+
+def test_deepmutations_data_operators_default_to_the_papers_1_percent(api):
+    """Ma et al. (ASE 2018, V-B): "we configure our data-level mutation operators to
+    automatically mutate 1% of original training data": int(1347 x 1 / 100) = 13 of the
+    digits samples; DM removes DeepCrime's per-class share (1% of each class, truncated:
+    one of each, 10)."""
+    from probmut.train.datasets import load_dataset
+
+    classes = np.bincount(load_dataset("digits").y_train)
+    report = api("digits_cnn", ["DR", "LE", "DM", "DF", "NP"])
+    found = {p["name"]: p["changes"]["samples"] for p in report.to_dict()["mutations"]}
+    share = int(1347 * 1 / 100)
+    assert found["data_repetition_1"] == {"changed": 0, "added": share, "removed": 0, "of": 1347}
+    assert found["change_label_1@all"]["changed"] == share
+    assert found["noise_perturbation_1"]["changed"] == share
+    assert found["delete_training_data_1"]["removed"] == sum(int(c / 100) for c in classes) == 10
+    assert 0 < found["data_shuffle_1"]["changed"] <= share  # the chosen samples, reordered
+
+
+def test_gaze_lenet_holds_out_deepcrimes_tenth_and_remove_validation_set_trains_on_it(
+        tmp_path, capsys):
+    """DeepCrime's lenet fits with validation_split=0.1: gaze_lenet's runs hold out 0.1
+    unless told otherwise, and the remove_validation_set mutant trains on it too."""
+    from probmut.cli.main import main
+    from probmut.train.datasets import load_dataset
+    from tests.train.test_models import _gaze_npz
+
+    gaze = _gaze_npz(tmp_path / "gaze.npz", n_train=200, n_test=20)
+    base = ["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--dry-run", "--json",
+            "--mutation", "remove_validation_set"]
+    assert main(base) == 0
+    (preview,) = json.loads(capsys.readouterr().out)["mutations"]
+    assert preview["changes"]["samples"] == {"changed": 0, "added": 20, "removed": 0, "of": 180}
+    assert preview["equivalent"] is None
+    assert main([*base, "--validation-split", "0.25", "--patience", "3"]) == 0
+    (preview,) = json.loads(capsys.readouterr().out)["mutations"]
+    held = load_dataset(str(gaze), task="regression", validation_split=0.25)  # per bucket
+    assert preview["changes"]["samples"] == {"changed": 0, "added": len(held.y_val),
+                                             "removed": 0, "of": len(held.y_train)}
+    assert preview["changes"]["settings"] == {"validation": [True, False], "patience": [3, None]}
+
+
+def test_gaze_lenets_graph_two_inputs_and_a_concatenate(tmp_path, capsys):
+    """Issue 42 on gaze_lenet (its second input listed after the image branch, joined by
+    a Concatenate, compiled with angular_error): AFRm copies the model without compiling
+    it from its config; NEB's network is every layer whose neurons reach a weighted
+    layer: the two convolutions (through pooling and Flatten) and the dense layer
+    (through the Concatenate, after the pose's two columns), 20 + 50 + 500 neurons."""
+    from probmut.cli.main import main
+    from tests.train.test_models import _gaze_npz
+
+    gaze = _gaze_npz(tmp_path / "gaze.npz", n_train=40, n_test=10)
+    assert main(["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--dry-run",
+                 "--json", "--mutation", "AFRm:3", "--mutation", "NEB", "--mutation",
+                 "NEB:0.01@3"]) == 0
+    trained, blocked, at_layer = json.loads(capsys.readouterr().out)["mutations"]
+    assert trained["changes"]["settings"] == {"layer 3 conv2d_1: activation": ["relu", "linear"]}
+    assert [(c["index"], c["of"]) for c in blocked["changes"]["layers"]] == [
+        (1, 20), (3, 50), (7, 500)]
+    assert sum(c["changed"] for c in blocked["changes"]["layers"]) == int(570 * 0.01)
+    assert at_layer["legal"] and at_layer["changes"]["layers"] == [
+        {"index": 3, "name": "conv2d_1", "changed": 1, "of": 50}]
 
 
 def test_targets_say_which_classes(api):
@@ -145,10 +218,11 @@ def test_each_is_one_entry_per_layer_and_the_json_has_exactly_the_issues_keys(ap
                      "change_patience_1"]
     for preview in document["mutations"]:
         assert list(preview) == ["name", "operator", "magnitude", "level", "legal", "reason",
-                                 "changes"]
-        assert list(preview["changes"]) == ["layers", "samples", "settings"]
+                                 "target", "equivalent", "changes"]
+        assert list(preview["changes"]) == ["counted", "layers", "samples", "settings"]
     illegal = document["mutations"][-1]
     assert illegal["legal"] is False and "no early stopping to change" in illegal["reason"]
+    assert illegal["target"] is None and illegal["changes"]["counted"] is None
     assert [p.name for p in report.illegal] == ["change_patience_1"]
 
 
@@ -161,8 +235,10 @@ def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shape
     out, err = capsys.readouterr()
     assert json.loads(out) == {"mutations": [{
         "name": "neurons_freezing_0.05", "operator": "neurons_freezing", "magnitude": "0.05",
-        "level": "model", "legal": True, "reason": None,
-        "changes": {"layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32}],
+        "level": "model", "legal": True, "reason": None, "target": "layer 0 conv2d (Conv2D)",
+        "equivalent": None,
+        "changes": {"counted": "units",
+                    "layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32}],
                     "samples": None, "settings": {}}}]}
 
     assert main([*base, "--mutation", "GF", "--mutation", "change_gradient_clip"]) == 2

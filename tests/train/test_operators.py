@@ -48,7 +48,17 @@ def test_both_catalogues_are_in_the_registry():
 def test_aliases_and_defaults():
     assert [m.stem for m in parse_mutations("LE:10")] == ["change_label_10@all"]
     assert [m.stem for m in parse_mutations("LE:10@3")] == ["change_label_10@3"]
-    assert [m.stem for m in parse_mutations("DR")] == ["data_repetition_10"]
+    # DeepMutation's data level: 1% of the training data (section V-B); DeepCrime's own
+    # names keep their default
+    assert [m.stem for m in parse_mutations("DR")] == ["data_repetition_1"]
+    assert [m.stem for m in parse_mutations("DM") + parse_mutations("delete_training_data")] \
+        == ["delete_training_data_1", "delete_training_data_10"]
+    assert [m.stem for m in parse_mutations("LE") + parse_mutations("change_label")] == [
+        "change_label_1@all", "change_label_10"]
+    assert [m.stem for m in parse_mutations("DF") + parse_mutations("NP")] == [
+        "data_shuffle_1", "noise_perturbation_1"]
+    assert parse_mutations("weights_fuzzing")[0].params == {"ratio": 0.05, "scale": 1.0,
+                                                            "layer": None}  # PMT's 0.05_1
     assert [m.stem for m in parse_mutations("disable_batching")] == ["disable_batching_on"]
     assert [m.stem for m in parse_mutations("change_earlystopping_patience:3")] == [
         "change_patience_3"]
@@ -334,7 +344,7 @@ BASE = TrainConfig(epochs=12, batch_size=128, optimizer="adadelta", learning_rat
     ("change_optimisation_function:sgd", {"optimizer": "sgd", "learning_rate": None}),
     ("change_loss_function:mean_squared_error", {"loss": "mean_squared_error"}),
     ("disable_batching", {"full_batch": True}),
-    ("remove_validation_set", {"validation": False}),
+    ("remove_validation_set", {"validation": False, "patience": None}),  # fit(validation_split=0)
     ("change_patience:3", {"patience": 3}),
     ("change_gradient_clipping", {"clip": ("value", 0.5)}),  # DeepCrime's clipvalue 0.5
     ("change_gradient_clipping:value_2", {"clip": ("value", 2.0)}),
@@ -485,7 +495,7 @@ def test_each_makes_one_mutant_per_layer_that_fits_as_deepcrime_loops(keras):
     ("add_bias", "no hidden layer"), ("change_weights_regularisation:l1", "no hidden layer"),
     ("remove_weights_regularisation", "no hidden layer"),
     ("remove_weights_regularisation:each", "no layer that is"),
-    ("neuron_effect_blocking:0.1@6", "is not a layer whose neurons feed"),  # the output
+    ("neuron_effect_blocking:0.1@6", "is not a layer whose neurons reach"),  # the output
     ("remove_layer:1", "output shape equals its input shape"),  # max pooling: LR's rule
     ("remove_layer:3", "output shape equals its input shape"),  # the Flatten
 ])
@@ -816,6 +826,56 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
 
 
 @pytest.mark.train
+def test_a_model_whose_graph_keras_does_not_keep_is_a_clear_error(keras):
+    """Operators follow a model's graph: a Sequential model never built and a
+    subclassed model have none to follow."""
+    class Subclassed(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(3)
+
+        def call(self, x):
+            return self.dense(x)
+
+    unbuilt = keras.Sequential([keras.layers.Dense(4), keras.layers.Dense(3)])
+    for model, message in [(unbuilt, "it is not built; start it with keras.Input"),
+                           (Subclassed(), r"it is a subclassed model \(Subclassed\)")]:
+        with pytest.raises(ProbmutError, match=message):
+            _bound("GF", model)
+
+
+@pytest.mark.train
+def test_remove_validation_set_trains_on_the_validation_set_too(keras, monkeypatch):
+    """DeepCrime's lenet fits with validation_split=0.1 and its remove_validation_set
+    mutant with 0: the mutant trains on all the data, and early stopping, which needs
+    the validation loss, is gone. Alone and in a stack, the same samples."""
+    from probmut.train import instance, models
+    from probmut.train.datasets import load_dataset
+    from probmut.train.stack.training import member_data
+    from probmut.train.work import Assignment, RunSettings
+
+    data = load_dataset("digits", validation_split=0.1)  # 1211 + 136
+    fitted = []
+    monkeypatch.setattr(instance.models, "fit", lambda model, x, y, dims, task, config,
+                        validation, deadline: fitted.append((len(y), config, validation))
+                        or models.FitReport((1.0,), 1.0, False))
+    settings = RunSettings("digits", "digits_cnn", TrainConfig(epochs=1, batch_size=32,
+                                                               patience=2))
+    mutation = parse_mutations("remove_validation_set")[0]
+    assignments = [Assignment(settings, "healthy", 0),
+                   Assignment(settings, mutation.stem, 0, mutation.operator.name,
+                              mutation.params)]
+    for assignment in assignments:
+        instance.train_instance(assignment, dataset=data)
+    (healthy, config, validation), (mutant, mutated, _) = fitted
+    assert (healthy, mutant) == (1211, 1347) and validation[0].shape[0] == 136
+    assert (config.patience, mutated.patience, mutated.validation) == (2, None, False)
+    assert [len(y) for y in member_data(assignments, data)[1]] == [1211, 1347]
+    x, y = models.training_data(data, mutated)
+    assert np.array_equal(x[1211:], data.x_val) and np.array_equal(y[1211:], data.y_val)
+
+
+@pytest.mark.train
 def test_a_compiled_user_models_clipping_is_the_healthy_setting(keras, monkeypatch, tmp_path):
     import sys
 
@@ -831,3 +891,42 @@ def test_a_compiled_user_models_clipping_is_the_healthy_setting(keras, monkeypat
     from probmut.train.models import resolve_model
 
     assert resolve_model("clipped_model:build", DIMS["digits_cnn"]).config.clip == ("norm", 2.0)
+
+
+@pytest.mark.train
+def test_a_compiled_user_models_own_loss_and_learning_rate_are_the_healthy_settings(
+        keras, monkeypatch, tmp_path):
+    """A user function compiling with a loss function Keras cannot find by name (and
+    Adam's 1e-3): the healthy model trains with that function object, the settings
+    show its learning rate, and a model-level mutant is copied without recompiling
+    from a config (which would look the loss up by name and fail)."""
+    import sys
+
+    (tmp_path / "own_loss_model.py").write_text(
+        "import keras\n"
+        "def smoothed(y_true, y_pred):\n"
+        "    return keras.losses.categorical_crossentropy(y_true, y_pred, label_smoothing=0.1)\n"
+        "def build(shape, n):\n"
+        "    model = keras.Sequential([keras.layers.Input(shape), keras.layers.Flatten(),\n"
+        "                              keras.layers.Dense(6, activation='relu'),\n"
+        "                              keras.layers.Dense(n, activation='softmax')])\n"
+        "    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=smoothed)\n"
+        "    return model\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    import own_loss_model
+
+    from probmut.train.models import build_model, resolve_model
+
+    spec = resolve_model("own_loss_model:build", DIMS["digits_cnn"])
+    assert (spec.config.loss, spec.config.learning_rate) == ("smoothed", 1e-3)
+    healthy = build_model(spec, DIMS["digits_cnn"], spec.config)
+    assert healthy.loss is own_loss_model.smoothed
+    assert build_model(spec, DIMS["digits_cnn"], spec.config.replace(loss="mse")).loss == "mse"
+    from probmut.train.stack.eligibility import stack_problem
+
+    assert "the model's own object 'smoothed'" in stack_problem(healthy, spec.config)
+    mutant = _mutate(healthy, "AFRm")
+    assert mutant.loss is own_loss_model.smoothed and mutant.layers[1].activation.__name__ \
+        == "linear"
+    assert type(mutant.optimizer).__name__ == "Adam" and mutant.optimizer is not \
+        healthy.optimizer

@@ -6,6 +6,7 @@ mutants following healthy ids, the round records, and resuming after an interrup
 One end-to-end run on digits goes through the real trainer and command.
 """
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from probmut.bagging import PosteriorSettings
-from probmut.recommend import LEVEL, settle_threshold
+from probmut.recommend import LEVEL, settle_threshold, verdict_seed
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
 from probmut.train.rounds import FUTILITY, train_until_settled
@@ -103,7 +104,7 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     # records p_killed with its Monte-Carlo error and the threshold it had to clear.
     assert rounds["looks"] == [5, 10, 15, 20]
     thresholds = {n: settle_threshold(n, [5, 10, 15, 20]) for n in (5, 10, 15, 20)}
-    assert thresholds[5] > thresholds[10] > LEVEL
+    assert thresholds[5] == thresholds[20] > LEVEL  # one threshold over the plan's looks
     for record in rounds["rounds"]:
         for verdict in record["verdicts"].values():
             assert verdict["threshold"] == thresholds[verdict["instances"]]
@@ -136,6 +137,54 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     assert "round 1: healthy 5;" in capsys.readouterr().err
     # Each instance was trained once.
     assert len(backend.trained) == len(set(backend.trained)) == report.trained
+
+
+def test_a_rerun_with_fewer_instances_never_shrinks_a_run(tmp_path):
+    """Rerunning a 4-instance run with 2 rewrote healthy.csv to 2 rows and the manifest's
+    targets to 2 (issue 44): it is refused, saying how to resume or go elsewhere, and the
+    files stay as they were; rounds (whose resume replays smaller rounds) are held to
+    their maximum instead."""
+    from probmut.errors import ProbmutError
+    from probmut.train.run import run_populations
+
+    def run(instances, **options):
+        return run_populations(SETTINGS, MUTATIONS[:1], instances, tmp_path, SyntheticBackend(),
+                               SyntheticData(), name="synthetic", progress=False, **options)
+
+    run(4)
+    files = {p: p.read_bytes() for p in tmp_path.glob("*.*") if p.is_file()}
+    with pytest.raises(ProbmutError, match=f"{tmp_path}: healthy holds 4 finished instances, "
+                                           "up to id 3, more than the 2 asked for; a rerun keeps "
+                                           "what is done: ask for 4 or more"):
+        run(2)
+    assert {p: p.read_bytes() for p in tmp_path.glob("*.*") if p.is_file()} == files
+    run(3, most=4)  # a replayed round
+    with pytest.raises(ProbmutError, match="more than the 3 asked for") as refused:
+        run(3, most=3)
+    assert refused.value.option == "max_instances"
+    assert run(4).counts == {HEALTHY: 4, "delete_training_data_90": 4}
+
+
+class OneDiverges(SyntheticBackend):
+    """change_label_20's instance 6 diverges (recorded, not counted): its second round
+    has 9 usable instances."""
+
+    def _result(self, assignment):
+        result = super()._result(assignment)
+        if (assignment.population, assignment.instance) == ("change_label_20", 6):
+            result = dataclasses.replace(result, status="diverged")
+        return result
+
+
+def test_a_round_short_of_its_target_is_one_more_look_of_the_plan(tmp_path):
+    """A verdict on 9 instances where the plan looks at 10: recommend refuses a plan
+    without the pilot's size (issue 44), so the round adds its look, a stricter plan."""
+    with pytest.warns(UserWarning, match="failed instance"):
+        report = _run(tmp_path, OneDiverges())
+    second = report.rounds[1]["verdicts"]["change_label_20"]
+    assert second["instances"] == 9 and second["verdict"] != "too few instances"
+    assert second["threshold"] == settle_threshold(9, [5, 9, 10, 15, 20])
+    assert second["threshold"] > settle_threshold(9, [5, 10, 15, 20])
 
 
 def test_resume_after_an_interruption_gives_the_same_rounds(tmp_path):
@@ -198,3 +247,23 @@ def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):
     code = main(["train", "--until-settled", "--out", str(tmp_path / "x"), *argv])
     err = capsys.readouterr().err
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_each_mutant_and_look_draws_its_own_stream(tmp_path, monkeypatch):
+    """The verdicts' simulated populations come from a stream of their own per mutant and
+    look (derived from the run's seed): no two verdicts of a run share one, so their
+    Monte-Carlo errors are independent."""
+    import probmut.recommend
+
+    seen = []
+    original = probmut.recommend.recommend
+
+    def recording(healthy, mutant, *args, seed, **kwargs):
+        seen.append((kwargs["name"], len(mutant), seed))
+        return original(healthy, mutant, *args, seed=seed, **kwargs)
+
+    monkeypatch.setattr(probmut.recommend, "recommend", recording)
+    _run(tmp_path, SyntheticBackend())
+    assert len(seen) > len(MUTATIONS)  # several looks
+    assert len({seed for *_, seed in seen}) == len(seen)
+    assert all(seed == verdict_seed(1, name, n) for name, n, seed in seen)  # the run's seed 1

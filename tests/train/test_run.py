@@ -192,8 +192,8 @@ def test_resume_refuses_other_settings(digits_run):
     out, _ = digits_run
     result = probmut("train", "--dataset", "digits", "--epochs", "3", "--instances", 4,
                      "--out", out, check=False)
-    assert result.returncode == 2
-    assert "other settings" in result.stderr and "epochs" in result.stderr
+    assert result.returncode == 2  # which settings differ, before and now (issue 44)
+    assert "holds a run with other settings: config.epochs 2 before, 3 now; use" in result.stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -215,6 +215,11 @@ def test_resume_refuses_other_settings(digits_run):
     (["--architecture", "os:getcwd"], "getcwd((8, 8, 1), 10) failed"),
     (["--architecture", ":build"], "cannot import build from  (ValueError: Empty module name)"),
     (["--mutation", "change_loss_function:nosuch"], "unknown Keras loss 'nosuch'"),
+    # issue 44: one population under two spellings would train twice, with two seeds
+    (["--mutation", "delete_training_data:010,10"], "delete_training_data: magnitude '010' and "
+                                                    "'10' are the same number"),
+    (["--mutation", "delete_training_data:10", "--mutation", "delete_training_data:10.0"],
+     "are the same number"),
 ])
 def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsys, args, message):
     pytest.importorskip("tensorflow")
@@ -244,6 +249,17 @@ def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("probmut train: error: ") and says in err[0], err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing made, nothing left
+
+
+def test_the_documented_model_files_are_named_as_they_are_written():
+    """docs/training.md named them models/{population}/{id}.keras; they are zero-padded."""
+    from probmut.train.run import model_path
+
+    written = model_path(Path("runs/digits"), "healthy", 0).as_posix()
+    assert written == "runs/digits/models/healthy/00000.keras"
+    documented = (REPO / "docs" / "training.md").read_text()
+    assert "runs/digits/models/{population}/00000.keras" in documented
+    assert f"`{written.removeprefix('runs/digits/')}`" in documented
 
 
 def test_the_summary_counts_in_words():
@@ -352,16 +368,51 @@ def test_a_damaged_record_is_trained_again_and_the_others_kept(tmp_path):
     assert np.array_equal(read_population(out / "healthy.csv")[2], accuracies)  # same seed
 
 
+@pytest.mark.slow
+def test_a_full_disk_stops_a_run_that_resumes_to_the_same_files(tmp_path, capsys, full_disk):
+    """OSError 28 while saving an instance ended train in a traceback (issue 44): now one
+    line naming the file, exit 2; the stacks saved before are kept, the stack being saved
+    is not half-kept (its records appear together), and once space is freed the same
+    command gives the files of a run that never stopped."""
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+    from probmut.io.populations import read_instances
+
+    train = ["train", *FAST, "--instances", "4", "--stack", "2", "--out"]  # 2 stacks
+    assert main([*train, str(tmp_path / "whole")]) == 0
+    out = tmp_path / "full"
+    full_disk(f"{out}/.work/weights/healthy/00003.npz")  # the second stack's last write
+    assert main([*train, str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"probmut train: error: {out}/.work/weights/healthy/00003.npz: cannot write "
+                   "it: No space left on device; free some space and try again, or write "
+                   "elsewhere; completed work is kept: the same command resumes"]
+    assert sorted(p.name for p in (out / ".work" / "healthy").glob("*.npz")) == [
+        "00000.npz", "00001.npz"]
+    assert not list(out.rglob("*.tmp*"))
+    full_disk.free()
+    assert main([*train, str(out)]) == 0
+    assert "2 were already done" in capsys.readouterr().out
+    assert same_but_seconds(read_instances(out / "healthy.csv"),
+                            read_instances(tmp_path / "whole" / "healthy.csv"))
+
+
 def test_two_runs_on_one_output_directory_do_not_interleave(tmp_path):
+    """The second is refused before TensorFlow loads (it took 13 s to refuse; issue 44)."""
     pytest.importorskip("tensorflow")
     from probmut.io.atomic import exclusive
 
     out = tmp_path / "busy"
+    script = ("import sys\nfrom probmut.cli import main\n"
+              f"code = main({['train', *FAST, '--instances', '2', '--out', str(out)]!r})\n"
+              "print('tensorflow' in sys.modules)\nsys.exit(code)")
     with exclusive(out / ".work", "lock"):  # as if another probmut train were running
-        result = probmut("train", *FAST, "--instances", 2, "--out", out, check=False)
+        result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env(),
+                                capture_output=True, text=True, timeout=600)
     assert result.returncode == 2
     assert "another probmut train is writing to this directory" in result.stderr
     assert f"locked by process {os.getpid()}" in result.stderr
+    assert result.stdout == "False\n"  # refused before TensorFlow was imported
 
 
 def same_but_seconds(first, second):

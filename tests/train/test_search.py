@@ -43,7 +43,13 @@ def test_integer_bisection_never_repeats_a_magnitude():
 @pytest.mark.parametrize("text, message", [
     ("nosuch:0,1", "unknown mutation operator"), ("delete_training_data:0", "LOW,HIGH"),
     ("delete_training_data:5,5", "equal"), ("delete_training_data:0,120", "between 0 and 100"),
-    ("weights_fuzzing:0,1", "one number"), ("change_epochs:0.5,3", "integer")])
+    ("weights_fuzzing:0,1", "one number"), ("change_epochs:0.5,3", "integer"),
+    # issue 44: advised to "narrow its range" once training had started
+    ("change_activation_function:0,1", "change_activation_function takes a Keras activation "
+                                       "name, not a number; the search bisects an operator "
+                                       "whose magnitude is one number"),
+    ("change_loss_function:0,1", "takes a Keras loss name, not a number"),
+    ("remove_bias:0,2", "remove_bias takes a layer, not a number")])
 def test_search_ranges_are_checked(text, message):
     with pytest.raises(ProbmutError, match=message):
         parse_search(text)

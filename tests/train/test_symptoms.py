@@ -276,3 +276,50 @@ def test_evaluate_says_what_is_wrong_with_a_damaged_model_file(tmp_path, capsys,
     assert f"1 model failed (recorded in the population files):\n  {model}: crashed: {says}" \
         in capsys.readouterr().err
     assert [(r.status, r.error) for r in read_instances(tmp_path / "p.csv")] == [("crashed", says)]
+
+
+def test_evaluate_says_how_many_failed_and_over_how_many_the_mean_is(tmp_path, capsys):
+    """'5 instances, mean accuracy 0.9' with 4 of 5 crashed, and 'nan' when all did
+    (issue 44): the count that failed, how, and the instances the mean is over."""
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+    from probmut.train.datasets import load_dataset
+    from probmut.train.models import MODELS
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for i in (1, 2):
+        (folder / f"{i:05d}.keras").write_bytes(b"")  # crashes when loaded
+    assert main(["evaluate", str(folder), "--dataset", "digits", "--out",
+                 str(tmp_path / "none.csv"), "--quiet"]) == 1
+    assert capsys.readouterr().out == (f"{tmp_path}/none.csv: 2 instances, all failed (2 "
+                                       "crashed): no accuracy to average, on 450 test inputs "
+                                       "of digits\n")
+    MODELS["digits_cnn"].build(load_dataset("digits").dims).save(folder / "00000.keras")
+    assert main(["evaluate", str(folder), "--dataset", "digits", "--out",
+                 str(tmp_path / "p.csv"), "--quiet", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert (document["instances"], document["scored"]) == (3, 1)
+    accuracy = read_instances(tmp_path / "p.csv")[0].accuracy
+    assert document["accuracy_mean"] == accuracy  # the one scored
+    assert main(["evaluate", str(folder), "--dataset", "digits", "--out",
+                 str(tmp_path / "p.csv"), "--quiet"]) == 1
+    assert capsys.readouterr().out == (f"{tmp_path}/p.csv: 3 instances, 2 failed (2 crashed), "
+                                       f"mean accuracy {accuracy:.6g} over the 1 scored, on 450 "
+                                       "test inputs of digits\n")
+
+
+def test_coverage_says_a_truncated_model_file_is_damaged(tmp_path, capsys):
+    """Keras called a truncated .keras file "File not found" (issue 44)."""
+    pytest.importorskip("tensorflow")
+    from probmut.cli import main
+
+    (tmp_path / "manifest.toml").write_text('[models.x]\nhealthy = "healthy.csv"\n')
+    models = tmp_path / "models" / "healthy"
+    models.mkdir(parents=True)
+    (models / "00000.keras").write_bytes(b"PK\x03\x04" + bytes(200))  # a zip cut short
+    assert main(["coverage", str(tmp_path), "--dataset", "digits", "--no-plot", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"probmut coverage: error: {models / '00000.keras'}: cannot load the model: "
+                   "not a .keras model (a .keras file is a zip archive; this one is damaged or "
+                   "another kind of file)"]

@@ -102,7 +102,7 @@ def test_what_needs_no_keras_imports_no_tensorflow(tmp_path, argv):
     ({"search": "delete_training_data:0,99", "until_settled": True, "mutations": ["DR"]},
      "either a search or training until settled", "search"),
     ({"resolution": 3}, "a resolution and a decision are for a search", "resolution"),
-    ({"mutations": ["delete_training_data:10,10"]}, "given twice", "mutation"),
+    ({"mutations": ["delete_training_data:10,10"]}, "'10' is given 2 times", "mutation"),
 ])
 def test_bad_arguments_are_refused_with_the_setting_at_fault(tmp_path, options, says, option):
     options = {"mutations": (), **options}

@@ -70,7 +70,7 @@ def load_keras_dataset(name: str, timeout: float) -> Dataset:
     files = KERAS_DATASETS[name]
     missing = [f for f in files if not (cache / f.path).is_file()]
     if missing:
-        print(f"probmut train: {name}: {missing[0].path} is not in the Keras cache ({cache}); "
+        print(f"probmut: {name}: {missing[0].path} is not in the Keras cache ({cache}); "
               f"Keras downloads it (a download that does not start within {timeout:g} s is "
               "given up)", file=sys.stderr)
     import keras

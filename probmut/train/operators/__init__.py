@@ -26,6 +26,8 @@ Examples
 ['delete_training_data_3.1', 'delete_training_data_9.29']
 >>> [m.stem for m in parse_mutations("LE:10")]   # DeepMutation's label error: all labels
 ['change_label_10@all']
+>>> [m.stem for m in parse_mutations("LE") + parse_mutations("DR")]  # the paper's 1%
+['change_label_1@all', 'data_repetition_1']
 >>> parse_mutations("change_gradient_clip")[0].stem    # DeepCrime's name
 'change_gradient_clipping_0.5'
 """
@@ -37,13 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probmut.errors import ProbmutError
+from probmut.train.graph import graph
 from probmut.train.layer_traits import is_input
 from probmut.train.operators import data, magnitudes, model, training
 from probmut.train.operators.layers import LAYER_KIND, fitting
 from probmut.train.operators.magnitudes import EACH, NETWORK, count
 
-__all__ = ["ALIASES", "OPERATORS", "Mutation", "Operator", "bind", "check_keras_name",
-           "count", "parse_mutations", "population_config"]
+__all__ = ["ALIASES", "DEEPMUTATION_DATA_PERCENT", "OPERATORS", "Mutation", "Operator", "bind",
+           "check_keras_name", "count", "parse_mutations", "population_config"]
 
 ALL_TASKS = ("classification", "regression", "recommendation")
 IMAGE_TASKS = ("classification", "regression")
@@ -109,6 +112,12 @@ class Operator:
 
 
 _DC, _DM, _PMT = "DeepCrime", "DeepMutation", "PMT"
+#: DeepMutation's data-level operators mutate 1% of the training data: "we configure our
+#: data-level mutation operators to automatically mutate 1% of original training data"
+#: (Ma et al., ASE 2018, section V-B). The default of DR, DF and NP, and of the names
+#: LE and DM for DeepCrime's change_label and delete_training_data (whose own default
+#: stays 10: DeepCrime searches the percentage).
+DEEPMUTATION_DATA_PERCENT = "1"
 _HIDDEN = "first hidden layer"
 _RETRAINED = "(retrained)"
 
@@ -118,11 +127,13 @@ OPERATORS = {op.name: op for op in [
              "P[@C|@all]: P% of the most frequent class's labels (class C's, all labels') get "
              "another class (recommender: another rating); regression: N(0, (P% x sd)^2) "
              "label noise, one sd for all targets", "10", f"{_DC}, {_DM}",
-             "the most frequent class (regression: every target)", aliases=("LE",)),
+             "the most frequent class (regression: every target)", aliases=("LE",),
+             note=f"LE (DeepMutation's): {DEEPMUTATION_DATA_PERCENT}@all by default"),
     Operator("delete_training_data", "data", magnitudes.local_percent,
              data.delete_training_data,
              "P[@C1+C2]: remove P% of every class (of classes C1, C2)", "10", f"{_DC}, {_DM}",
-             "every class", aliases=("DM",)),
+             "every class", aliases=("DM",),
+             note=f"DM (DeepMutation's): {DEEPMUTATION_DATA_PERCENT} by default"),
     Operator("unbalance_train_data", "data", magnitudes.percent, data.unbalance_train_data,
              "P: remove P% of each class with fewer samples than the average", "50", _DC,
              "the classes below the average size"),
@@ -135,14 +146,15 @@ OPERATORS = {op.name: op for op in [
              "P: P% of the inputs get Gaussian noise of sd P% x the input's own sd", "10", _DC,
              "the (image) inputs", tasks=IMAGE_TASKS),
     Operator("data_repetition", "data", magnitudes.local_percent, data.data_repetition,
-             "P[@C1+C2]: append copies of P% of the samples (of classes C1, C2)", "10", _DM,
-             "all samples", aliases=("DR",)),
+             "P[@C1+C2]: append copies of P% of the samples (of classes C1, C2)",
+             DEEPMUTATION_DATA_PERCENT, _DM, "all samples", aliases=("DR",)),
     Operator("noise_perturbation", "data", magnitudes.noise, data.noise_perturbation,
              "P[_SD][@C1+C2]: P% of the inputs (of classes C1, C2) get N(0, SD^2) noise "
-             "(SD 0.1)", "10", _DM, "all samples", aliases=("NP",), tasks=IMAGE_TASKS),
+             "(SD 0.1)", DEEPMUTATION_DATA_PERCENT, _DM, "all samples", aliases=("NP",),
+             tasks=IMAGE_TASKS),
     Operator("data_shuffle", "data", magnitudes.percent, data.data_shuffle,
-             "P: permute the order of P% of the samples", "10", _DM, "all samples",
-             aliases=("DF",), note=("equivalent: training draws a new order of the samples "
+             "P: permute the order of P% of the samples", DEEPMUTATION_DATA_PERCENT, _DM,
+             "all samples", aliases=("DF",), note=("equivalent: training draws a new order of the samples "
                                     "every epoch")),
     # -- training (source level)
     Operator("change_activation_function", "training", magnitudes.keras_name(True),
@@ -211,10 +223,9 @@ OPERATORS = {op.name: op for op in [
              "--patience)", "1", _DC, "the early stopping",
              aliases=("change_earlystopping_patience",), requires=training.needs_early_stopping),
     Operator("remove_validation_set", "training", magnitudes.switch_only,
-             training.fixed(validation=False),
-             "(none): training gets no validation data (never trained on), so no early "
-             "stopping (needs --validation-split)", "on", _DC, "training",
-             needs_validation=True),
+             training.fixed(validation=False, patience=None),
+             "(none): the validation set is trained on with the rest, and no early stopping "
+             "(needs a validation split)", "on", _DC, "training", needs_validation=True),
     Operator("remove_layer", "training", magnitudes.layer_only, training.remove_layer,
              f"[LAYER|each]: the layer is removed {_RETRAINED}", "", _DM, aliases=("LR",),
              layer_kind="removable"),
@@ -226,7 +237,7 @@ OPERATORS = {op.name: op for op in [
     # -- model level
     Operator("weights_fuzzing", "model", magnitudes.ratio_scale, model.weights_fuzzing,
              "RATIO_SCALE[@LAYER|@network]: RATIO of the kernel weights w get N(0, "
-             "(SCALE |w|)^2) noise", "0.1_1", _PMT, layer_kind="kernel", counts="weights"),
+             "(SCALE |w|)^2) noise", "0.05_1", _PMT, layer_kind="kernel", counts="weights"),
     Operator("gaussian_fuzzing", "model", magnitudes.gaussian, model.gaussian_fuzzing,
              "RATIO_sdSD|RATIO_SCALE[@LAYER|@network]: RATIO of the kernel weights w become "
              "N(w, SD^2) (or SD = SCALE x the kernel's sd)", "0.01_sd0.1", _DM,
@@ -241,8 +252,8 @@ OPERATORS = {op.name: op for op in [
              counts="units"),
     Operator("neuron_effect_blocking", "model", magnitudes.ratio,
              model.neuron_effect_blocking,
-             "RATIO[@LAYER|@network]: the weights from RATIO of the neurons into the next "
-             "layer are zeroed", "0.01", _DM, aliases=("NEB",), layer_kind="neurons",
+             "RATIO[@LAYER|@network]: the weights from RATIO of the neurons into the layers "
+             "they feed are zeroed", "0.01", _DM, aliases=("NEB",), layer_kind="neurons",
              scope=NETWORK, counts="neurons"),
     Operator("neuron_activation_inverse", "model", magnitudes.ratio,
              model.per_unit(model.invert),
@@ -258,7 +269,7 @@ OPERATORS = {op.name: op for op in [
              layer_kind="active_same_shape"),
     Operator("duplicate_layer", "model", magnitudes.layer_only, model.duplicate_layer,
              "[LAYER|each]: a copy of the trained layer is inserted after it", "", _DM,
-             aliases=("LAm",), layer_kind="duplicable"),
+             aliases=("LAm",), layer_kind="active_same_shape"),
     Operator("remove_activation_trained", "model", magnitudes.layer_only,
              model.remove_activation_trained,
              "[LAYER|each]: the trained layer's activation becomes linear", "", _DM,
@@ -278,8 +289,10 @@ def population_config(config, operator: Operator | None, params: dict | None):
 
 
 #: The references' names (DeepMutation's short names, DeepCrime's where they differ) ->
-#: (operator, the @target they imply when none is given).
-ALIASES = {alias: (op.name, "all" if alias == "LE" else None)
+#: (operator, the @target they imply when none is given, their default magnitude when it
+#: is not the operator's).
+ALIASES = {alias: (op.name, "all" if alias == "LE" else None,
+                   DEEPMUTATION_DATA_PERCENT if alias in ("LE", "DM") else None)
            for op in OPERATORS.values() for alias in op.aliases}
 
 
@@ -323,10 +336,11 @@ def parse_mutations(text: str) -> list[Mutation]:
     """``OPERATOR[:MAG1,MAG2,...]`` -> one :class:`Mutation` per magnitude (layers unbound).
 
     ``OPERATOR`` may be a name its references give it (:data:`ALIASES`); without
-    magnitudes the operator's documented default is used.
+    magnitudes the operator's documented default is used (DeepMutation's LE and DM:
+    its 1%, :data:`DEEPMUTATION_DATA_PERCENT`).
     """
     name, sep, values = text.partition(":")
-    name, implied = ALIASES.get(name.strip(), (name.strip(), None))
+    name, implied, default = ALIASES.get(name.strip(), (name.strip(), None, None))
     if name not in OPERATORS:
         raise ProbmutError(f"unknown mutation operator {name!r}; known: {', '.join(OPERATORS)} "
                            f"(the references' names: {', '.join(ALIASES)}; docs/operators.md)",
@@ -336,7 +350,8 @@ def parse_mutations(text: str) -> list[Mutation]:
         raise ProbmutError(f"{text!r}: give magnitudes as {name}:MAG1,MAG2, or no ':' for the "
                            f"default ({name}:{operator.default})", option="mutation")
     mutations = []
-    for magnitude in (m.strip() for m in values.split(",")) if sep else [operator.default]:
+    for magnitude in (m.strip() for m in values.split(",")) if sep else [default or
+                                                                          operator.default]:
         if (not magnitude and sep) or any(c in magnitude for c in "/\\ "):
             raise ProbmutError(f"{text!r}: empty magnitude or one with a path separator or "
                                "space", option="mutation")
@@ -390,7 +405,11 @@ def bind(mutation: Mutation, model, task: str = "classification",
     if operator.layer_kind is None:
         return [mutation]
     what, fits = LAYER_KIND[operator.layer_kind]
-    layers, index = model.layers, mutation.params["layer"]
+    try:
+        model_graph = graph(model)
+    except ProbmutError as error:
+        raise ProbmutError(f"{label}: {error}", option="mutation") from None
+    layers, index = model_graph.layers, mutation.params["layer"]
     if index is None and operator.scope == NETWORK:
         index = NETWORK
     elif index is None and operator.name in (published or {}):
@@ -403,7 +422,7 @@ def bind(mutation: Mutation, model, task: str = "classification",
         problem = None if candidates else f"the model has no layer that is {what}"
     elif index >= len(layers):
         problem = f"layer {index} is out of range (the model has {len(layers)} layers)"
-    elif is_input(layers[index]) or not fits(layers[index], model):
+    elif is_input(layers[index]) or not fits(layers[index], model_graph):
         problem = f"layer {index} ({layers[index].name}) is not {what}"
     else:
         problem = None

@@ -5,7 +5,8 @@ Each parser takes the text before and after ``@`` and returns the operator's par
 ``--mutation`` it was). Nothing here imports TensorFlow: Keras names are checked when
 the mutation is bound to a model (:func:`probmut.train.operators.check_keras_name`).
 
-Targets: ``@LAYER`` (an index into ``model.layers``), ``@each`` (one mutant per layer
+Targets: ``@LAYER`` (an index into the model's layer table: ``model.layers``, nested
+models' layers in their place), ``@each`` (one mutant per layer
 that fits, as DeepCrime runs a layer operator over every layer when none is given),
 ``@network`` (every layer with a kernel at once, DeepMutation's model-level scope),
 ``@all`` / ``@C`` / ``@C1+C2`` (classes) and ``@A-B`` (a pair of classes).

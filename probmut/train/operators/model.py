@@ -2,12 +2,17 @@
 ``apply(model, params, rng) -> model``.
 
 Weight and unit operators act on one layer (``@LAYER``) or on the whole network
-(``@network``: every layer with a kernel at once). Over the network the count is
-taken of all the network's weights or units together and drawn uniformly from all of
-them, as DeepMutation++ samples (so each layer gets what the draw gives it, often
-nothing in a small layer). Counts are truncated as DeepMutation++ and PMT count them,
-with at least one item when the ratio is above 0 (DeepMutation++, PMT's
-``neurons_freezing``; PMT's ``weights_fuzzing`` has no minimum).
+(``@network``: every layer with a kernel at once, nested models' layers too; a shared
+layer once). Over the network the count is taken of all the network's weights or units
+together and drawn uniformly from all of them, as DeepMutation++ samples (so each layer
+gets what the draw gives it, often nothing in a small layer). Counts are truncated as
+DeepMutation++ and PMT count them, with at least one item when the ratio is above 0
+(DeepMutation++, PMT's ``neurons_freezing``; PMT's ``weights_fuzzing`` has no minimum).
+
+Layer operators (LD, AFRm, LAm) copy the model through its graph
+(:func:`probmut.train.graph.rebuild`: Sequential or functional, nested models too), keep
+every trained weight, and compile the copy as the healthy model is compiled (its own
+optimizer settings and loss object: a loss function Keras cannot find by name stays).
 
 Examples
 --------
@@ -20,18 +25,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from probmut.train.graph import copy_weights, graph, rebuild
 from probmut.train.layer_traits import units
 from probmut.train.operators.data import choose
-from probmut.train.operators.layers import fitting, next_weighted_layer
+from probmut.train.operators.layers import fitting
 from probmut.train.operators.magnitudes import NETWORK, count
 
 
 def scope(model, params, kind: str) -> list[int]:
-    """The layers a weight or unit operator acts on: ``@LAYER``'s, or (``@network``)
-    every layer of ``kind``."""
+    """The layers (indices in the model's layer table) a weight or unit operator acts
+    on: ``@LAYER``'s, or (``@network``) every layer of ``kind``."""
     if params["layer"] == NETWORK:
         return fitting(model, kind, hidden_only=False)
     return [params["layer"]]
+
+
+def _layers(model, params, kind: str) -> list:
+    table = graph(model).layers
+    return [table[i] for i in scope(model, params, kind)]
 
 
 def select(sizes, ratio: float, rng, minimum: int = 0) -> list[np.ndarray]:
@@ -51,7 +62,7 @@ def select(sizes, ratio: float, rng, minimum: int = 0) -> list[np.ndarray]:
 
 def _fuzz(model, params, rng, sd, minimum):
     """Add N(0, sd(chosen weights, kernel)^2) noise to ``ratio`` of the kernel weights."""
-    layers = [model.layers[i] for i in scope(model, params, "kernel")]
+    layers = _layers(model, params, "kernel")
     weights = [layer.get_weights() for layer in layers]
     picks = select([w[0].size for w in weights], params["ratio"], rng, minimum)
     for layer, values, chosen in zip(layers, weights, picks, strict=True):
@@ -83,7 +94,7 @@ def per_unit(change, kind="kernel"):
     """Model operator changing ``ratio`` of the units (the kernel's last axis) of the
     layers in scope, at least one."""
     def apply(model, params, rng):
-        layers = [model.layers[i] for i in scope(model, params, kind)]
+        layers = _layers(model, params, kind)
         picks = select([units(layer) for layer in layers], params["ratio"], rng, minimum=1)
         for layer, chosen in zip(layers, picks, strict=True):
             if chosen.size:
@@ -131,39 +142,39 @@ def shuffle_weights(kernel, bias, chosen, rng):
 
 def neuron_effect_blocking(model, params, rng):
     """Block the effect of ``ratio`` of the neurons (units, channels; at least one) on
-    the next layer: every weight from them into it is zeroed (DeepMutation NEB).
-    ``@LAYER`` is a layer whose neurons are blocked; over the network, every layer
-    whose neurons feed a next weighted layer."""
-    sources = scope(model, params, "neurons")
-    picks = select([units(model.layers[i]) for i in sources], params["ratio"], rng, minimum=1)
-    for index, neurons in zip(sources, picks, strict=True):
+    the layers they feed: every weight from them into a weighted layer is zeroed
+    (DeepMutation NEB), wherever the model's graph takes them
+    (:meth:`probmut.train.graph.Graph.neuron_routes`). ``@LAYER`` is a layer whose
+    neurons are blocked; over the network, every layer whose neurons can be."""
+    sources = _layers(model, params, "neurons")
+    picks = select([units(layer) for layer in sources], params["ratio"], rng, minimum=1)
+    for source, neurons in zip(sources, picks, strict=True):
         if neurons.size:
-            consumer, rows = next_weighted_layer(model, index)
-            weights = model.layers[consumer].get_weights()
-            for neuron in neurons:  # the kernel's input axis is its second to last
-                weights[0][..., rows(neuron), :] = 0
-            model.layers[consumer].set_weights(weights)
+            for consumer, carried in graph(model).neuron_routes(source):
+                weights = consumer.get_weights()  # the kernel's input axis: second to last
+                weights[0][..., np.isin(carried, neurons), :] = 0
+                consumer.set_weights(weights)
     return model
 
 
-def _copy_weights(source, target):
-    by_name = {layer.name: layer for layer in source.layers}
-    for layer in target.layers:
-        if layer.name in by_name and layer.weights:
-            layer.set_weights(by_name[layer.name].get_weights())
-
-
-def _clone_replacing(model, index, replacement):
-    """A copy of a trained ``model`` with layer ``index`` replaced by ``replacement(layer)``;
-    the other layers keep their trained weights."""
-    import keras
-
-    target = model.layers[index]
-    mutant = keras.models.clone_model(
-        model, clone_function=lambda layer: replacement(layer) if layer is target
-        else type(layer).from_config(layer.get_config()))
-    _copy_weights(model, mutant)
+def _mutant(model, index, replacement):
+    """A copy of a trained ``model`` in which the layer at ``index`` of its layer table
+    is replaced by the layers ``replacement(layer)`` gives; every layer keeps its
+    trained weights (a copy or duplicate of the layer too), and the copy is compiled as
+    ``model`` is."""
+    target = graph(model).layers[index]
+    mutant, placed = rebuild(model, lambda layer: replacement(layer) if layer is target
+                             else None)
+    copy_weights(placed)
+    if getattr(model, "optimizer", None) is not None and getattr(model, "loss", None) is not None:
+        optimizer = model.optimizer
+        mutant.compile(optimizer=type(optimizer).from_config(optimizer.get_config()),
+                       loss=model.loss)
     return mutant
+
+
+def _copy(layer, **changes):
+    return type(layer).from_config({**layer.get_config(), **changes})
 
 
 def layer_deactivation(model, params, rng):
@@ -172,32 +183,17 @@ def layer_deactivation(model, params, rng):
     layers keep their trained weights."""
     import keras
 
-    return _clone_replacing(model, params["layer"],
-                            lambda layer: keras.layers.Identity(name=layer.name))
+    return _mutant(model, params["layer"], lambda layer: [keras.layers.Identity(name=layer.name)])
 
 
 def remove_activation_trained(model, params, rng):
     """The activation of one trained layer becomes linear; every weight is kept
     (DeepMutation AFRm)."""
-    def linear(layer):
-        return type(layer).from_config({**layer.get_config(), "activation": "linear"})
-    return _clone_replacing(model, params["layer"], linear)
+    return _mutant(model, params["layer"], lambda layer: [_copy(layer, activation="linear")])
 
 
 def duplicate_layer(model, params, rng):
     """Insert a copy of one trained hidden layer (its weights too) right after it; the
-    layer's output shape must equal its input shape (DeepMutation LAm; Sequential)."""
-    import keras
-
-    index = params["layer"]
-    layers = [keras.Input(model.inputs[0].shape[1:], dtype=model.inputs[0].dtype)]
-    for i, layer in enumerate(model.layers):
-        layers.append(type(layer).from_config(layer.get_config()))
-        if i == index:
-            layers.append(type(layer).from_config({**layer.get_config(),
-                                                   "name": layer.name + "_copy"}))
-    mutant = keras.Sequential(layers, name=model.name)
-    _copy_weights(model, mutant)
-    mutant.get_layer(model.layers[index].name + "_copy").set_weights(
-        model.layers[index].get_weights())
-    return mutant
+    layer's output shape must equal its input shape (DeepMutation LAm)."""
+    return _mutant(model, params["layer"],
+                   lambda layer: [_copy(layer), _copy(layer, name=layer.name + "_copy")])

@@ -121,6 +121,10 @@ def stack_problem(model, config: models.TrainConfig) -> str | None:
         problem = _optimizer_problem(models.make_optimizer(config))
     if problem is None and config.patience is not None:
         problem = "early stopping needs Keras' per-epoch validation"
+    own = getattr(model, "loss", None)
+    if problem is None and own is not None and not isinstance(own, str):
+        problem = (f"its loss is the model's own object {models.loss_name(own)!r} (a stack "
+                   "computes a loss Keras finds by name)")
     return problem or _loss_problem(config.loss)
 
 

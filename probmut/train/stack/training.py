@@ -14,7 +14,7 @@ import numpy as np
 
 from probmut.io.records import loss_diverged
 from probmut.train import models
-from probmut.train.operators import OPERATORS
+from probmut.train.operators import OPERATORS, population_config
 from probmut.train.stack.eligibility import sample_floats
 from probmut.train.stack.model import StackedModel
 from probmut.train.tasks import TASKS
@@ -356,12 +356,15 @@ def predict_classes(stack: StackedModel, x_test) -> np.ndarray:
 
 
 def member_data(assignments: list[Assignment], dataset) -> tuple[list, list]:
-    """Each assignment's training set: the dataset's, or the data mutation drawn with the
-    instance's own seed (exactly the set it gets when trained alone)."""
+    """Each assignment's training set: the dataset's (with its validation set for a
+    population trained without one, :func:`probmut.train.models.training_data`), or the
+    data mutation drawn with the instance's own seed (exactly the set it gets when
+    trained alone)."""
     xs, ys = [], []
     for assignment in assignments:
-        x, y = dataset.x_train, dataset.y_train
         operator = OPERATORS[assignment.operator] if assignment.operator else None
+        x, y = models.training_data(dataset, population_config(
+            assignment.settings.config, operator, assignment.params))
         if operator is not None and operator.level == "data":
             x, y = operator.apply(x, y, dataset.n_classes, assignment.params,
                                   np.random.default_rng(assignment.seed), dataset.task)

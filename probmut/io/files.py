@@ -1,0 +1,100 @@
+"""What every reader checks before it reads a file, and how it reads: one place.
+
+An input file must be a regular file (not a folder, a device such as ``/dev/zero``, a
+pipe or a socket, which could be read forever) no larger than its format can be: each
+reader gives its own limit. The checks look at the file's metadata only, so a wrong
+file is refused at once, with its own reason (a broken link, a symlink loop, no
+permission); text is read in blocks, so Ctrl-C stops a long read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+
+from probmut.errors import ProbmutError
+
+#: Bytes read at a time: Ctrl-C is heard between blocks.
+_BLOCK = 1 << 20
+
+#: How ``os.stat``'s failures read in a message (the others: the system's own words).
+_REASONS = {errno.ENOENT: "no such file",
+            errno.ELOOP: "a symbolic link that leads back to itself (a symlink loop)"}
+
+
+def checked_input(path, what: str, limit: int | None = None) -> int:
+    """The size of ``path``, after checking that it is a regular file of at most
+    ``limit`` bytes (None: any size); else a one-line :class:`ProbmutError` that says
+    what it is. ``what`` names the file expected ("a population file").
+
+    >>> checked_input("/dev/zero", "a population file")
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: /dev/zero: a device, not a regular file; give a population file
+    """
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        reason = _REASONS.get(error.errno, error.strerror or str(error))
+        raise ProbmutError(f"{path}: {reason}") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise ProbmutError(f"{path}: is a directory; give {what}")
+    if not stat.S_ISREG(status.st_mode):
+        kind = ("a pipe" if stat.S_ISFIFO(status.st_mode) else
+                "a socket" if stat.S_ISSOCK(status.st_mode) else "a device")
+        raise ProbmutError(f"{path}: {kind}, not a regular file; give {what}")
+    if limit is not None and status.st_size > limit:
+        raise _too_large(path, status.st_size, what, limit)
+    return status.st_size
+
+
+def _too_large(path, size: int, what: str, limit: int) -> ProbmutError:
+    return ProbmutError(f"{path}: {size:,} bytes, more than {what} can hold ({limit:,} bytes "
+                        "at most); is it the right file?")
+
+
+def read_input_text(path, what: str, limit: int) -> str:
+    """The text of ``path`` (UTF-8, a byte-order mark dropped), checked as
+    :func:`checked_input` does and read in blocks (interruptible, and never more than
+    ``limit`` bytes, also if the file grows meanwhile).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.toml")
+    >>> _ = open(path, "wb").write(b"\\xef\\xbb\\xbfa = 1\\n")
+    >>> read_input_text(path, "a manifest", 100)
+    'a = 1\\n'
+    """
+    checked_input(path, what, limit)
+    blocks, size = [], 0
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(_BLOCK):
+                size += len(block)
+                if size > limit:
+                    raise _too_large(path, size, what, limit)
+                blocks.append(block)
+        return b"".join(blocks).decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ProbmutError(f"{path}: cannot read it as text ({error})") from None
+
+
+@contextmanager
+def numpy_input(path, what: str, limit: int | None = None):
+    """``np.load`` of ``path`` (no pickles), checked as :func:`checked_input` does, in a
+    block that closes the file however loading ends: an archive that fails to open
+    leaves no file open behind it (numpy's own ``np.load(path)`` does). Errors of
+    ``np.load`` propagate for the caller to name.
+    """
+    import numpy as np
+
+    checked_input(path, what, limit)
+    with open(Path(path), "rb") as handle:
+        loaded = np.load(handle, allow_pickle=False)
+        try:
+            yield loaded
+        finally:
+            if hasattr(loaded, "close"):  # an .npz archive
+                loaded.close()

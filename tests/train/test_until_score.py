@@ -1,0 +1,235 @@
+"""Training until the mutation score is settled (probmut.train.until_score,
+`train --until-score`), and the parts of the score's variance it plans with
+(probmut.campaign.score_shares).
+
+The loop runs on a synthetic backend (accuracies drawn per population, no TensorFlow):
+which populations a round trains, the stop at the width and at the cap, the round
+records, and resuming after an interruption. The end-to-end run through the real
+trainer and command is the docs' example (docs/score.md, tests/test_docs.py).
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from probmut.bagging import PosteriorSettings, summarize
+from probmut.campaign import posterior_draws, score_shares, summarize_campaign
+from probmut.errors import ProbmutError
+from probmut.report import render_html
+from probmut.train.operators import parse_mutations
+from probmut.train.until_score import PILOT, pilot_targets, train_until_score
+from probmut.train.work import HEALTHY, InstanceResult, instance_seed
+
+from .test_rounds import SETTINGS, SyntheticBackend
+
+LABELS = np.arange(2000) % 10
+#: Mean accuracy of each population (spread 0.01): a clear mutant, two near the kill
+#: test's boundary (at k = 5), and a paired one derived from its healthy instance.
+MEANS = {HEALTHY: 0.90, "delete_training_data_90": 0.85, "change_label_20": 0.8915,
+         "change_label_40": 0.889}
+CLEAR, PAIRED = "delete_training_data_90", "neurons_freezing_0.5"
+UNPAIRED = {"change_label_20", "change_label_40"}
+MUTATIONS = [m for text in ("delete_training_data:90", "change_label:20,40",
+                            "neurons_freezing:0.5") for m in parse_mutations(text)]
+ANALYSIS = PosteriorSettings(bootstraps=40, trials=40, sample=5)
+
+
+class Backend(SyntheticBackend):
+    """The campaign of MEANS; the paired mutant is its healthy instance's accuracy minus a
+    drop of 0.009 with a spread of its own."""
+
+    def _result(self, assignment):
+        seed = instance_seed(0, assignment.instance, assignment.population)
+        draw = lambda population: np.random.default_rng(  # noqa: E731
+            instance_seed(0, assignment.instance, population)).normal(MEANS[population], 0.01)
+        if assignment.population in MEANS:
+            accuracy = draw(assignment.population)
+        else:
+            accuracy = draw(HEALTHY) - 0.009 + np.random.default_rng(seed).normal(0, 0.006)
+        correct = np.zeros(LABELS.size, dtype=bool)
+        correct[np.random.default_rng(seed).permutation(LABELS.size)[:round(accuracy * 2000)]] = True
+        self.trained.append((assignment.population, assignment.instance))
+        return InstanceResult(assignment.population, assignment.instance, seed,
+                              float(correct.mean()), correct, 0.0)
+
+
+class Data:
+    task = "classification"
+    y_test = LABELS
+    y_train = LABELS
+
+    def provenance(self):
+        return {"name": "synthetic", "train": 0, "validation": 0, "test": LABELS.size,
+                "fingerprint": "none", "source": "synthetic"}
+
+
+def _run(out, backend, width=0.24, max_instances=80):
+    return train_until_score(SETTINGS, MUTATIONS, out, backend, Data(), name="synthetic",
+                             analysis=ANALYSIS, width=width, round_size=5,
+                             max_instances=max_instances, seed=1, progress=False)
+
+
+def _ids(path):
+    return [int(line.split(",")[0]) for line in path.read_text().splitlines()[1:]]
+
+
+def test_rounds_train_what_weighs_on_the_score_and_stop_at_the_width(tmp_path, capsys):
+    backend = Backend()
+    report = _run(tmp_path, backend)
+    document = json.loads((tmp_path / "rounds.json").read_text())
+    rounds = document["rounds"]
+    assert document["rounds"] == json.loads(json.dumps(report.rounds))
+    assert report.to_dict()["final"] == document["final"]
+    assert rounds[0]["instances"] == pilot_targets([m.stem for m in MUTATIONS], 5, 80)
+    # It stops at the first round whose interval is at most the width.
+    widths = [r["score"]["width"] for r in rounds]
+    assert widths[-1] <= 0.24 < min(widths[:-1]) and document["final"]["reached"]
+    assert len(rounds) >= 3 and rounds[-1]["next"] == {}
+    for before, after in zip(rounds, rounds[1:], strict=False):
+        # Each round trains what the one before planned, each population at most doubled:
+        # first the populations whose next instances reduce the score's variance most per
+        # instance (an unpaired mutant's part v reduced by 5 more: v / (n + 5) each). The
+        # clear mutant (no variance to reduce) is never among them.
+        assert after["instances"] == before["instances"] | before["next"]
+        assert all(n <= 2 * before["instances"][p] for p, n in before["next"].items())
+        assert CLEAR not in before["next"] and before["shares"][CLEAR] == 0
+        gain = {p: before["shares"][p] / (n + 5) for p, n in before["instances"].items()
+                if p not in (HEALTHY, PAIRED) and n < 80}
+        trained = [gain[p] for p in gain if p in before["next"]]
+        assert all(v <= min(trained, default=1) for p, v in gain.items()
+                   if p not in before["next"])
+    assert len(_ids(tmp_path / f"{CLEAR}.csv")) == PILOT * ANALYSIS.sample
+    assert any(UNPAIRED & set(r["next"]) for r in rounds)
+    # The healthy population holds every instance a paired mutant derives from.
+    assert all(r["instances"][HEALTHY] >= r["instances"][PAIRED] for r in rounds)
+    assert set(_ids(tmp_path / f"{PAIRED}.csv")) <= set(_ids(tmp_path / "healthy.csv"))
+    # Each round's record: the instances in all, the score and its interval.
+    for r in rounds:
+        assert r["spent"] == sum(r["instances"].values())
+        s = r["score"]
+        assert s["ci_low"] < s["mean"] < s["ci_high"] and s["width"] == s["ci_high"] - s["ci_low"]
+        assert s["mutants"] == len(MUTATIONS) and sum(r["shares"].values()) == pytest.approx(1)
+    table = (tmp_path / "rounds.txt").read_text().splitlines()
+    assert table[0].split()[:4] == ["round", "healthy", "instances", "score"]
+    assert len(table) == len(rounds) + 3 and table[-1] == document["final"]["message"]
+    err = capsys.readouterr().err
+    first = rounds[0]["instances"]
+    assert f"round 1: {sum(first.values())} instances (healthy {first[HEALTHY]}); score" in err
+    assert err.rstrip().endswith("<= 0.24; stops")
+    # The manifest's targets are the last round's; the report reads the same score.
+    campaign = summarize_campaign(tmp_path / "manifest.toml", settings=ANALYSIS, seed=1,
+                                  verdicts=False)
+    assert campaign.complete is True
+    assert campaign.score.ci_low == rounds[-1]["score"]["ci_low"]
+    assert campaign.score.mean == rounds[-1]["score"]["mean"]
+    assert campaign.score_rounds == tuple(rounds)
+    assert f"trained until the score was settled (train --until-score): {len(rounds)} rounds" \
+        in str(campaign)
+    page = render_html(campaign)
+    assert f"trained until the score was settled: {len(rounds)} rounds" in page
+    section = page[page.index('id="score-rounds"'):]
+    assert section[:section.index("</details>")].count("<tr><td>") == len(rounds)
+    assert len(backend.trained) == len(set(backend.trained)) == report.trained
+    assert report.trained == rounds[-1]["spent"]
+
+
+def test_stops_at_the_cap_and_resumes_to_the_same_rounds(tmp_path):
+    run = lambda out, backend: _run(out, backend, width=0.05, max_instances=40)  # noqa: E731
+    reference = run(tmp_path / "whole", Backend())
+    final, last = reference.final, reference.rounds[-1]
+    assert not final["reached"] and last["next"] == {} and last["score"]["width"] > 0.05
+    assert "wider than 0.05: no population below 40 instances would narrow it" in final["message"]
+    needed = last["healthy_for_width"]
+    assert (f"about {needed} healthy instances would bring it to 0.05" if needed else
+            "no number of healthy instances would") in final["message"]
+    # Every population whose instances weigh on the score is at the cap; the clear one
+    # (no variance to reduce) was not trained past its pilot.
+    assert all(n == 40 for p, n in last["instances"].items()
+               if p != CLEAR and last["shares"][p] > 0)
+    assert last["instances"][CLEAR] == PILOT * ANALYSIS.sample
+    # Interrupted in the middle of a round, the same command trains only what is missing
+    # and replays the same rounds.
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "cut", Backend(interrupt_after=77))
+    resumed_backend = Backend()
+    resumed = run(tmp_path / "cut", resumed_backend)
+    assert resumed.rounds == reference.rounds and resumed.final == reference.final
+    assert resumed.resumed == 77 and len(resumed_backend.trained) == reference.trained - 77
+    for name in ("rounds.json", "rounds.txt", "healthy.csv", "change_label_20.csv"):
+        assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
+
+
+class Crashing(Backend):
+    """change_label_20's first 8 instances crash."""
+
+    def _result(self, assignment):
+        if assignment.population == "change_label_20" and assignment.instance < 8:
+            self.trained.append((assignment.population, assignment.instance))
+            return InstanceResult(assignment.population, assignment.instance, 0, math.nan, None,
+                                  0.0, status="crashed", error="RuntimeError: boom")
+        return super()._result(assignment)
+
+
+@pytest.mark.filterwarnings("ignore:.*failed instance")
+def test_failed_instances_stop_the_rounds_with_a_clear_error(tmp_path):
+    report = _run(tmp_path, Crashing())
+    assert len(report.failures) == 8 and report.rounds == []  # stops before reading a score
+    with pytest.raises(ProbmutError, match=r"^change_label_20: 2 usable instances, fewer than "
+                       r"k = 5: its failed instances leave no score to read \(--retry-failed"):
+        _run(tmp_path, Backend())  # resumed: the crashes are recorded, not retried
+
+
+def test_score_shares_add_up_to_the_variance_of_the_score_draws():
+    """The parts add up to the variance of the score's joint draws (what its interval is
+    made of), and the N trials' binomial noise goes to the fixed part, not to instances."""
+    rng = np.random.default_rng(5)
+    settings = PosteriorSettings(bootstraps=2000, trials=50)
+    healthy_effect = rng.normal(0, 0.08, 2000)  # resample b's healthy resample, shared
+    rates = [np.clip(p + slope * healthy_effect + rng.normal(0, 0.05, 2000), 0, 1)
+             for p, slope in ((0.3, 1.0), (0.6, 1.5), (0.8, 0.5))]
+    rows = [summarize(f"m{i}", rng.binomial(50, r), settings) for i, r in enumerate(rates)]
+    values = rng.normal(0, 1, 60)  # every population's spread and size alike: halves
+    shares = score_shares(rows, values, [values] * 3, [False] * 3)
+    draws = posterior_draws(rows, 200_000, seed=1).mean(axis=1)
+    # the variance of a variance from 2000 resamples: about 3% standard error
+    assert shares.variance() == pytest.approx(draws.var(), rel=0.1)
+    assert shares.healthy > 2 * sum(shares.mutants) > 0
+    # a paired mutant carries all of its own variance (a pair is one instance of each)
+    paired = score_shares(rows, values, [values] * 3, [False, True, False])
+    assert paired.mutants[1] == pytest.approx(2 * shares.mutants[1])
+    assert paired.variance() == pytest.approx(shares.variance())
+    # kill rates that no resample moves: only the trials' noise, which no instance reduces
+    flat = [summarize(f"f{i}", rng.binomial(50, p, 2000), settings) for i, p in
+            enumerate((0.3, 0.6))]
+    still = score_shares(flat, values, [values] * 2, [False, False])
+    noise = posterior_draws(flat, 200_000, seed=2).mean(axis=1).var()
+    assert still.fixed == pytest.approx(noise, rel=0.1)
+    assert still.healthy + sum(still.mutants) < 0.1 * noise
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--until-score", "--instances", "5", "--mutation", "change_label:20"],
+     "train either a number of instances or until the score is settled, not both "
+     "(--instances)"),
+    (["--until-score", "--until-settled", "--mutation", "change_label:20"],
+     "train either until each mutant's verdict is settled or until the mutation score is, "
+     "not both (--until-score)"),
+    (["--until-score"], "training until the score is settled needs at least one mutation "
+                        "(--until-score)"),
+    (["--until-score", "1.2", "--mutation", "change_label:20"],
+     "argument --until-score: must be a finite number in (0, 1), got 1.2"),
+    (["--until-score", "0", "--mutation", "change_label:20"],
+     "argument --until-score: must be a finite number in (0, 1), got 0"),
+    (["--until-score", "--sample", "30", "--max-instances", "20", "--mutation",
+      "change_label:20"], "the sample size k = 30 is more than the maximum of 20 instances: "
+                          "no score could be read (--sample)"),
+])
+def test_until_score_refuses_contradictions(capsys, tmp_path, argv, says):
+    from probmut.cli import main
+
+    code = main(["train", "--out", str(tmp_path / "x"), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x").exists()
