@@ -251,7 +251,7 @@ def _populations(rng, h, m, n: int, draws: int, paired: bool, uncertain: bool, s
 
 def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, jobs):
     """Posterior mean, decision and posterior variance of every row."""
-    from probmut.beta import beta_mean_var, fit_beta_batch, ratio_of
+    from probmut.beta import beta_mean_var, fit_beta_batch, ratios_of
     from probmut.engine import kill_counts
 
     counts = kill_counts(np.clip(healthy, 0, 1), np.clip(mutant, 0, 1),
@@ -261,8 +261,7 @@ def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, j
     a, b = fit_beta_batch(counts, settings.trials, settings.fit, settings.grid_step,
                           settings.solver)
     means, variances = beta_mean_var(a, b)
-    killed = np.array([ratio_of(mu, v, settings.trials) > settings.threshold
-                       for mu, v in zip(means, variances, strict=True)])
+    killed = ratios_of(means, variances, settings.trials) > settings.threshold
     return means, killed, variances
 
 
