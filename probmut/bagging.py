@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from probmut import seeds
 from probmut.beta import (
     FITS,
     INTERVALS,
@@ -262,7 +263,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     >>> [p.killed for p in study.populations]
     [False, True]
     """
-    from probmut.engine import kill_counts, seed_sequence
+    from probmut.engine import kill_counts
     from probmut.population import aligned, as_population
 
     settings = settings or PosteriorSettings()
@@ -271,7 +272,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     names = list(names) if names else [healthy.name] + [m.name for m in mutants]
     _warn_if_sample_near_population(settings.sample, [healthy] + mutants)
     # One key for every pair, fixed here so that seed=None still shares it.
-    stream = seed_sequence(seed)
+    stream = seeds.stream(seed, "bagged posterior")
 
     def counts(h, m):
         h, m = aligned(h, m, paired)

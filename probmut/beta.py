@@ -224,12 +224,26 @@ def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
     >>> round(hellinger(1, 101, 101, 1), 6)
     1.0
     """
+    return _distance(*_log_coefficient(a1, b1, a2, b2))
+
+
+def _log_coefficient(a1, b1, a2, b2):
+    """:func:`hellinger`'s log Bhattacharyya coefficient and the size of the log-gamma
+    values it is made of (its rounding bound's scale), of numbers or arrays alike."""
+    special = _special()
     middle = ((a1 + a2) / 2, (b1 + b2) / 2)
-    log_coefficient = (_special().betaln(*middle)
-                       - 0.5 * (_special().betaln(a1, b1) + _special().betaln(a2, b2)))
+    log_coefficient = special.betaln(*middle) - 0.5 * (special.betaln(a1, b1)
+                                                       + special.betaln(a2, b2))
+    size = (_log_beta_size(*middle) + 0.5 * _log_beta_size(a1, b1)
+            + 0.5 * _log_beta_size(a2, b2))
+    return log_coefficient, size
+
+
+def _distance(log_coefficient: float, size: float) -> float:
+    """The Hellinger distance from its log Bhattacharyya coefficient: 0 within rounding
+    (see :func:`hellinger`)."""
     squared = -math.expm1(log_coefficient)
-    if squared <= _LOG_BETA_ERROR * (_log_beta_size(*middle) + 0.5 * _log_beta_size(a1, b1)
-                                     + 0.5 * _log_beta_size(a2, b2)):
+    if squared <= _LOG_BETA_ERROR * size:
         return 0.0
     return float(math.sqrt(min(squared, 1.0)))
 
@@ -239,11 +253,11 @@ def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
 _LOG_BETA_ERROR = 12 * 2.0**-53
 
 
-def _log_beta_size(a: float, b: float) -> float:
+def _log_beta_size(a, b):
     """``|ln Gamma(a)| + |ln Gamma(b)| + |ln Gamma(a + b)| + 3``: the size of the log-gamma
-    values that ``ln B(a, b)`` is made of (see :func:`hellinger`)."""
-    return float(abs(_special().gammaln(a)) + abs(_special().gammaln(b))
-                 + abs(_special().gammaln(a + b)) + 3)
+    values that ``ln B(a, b)`` is made of (see :func:`hellinger`); numbers or arrays."""
+    special = _special()
+    return abs(special.gammaln(a)) + abs(special.gammaln(b)) + abs(special.gammaln(a + b)) + 3
 
 
 def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
@@ -437,3 +451,22 @@ def ratio_of(mean: float, var: float, trials: int) -> float:
     common = mean * (1 - mean) / var - 1
     a, b = mean * common, (1 - mean) * common
     return similarity_ratio(*ideal_distances(a, b, trials))
+
+
+def ratios_of(means, variances, trials: int) -> np.ndarray:
+    """:func:`ratio_of` of many posteriors at once, the very same numbers: the log-Beta
+    and log-gamma functions run on whole arrays (most of the time of one ratio).
+
+    >>> ratios_of([0.99, 0.01], [0.0001, 0.0001], 100).tolist() == [
+    ...     ratio_of(0.99, 0.0001, 100), ratio_of(0.01, 0.0001, 100)]
+    True
+    """
+    means, variances = np.asarray(means, dtype=np.float64), np.asarray(variances, np.float64)
+    common = means * (1 - means) / variances - 1
+    a, b = means * common, (1 - means) * common
+    def distances(a2, b2):
+        logs, sizes = (np.asarray(v).tolist() for v in _log_coefficient(a, b, a2, b2))
+        return [_distance(log, size) for log, size in zip(logs, sizes, strict=True)]
+
+    return np.array([similarity_ratio(s, m) for s, m in zip(
+        distances(1, trials + 1), distances(trials + 1, 1), strict=True)])

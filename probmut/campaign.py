@@ -44,11 +44,22 @@ population of 200 fresh instances per side would reach, predicted with probabili
 least 0.95, the uncertainty of the instances at hand included). The summary counts
 these verdicts; the plain decision of every mutant is in its row.
 
+**Per operator** (:meth:`Campaign.operators`): its mutants' outcomes and the score of its
+own analysed, unflagged mutants, computed as the campaign's.
+
+**Next steps** (:meth:`Campaign.next_steps`): every mutant whose verdict is not settled,
+or that could not be analysed, with the instances per side that would settle it
+(recommend's ``needed``) and a ``probmut train ... --until-settled`` command from the
+settings its run recorded. **Changes** (:attr:`Campaign.comparison`): the outcomes that
+differ from an earlier report's (its JSON document).
+
 **Completeness.** A population holding fewer instances than its run's target is short,
 and the campaign is then unfinished, never reported as complete. The targets are the
 manifest's ``targets`` table, which ``probmut train`` records before it trains anything
 (and again at every round of ``--until-settled``, where mutants stop at different sizes):
 the same targets every reader checks (:func:`probmut.io.completeness.check_complete`). A
+population not written yet, or holding only its header (a run stopped before any of its
+instances finished), is "0 of N" and its mutant not analysed: never an error. A
 manifest without targets (the bundled data, one written by hand) cannot say whether a
 population is short: its completeness is unknown, and the summary says so.
 
@@ -68,13 +79,13 @@ import json
 import math
 import warnings
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.results import Result, plain
+from probmut.results import Result, counted, plain
 
 #: Joint posterior draws behind the score's and the smallest killed magnitude's intervals.
 DRAWS = 20_000
@@ -543,34 +554,50 @@ def _number(value):
 class PopulationCount:
     """How many instances a population file holds against its run's target (None when
     the manifest records none). ``instances`` counts every record, failed ones too (they
-    were trained); 0 when the file does not exist yet."""
+    were trained); 0 when the file does not exist yet (``exists`` False) or holds only
+    its header. ``failures``: its failed instances by status (crashed, timed out,
+    diverged), None when the file has no symptom records to say (DeepCrime's format)."""
 
     name: str
     file: str
     instances: int
     target: int | None
+    exists: bool = True
+    failures: dict[str, int] | None = None
 
     @property
     def complete(self) -> bool | None:
         """Whether it holds its target; None when no target is recorded."""
         return None if self.target is None else self.instances >= self.target
 
+    def describe(self) -> str:
+        """Its instances against its target, in words (the status box's line).
+
+        >>> PopulationCount("m", "m.csv", 0, 40).describe()
+        'm: 0 of 40 instances (no instance yet)'
+        """
+        why = "" if self.instances else " (no instance yet)" if self.exists else " (no file yet)"
+        return f"{self.name}: {self.instances} of {self.target} instances{why}"
+
     def to_dict(self) -> dict:
         return {"name": self.name, "file": self.file, "instances": self.instances,
-                "target": self.target, "complete": self.complete}
+                "target": self.target, "complete": self.complete,
+                "failures": self.failures}
 
 
 @dataclass(frozen=True)
 class MutantSummary:
     """Everything the campaign knows about one mutant population.
 
-    ``status`` is ``analysed``, ``missing`` (no population file yet), ``failed`` (every
-    instance failed) or ``too few`` (fewer usable instances than the sample size k).
-    ``study`` is its bagged posterior against the healthy baseline (Figure 3),
-    ``posterior`` its row; ``test`` the kill criterion's test on the whole populations;
-    ``verdict`` the pilot verdict (``verdict``, ``p_killed``, ``message``); ``rounds``
-    its rows of a run trained until settled; ``symptoms`` and ``inputs`` where the run
-    has symptom records and per-input outcomes.
+    ``status`` is ``analysed``, ``missing`` (no population file yet), ``empty`` (a file
+    holding no instance yet), ``failed`` (every instance failed) or ``too few`` (fewer
+    usable instances than the sample size k). ``study`` is its bagged posterior against
+    the healthy baseline (Figure 3; paired by instance id for a model-level mutant, so is
+    its baseline), ``posterior`` its row; ``test`` the kill criterion's test on the whole
+    populations; ``verdict`` the pilot verdict (``verdict``, ``p_killed``, ``needed``,
+    ``message``); ``rounds`` its rows of a run trained until settled; ``symptoms`` and
+    ``inputs`` where the run has symptom records and per-input outcomes; ``notes`` the
+    warnings its own analysis gave.
     """
 
     name: str
@@ -587,10 +614,52 @@ class MutantSummary:
     rounds: tuple[dict, ...] = ()
     symptoms: object = None
     inputs: object = None
+    notes: tuple[str, ...] = ()
+    #: The healthy and mutant populations as analysed (aligned by id when paired): what
+    #: the verdict is computed from (:func:`with_verdicts`).
+    populations: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def posterior(self):
         return None if self.study is None else self.study.populations[1]
+
+    @property
+    def baseline(self):
+        """The healthy population against itself as this mutant's analysis had it (paired
+        by instance id for a model-level mutant), or None."""
+        return None if self.study is None else self.study.baseline
+
+    @property
+    def conflict(self) -> str | None:
+        """Where the kill test on the whole populations and the bagged posterior's
+        decision disagree, or a settled verdict contradicts the decision: the three in
+        words (None otherwise; "not settled" alone is the outcome's to say)."""
+        if self.posterior is None:
+            return None
+        said = {"test": "killed" if self.test.killed else "not killed",
+                "decision": self.decision}
+        if self.verdict:
+            said["verdict"] = self.verdict["verdict"]
+        settled = said.get("verdict", self.decision) != "not settled"
+        if said["test"] == self.decision and (not settled
+                                              or said.get("verdict", self.decision)
+                                              == self.decision):
+            return None
+        return ", ".join(f"{what} {says}" for what, says in said.items())
+
+    @property
+    def remarks(self) -> tuple[str, ...]:
+        """What a reader of its verdict must see beside it (with its ``notes``, the
+        warnings of its analysis): a short population, the flags, a disagreement between
+        test, decision and verdict."""
+        found = []
+        if self.count.complete is False:
+            found.append(f"short: {self.count.instances} of {self.count.target} instances")
+        if self.flags:
+            found.append(f"flagged {', '.join(self.flags)}: left out of the score")
+        if self.conflict:
+            found.append(f"disagree: {self.conflict}")
+        return tuple(found)
 
     @property
     def decision(self) -> str:
@@ -618,6 +687,8 @@ class MutantSummary:
             "flags": list(self.flags), "decision": self.decision, "outcome": self.outcome,
             "posterior": None if p is None else p.to_dict(),
             "kill_test": None if t is None else t.to_dict(), "verdict": self.verdict,
+            "conflict": self.conflict, "notes": list(self.notes),
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
             "rounds": list(self.rounds),
             "symptoms": None if self.symptoms is None else self.symptoms.to_dict(),
             "inputs": None if self.inputs is None else self.inputs.to_dict()})
@@ -631,7 +702,8 @@ class MutantSummary:
                 "ratio": p and p.ratio, "decision": self.decision,
                 "verdict": v and v["verdict"], "p_killed": v and v["p_killed"],
                 "p_value": t and t.p_value, "effect_size": t and t.effect_size,
-                "test_killed": t and t.killed, "flags": ", ".join(self.flags),
+                "test_killed": t and t.killed, "conflict": self.conflict,
+                "flags": ", ".join(self.flags),
                 "symptom": self.symptoms and self.symptoms.symptom, "outcome": self.outcome}
 
 
@@ -655,6 +727,20 @@ class Campaign(Result):
     coverage: dict | None = None
     rounds_file: str | None = None
     notes: tuple[str, ...] = ()
+    operator_scores: tuple[MutationScore | None, ...] = ()
+    paired_baseline: object = None
+    run_settings: dict | None = None
+    #: An earlier report's JSON document and its file (``--compare``).
+    earlier: tuple[str, dict] | None = field(default=None, repr=False)
+
+    @property
+    def comparison(self) -> Comparison | None:
+        """What changed since the earlier report (None without one)."""
+        if self.earlier is None:
+            return None
+        now = {"model": self.model, "mutation_score": self.score and self.score.to_dict(),
+               "mutants": [{"name": m.name, "outcome": m.outcome} for m in self.mutants]}
+        return compare_reports(now, self.earlier[1], self.earlier[0])
     score_rounds: tuple[dict, ...] = ()
 
     @property
@@ -685,6 +771,21 @@ class Campaign(Result):
     def rows(self) -> list[dict]:
         return [m.row() for m in self.mutants]
 
+    def operators(self) -> list[dict]:
+        """Per operator (the manifest's order): its mutants, their counts per outcome and
+        the mutation score of its analysed, unflagged mutants (None without one)."""
+        rows = []
+        for curve, score in zip(self.curves, self.operator_scores or [None] * len(self.curves),
+                                strict=True):
+            found = [m.outcome for m in self.mutants if m.mutation == curve.mutation]
+            rows.append({"mutation": curve.mutation, "mutants": len(found),
+                         "counts": {o: found.count(o) for o in OUTCOMES}, "score": score})
+        return rows
+
+    def next_steps(self) -> NextSteps:
+        """What would settle the unsettled and unanalysed mutants (see :class:`NextSteps`)."""
+        return _next_steps(self)
+
     def to_dict(self) -> dict:
         return plain({
             "model": self.model, "manifest": self.manifest, "description": self.description,
@@ -695,8 +796,14 @@ class Campaign(Result):
             "counts": self.counts, "verdicts": self.verdicts,
             "flagged": [{"name": m.name, "flags": list(m.flags)} for m in self.flagged],
             "baseline": None if self.baseline is None else self.baseline.to_dict(),
-            "operators": [c.to_dict() for c in self.curves],
+            "paired_baseline": (None if self.paired_baseline is None
+                                else self.paired_baseline.to_dict()),
+            "operators": [c.to_dict() | {"mutants": o["mutants"], "counts": o["counts"],
+                                         "score": o["score"] and o["score"].to_dict()}
+                          for c, o in zip(self.curves, self.operators(), strict=True)],
             "mutants": [m.to_dict() for m in self.mutants],
+            "next_steps": self.next_steps().to_dict(),
+            "compare": None if self.comparison is None else self.comparison.to_dict(),
             "inputs": None if self.inputs is None else {
                 k: v for k, v in self.inputs.to_dict().items() if k != "mutants"},
             "coverage": self.coverage, "rounds": self.rounds_file,
@@ -721,8 +828,7 @@ class Campaign(Result):
             return ["complete: every population holds the target its run recorded"]
         lines = [f"UNFINISHED: {len(self.short)} population(s) short of the target their run "
                  "recorded; rerun the same probmut train command to finish them"]
-        lines += [f"  {p.name}: {p.instances} of {p.target} instances"
-                  + (" (no file yet)" if p.instances == 0 else "") for p in self.short]
+        lines += [f"  {p.describe()}" for p in self.short]
         return lines
 
     def __str__(self) -> str:
@@ -740,6 +846,8 @@ class Campaign(Result):
         if self.flagged:
             lines.append("flagged, left out of the score: " + "; ".join(
                 f"{m.name} ({', '.join(m.flags)})" for m in self.flagged))
+        lines += [f"{label}: {numbers}" for label, numbers in self.baselines()]
+        lines += [self.failures_line(), "", *self._operator_table()]
         lines += [str(c) for c in self.curves]
         width = max([len("mutant")] + [len(m.name) for m in self.mutants]) + 1
         lines += ["", f"{'mutant':<{width}}{'n':>5}{'mean':>8}  {'95% interval':<17}"
@@ -752,8 +860,270 @@ class Campaign(Result):
             lines.append(f"{m.name:<{width}}{m.count.instances:>5}{numbers}  "
                          f"{m.decision:<12}{verdict:<13}{', '.join(m.flags)}".rstrip())
         lines.append(f"settings: {self.settings.describe()}, seed {self.seed}")
+        steps = self.next_steps()
+        if steps.steps:
+            lines += ["", str(steps)]
+        if self.comparison is not None:
+            lines += ["", str(self.comparison)]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+    def baselines(self) -> list[tuple[str, str]]:
+        """The healthy population against itself, the baseline of the mutants' P(above the
+        baseline), as (label, numbers): unpaired, and paired by instance id where
+        model-level mutants use it."""
+        return [(label, f"posterior mean {post.mean:.4f} [{post.ci_low:.3f}, "
+                        f"{post.ci_high:.3f}]" + why)
+                for label, post, why in (
+                    ("healthy vs healthy", self.baseline, ""),
+                    ("healthy vs healthy, paired", self.paired_baseline,
+                     " (by instance id: the model-level mutants' baseline)"))
+                if post is not None]
+
+    def failures_line(self) -> str:
+        """The failed instances of every population that records them, in one line."""
+        recorded = [p for p in self.populations if p.failures is not None]
+        if not recorded:
+            return ("instance failures: not recorded (the population files hold accuracies "
+                    "only)")
+        failed = [f"{p.name}: " + ", ".join(f"{n} {status}" for status, n in p.failures.items())
+                  for p in recorded if p.failures]
+        return "instance failures: " + ("; ".join(failed) if failed else
+                                        f"none in {len(recorded)} populations")
+
+    def _operator_table(self) -> list[str]:
+        rows = self.operators()
+        width = max(len("operator"), *(len(r["mutation"]) for r in rows)) + 1 if rows else 9
+        lines = [f"{'operator':<{width}}{'mutants':>8}" + "".join(f"{o:>{len(o) + 2}}"
+                                                               for o in OUTCOMES)
+                 + f"  score [{self.settings.mass:.0%} interval]"]
+        for row in rows:
+            score = row["score"]
+            lines.append(f"{row['mutation']:<{width}}{row['mutants']:>8}" + "".join(
+                f"{row['counts'][o]:>{len(o) + 2}}" for o in OUTCOMES) + "  " + (
+                f"{score.mean:.3f} [{score.ci_low:.3f}, {score.ci_high:.3f}]" if score
+                else "none analysed"))
+        return lines
+
+
+# --- what a campaign leaves to do, and what changed since an earlier report ------------------
+
+#: Instances per population a ``--until-settled`` run adds each round (train's default).
+ROUND = 10
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """One mutant whose verdict is not settled (or that was not analysed): its instances
+    per side now, and ``needed``, the instances per side that would settle its verdict
+    (:func:`probmut.recommend.recommend`'s; for a mutant not analysed, its run's target or
+    the sample size k, what its first verdict needs); None when no size within reach
+    would (``why`` says so)."""
+
+    name: str
+    mutation: str
+    magnitude: str
+    outcome: str
+    instances: int
+    needed: int | None
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "outcome": self.outcome, "instances": self.instances,
+                "needed": self.needed, "why": self.why}
+
+
+@dataclass(frozen=True)
+class NextSteps(Result):
+    """The campaign's unsettled and unanalysed mutants with the instances that would settle
+    them, and ``command``: the ``probmut train ... --until-settled`` command that trains
+    them on (in the run's folder, with the settings its run recorded), or None with
+    ``no_command`` saying why (populations not trained by probmut train, say)."""
+
+    steps: tuple[NextStep, ...]
+    command: str | None
+    no_command: str | None = None
+
+    def rows(self) -> list[dict]:
+        return [s.to_dict() for s in self.steps]
+
+    def to_dict(self) -> dict:
+        return {"steps": self.rows(), "command": self.command, "no_command": self.no_command}
+
+    def __str__(self) -> str:
+        if not self.steps:
+            return "next steps: none (every analysed mutant's verdict is settled)"
+        outcomes = [s.outcome for s in self.steps]
+        lines = ["next steps: " + ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES
+                                            if o in outcomes)]
+        lines += [f"  {s.name}: {s.outcome}, {s.instances} instances per side; {s.why}"
+                  for s in self.steps]
+        lines.append(f"  {self.command}" if self.command else f"  {self.no_command}")
+        return "\n".join(lines)
+
+
+def _next_steps(campaign: Campaign) -> NextSteps:
+    k = campaign.settings.sample
+    steps = []
+    for m in campaign.mutants:
+        if m.flags or m.outcome not in ("not settled", "not analysed"):
+            continue
+        if m.outcome == "not settled":
+            from probmut.recommend import MAX_INSTANCES
+
+            needed = m.verdict["needed"]
+            why = (f"about {needed} per side would settle it" if needed is not None else
+                   f"no population of up to {MAX_INSTANCES} per side would settle it (see "
+                   "its verdict): report its posterior mean and interval instead")
+        elif m.status == "failed":
+            needed, why = None, "every instance failed: more of them would fail too (see its symptoms)"
+        else:
+            needed = max(k, m.count.target or 0)
+            why = {"missing": "no file yet", "empty": "no instance yet",
+                   "too few": f"fewer usable instances than k = {k}"}.get(m.status, m.status)
+            why += (f": {needed} per side, its run's target" if needed > k else
+                    f": its first verdict needs k = {k} per side")
+        steps.append(NextStep(m.name, m.mutation, m.magnitude, m.outcome,
+                              m.count.instances, needed, why))
+    command, no_command = _settle_command(campaign, [s for s in steps if s.needed])
+    return NextSteps(tuple(steps), command, no_command)
+
+
+def _settle_command(campaign: Campaign, steps) -> tuple[str | None, str | None]:
+    """``probmut train`` into the run's folder, until settled, for these mutants, with the
+    settings the run recorded (its ``.work/settings.json``); or why there is none."""
+    import shlex
+
+    run = campaign.run_settings
+    if run is None:
+        return None, ("no command: these populations were not trained by probmut train in "
+                      "this folder (no .work/settings.json); train the instances with the "
+                      "tool that made them, then report again")
+    if not steps:
+        return None, "nothing to train: no population within reach settles them"
+    from probmut.train.datasets import DATASETS
+
+    folder = Path(campaign.manifest).parent
+    config = run.get("config", {})
+    words = ["probmut", "train", "--out", shown_path(folder),
+             "--dataset" if run["dataset"] in DATASETS else "--data", run["dataset"],
+             "--architecture", run["model"], "--seed", str(run["seed"]),
+             "--epochs", str(config["epochs"]), "--batch-size", str(config["batch_size"])]
+    for option, key in (("--learning-rate", "learning_rate"), ("--patience", "patience")):
+        if config.get(key) is not None:
+            words += [option, str(config[key])]
+    if campaign.model != folder.resolve().name:
+        words += ["--name", campaign.model]
+    magnitudes: dict[str, list[str]] = {}
+    for step in steps:
+        magnitudes.setdefault(step.mutation, []).append(step.magnitude)
+    for mutation, chosen in magnitudes.items():
+        words += ["--mutation", f"{mutation}:{','.join(chosen)}"]
+    most = max(max(s.needed for s in steps), max(s.instances for s in steps) + ROUND)
+    words += ["--until-settled", "--max-instances", str(-(-most // ROUND) * ROUND),
+              "--sample", str(campaign.settings.sample)]
+    return shlex.join(words), None
+
+
+def shown_path(path) -> str:
+    """A path as the reader would type it: relative to the current folder when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class Comparison(Result):
+    """This campaign against an earlier report of it (``probmut report --json``'s
+    document, ``file``): the mutants whose outcome changed (``changed``: name, before,
+    now), those only now (``added``) or only then (``removed``), how many kept theirs,
+    and the mutation score then and now (None when there was none)."""
+
+    file: str
+    model: str
+    changed: tuple[tuple[str, str, str], ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    unchanged: int
+    score_before: float | None
+    score_now: float | None
+
+    def rows(self) -> list[dict]:
+        return [{"name": n, "before": b, "now": a} for n, b, a in self.changed]
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "model": self.model, "changed": self.rows(),
+                "added": list(self.added), "removed": list(self.removed),
+                "unchanged": self.unchanged, "score_before": self.score_before,
+                "score_now": self.score_now}
+
+    def __str__(self) -> str:
+        def score(value):
+            return "none" if value is None else f"{value:.3f}"
+
+        lines = [f"compared with {self.file} (a report of {self.model}): "
+                 f"{counted(len(self.changed), 'outcome')} changed, {self.unchanged} the same; "
+                 f"mutation score {score(self.score_before)} then, {score(self.score_now)} now"]
+        lines += [f"  {n}: {b} -> {a}" for n, b, a in self.changed]
+        lines += [f"  {n}: new" for n in self.added]
+        lines += [f"  {n}: gone" for n in self.removed]
+        return "\n".join(lines)
+
+
+def compare_reports(now: dict, before: dict, file: str = "the earlier report") -> Comparison:
+    """Which outcomes changed between two reports' documents (``probmut report --json``).
+
+    >>> old = {"model": "m", "mutation_score": {"mean": 0.4}, "mutants": [
+    ...     {"name": "a", "outcome": "not settled"}, {"name": "b", "outcome": "killed"}]}
+    >>> new = {"model": "m", "mutation_score": {"mean": 0.5}, "mutants": [
+    ...     {"name": "a", "outcome": "killed"}, {"name": "c", "outcome": "not killed"}]}
+    >>> print(compare_reports(new, old, "old.json"))
+    compared with old.json (a report of m): 1 outcome changed, 0 the same; mutation score 0.400 then, 0.500 now
+      a: not settled -> killed
+      c: new
+      b: gone
+    """
+    then = {m["name"]: m["outcome"] for m in before["mutants"]}
+    found = {m["name"]: m["outcome"] for m in now["mutants"]}
+    changed = tuple((n, then[n], o) for n, o in found.items() if n in then and then[n] != o)
+    return Comparison(
+        file, str(before.get("model")), changed,
+        tuple(n for n in found if n not in then), tuple(n for n in then if n not in found),
+        sum(1 for n, o in found.items() if then.get(n) == o),
+        (before.get("mutation_score") or {}).get("mean"),
+        (now.get("mutation_score") or {}).get("mean"))
+
+
+def _read_report(path) -> dict:
+    """An earlier report's JSON document (``probmut report --json``), checked."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProbmutError(f"{path}: no such file (an earlier probmut report --json)",
+                           option="compare") from None
+    except (OSError, ValueError) as error:
+        raise ProbmutError(f"{path}: not a JSON document ({error})", option="compare") from None
+    mutants = document.get("mutants") if isinstance(document, dict) else None
+    if not isinstance(mutants, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("name"), str)
+            and isinstance(m.get("outcome"), str) for m in mutants):
+        raise ProbmutError(f"{path}: not the document of probmut report --json (no list of "
+                           "mutants with their outcomes)", option="compare")
+    return document
+
+
+def _read_run_settings(folder: Path) -> dict | None:
+    """The settings a probmut train run in ``folder`` recorded (``.work/settings.json``:
+    data, architecture, training settings, seed), or None."""
+    path = folder / ".work" / "settings.json"
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        return found if {"dataset", "model", "seed", "config"} <= set(found) else None
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _read_rounds(path: Path):
@@ -804,15 +1174,16 @@ def _aligned(healthy, mutant, paired: bool, notes: list):
 
 
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *, seed=42,
-             jobs: int | None = None, verdicts: bool = True, coverage=None,
-             progress: bool = False) -> Campaign:
+                       jobs: int | None = None, verdicts: bool = True, coverage=None,
+                       compare=None, progress: bool = False) -> Campaign:
     """Analyse every mutant of one model of a manifest: the campaign's whole answer.
 
     Parameters
     ----------
     manifest : a :class:`~probmut.io.manifest.Manifest` or its path (default: the
-        bundled data's). A run directory's ``manifest.toml``; its ``rounds.json`` and
-        ``coverage.json`` (``probmut coverage --json``) are read when present.
+        bundled data's). A run directory's ``manifest.toml``; its ``rounds.json``,
+        ``coverage.json`` (``probmut coverage --json``) and the settings its run recorded
+        (``.work/settings.json``, for the next steps' command) are read when present.
     model : the model (default: the manifest's first).
     settings : :class:`~probmut.bagging.PosteriorSettings` of every analysis.
     seed, jobs : same seed, same numbers, for any number of threads.
@@ -820,9 +1191,14 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
         the largest part of the time).
     coverage : a coverage result's JSON file (default: ``coverage.json`` beside the
         manifest, if any).
+    compare : an earlier report's JSON document (``probmut report --json``): which
+        outcomes changed since (:class:`Comparison`).
     progress : progress lines on stderr.
 
-    Warnings while reading (dropped instances, small populations) become ``notes``.
+    A population file not written yet, or holding only its header (a run stopped
+    early), counts 0 instances and its mutant is not analysed; the rest is. Warnings
+    while reading (dropped instances, small populations) become ``notes``, and each
+    mutant's own also its ``notes``.
 
     Examples
     --------
@@ -833,7 +1209,6 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     True
     """
     from probmut.bagging import PosteriorSettings
-    from probmut.io.completeness import IncompleteRunWarning
     from probmut.io.manifest import Manifest
 
     manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
@@ -843,19 +1218,74 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     if not healthy_path.is_file():
         raise ProbmutError(f"{manifest.path}: model {model!r} has no population files yet "
                            f"({healthy_path.name} is missing): nothing to report")
+    earlier = (str(compare), _read_report(compare)) if compare else None
     notes: list[str] = []
-    with warnings.catch_warnings(record=True) as caught:
+    with _noted(notes):
+        result = _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes)
+    notes += [note for m in result.mutants for note in m.notes]
+    result = replace(result, notes=tuple(dict.fromkeys(notes)), earlier=earlier,
+                     verdicts=False)
+    return with_verdicts(result, jobs=jobs, progress=progress) if verdicts else result
+
+
+def with_verdicts(campaign: Campaign, *, jobs: int | None = None,
+                  progress: bool = False) -> Campaign:
+    """The campaign with every analysed mutant's verdict (:func:`probmut.recommend.recommend`
+    on its instances, the pilot being the whole populations; the campaign's settings and
+    seed): what ``summarize_campaign(verdicts=True)`` gives, in a second step (the figures
+    of the page can be drawn meanwhile).
+    """
+    from probmut.progress import progress as progress_bar
+    from probmut.recommend import recommend
+
+    settings, mutants, notes = campaign.settings, [], list(campaign.notes)
+    judged = [m for m in campaign.mutants if m.populations is not None]
+    with progress_bar(len(judged), f"verdicts {campaign.model}", enabled=progress,
+                      unit="mutant") as bar:
+        for m in campaign.mutants:
+            if m.populations is None:
+                mutants.append(m)
+                continue
+            own: list[str] = []
+            with _noted(own):
+                # The verdict alone (no table of sizes): its blocks do not depend on them.
+                advice = recommend(*m.populations, settings, sizes=(), paired=m.paired,
+                                   seed=campaign.seed, jobs=jobs, name=m.name)
+            verdict = {"verdict": advice.verdict, "p_killed": advice.p_killed,
+                       "needed": advice.needed, "message": advice.message}
+            mutants.append(replace(m, verdict=verdict,
+                                   notes=tuple(dict.fromkeys((*m.notes, *own)))))
+            notes += own
+            bar.update()
+    return replace(campaign, mutants=tuple(mutants), verdicts=True,
+                   notes=tuple(dict.fromkeys(notes)))
+
+
+class _noted(warnings.catch_warnings):
+    """Warnings inside become lines of ``notes`` (a short population's are left out: the
+    summary's status says it)."""
+
+    def __init__(self, notes: list):
+        super().__init__(record=True)
+        self.notes = notes
+
+    def __enter__(self):
+        self.caught = super().__enter__()
         warnings.simplefilter("always")
-        result = _campaign(manifest, model, settings, seed, jobs, verdicts, coverage,
-                           progress, notes)
-    # a short population is in the summary's status already
-    notes += [str(w.message) for w in caught if not issubclass(w.category, IncompleteRunWarning)]
-    return replace(result, notes=tuple(dict.fromkeys(notes)))
+        return self
+
+    def __exit__(self, *exc):
+        from probmut.io.completeness import IncompleteRunWarning
+
+        super().__exit__(*exc)
+        self.notes += [str(w.message) for w in self.caught
+                       if not issubclass(w.category, IncompleteRunWarning)]
 
 
-def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progress, notes):
+def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
     from probmut.bagging import bagged_posteriors
-    from probmut.io.populations import has_symptom_records, read_instances, read_population
+    from probmut.io.populations import has_symptom_records, instances_so_far, read_population
+    from probmut.io.records import FAILED
     from probmut.progress import progress as progress_bar
 
     folder = manifest.path.parent
@@ -866,24 +1296,32 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
     healthy_path = manifest.healthy(model)
     mutations = list(manifest.mutations(model))
     files = [healthy_path] + [f for m in mutations for f in m.files]
-    counts = {f: len(read_instances(f)) if f.is_file() else 0 for f in files}
+    records = {f: instances_so_far(f) for f in files}
 
     def count(path: Path, name: str) -> PopulationCount:
         target = manifest.target(path)
+        failures = None
+        if records[path] and has_symptom_records(path):
+            statuses = [r.status for r in records[path]]
+            failures = {s: statuses.count(s) for s in sorted(FAILED) if s in statuses}
         return PopulationCount(name, str(path.relative_to(folder)) if path.is_relative_to(
-            folder) else str(path), counts[path], None if target is None else target[1])
+            folder) else str(path), len(records[path]), None if target is None else target[1],
+            path.is_file(), failures)
 
-    healthy = read_population(healthy_path, name="healthy")
-    enough = len(healthy) >= settings.sample
-    baseline = (bagged_posteriors(healthy, [], settings, seed=seed, jobs=jobs).baseline
-                if enough else None)
+    healthy = read_population(healthy_path, name="healthy") if records[healthy_path] else None
+    enough = healthy is not None and len(healthy) >= settings.sample
     if not enough:
-        notes.append(f"{healthy_path}: {len(healthy)} usable healthy instances, fewer than the "
-                     f"sample size k = {settings.sample}: no mutant can be analysed (lower the "
-                     "sample size, or train more instances)")
-    symptoms = has_symptom_records(healthy_path)
-    healthy_records = read_instances(healthy_path) if symptoms else None
-    outcomes = _outcomes_of(healthy_path, "healthy", notes)
+        held = "no instance yet" if healthy is None else f"{len(healthy)} usable instances"
+        notes.append(f"{healthy_path}: {held}, fewer than the sample size k = "
+                     f"{settings.sample}: no mutant can be analysed (lower the sample size, "
+                     "or train more instances)")
+
+    def baseline(paired: bool):
+        return bagged_posteriors(healthy, [], settings, paired=paired, seed=seed,
+                                 jobs=jobs).baseline
+
+    symptoms = records[healthy_path] and has_symptom_records(healthy_path)
+    outcomes = _outcomes_of(healthy_path, "healthy", notes) if healthy is not None else None
     mutants, mutant_outcomes = [], {}
     total = sum(len(m.files) for m in mutations)
     with progress_bar(total, f"report {model}", enabled=progress, unit="mutant") as bar:
@@ -893,19 +1331,24 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
                 summary = MutantSummary(name, mutation.name, magnitude, mutation.paired,
                                         count(path, name),
                                         flags=tuple(mutation.flags.get(magnitude, ())))
-                if path.is_file():
-                    summary = _analyse(summary, healthy if enough else None, path, settings,
-                                       seed, jobs, verdicts, notes)
-                    if symptoms and has_symptom_records(path):
-                        summary = _with_symptoms(summary, healthy_records, path, settings,
-                                                 notes)
-                    if outcomes is not None:
-                        found = _outcomes_of(path, name, notes)
-                        if found is not None:
-                            mutant_outcomes[name] = found
-                else:
-                    summary = replace(summary, status="missing")
-                mutants.append(replace(summary, rounds=_rounds_of(rounds, name)))
+                own: list[str] = []
+                with _noted(own):
+                    if not path.is_file():
+                        summary = replace(summary, status="missing")
+                    elif not records[path]:
+                        summary = replace(summary, status="empty")
+                    else:
+                        summary = _analyse(summary, healthy if enough else None, path,
+                                           settings, seed, jobs, own)
+                        if symptoms and has_symptom_records(path):
+                            summary = _with_symptoms(summary, records[healthy_path], path,
+                                                     settings, own)
+                        if outcomes is not None:
+                            found = _outcomes_of(path, name, own)
+                            if found is not None:
+                                mutant_outcomes[name] = found
+                mutants.append(replace(summary, rounds=_rounds_of(rounds, name),
+                                       notes=tuple(dict.fromkeys(own))))
                 bar.update()
     inputs = _inputs(outcomes, mutant_outcomes, notes)
     if inputs is not None:
@@ -913,21 +1356,34 @@ def _campaign(manifest, model, settings, seed, jobs, verdicts, coverage, progres
         mutants = [replace(m, inputs=found.get(m.name)) for m in mutants]
     scored = [m.posterior for m in mutants if m.posterior is not None and not m.flags]
     score = campaign_score(scored, settings, seed) if scored else None
+    unpaired = baseline(False) if enough else None
+    paired = baseline(True) if enough and any(m.paired for m in mutations) else None
     curves = tuple(_curve(mutation, [m for m in mutants if m.mutation == mutation.name],
-                          baseline, seed, settings) for mutation in mutations)
+                          paired if mutation.paired else unpaired, seed, settings)
+                   for mutation in mutations)
     return Campaign(
         model=model, manifest=str(manifest.path),
         description=str(manifest.models[model].get("description", "")),
         data=manifest.models[model].get("data"), settings=settings, seed=seed,
-        healthy=count(healthy_path, "healthy"), baseline=baseline, mutants=tuple(mutants),
-        score=score, curves=curves, verdicts=verdicts,
-        inputs=inputs, coverage=coverage,
+        healthy=count(healthy_path, "healthy"), baseline=unpaired, mutants=tuple(mutants),
+        score=score, curves=curves, verdicts=False, inputs=inputs, coverage=coverage,
         rounds_file=str(folder / "rounds.json") if rounds else None,
+        operator_scores=tuple(_operator_score(mutation.name, mutants, seed, settings)
+                              for mutation in mutations),
+        paired_baseline=paired, run_settings=_read_run_settings(folder),
         score_rounds=tuple(r for r in rounds or () if "score" in r))
 
 
-def _analyse(summary, healthy, path, settings, seed, jobs, verdicts, notes):
-    """The bagged posterior, the test on whole populations and the verdict of a mutant."""
+def _operator_score(mutation: str, mutants, seed, settings) -> MutationScore | None:
+    """The mutation score of one operator's analysed, unflagged mutants (its own stream)."""
+    scored = [m.posterior for m in mutants if m.mutation == mutation
+              and m.posterior is not None and not m.flags]
+    return mutation_score(scored, seed=_stream(seed, 2, mutation),
+                          mass=settings.mass) if scored else None
+
+
+def _analyse(summary, healthy, path, settings, seed, jobs, notes):
+    """The bagged posterior and the test on whole populations of a mutant."""
     from probmut.bagging import bagged_posteriors
     from probmut.io.populations import read_population
     from probmut.io.records import AllFailedError
@@ -943,16 +1399,8 @@ def _analyse(summary, healthy, path, settings, seed, jobs, verdicts, notes):
     if m is None or min(len(h), len(m)) < settings.sample:
         return replace(summary, status="too few", usable=len(mutant))
     study = bagged_posteriors(h, [m], settings, paired=summary.paired, seed=seed, jobs=jobs)
-    verdict = None
-    if verdicts:
-        from probmut.recommend import recommend
-
-        advice = recommend(h, m, settings, sizes=(settings.sample,), paired=summary.paired,
-                           seed=seed, jobs=jobs, name=summary.name)
-        verdict = {"verdict": advice.verdict, "p_killed": advice.p_killed,
-                   "needed": advice.needed, "message": advice.message}
-    return replace(summary, usable=len(mutant), study=study,
-                    test=deepcrime_test(h, m, settings.criterion), verdict=verdict)
+    return replace(summary, usable=len(mutant), study=study, populations=(h, m),
+                   test=deepcrime_test(h, m, settings.criterion))
 
 
 def _with_symptoms(summary, healthy_records, path, settings, notes):

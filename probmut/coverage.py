@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from probmut import seeds
 from probmut.errors import ProbmutError
 from probmut.results import Result, plain
 
@@ -363,7 +364,7 @@ def kendall_with_interval(coverage, killing, bootstraps: int = 1000, seed: int =
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan, math.nan, math.nan, math.nan
     result = kendalltau(x, y)
-    rng = np.random.default_rng(seed)
+    rng = seeds.generator(seed, "coverage bootstrap")
     taus = []
     for _ in range(bootstraps):
         rows = rng.integers(0, x.size, x.size)
@@ -398,7 +399,7 @@ def coverage_vs_killing(instances, neurons: int, healthy, mutants, *, subsets: i
     if subsets < 10:
         raise ProbmutError(f"at least 10 test subsets are needed, got {subsets}",
                            option="subsets")
-    rng = np.random.default_rng(seed)
+    rng = seeds.generator(seed, "coverage subsets")
     chosen = np.array([rng.choice(n_inputs, size, replace=False) for _ in range(subsets)])
     cover = np.array([np.mean([i.idc(neurons, s) for i in instances]) for s in chosen])
     if killing == "probability":

@@ -7,8 +7,8 @@ This is the only hot code of probmut. One kernel serves every study:
 - the sample-size study (section 6): S sub-populations x R x B x N.
 
 Each bootstrap resample is one *task* with its own random stream, derived from the
-seed and the task's index alone (a SeedSequence key hashed with the index through
-SplitMix64 into a xoshiro256** state). Tasks run in parallel threads (numba ``prange``),
+seed and the task's index alone: the seed's two words (:func:`probmut.seeds.kernel_key`)
+hashed with the index through SplitMix64 into a xoshiro256** state. Tasks run in parallel threads (numba ``prange``),
 so the numbers depend on the seed only, never on the number of workers. Long work is
 split into kernel calls of a fraction of a second (blocks of tasks, and slices of their
 trials when a task is long, its stream and draws kept between calls), so that Ctrl-C
@@ -28,6 +28,10 @@ from numba import prange
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import KillCriterion
 from probmut.killtest.dispatch import decide
+from probmut.seeds import (
+    kernel_key,
+    seed_sequence,  # noqa: F401  (campaign.py's import, until its streams use probmut.seeds)
+)
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 #: Largest bootstraps, trials, repetitions or sample size (32-bit draws, int64 counts).
@@ -180,43 +184,6 @@ def _calls(tasks: int, trials: int, sample: int, n_h: int, n_m: int,
     return block, min(trials, max(1, budget // (block * per_test)))
 
 
-def seed_sequence(seed) -> np.random.SeedSequence:
-    """The root of every random stream of probmut, from any seed a user may give.
-
-    ``seed`` is a non-negative int (or a sequence of them), a
-    :class:`numpy.random.SeedSequence`, a :class:`numpy.random.Generator` (a fresh key is
-    drawn from it, as scikit-learn uses a ``random_state``) or None (fresh entropy).
-
-    >>> seed_sequence(42).entropy
-    42
-    >>> seed_sequence(np.random.default_rng(1)).entropy == seed_sequence(np.random.default_rng(1)).entropy
-    True
-    >>> seed_sequence(-5)
-    Traceback (most recent call last):
-    ...
-    probmut.errors.ProbmutError: a seed must be a non-negative integer, a SeedSequence, a Generator or None; got -5
-    """
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, np.random.Generator):
-        return np.random.SeedSequence(seed.integers(0, 2**63, size=4).tolist())
-    try:
-        return np.random.SeedSequence(seed)
-    except (TypeError, ValueError, OverflowError):
-        raise ProbmutError("a seed must be a non-negative integer, a SeedSequence, a Generator "
-                           f"or None; got {seed!r}", option="seed") from None
-
-
-def seed_key(seed) -> tuple[np.uint64, np.uint64]:
-    """Two 64-bit words of :func:`seed_sequence`: the root of every task's stream.
-
-    >>> seed_key(42) == seed_key(42)
-    True
-    """
-    words = seed_sequence(seed).generate_state(2, dtype=np.uint64)
-    return np.uint64(words[0]), np.uint64(words[1])
-
-
 def set_jobs(jobs: int | None) -> int:
     """Use ``jobs`` threads in the kernels (None or 0: all cores). Returns the count."""
     available = numba.config.NUMBA_NUM_THREADS
@@ -255,7 +222,8 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     criterion : the kill rule (default :class:`~probmut.killtest.KillCriterion`, the
         DeepCrime test); its ``kind`` selects the test, dispatched inside the kernel. A
         paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``.
-    seed : int, SeedSequence, Generator or None. Same seed, same counts, for any ``jobs``.
+    seed : int, SeedSequence, Generator or None (:func:`probmut.seeds.kernel_key`). Same
+        seed, same counts, for any ``jobs``.
     jobs : threads to use (None: all cores).
     first_set : index of the first row of ``healthy`` within a larger study split into
         several calls (e.g. for progress or resumable chunks): the counts of row ``i`` are
@@ -269,6 +237,13 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     -------
     int array of shape ``(S, R, B)``, squeezed of the axes that were not asked for:
     ``(B,)`` for one population pair and one repetition, ``(R, B)`` with repetitions.
+
+    Raises
+    ------
+    ProbmutError
+        For accuracies that are not finite or not one or two dimensional, populations that
+        do not pair, counts out of range, a sample size larger than a population, a paired
+        criterion on independent populations, or an unusable seed.
 
     Examples
     --------
@@ -306,7 +281,7 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
             f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the bootstraps or the "
             "repetitions", option="bootstraps")
     single = np.ndim(getattr(healthy, "values", healthy)) == 1
-    key0, key1 = seed_key(seed)
+    key0, key1 = kernel_key(seed)
     set_jobs(jobs)
     per_set = int(repetitions) * int(bootstraps)
     tasks, trials, sample = h.shape[0] * per_set, int(trials), int(sample)

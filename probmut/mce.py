@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probmut import seeds
 from probmut.bagging import JACKKNIFES, PosteriorSettings
 from probmut.beta import Z95, beta_mean_var, fit_beta_batch, ratio_of
 from probmut.errors import ProbmutError
@@ -230,7 +231,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     >>> res.repetitions, 0 < res.mean < 1, res.mean_se > 0
     (10, True, True)
     """
-    from probmut.engine import kill_counts, seed_sequence
+    from probmut.engine import kill_counts
     from probmut.io.cache import Cache, cache_key
     from probmut.population import aligned
 
@@ -240,7 +241,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     if repetitions < 2:
         raise ProbmutError(f"the Monte-Carlo error needs at least 2 repetitions, got "
                            f"{repetitions}", option="repetitions")
-    root = seed_sequence(seed)
+    root = seeds.stream(seed, "monte-carlo error")
     cache = cache or Cache(None)
     key = cache_key("mce", healthy.values, mutant.values, paired, settings.criterion,
                     settings.bootstraps, settings.trials, settings.sample, repetitions,

@@ -22,14 +22,24 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.collections import LineCollection
+from matplotlib.transforms import blended_transform_factory
 
 from probmut.bagging import PosteriorStudy
 from probmut.beta import beta_pdf, mixture_pdf, resample_posteriors
 
 #: One place for the look of every figure.
-STYLE = {"dpi": 150, "report_dpi": 100, "panel_size": (3.2, 2.4), "resample_color": "0.6",
+STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
          "fit_color": "tab:blue", "mixture_color": "black", "font_size": 8,
+         # The report's figures: shown at their own size (1 pt = 4/3 CSS px), at most
+         # 3.6 in (346 px) wide so that a phone shows them unshrunk; no text under 7.5 pt
+         # (10 px).
+         "report_width": 3.6, "report_text": {"font.size": 8, "axes.titlesize": 8,
+                                              "axes.labelsize": 8, "legend.fontsize": 7.5,
+                                              "xtick.labelsize": 7.5, "ytick.labelsize": 7.5},
+         # The report's outcomes (probmut.campaign.OUTCOMES), in its figures and on its page.
+         "outcome_colors": {"killed": "#2e7d32", "not killed": "#1565c0",
+                            "not settled": "#ef6c00", "flagged": "#6a1b9a",
+                            "not analysed": "#757575"},
          # Figures 4/5: the estimate and its lower/upper MCE bounds, side by side.
          "estimate_color": "tab:blue", "lower_color": "tab:green", "upper_color": "tab:orange",
          "bound_offset": 0.25,
@@ -40,8 +50,9 @@ STYLE = {"dpi": 150, "report_dpi": 100, "panel_size": (3.2, 2.4), "resample_colo
                            "diverged": "tab:purple"}}
 
 
-def _rc():
-    return plt.rc_context({"font.size": STYLE["font_size"]})
+def _rc(report: bool = False):
+    """The figures' settings: the report's larger text with ``report``."""
+    return plt.rc_context(STYLE["report_text"] if report else {"font.size": STYLE["font_size"]})
 
 
 def save(fig, path) -> Path:
@@ -90,6 +101,9 @@ def _plot_posteriors(study, axes, title):
     fig, axes = _grid(axes, count, 3, sharex=True)
     for ax, post in zip(axes.flat, study.populations, strict=False):
         _posterior_panel(ax, study, post)
+        verdict = ("baseline" if post is study.baseline
+                   else "killed" if post.killed else "not killed")
+        ax.set_title(f"{post.name}: mean {post.mean:.3f}, ratio {post.ratio:.4g} ({verdict})")
     for ax in axes.flat[count:]:
         ax.set_visible(False)
     axes.flat[0].legend(loc="upper right", fontsize=6, frameon=False)
@@ -98,67 +112,98 @@ def _plot_posteriors(study, axes, title):
 
 
 def _posterior_panel(ax, study, post):
-    """One population's panel of Figure 3 (see :func:`plot_posteriors`)."""
+    """One population's panel of Figure 3 (see :func:`plot_posteriors`), untitled.
+
+    A Beta summary with a shape below 1 (a U- or J-shaped posterior: the small and
+    unsettled mutants, resamples that kill always or never) has an infinite density at 0
+    or 1, which would flatten everything else. The density axis is therefore capped at the
+    mixture's height (a mixture of ``Beta(s + 1, N - s + 1)`` is bounded) or the summary's
+    away from the ends, whichever is higher; a capped curve is said so on the panel. The
+    interval is also drawn as a bar on the axis, visible whatever the density's shape.
+    """
     # Denser near 0 and 1, where the posteriors of clear cases are narrow spikes.
-    x = 0.5 - 0.5 * np.cos(np.linspace(0.002, np.pi - 0.002, 800))
+    x = 0.5 - 0.5 * np.cos(np.linspace(0.002, np.pi - 0.002, 400))
     a_b, b_b = resample_posteriors(post.kill_counts, post.trials)
     pairs = np.unique(np.column_stack([a_b, b_b]), axis=0)
     curves = beta_pdf(x[None, :], pairs[:, :1], pairs[:, 1:])
-    ax.add_collection(LineCollection(
-        np.stack([np.broadcast_to(x, curves.shape), curves], axis=-1),
-        colors=STYLE["resample_color"], linewidths=0.5, alpha=0.25))
-    ax.plot(x, mixture_pdf(post.kill_counts, post.trials, x), ls="--",
-            color=STYLE["mixture_color"], lw=1, label="bagged (mixture)")
+    mixture = mixture_pdf(post.kill_counts, post.trials, x)
     fitted = beta_pdf(x, post.alpha, post.beta)
-    ax.plot(x, fitted, color=STYLE["fit_color"], lw=1.5,
-            label=f"Beta({post.alpha:.3g}, {post.beta:.3g})")
+    inner = (x > 0.005) & (x < 0.995)
+    top = 1.12 * max(np.max(mixture), np.nanmax(fitted[inner]), 1.0)
+    shown = np.minimum(np.nan_to_num(fitted, nan=0.0, posinf=2 * top), 2 * top)
+    # One path with breaks (not a collection): matplotlib then simplifies it, dropping
+    # the points a line through its neighbours passes within a fraction of a pixel of.
+    breaks = np.full((len(pairs), 1), np.nan)
+    ax.plot(np.hstack([np.broadcast_to(x, curves.shape), breaks]).ravel(),
+            np.hstack([np.minimum(curves, 2 * top), breaks]).ravel(),
+            color=STYLE["resample_color"], lw=0.5, alpha=0.25,
+            label=f"resample posteriors (B = {post.kill_counts.size})")
+    # Named parts (ids in an SVG) that tests find where the page shows them.
+    ax.patch.set_gid("plot-area")
+    ax.plot(x, mixture, ls="--", color=STYLE["mixture_color"], lw=1, label="bagged (mixture)",
+            gid="bagged-mixture")
+    ax.plot(x, shown, color=STYLE["fit_color"], lw=1.5,
+            label=f"Beta({post.alpha:.3g}, {post.beta:.3g})", gid="beta-fit")
     inside = (x >= post.ci_low) & (x <= post.ci_high)
-    ax.fill_between(x[inside], fitted[inside], color=STYLE["fit_color"], alpha=0.25,
-                    label=f"{study.settings.mass:.0%} interval")
+    ax.fill_between(x[inside], shown[inside], color=STYLE["fit_color"], alpha=0.25, lw=0)
+    ax.plot([post.ci_low, post.ci_high], [0, 0], color=STYLE["fit_color"], lw=5,
+            solid_capstyle="butt", clip_on=False, label=f"{study.settings.mass:.0%} interval",
+            gid="interval")
     ax.axvline(post.mean, color=STYLE["fit_color"], lw=1, ls=":")
-    verdict = ("baseline" if post is study.baseline
-               else "killed" if post.killed else "not killed")
-    ax.set_title(f"{post.name}: mean {post.mean:.3f}, ratio {post.ratio:.4g} ({verdict})")
-    ax.set_xlim(0, 1)
-    top = np.nanmax(np.where(np.isfinite(fitted), fitted, np.nan))
-    ax.set_ylim(0, 1.15 * max(top, 1.0))
+    ax.set_xlim(-0.02, 1.02)  # spikes at 0 and 1 clear of the frame
+    ax.set_ylim(0, top)
+    ends = [end for end, density in (("0", fitted[0]), ("1", fitted[-1]))
+            if not density <= top]
+    if ends:
+        ax.text(0.5, 0.97, f"Beta density → ∞ at {' and '.join(ends)}: axis capped",
+                transform=ax.transAxes, ha="center", va="top", color=STYLE["fit_color"],
+                fontsize=plt.rcParams["legend.fontsize"])
     ax.set_xlabel("kill probability")
     ax.set_ylabel("density")
 
 
-def plot_posterior(study: PosteriorStudy, name: str, *, ax=None, title: str | None = None):
+def plot_posterior(study: PosteriorStudy, name: str, *, ax=None, title: str | None = None,
+                   legend: bool = True):
     """One population's panel of Figure 3 (``name``: a population of ``study``, e.g. a
-    mutant of a campaign report); returns the figure.
+    mutant of a campaign report), at the report's size and text; returns the figure.
+    ``title`` (default: the name, mean and ratio; "" for none) heads the panel;
+    ``legend`` under it (the report explains the lines once, on the page, instead).
 
     >>> import numpy as np
     >>> from probmut.bagging import PosteriorSettings, study_from_kill_counts
     >>> study = study_from_kill_counts(np.full(20, 5), [np.full(20, 90)], ["healthy", "m"],
     ...                                PosteriorSettings(bootstraps=20))
     >>> plot_posterior(study, "m").axes[0].get_title()
-    'm: mean 0.892, ratio 1.029 (killed)'
+    'm: mean 0.892, ratio 1.029'
     """
     post = next((p for p in study.populations if p.name == name), None)
     if post is None:
         raise ValueError(f"no population {name!r} in the study")
-    with _rc():
+    with _rc(report=True):
         own = ax is None
         if own:
-            fig, ax = plt.subplots(figsize=STYLE["panel_size"])
+            ax = plt.figure(figsize=(STYLE["report_width"], 2.4)).add_axes((0.15, 0.2, 0.8, 0.7))
         _posterior_panel(ax, study, post)
-        ax.legend(loc="upper right", fontsize=6, frameon=False)
-        _finish(ax.figure, title, own)
+        ax.set_title(f"{post.name}: mean {post.mean:.3f}, ratio {post.ratio:.4g}"
+                     if title is None else title)
+        if own:
+            _size_around(ax, legend, height=1.6)
+        elif legend:
+            ax.legend(frameon=False)
         return ax.figure
 
 
-def plot_kill_curve(curve, *, ax=None, title: str | None = None):
+def plot_kill_curve(curve, *, ax=None, title: str | None = None, legend: bool = True):
     """One operator's kill probability against its magnitude
-    (:class:`probmut.campaign.KillCurve`); returns the figure.
+    (:class:`probmut.campaign.KillCurve`), at the report's size and text; returns the
+    figure.
 
     Each magnitude's posterior mean with its credible interval; for ordered magnitudes
     the isotonic fit (line), the level that counts as killed (dashed) and the smallest
     (or largest) killed magnitude with its interval (vertical line, shaded band, clipped
     to the tested range); categories in the manifest's order, without a fit. The healthy
-    population against itself is the dotted line.
+    population against itself is the dotted line. ``legend`` below the panel (the report
+    explains the marks once, on the page, instead).
 
     >>> import numpy as np
     >>> from probmut.campaign import kill_curve
@@ -169,44 +214,172 @@ def plot_kill_curve(curve, *, ax=None, title: str | None = None):
     >>> fig.axes[0].get_xlabel(), len(fig.axes[0].lines) > 0
     ('magnitude', True)
     """
-    with _rc():
+    with _rc(report=True):
         own = ax is None
         if own:
-            width, height = STYLE["panel_size"]
-            fig, ax = plt.subplots(figsize=(1.3 * width, height))
-        ordered = curve.values is not None
-        x = curve.values if ordered else np.arange(len(curve.magnitudes), dtype=float)
-        color = STYLE["estimate_color"]
-        if curve.baseline is not None:
-            ax.axhline(curve.baseline, color=STYLE["resample_color"], ls=":", lw=1,
-                       label="healthy vs healthy")
-        ax.axhline(curve.level, color=STYLE["mixture_color"], ls="--", lw=0.8,
-                   label=f"kill probability {curve.level:g}")
-        ax.errorbar(x, curve.means, [curve.means - curve.ci_low, curve.ci_high - curve.means],
-                    fmt="o", ms=3, capsize=2, color=color,
-                    label=f"posterior mean, {curve.mass:.0%} interval")
-        if curve.fitted is not None:
-            ax.plot(x, curve.fitted, color=color, lw=1.2,
-                    label=f"isotonic fit ({curve.direction})")
-            edges = {-np.inf: x.min(), np.inf: x.max()}
-            low = edges.get(curve.threshold_low, curve.threshold_low)
-            high = edges.get(curve.threshold_high, curve.threshold_high)
-            side = "largest" if curve.direction == "decreasing" else "smallest"
-            ax.axvspan(low, high, color=STYLE["upper_color"], alpha=0.2,
-                       label=f"{side} killed magnitude, {curve.mass:.0%} interval")
-            if np.isfinite(curve.threshold):
-                ax.axvline(curve.threshold, color=STYLE["upper_color"], lw=1.2)
-        if not ordered:
-            ax.set_xticks(x, curve.magnitudes, rotation=30, ha="right")
-        ax.set_xlabel(curve.axis)
-        ax.set_ylabel("kill probability")
-        ax.set_ylim(-0.02, 1.02)
+            ax = plt.figure(figsize=(STYLE["report_width"], 2.6)).add_axes((0.15, 0.2, 0.8, 0.7))
+        if curve.values is None:
+            _categories(ax, curve)
+        else:
+            _ordered(ax, curve)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.38 if ordered else -0.55),
-                  ncol=2, fontsize=6, frameon=False)
-        ax.set_title(title or curve.mutation)
+        ax.set_title(curve.mutation if title is None else title)
         if own:
-            ax.figure.tight_layout()
+            ordered = curve.values is not None
+            _size_around(ax, legend, height=1.5 if ordered else 0.3 * len(curve.magnitudes) + 0.2,
+                         names=() if ordered else curve.magnitudes)
+        elif legend:
+            ax.legend(frameon=False)
+        return ax.figure
+
+
+def _ordered(ax, curve) -> None:
+    """Ordered magnitudes along x: means and intervals, the fit and where it crosses."""
+    x, color = curve.values, STYLE["estimate_color"]
+    if curve.baseline is not None:
+        ax.axhline(curve.baseline, color=STYLE["resample_color"], ls=":", lw=1,
+                   label="healthy vs healthy")
+    ax.axhline(curve.level, color=STYLE["mixture_color"], ls="--", lw=0.8,
+               label=f"kill probability {curve.level:g}")
+    ax.errorbar(x, curve.means, [curve.means - curve.ci_low, curve.ci_high - curve.means],
+                fmt="o", ms=3, capsize=2, color=color,
+                label=f"posterior mean, {curve.mass:.0%} interval")
+    if curve.fitted is not None:
+        ax.plot(x, curve.fitted, color=color, lw=1.2, label=f"isotonic fit ({curve.direction})")
+        edges = {-np.inf: x.min(), np.inf: x.max()}
+        low = edges.get(curve.threshold_low, curve.threshold_low)
+        high = edges.get(curve.threshold_high, curve.threshold_high)
+        side = "largest" if curve.direction == "decreasing" else "smallest"
+        ax.axvspan(low, high, color=STYLE["upper_color"], alpha=0.2,
+                   label=f"{side} killed magnitude, {curve.mass:.0%} interval")
+        if np.isfinite(curve.threshold):
+            ax.axvline(curve.threshold, color=STYLE["upper_color"], lw=1.2)
+    ax.set_xlabel(curve.axis)
+    ax.set_ylabel("kill probability")
+    ax.set_ylim(-0.02, 1.02)
+
+
+def _categories(ax, curve) -> None:
+    """Categories (no order, no fit) one per row, top down in the manifest's order, the
+    kill probability along x: their names read level, however long."""
+    y = np.arange(len(curve.magnitudes))[::-1] * 1.0
+    if curve.baseline is not None:
+        ax.axvline(curve.baseline, color=STYLE["resample_color"], ls=":", lw=1,
+                   label="healthy vs healthy")
+    ax.axvline(curve.level, color=STYLE["mixture_color"], ls="--", lw=0.8,
+               label=f"kill probability {curve.level:g}")
+    ax.errorbar(curve.means, y, xerr=[curve.means - curve.ci_low, curve.ci_high - curve.means],
+                fmt="o", ms=3, capsize=2, color=STYLE["estimate_color"],
+                label=f"posterior mean, {curve.mass:.0%} interval")
+    ax.set_yticks(y, curve.magnitudes)
+    ax.set_ylim(-0.6, len(y) - 0.4)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("kill probability")
+
+
+def _size_around(ax, legend: bool, height: float = 1.5, right: float = 0.12,
+                 names=()) -> None:
+    """Size ``ax``'s figure around it (``height`` inches of plot at the report's width):
+    its title above, its tick labels (``names`` on the y axis: categories; else
+    numbers) and axis labels beside and below, ``legend`` under them, each measured, so
+    that no text covers another. Cheaper than ``tight_layout``, which draws the whole
+    figure to find out."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    pixels = fig.dpi
+    size = plt.rcParams["xtick.labelsize"] * pixels / 72
+    label = ax.yaxis.label.get_window_extent(renderer).width if ax.get_ylabel() else 0
+    left = (_tick_label_width(names, renderer) + label) / pixels + 0.2
+    below = (1.3 * size + ax.xaxis.label.get_window_extent(renderer).height) / pixels + 0.18
+    found = None
+    if legend:
+        handles, labels = ax.get_legend_handles_labels()
+        found = fig.legend(handles, labels, loc="lower center", ncol=1, frameon=False,
+                           handlelength=1.6)
+        below += found.get_window_extent(renderer).height / pixels + 0.05
+    above = (ax.title.get_window_extent(renderer).height / pixels + 0.12
+             if ax.get_title() else 0.08)
+    width = STYLE["report_width"]
+    total = below + height + above
+    fig.set_size_inches(width, total)
+    ax.set_position((left / width, below / total, (width - left - right) / width,
+                     height / total))
+    if found is not None:
+        found.set_bbox_to_anchor((0.5, 0.02 / total), transform=fig.transFigure)
+
+
+def _tick_label_width(names, renderer) -> float:
+    """The widest of these y tick labels (categories; none: a number's, "0.00"), in
+    pixels, measured without laying the ticks out (that takes as long as drawing them)."""
+    from matplotlib.font_manager import FontProperties
+
+    font = FontProperties(size=plt.rcParams["ytick.labelsize"])
+    return max(renderer.get_text_width_height_descent(name, font, ismath=False)[0]
+               for name in (list(names) or ["0.00"]))
+
+
+def plot_campaign(campaign, *, ax=None, title: str | None = None):
+    """Every mutant of a campaign (:class:`probmut.campaign.Campaign`) in its order,
+    grouped by operator: its posterior mean and interval, coloured by its outcome (the
+    report's); a mutant not analysed is said so. Returns the figure.
+
+    >>> from probmut.campaign import summarize_campaign
+    >>> fig = plot_campaign(summarize_campaign(model="mnist_dc", verdicts=False))
+    >>> [t.get_text() for t in fig.axes[0].texts][:2]
+    ['change_label', 'delete_training_data']
+    """
+    rows = []  # (operator or None, mutant or None)
+    for mutation in dict.fromkeys(m.mutation for m in campaign.mutants):
+        rows.append((mutation, None))
+        rows += [(None, m) for m in campaign.mutants if m.mutation == mutation]
+    colors = STYLE["outcome_colors"]
+    with _rc(report=True):
+        own = ax is None
+        if own:
+            ax = plt.figure(figsize=(STYLE["report_width"], 3)).add_axes((0.3, 0.1, 0.65, 0.8))
+        y = np.arange(len(rows))[::-1] * 1.0
+        ax.axvline(0.5, color=STYLE["mixture_color"], ls="--", lw=0.8)
+        labels, positions = [], []
+        for position, (mutation, m) in zip(y, rows, strict=True):
+            if mutation is not None:  # from the figure's left edge, over the labels
+                ax.text(0.02, position, mutation, transform=blended_transform_factory(
+                    ax.figure.transFigure, ax.transData), ha="left", va="center",
+                    fontweight="bold")
+                continue
+            labels.append(m.magnitude)
+            positions.append(position)
+            p = m.posterior
+            if p is None:
+                ax.text(0.02, position, m.outcome, transform=ax.get_yaxis_transform(),
+                        va="center", color=colors[m.outcome], style="italic")
+                continue
+            ax.plot([p.ci_low, p.ci_high], [position] * 2, color=colors[m.outcome], lw=2,
+                    solid_capstyle="butt")
+            ax.plot([p.mean], [position], "o", ms=4, color=colors[m.outcome])
+        ax.set_yticks(positions, labels)
+        ax.tick_params(axis="y", length=0)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.set_xlim(-0.02, 1.02)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_xlabel(f"kill probability: posterior mean, {campaign.settings.mass:.0%} "
+                      "interval")
+        shown = [o for o in colors if any(m.outcome == o for m in campaign.mutants)]
+        ax.legend([plt.Line2D([], [], color=colors[o], marker="o", ms=4, lw=2) for o in shown],
+                  shown, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(shown),
+                  frameon=False, handlelength=1.2, columnspacing=0.8, handletextpad=0.4)
+        if title:
+            ax.set_title(title, pad=22)
+        if own:
+            fig = ax.figure
+            renderer = fig.canvas.get_renderer()
+            widest = _tick_label_width(labels, renderer) / fig.dpi
+            left, height = widest + 0.15, 0.16 * len(rows)
+            below, above = 0.5, 0.3 + (0.3 if title else 0)
+            total = below + height + above
+            width = STYLE["report_width"]
+            fig.set_size_inches(width, total)
+            ax.set_position((left / width, below / total, (width - left - 0.12) / width,
+                             height / total))
         return ax.figure
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from probmut import seeds
 from probmut.bagging import SmallPopulationWarning
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion, deepcrime_test_batch
@@ -110,8 +111,6 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     >>> 0 <= res.mean < 0.2
     True
     """
-    from probmut.engine import seed_sequence
-
     criterion = criterion or KillCriterion()
     criterion.require_pairing(paired)
     for option, value, least in (("repetitions", repetitions, 1), ("trials", trials, 1),
@@ -134,10 +133,10 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     _warn_if_pools_near_sample(healthy, pool, ids.size - pool, sample)
     healthy_by_id = dict(zip(healthy.ids.tolist(), healthy.values.tolist(), strict=True))
     studied_by_id = dict(zip(studied.ids.tolist(), studied.values.tolist(), strict=True))
-    streams = seed_sequence(seed).spawn(repetitions)
+    root = seeds.seed_sequence(seed)
     rates = np.empty(repetitions)
-    for r, stream in enumerate(streams):
-        rng = np.random.default_rng(stream)
+    for r in range(repetitions):
+        rng = seeds.generator(root, "repeat", r)
         order = rng.permutation(ids)
         sound = np.array([healthy_by_id[i] for i in order[:pool]])
         unknown_ids = [i for i in order[pool:] if i in studied_by_id]

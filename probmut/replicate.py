@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probmut import paper
+from probmut import paper, seeds
 from probmut.bagging import PosteriorSettings
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
@@ -218,7 +218,8 @@ def _motivating(manifest, plan, out, cache, seed, report, bar):
                                         repetitions=plan.motivating_repetitions,
                                         trials=paper.MOTIVATING_TESTS, sample=k,
                                         pool=len(healthy) // 2, paired=mutation.paired,
-                                        criterion=criterion, seed=[seed, index, k])
+                                        criterion=criterion,
+                                        seed=seeds.stream(seed, "paper repeat", index, k))
                 cache.put(key, pass_rates=result.pass_rates)
             else:
                 result = RepeatResult(population.name, stored["pass_rates"],
@@ -263,8 +264,8 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
             report.files.append(save(figure, out / model / f"{model}_{name}_sample_size.png"))
 
 
-def replicate(out, *, quick: bool = False, jobs: int | None = None, seed: int = 42,
-              cache_dir=None, manifest=None, parts=PARTS,
+def replicate(out, *, quick: bool = False, jobs: int | None = None,
+              seed: int = seeds.DEFAULT_SEED, cache_dir=None, manifest=None, parts=PARTS,
               progress: bool = False) -> ReplicateReport:
     """Regenerate the paper's figures and tables under ``out`` (see the module doc).
 

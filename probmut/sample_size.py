@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from probmut import paper
+from probmut import paper, seeds
 from probmut.bagging import PosteriorSettings
 from probmut.beta import Z95, ratio_of
 from probmut.errors import ProbmutError
@@ -238,7 +238,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     >>> [(s.n, overlaps(s.n, 60)) for s in study.sizes]
     [(20, False), (50, True)]
     """
-    from probmut.engine import kill_counts, seed_sequence
+    from probmut.engine import kill_counts
     from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
@@ -259,9 +259,8 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
         if int(value) < (2 if label == "repetitions" else 1):
             raise ProbmutError(f"{label} must be at least {2 if label == 'repetitions' else 1}, "
                                f"got {value}")
-    root = seed_sequence(seed)
-    draws_root, engine_root = root.spawn(2)
-    draw_streams = draws_root.spawn(len(sizes))
+    root = seeds.seed_sequence(seed)
+    engine_root = seeds.stream(root, "sample-size tests")
     cache = cache or Cache(None)
     base_key = ("sample-size", h, m, paired, settings, repetitions, subpopulations,
                 root.entropy, jackknife)
@@ -270,9 +269,9 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
                            enabled=progress, unit="test", unit_scale=True)
     results = []
     with bar:
-        for index, (n, stream) in enumerate(zip(sizes, draw_streams, strict=True)):
-            ids_h, ids_m = _draw(np.random.default_rng(stream), subpopulations, n, h.size,
-                                 m.size, paired)
+        for index, n in enumerate(sizes):
+            rng = seeds.generator(root, "sample-size draws", index)
+            ids_h, ids_m = _draw(rng, subpopulations, n, h.size, m.size, paired)
             means = np.empty((subpopulations, repetitions))
             variances = np.empty((subpopulations, repetitions))
             for start in range(0, subpopulations, chunk):

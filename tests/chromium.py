@@ -46,7 +46,9 @@ class Chromium:
 
     ``load(path)`` opens a local file and waits for its load event; ``evaluate(js)``
     returns a JavaScript expression's value; ``click(selector)`` and ``type(text)``
-    send real mouse and keyboard input; ``screenshot()`` returns PNG bytes.
+    send real mouse and keyboard input; ``screenshot()`` returns PNG bytes;
+    ``resize(width, height)`` sets the viewport, ``scripts(False)`` turns JavaScript off
+    for the pages loaded next.
     """
 
     def __init__(self, width: int = 1280, height: int = 900, timeout: float = 60.0):
@@ -79,8 +81,7 @@ class Chromium:
                                      flatten=True)["sessionId"]
             for domain in ("Page", "Runtime", "Log", "Network"):
                 self.send(f"{domain}.enable", session=True)
-            self.send("Emulation.setDeviceMetricsOverride", session=True, width=width,
-                      height=height, deviceScaleFactor=1, mobile=False)
+            self.resize(width, height)
         except BaseException:
             self.close()
             raise
@@ -127,11 +128,26 @@ class Chromium:
 
     # --- the page -----------------------------------------------------------------------
 
-    def load(self, path) -> None:
-        """Open a local file and wait until it has loaded (images included)."""
-        self.events.clear()
-        self.send("Page.navigate", session=True, url=Path(path).resolve().as_uri())
-        self.wait_for("Page.loadEventFired")
+    def load(self, path, fragment: str = "") -> None:
+        """Open a local file (at ``#fragment``) and wait until it has loaded (images
+        included). The page is loaded afresh even when it is already open (a new
+        fragment alone would only scroll it)."""
+        for url in ("about:blank",
+                    Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else "")):
+            self.events.clear()
+            self.send("Page.navigate", session=True, url=url)
+            self.wait_for("Page.loadEventFired")
+
+    def resize(self, width: int, height: int) -> None:
+        """The viewport's size in CSS pixels (a phone's: 390 x 844), at one device pixel
+        per CSS pixel."""
+        self.width, self.height = width, height
+        self.send("Emulation.setDeviceMetricsOverride", session=True, width=width,
+                  height=height, deviceScaleFactor=1, mobile=False)
+
+    def scripts(self, enabled: bool) -> None:
+        """Turn the pages' JavaScript on or off (for the pages loaded next)."""
+        self.send("Emulation.setScriptExecutionDisabled", session=True, value=not enabled)
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression in the page (JSON-serialisable)."""

@@ -246,6 +246,36 @@ def write_run(folder: Path, sizes: dict, *, targets=None, rounds=None, crashed=(
 FULL_RUN = dict.fromkeys(["healthy", *_RUN_MEANS], 12)
 
 
+def interrupted_run(folder: Path) -> Path:
+    """A synthetic run stopped by Ctrl-C: its manifest records every population's target
+    (12), delete_training_data_50 holds only its header (0 of 12, as the trainer leaves
+    a population none of whose instances finished), neurons_freezing_0.1 has no file yet,
+    and the first instance of delete_training_data_30 crashed."""
+    sizes = FULL_RUN | {"delete_training_data_50": 0}
+    del sizes["neurons_freezing_0.1"]
+    return write_run(folder, sizes, targets=dict.fromkeys(FULL_RUN, 12),
+                     crashed=("delete_training_data_30",))
+
+
+def report_output(argv) -> str:
+    """What ``probmut`` prints (it must succeed)."""
+    import contextlib
+    import io
+
+    from probmut.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(argv) == 0
+    return buffer.getvalue()
+
+
+def report_json(folder, out, *options) -> dict:
+    """``probmut report FOLDER --out OUT --json`` with ``options``: its document."""
+    return json.loads(report_output(["report", str(folder), *options, "--out", str(out),
+                                     "--quiet", "--json"]))
+
+
 class _FullDisk:
     """See :func:`full_disk`."""
 

@@ -10,20 +10,11 @@ import pytest
 
 import probmut.engine
 from probmut.bagging import PosteriorSettings, bagged_posteriors
-from probmut.errors import ProbmutError
 from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
-from probmut.recommend import (
-    LEVEL,
-    SPEND,
-    _bounds,
-    _fresh_instances,
-    _settle,
-    recommend,
-    sequential_error,
-    settle_threshold,
-    verdict_seed,
-)
+from probmut.recommend import _fresh_instances, recommend
+from probmut.seeds import seed_of
+from probmut.sequential import LEVEL, settle_threshold
 
 from .conftest import RAW, ROOT
 
@@ -159,80 +150,6 @@ def test_resampled_draws_keep_mean_and_unbiased_variance():
 LOOKS = range(20, 201, 10)
 
 
-def _latent_paths(thresholds, looks, q, paths, seed, reference=200):
-    """Share of paths ending wrongly settled, simulated directly in the latent model of
-    the verdict (independent of the numerical integration): the effect estimate from n
-    instances is a running mean of unit-variance draws, p_killed its predictive
-    probability of a fresh reference population's decision, ``thresholds`` one per look."""
-    from scipy import special
-
-    rng = np.random.default_rng(seed)
-    n = np.asarray(looks, dtype=float)
-    x = special.ndtri(q) / np.sqrt(reference)
-    sums = np.cumsum(rng.standard_normal((paths, n.size)) * np.sqrt(np.diff(n, prepend=0)),
-                     axis=1) + n * x
-    z = sums / n / np.sqrt(1 / n + 1 / reference)
-    bound = special.ndtri(np.broadcast_to(thresholds, n.shape))
-    up, down = z >= bound, z <= -bound
-    first = np.argmax(up | down, axis=1)
-    settled = (up | down).any(axis=1)
-    killed = up[np.arange(paths), first] & settled
-    return float(np.mean(killed) * (1 - q) + np.mean(settled & ~killed) * q)
-
-
-def test_the_thresholds_over_repeated_looks():
-    """The correction itself: a fixed level of 0.95 over the 19 looks of the command line
-    ends wrongly settled on 11.8% of the paths of the worst mutant (latent model); the
-    threshold for those looks, 0.9676 at every look, keeps it at SPEND x 5% = 7.5% in the
-    latent model (the real verdict spends less: the calibration in
-    scripts/validation/sequential_validation.py). Both are checked against a direct
-    simulation of the latent model (40 000 paths: standard error about 0.1 to 0.16
-    points); one look keeps the level."""
-    assert settle_threshold(20, [20]) == LEVEL == settle_threshold(25, [25], level=LEVEL)
-    thresholds = [settle_threshold(n, LOOKS) for n in LOOKS]
-    assert thresholds[0] == pytest.approx(0.9676, abs=2e-4) and len(set(thresholds)) == 1
-    assert sequential_error(thresholds, LOOKS) == pytest.approx(SPEND * (1 - LEVEL), abs=1e-4)
-    assert sequential_error(LEVEL, LOOKS) == pytest.approx(0.118, abs=1e-3)
-    for levels, error in ((LEVEL, 0.118), (thresholds, SPEND * (1 - LEVEL))):
-        worst = max(_latent_paths(levels, LOOKS, q, 40000, seed=int(100 * q))
-                    for q in (0.5, 0.55, 0.6, 0.65, 0.7))
-        assert worst == pytest.approx(error, abs=0.006)
-    # More looks need higher thresholds; a plan out of order or with a repeat is refused
-    # (issue 44: not sorted silently).
-    assert (settle_threshold(20, range(20, 201, 20)) < thresholds[0]
-            < settle_threshold(20, range(20, 201, 5)))
-    for plan in ([200, 20, 30], [20, 20, 30]):
-        with pytest.raises(ProbmutError, match="in increasing order, each once"):
-            settle_threshold(30, plan)
-
-
-def test_the_monte_carlo_error_of_p_killed_is_inside_the_verdict():
-    """p_killed from 100 simulated populations at a true 0.92 reads 0.95 or more about 18%
-    of the time; the verdict asks a one-sided 95% Clopper-Pearson bound to clear the
-    threshold, adding populations while undecided, and so settles such a mutant at most
-    about 5% of the time, while a mutant at 0.995 still settles."""
-    from scipy import stats
-
-    for killed, draws in ((0, 100), (37, 100), (99, 100), (100, 100), (795, 800)):
-        interval = stats.binomtest(killed, draws).proportion_ci(0.90, method="exact")
-        assert _bounds(killed, draws) == pytest.approx((interval.low, interval.high))
-    rng = np.random.default_rng(11)
-
-    def verdicts(p, repeats=2000):
-        calls = [_settle(lambda block, count: {"killed": rng.random(count) < p}, LEVEL, 100)
-                 for _ in range(repeats)]
-        return [verdict for verdict, _ in calls], [blocks[0]["killed"].mean() for _, blocks in calls]
-
-    called, first = verdicts(0.92)
-    assert np.mean(np.array(first) >= LEVEL) > 0.12  # the naive reading settles often
-    # (at most 5% by the bound's construction, up to four blocks; 2000 repeats: se 0.5%)
-    assert called.count("killed") / len(called) < 0.05
-    called, _ = verdicts(0.995, repeats=200)
-    assert called.count("killed") >= 198
-    assert _settle(lambda block, count: {"killed": np.arange(count) % 2 == 0}, LEVEL,
-                   100)[0] == "not settled"
-
-
 def _normal_pair(rng, effect, count=1, n=200):
     """Synthetic normal accuracies (MNIST's healthy spread), the mutant ``effect`` standard
     deviations worse."""
@@ -349,13 +266,13 @@ def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_pat
 
 
 def test_a_verdict_seed_keys_its_own_stream():
-    """verdict_seed gives each mutant and look its own stream: the same pilot judged under
+    """The "verdict" seed gives each mutant and look its own stream: the same pilot judged under
     another name or look draws other populations, under the same one the same."""
     rng = np.random.default_rng(3)
     h, m = rng.normal(0.99, 0.002, 20), rng.normal(0.988, 0.002, 20)
 
     def means(name, look):
-        return recommend(h, m, sizes=(), draws=20, seed=verdict_seed(5, name, look)).reference_means
+        return recommend(h, m, sizes=(), draws=20, seed=seed_of(5, "verdict", name, look)).reference_means
 
     first = means("a", 20)
     assert np.array_equal(first, means("a", 20))

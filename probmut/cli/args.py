@@ -21,8 +21,8 @@ from probmut.io.manifest import Manifest, repeated_magnitudes
 from probmut.io.populations import read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
 from probmut.population import Population, pair
+from probmut.seeds import DEFAULT_SEED
 
-DEFAULT_SEED = 42
 #: Where ``replicate`` writes the paper's figures and tables (committed in the repository).
 PLOT_DIR = Path("plot_results")
 #: Where the other commands draw by default, so they never overwrite the paper's figures.

@@ -12,7 +12,6 @@ import math
 from pathlib import Path
 
 from probmut.cli.args import (
-    DEFAULT_SEED,
     add_data_arguments,
     add_plot_arguments,
     add_quiet_argument,
@@ -27,6 +26,7 @@ from probmut.cli.args import (
 from probmut.cli.emit import emit_with_figure
 from probmut.coverage import KILLING
 from probmut.errors import ProbmutError
+from probmut.seeds import DEFAULT_SEED
 
 EXAMPLE = """examples:
   probmut coverage runs/digits                       # a run trained with --save-models

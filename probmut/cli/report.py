@@ -19,9 +19,10 @@ from probmut.errors import ProbmutError
 from probmut.results import dumps
 
 EXAMPLE = """examples:
-  probmut report runs/digits                    # a run of probmut train -> report.html
+  probmut report runs/digits                    # a run of probmut train -> runs/digits/report.html
   probmut report --model mnist --out mnist.html # the bundled data (the paper's populations)
   probmut report --model mnist --json           # the summary as one JSON document too
+  probmut report runs/digits --compare old.json # what changed since an earlier report's --json
 """
 
 #: Options that change where or how the report is written, not its numbers: left out of
@@ -62,21 +63,45 @@ def command_line(args, parser) -> str:
     return shlex.join(words)
 
 
+def _out(args, manifest: Path | None, model: str | None) -> tuple[Path, bool]:
+    """Where the page goes (``--out``; by default ``report.html`` in the run's folder, or in
+    the current one for ``--model``), and whether it replaces an earlier page of the same
+    campaign; refused when the file holds anything else."""
+    from probmut.io.manifest import Manifest
+    from probmut.report import campaign_id, check_replaceable
+
+    out = Path(args.out) if args.out else (Path(args.run) if args.run else Path()) / "report.html"
+    out = writable_file(out, "report", "out")
+    loaded = Manifest.load(manifest)
+    model = model or loaded.model_names()[0]
+    loaded.healthy(model)  # an unknown model is said before anything else
+    return out, check_replaceable(out, campaign_id(loaded.path, model, out.parent))
+
+
 def _run_report(args, parser) -> int:
-    from probmut.campaign import summarize_campaign
-    from probmut.report import write_report
+    from probmut.campaign import shown_path, summarize_campaign, with_verdicts
+    from probmut.report import Drawing, write_report
 
     manifest, model = _source(args)
-    out = writable_file(Path(args.out), "report", "out")
+    out, again = _out(args, manifest, model)
     settings = posterior_settings_from(args)
     result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
-                      verdicts=not args.no_verdicts, coverage=args.coverage,
-                      progress=not args.quiet)
-    write_report(result, out, command=command_line(args, parser))
+                                verdicts=False, coverage=args.coverage, compare=args.compare,
+                                progress=not args.quiet)
+    # The mutants' and operators' figures do not depend on the verdicts: drawn meanwhile.
+    with Drawing(result, ("operator", "mutant"), args.jobs) as drawing:
+        if not args.no_verdicts:
+            result = with_verdicts(result, jobs=args.jobs, progress=not args.quiet)
+        figures = drawing.wait()
+    with Drawing(result, ("overview",), 1) as drawing:
+        figures |= drawing.wait()
+    write_report(result, out, command=command_line(args, parser), figures=figures)
+    where = shown_path(out)
     if args.json:
-        print(dumps(result.to_dict() | {"report": str(out)}))
+        print(dumps(result.to_dict() | {"report": where}))
     else:
-        print(f"{result}\nreport: {out}")
+        print(f"{result}\nreport: {where}"
+              + (" (it replaces the earlier page of this campaign)" if again else ""))
     return 0
 
 
@@ -98,8 +123,13 @@ def register(subparsers) -> None:
                                         "first)")
     parser.add_argument("--manifest", help="manifest TOML (default: bundled "
                                            "raw_data/manifest.toml or $PROBMUT_MANIFEST)")
-    parser.add_argument("--out", default="report.html", metavar="FILE",
-                        help="the HTML file to write (default: report.html)")
+    parser.add_argument("--out", metavar="FILE",
+                        help="the HTML file to write (default: report.html in RUN_DIR, or in "
+                             "the current folder with --model); it replaces only an earlier "
+                             "page of the same campaign")
+    parser.add_argument("--compare", metavar="OLD.json",
+                        help="an earlier report's JSON document (probmut report --json): "
+                             "which outcomes changed since")
     parser.add_argument("--coverage", metavar="FILE.json",
                         help="a coverage result to include (probmut coverage --json; default: "
                              "RUN_DIR/coverage.json if there is one)")

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from probmut.cli.args import (
-    DEFAULT_SEED,
     add_data_arguments,
     add_quiet_argument,
     data_options,
@@ -25,6 +24,7 @@ from probmut.cli.args import (
 )
 from probmut.errors import ProbmutError
 from probmut.results import counted
+from probmut.seeds import DEFAULT_SEED
 from probmut.train.search import DECISIONS
 
 EXAMPLE = """example:

@@ -333,6 +333,25 @@ def read_instances(path, strict: bool = False, manifest=None) -> list[InstanceRe
     return records
 
 
+def instances_so_far(path) -> list[InstanceRecord]:
+    """The instance records a population file holds so far (:func:`read_instances`):
+    none, without an error, for a file not written yet, an empty one or one holding only
+    its header (what a run stopped before any instance of it finished leaves behind).
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "pop.csv")
+    >>> instances_so_far(path)
+    []
+    >>> write_instances(path, [])
+    >>> open(path).read().startswith("instance,accuracy"), instances_so_far(path)
+    (True, [])
+    """
+    path = Path(path)
+    if not path.is_file() or not path.read_bytes().strip() or len(_lines(path)) < 2:
+        return []
+    return read_instances(path)
+
+
 def has_symptom_records(path) -> bool:
     """Whether a population file carries its instances' symptom records: a tidy CSV
     with a ``status`` column, as the trainer and ``probmut evaluate`` write.

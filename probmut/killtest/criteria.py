@@ -18,7 +18,7 @@ from probmut.errors import ProbmutError
 DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Criterion:
     """One kill criterion: a row of the registry :data:`CRITERIA`.
 
@@ -26,7 +26,7 @@ class Criterion:
     mutant-better sense)`` in :mod:`probmut.killtest.kernels` (:attr:`kernel`, imported
     on first use); its position in the registry is the id the compiled dispatch uses.
     ``rules`` maps each direction to what must reach the effect threshold; ``bounds`` is
-    the range of valid thresholds.
+    the range of valid thresholds. Rows are built with keywords (docs/criteria.md).
     """
 
     name: str
@@ -56,26 +56,36 @@ _COHEN_D = {"small": 0.2, "medium": 0.5, "large": 0.8}
 
 #: The kill criteria, by name (``KillCriterion.kind``); the order gives the kernel ids.
 CRITERIA = {c.name: c for c in (
-    Criterion("deepcrime", "DeepCrime test", "", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
-              _signed_rules("d"), (0.0, math.inf), "pooled_z_test",
-              "DeepCrime's GLM z-test (pooled variance, normal tail) + Cohen's d"),
-    Criterion("welch", "Welch's t-test", "Welch ", "Cohen's d", "d", _COHEN_D, "Cohen (1988)",
-              _signed_rules("d"), (0.0, math.inf), "welch_test",
-              "Welch's unequal-variance t-test + Cohen's d"),
-    Criterion("mannwhitney", "Mann-Whitney U test", "Mann-Whitney ", "Vargha-Delaney A12",
-              "A12", {"small": 0.56, "medium": 0.64, "large": 0.71},
-              "Vargha and Delaney (2000)",
-              {"two-sided": "max(A12, 1-A12)", "mutant-worse": "A12", "mutant-better": "1-A12"},
-              (0.5, 1.0), "mann_whitney_test", "Mann-Whitney U + Vargha-Delaney A12"),
-    Criterion("paired-t", "Paired t-test", "paired t ", "Cohen's d_z", "d_z", _COHEN_D,
-              "Cohen (1988), as for d (Lakens 2013)", _signed_rules("d_z"), (0.0, math.inf),
-              "paired_t_test",
-              "Student's t-test on the per-instance differences + Cohen's d_z (paired data)",
+    Criterion(name="deepcrime", test="DeepCrime test", label="", effect="Cohen's d",
+              symbol="d", thresholds=_COHEN_D, sources="Cohen (1988)",
+              rules=_signed_rules("d"), bounds=(0.0, math.inf), kernel_name="pooled_z_test",
+              description="DeepCrime's GLM z-test (pooled variance, normal tail) + Cohen's d"),
+    Criterion(name="welch", test="Welch's t-test", label="Welch ", effect="Cohen's d",
+              symbol="d", thresholds=_COHEN_D, sources="Cohen (1988)",
+              rules=_signed_rules("d"), bounds=(0.0, math.inf), kernel_name="welch_test",
+              description="Welch's unequal-variance t-test + Cohen's d"),
+    Criterion(name="mannwhitney", test="Mann-Whitney U test", label="Mann-Whitney ",
+              effect="Vargha-Delaney A12", symbol="A12",
+              thresholds={"small": 0.56, "medium": 0.64, "large": 0.71},
+              sources="Vargha and Delaney (2000)",
+              rules={"two-sided": "max(A12, 1-A12)", "mutant-worse": "A12",
+                     "mutant-better": "1-A12"},
+              bounds=(0.5, 1.0), kernel_name="mann_whitney_test",
+              description="Mann-Whitney U + Vargha-Delaney A12"),
+    Criterion(name="paired-t", test="Paired t-test", label="paired t ", effect="Cohen's d_z",
+              symbol="d_z", thresholds=_COHEN_D,
+              sources="Cohen (1988), as for d (Lakens 2013)", rules=_signed_rules("d_z"),
+              bounds=(0.0, math.inf), kernel_name="paired_t_test",
+              description="Student's t-test on the per-instance differences + Cohen's d_z "
+                          "(paired data)",
               paired=True),
-    Criterion("wilcoxon", "Wilcoxon signed-rank test", "Wilcoxon ", "rank-biserial r", "r_rb",
-              {"small": 0.1, "medium": 0.3, "large": 0.5}, "Cohen (1988) for correlations",
-              _signed_rules("r_rb"), (0.0, 1.0), "wilcoxon_test",
-              "Wilcoxon signed-rank test + matched-pairs rank-biserial r (paired data)",
+    Criterion(name="wilcoxon", test="Wilcoxon signed-rank test", label="Wilcoxon ",
+              effect="rank-biserial r", symbol="r_rb",
+              thresholds={"small": 0.1, "medium": 0.3, "large": 0.5},
+              sources="Cohen (1988) for correlations", rules=_signed_rules("r_rb"),
+              bounds=(0.0, 1.0), kernel_name="wilcoxon_test",
+              description="Wilcoxon signed-rank test + matched-pairs rank-biserial r "
+                          "(paired data)",
               paired=True),
 )}
 
@@ -103,6 +113,13 @@ class KillCriterion:
         printed GLM summary, i.e. 3 decimals); None compares the exact p. Applies to
         every kind.
     kind : a name of :data:`CRITERIA`; ``paired-t`` and ``wilcoxon`` need paired data.
+
+    Raises
+    ------
+    ProbmutError
+        For an unknown kind or direction, an alpha outside (0, 1), an effect threshold
+        that is not a number or name of the criterion's or lies outside its bounds, or a
+        ``round_p`` outside 0 to 15.
 
     Examples
     --------

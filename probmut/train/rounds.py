@@ -6,17 +6,17 @@ goes on while any mutant needs it. After the round, :func:`probmut.recommend.rec
 judges every mutant in training on the instances trained so far (model-level mutants
 against the healthy instances they derive from); a mutant stops when its verdict is
 settled (killed or not killed), when it reaches ``max_instances``, or when settling by
-``max_instances`` is out of reach: the chance that its instances grown to
-``max_instances`` settle the verdict, its uncertainty included
-(:func:`probmut.recommend.settle_chance`), is under ``FUTILITY``. Stopping without a
-verdict never makes one wrong; it saves the instances of mutants at the decision
-boundary. Verdicts need at least k instances per side; rounds before that only train.
+``max_instances`` is out of reach: the verdict's ``reach``, the chance that its
+instances grown to ``max_instances`` settle it, its uncertainty included, is under
+``FUTILITY``. Stopping without a verdict never makes one wrong; it saves the instances
+of mutants at the decision boundary. Verdicts need at least k instances per side; rounds
+before that only train.
 
 Looking again after every round gives a verdict more chances to settle by luck, so the
 verdicts are told the whole plan: the looks are at round_size, 2 round_size, ... (from
-k on) up to ``max_instances``, and :func:`probmut.recommend.settle_threshold` sets the
-level p_killed must clear at each look so that, for any true effect, a mutant ends with
-a wrong settled verdict on at most ``1 - level`` of the runs (docs/recommend.md).
+k on) up to ``max_instances``, and :mod:`probmut.sequential` sets the level p_killed must
+clear at each look so that, for any true effect, a mutant ends with a wrong settled
+verdict on at most ``1 - level`` of the runs (docs/recommend.md).
 
 The output directory gains ``rounds.json`` and ``rounds.txt`` (one row per round: the
 instances of each population and each verdict, with p_killed, its Monte-Carlo standard
@@ -33,6 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probmut import seeds
 from probmut.io.atomic import atomic_write_text
 from probmut.train.run import RunReport, run_populations
 from probmut.train.work import HEALTHY
@@ -41,8 +42,8 @@ from probmut.train.work import HEALTHY
 TOO_FEW = "too few instances"
 
 #: A mutant stops training, not settled, when the chance that it settles by
-#: ``max_instances`` is under this (docs/recommend.md: on the bundled data no path that
-#: would have settled was stopped).
+#: ``max_instances`` is under this (docs/recommend.md, *Training until the decision is
+#: settled*).
 FUTILITY = 0.02
 
 
@@ -143,7 +144,7 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
              cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
-    from probmut.recommend import recommend, settle_chance, settle_threshold, verdict_seed
+    from probmut.recommend import recommend
 
     healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
     mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
@@ -160,17 +161,12 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
     looks = looks if n in looks else sorted({*looks, n})
     advice = recommend(healthy, mutant, settings, sizes=(), level=level,
                        max_instances=max_instances, looks=looks, paired=paired,
-                       seed=verdict_seed(seed, mutation.stem, n), cache=cache,
+                       seed=seeds.seed_of(seed, "verdict", mutation.stem, n), cache=cache,
                        name=mutation.stem)
-    reach, message = None, advice.message
-    if advice.verdict == "not settled" and n < max_instances:
-        last = settle_threshold(max_instances, looks, advice.reference, advice.level)
-        reach = float(settle_chance(advice.p_killed, advice.draws_used,
-                                    2 / (1 / len(healthy) + 1 / len(mutant)), last,
-                                    advice.reference, max_instances, grown=True))
-        if reach < FUTILITY:
-            message += (f" Training stops: the chance that {max_instances} instances per side "
-                        f"settle it is {reach:.3f}, under {FUTILITY:g}.")
+    reach, message = advice.reach, advice.message  # the plan's last look is max_instances
+    if reach is not None and reach < FUTILITY:
+        message += (f" Training stops: the chance that {max_instances} instances per side "
+                    f"settle it is {reach:.3f}, under {FUTILITY:g}.")
     return {"verdict": advice.verdict, "p_killed": advice.p_killed,
             "p_killed_se": advice.p_killed_se, "threshold": advice.threshold,
             "draws": advice.draws_used, "needed": advice.needed, "reach": reach,
@@ -182,7 +178,13 @@ def train_round(number: int, runs: list[RunReport], settings, mutations, targets
     """Round ``number``: every population up to its target (stem -> instances); its run
     is appended to ``runs``, the rounds' runs so far. A resumed run finds instances done
     beyond those on disk after the round before; stderr says how many. ``options`` go to
-    :func:`probmut.train.run.run_populations` unchanged."""
+    :func:`probmut.train.run.run_populations` unchanged.
+
+    Returns
+    -------
+    RunReport
+        The round's run (also appended to ``runs``).
+    """
     on_disk = sum(runs[-1].counts.values()) if runs else 0
     run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
                           note_resumed=False, **options)
@@ -208,16 +210,27 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     round_size : instances added per round to each population still in training.
     max_instances : most instances per population.
     level : ``1 - level`` bounds the chance of a wrong settled verdict over all the
-        rounds (default :data:`probmut.recommend.LEVEL`).
+        rounds (default :data:`probmut.sequential.LEVEL`).
     seed : the run's seed; each mutant's verdict at each look simulates its populations
-        from a stream of its own derived from it
-        (:func:`probmut.recommend.verdict_seed`).
+        from a stream of its own derived from it (the ``"verdict"`` role of
+        :mod:`probmut.seeds`).
 
     One line per round (instances and verdicts) goes to stderr, also without ``progress``
     (which shows the training's progress bars).
+
+    Returns
+    -------
+    SettleReport
+        The training of all the rounds, every round's verdicts and each mutant's last.
+
+    Raises
+    ------
+    ProbmutError
+        As :func:`probmut.train.run.run_populations` and
+        :func:`probmut.recommend.recommend` (e.g. a level outside (0.5, 1)).
     """
     from probmut.io.cache import Cache
-    from probmut.recommend import LEVEL
+    from probmut.sequential import LEVEL
 
     out = Path(out)
     level = LEVEL if level is None else level

@@ -41,6 +41,7 @@ from pathlib import Path
 from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory
 from probmut.io.manifest import repeated_magnitudes
+from probmut.seeds import DEFAULT_SEED
 from probmut.train import backends
 from probmut.train.datasets import (
     DOWNLOAD_TIMEOUT,
@@ -58,7 +59,7 @@ from probmut.train.run import RunReport, recorded_stack, run_lock, run_populatio
 from probmut.train.work import RunSettings
 
 #: The base seed when none is given: the command line's default.
-SEED = 42
+SEED = DEFAULT_SEED
 
 
 def train_populations(

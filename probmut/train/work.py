@@ -21,20 +21,20 @@ True
 from __future__ import annotations
 
 import math
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from probmut import seeds
 from probmut.train.models import TrainConfig
 
 HEALTHY = "healthy"
 
 
 def instance_seed(base_seed: int, instance: int, population: str) -> int:
-    """A 32-bit seed from the base seed, the instance id and the population's name."""
-    state = np.random.SeedSequence([base_seed, instance, zlib.crc32(population.encode())])
-    return int(state.generate_state(1)[0])
+    """A 32-bit seed from the base seed, the instance id and the population's name (the
+    ``"instance"`` role of :mod:`probmut.seeds`)."""
+    return seeds.seed_of(base_seed, "instance", instance, population)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ Parts (``--only``, comma-separated; default all):
 - ``replicate``: the full ``replicate`` (not quick), without cache, into a temporary
   directory.
 - ``report``: wall time of ``probmut report --model mnist`` (30 mutants, their verdicts
-  and figures, start-up included; target: under 30 s on 2 cores), and its CPU time.
+  and figures, start-up included), and its CPU time; bench_report.py times it side by
+  side with the code before the report's second round.
 
 Usage::
 

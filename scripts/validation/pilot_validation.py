@@ -26,7 +26,7 @@ where fresh instances can be drawn.
     real data, once with pilots, reference and measured bands all drawn fresh. What
     these miss, a pilot cannot know; the gap to the real data is shape or measurement.
 
-The verdict's level (probmut.recommend.LEVEL) was chosen on the MNIST magnitudes; the tables show
+The verdict's level (probmut.sequential.LEVEL) was chosen on the MNIST magnitudes; the tables show
 MNIST (where it was chosen) and the other models (not seen) separately.
 
 Every block is cached under --out (default validation_results/.cache): an interrupted run
@@ -55,7 +55,8 @@ from probmut.engine import kill_counts
 from probmut.io.cache import Cache, cache_key
 from probmut.io.manifest import Manifest
 from probmut.io.populations import pair, read_population
-from probmut.recommend import POWER, recommend
+from probmut.recommend import recommend
+from probmut.sequential import POWER
 
 PILOT_SIZES = (25, 50)
 BAND_SIZES = (25, 50, 100)
@@ -184,7 +185,7 @@ def report_verdicts(results):
             print(f"| {p} | {name} | {total} | {settled / total:.1%} | "
                   f"{agree / max(settled, 1):.1%} ({agree} of {settled}) | {settled - agree} |")
             summary[f"{p} {name}"] = {"pilots": total, "settled": settled, "agree": agree}
-    from probmut.recommend import LEVEL
+    from probmut.sequential import LEVEL
 
     print(f"\nOther levels (the default is {LEVEL}, chosen on MNIST): settled share and "
           "agreement of settled verdicts, MNIST / the other models / all 77; p_killed read "
@@ -406,7 +407,8 @@ def smoothing_ablation(args, results):
     """Every pilot of parts (a) and (b) again with the smoothed shape instead of the
     resampled one: its verdicts and its predicted bands at n = 25 and 50, reported next
     to the resampled shape's with the same measures."""
-    from probmut.recommend import LEVEL, REFERENCE_SIZE, _analyse, _populations
+    from probmut.recommend import _analyse, _populations
+    from probmut.sequential import LEVEL, REFERENCE_SIZE
 
     cache = Cache(Path(args.out) / ".cache")
     sizes = (REFERENCE_SIZE, 25, 50)

@@ -4,7 +4,7 @@ A *path* is one run of training until settled, replayed on accuracies that exist
 the verdict of :func:`probmut.recommend.recommend` (verdict only, the defaults of the
 command line) after each round, on the first n instances per side, for n = 20, 30, ...,
 200 (pilot 20, rounds of 10, at most 200 per side: 19 looks), each look with the stream
-`train --until-settled` gives it (:func:`probmut.recommend.verdict_seed` of the path's
+`train --until-settled` gives it (the "verdict" role of probmut.seeds, of the path's
 name and the look). A path stops as the command stops a mutant: at its first settled
 verdict, at 200, or, not settled, when the chance of settling by 200 is under
 probmut.train.rounds.FUTILITY. Each path is judged against a reference it has no part in:
@@ -28,7 +28,7 @@ probmut.train.rounds.FUTILITY. Each path is judged against a reference it has no
 A path's verdict blocks (the simulated populations behind p_killed) are computed once
 and cached under --out/.cache, whatever rule reads them: a rule is replayed on the same
 blocks, so rules can be compared path by path (``--calibrate``), and an interrupted run
-resumes. The rule the library uses (probmut.recommend.settle_threshold and
+resumes. The rule the library uses (probmut.sequential.settle_threshold and
 CONFIDENCE) is the one validated; ``--calibrate`` compares the family it was chosen from
 (the latent model's budget, the thresholds' shape, the Monte-Carlo bound's confidence) on
 the paths of a seed of its own (calibrate on one seed, validate on another).
@@ -56,19 +56,18 @@ from probmut.bagging import PosteriorSettings
 from probmut.beta import beta_mean_var, fit_beta_batch, ratio_of
 from probmut.engine import kill_counts
 from probmut.io.cache import Cache, cache_key
-from probmut.recommend import (
+from probmut.recommend import DRAWS, simulate_block
+from probmut.seeds import seed_of
+from probmut.sequential import (
     CONFIDENCE,
-    DRAWS,
     LEVEL,
     REFERENCE_SIZE,
-    _killed_of,
-    _settle,
+    killed_of,
     plan_thresholds,
     sequential_error,
+    settle,
     settle_chance,
     settle_threshold,
-    simulate_block,
-    verdict_seed,
 )
 from probmut.train.rounds import FUTILITY
 
@@ -106,7 +105,7 @@ def library_rule() -> Rule:
 
 def family(budgets, shapes, confidences, floor=0.0) -> list[Rule]:
     """The rules ``--calibrate`` compares: the latent model's thresholds at each budget
-    and shape (probmut.recommend.plan_thresholds), with each confidence."""
+    and shape (probmut.sequential.plan_thresholds), with each confidence."""
     return [Rule(f"budget {budget:g}, shape {shape:g}, confidence {confidence:g}",
                  tuple(plan_thresholds(LOOKS, budget=budget, shape=shape, floor=floor)),
                  confidence)
@@ -188,7 +187,7 @@ class Trajectory:
     def verdict(self, n: int, threshold: float, confidence: float):
         """The verdict from the first n instances per side at this threshold and
         confidence: (verdict, populations judged killed, populations simulated)."""
-        root = np.random.SeedSequence(verdict_seed(self.seed, self.name, n))
+        root = np.random.SeedSequence(seed_of(self.seed, "verdict", self.name, n))
 
         def simulate(block, count):
             return simulate_block(self.h[:n], self.m[:n], self.settings, role="verdict",
@@ -196,8 +195,8 @@ class Trajectory:
                                   paired=self.paired, root=root, cache=self.cache,
                                   jobs=self.jobs)
 
-        verdict, blocks = _settle(simulate, threshold, self.draws, confidence)
-        return (verdict, *_killed_of(blocks))
+        verdict, blocks = settle(simulate, threshold, self.draws, confidence)
+        return (verdict, *killed_of(blocks))
 
 
 def replay(trajectory: Trajectory, rule: Rule) -> dict:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from probmut.cli import main
-from probmut.recommend import LEVEL, settle_threshold
+from probmut.sequential import LEVEL, settle_threshold
 
 
 def test_cli_json_and_text(capsys):

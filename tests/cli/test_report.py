@@ -1,5 +1,7 @@
-"""`probmut report`: the page's header names the command that produced it; bad input is
-one line and exit 2. The page itself is tested in tests/test_report.py."""
+"""`probmut report`: the page's header names the command that produced it, the page goes
+into the run's folder and replaces only its own campaign's, `--compare` says what
+changed; bad input is one line and exit 2. The page itself is tested in
+tests/test_report.py and, in a browser, tests/test_report_page.py."""
 
 import json
 import re
@@ -66,3 +68,78 @@ def test_bad_input_is_one_line_and_exit_2(case, says, tmp_path, capsys, monkeypa
     assert err.startswith("probmut report: error: ") and says in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "report.html").exists()
+
+
+FAST = ["--sample", "5", "--bootstraps", "30", "--trials", "30", "--no-verdicts", "--quiet"]
+
+
+def test_the_page_goes_into_the_run_and_replaces_only_its_own(tmp_path, capsys, monkeypatch):
+    """`probmut report RUN` writes RUN/report.html (the page belongs to the run) and says
+    where; run again, it replaces that page and says so; it never replaces the page of
+    another campaign, nor a file that is not a report, and says why in one line."""
+    monkeypatch.chdir(tmp_path)
+    first = write_run(tmp_path / "first", FULL_RUN)
+    write_run(tmp_path / "second", FULL_RUN)
+    assert main(["report", "first", *FAST]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "report: first/report.html"
+    assert not (tmp_path / "report.html").exists()
+    page = (first / "report.html").read_text()
+    assert '<meta name="probmut-campaign" content="syn @ manifest.toml">' in page
+    assert main(["report", "first", *FAST]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "report: first/report.html (it replaces the earlier page of this campaign)")
+    moved = tmp_path / "moved"
+    first.rename(moved)       # a run moved with its page keeps it its own
+    assert main(["report", "moved", *FAST]) == 0
+    capsys.readouterr()
+    before = (moved / "report.html").read_bytes()
+    for argv, says in (
+            (["second", "--out", "moved/report.html"],
+             "moved/report.html: holds the report of another campaign (syn @ manifest.toml"),
+            (["--model", "mnist_dc", "--out", "moved/report.html"],
+             "holds the report of another campaign (syn @ manifest.toml)")):  # before analysing
+        assert main(["report", *argv, *FAST]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, err
+    assert (moved / "report.html").read_bytes() == before
+    (tmp_path / "notes.html").write_text("<html>my own notes</html>")
+    assert main(["report", "second", "--out", "notes.html", *FAST]) == 2
+    assert "notes.html: holds a file that is not a probmut report" in capsys.readouterr().err
+    assert (tmp_path / "notes.html").read_text() == "<html>my own notes</html>"
+    assert main(["report", "--manifest", "second/manifest.toml", "--model", "syn",
+                 *FAST]) == 0                                      # no run folder: here
+    assert capsys.readouterr().out.splitlines()[-1] == "report: report.html"
+
+
+def test_compare_says_which_outcomes_changed(tmp_path, capsys):
+    """`--compare OLD.json` (an earlier `probmut report --json`): the outcomes that
+    changed, the mutants new and gone, the score then and now, in the text, the JSON and
+    the page; a file that is not such a document is refused in one line."""
+    folder = write_run(tmp_path / "run", FULL_RUN)
+    assert main(["report", str(folder), *FAST, "--json"]) == 0
+    earlier = json.loads(capsys.readouterr().out)
+    earlier["mutants"][0]["outcome"] = "not settled"
+    earlier["mutants"].append({"name": "gone_1", "outcome": "killed"})
+    earlier["mutation_score"]["mean"] = 0.25
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(earlier))
+    assert main(["report", str(folder), *FAST, "--compare", str(old)]) == 0
+    text = capsys.readouterr().out
+    first = earlier["mutants"][0]
+    assert (f"compared with {old} (a report of syn): 1 outcome changed, 4 the same; mutation "
+            "score 0.250 then") in text
+    now = next(line for line in text.splitlines() if line.startswith(f"  {first['name']}:"))
+    assert now.startswith(f"  {first['name']}: not settled -> ") and "  gone_1: gone" in text
+    document = json.loads(report_json_of(folder, old, capsys))
+    assert document["compare"]["changed"][0]["name"] == first["name"]
+    assert document["compare"]["removed"] == ["gone_1"]
+    page = (folder / "report.html").read_text()
+    assert 'id="compare"' in page and "gone_1" in page
+    old.write_text('{"mutants": 3}')
+    assert main(["report", str(folder), *FAST, "--compare", str(old)]) == 2
+    assert "not the document of probmut report --json" in capsys.readouterr().err
+
+
+def report_json_of(folder, old, capsys) -> str:
+    assert main(["report", str(folder), *FAST, "--compare", str(old), "--json"]) == 0
+    return capsys.readouterr().out

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from probmut.bagging import PosteriorSettings
-from probmut.recommend import LEVEL, settle_threshold, verdict_seed
+from probmut.seeds import seed_of
+from probmut.sequential import LEVEL, settle_threshold
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
 from probmut.train.rounds import FUTILITY, train_until_settled
@@ -266,4 +267,4 @@ def test_each_mutant_and_look_draws_its_own_stream(tmp_path, monkeypatch):
     _run(tmp_path, SyntheticBackend())
     assert len(seen) > len(MUTATIONS)  # several looks
     assert len({seed for *_, seed in seen}) == len(seen)
-    assert all(seed == verdict_seed(1, name, n) for name, n, seed in seen)  # the run's seed 1
+    assert all(seed == seed_of(1, "verdict", name, n) for name, n, seed in seen)  # the run's seed 1

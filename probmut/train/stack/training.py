@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from probmut import seeds
 from probmut.io.records import loss_diverged
 from probmut.train import models
 from probmut.train.operators import OPERATORS, population_config
@@ -192,7 +193,7 @@ def data_order(seed: int, n: int, epochs: int) -> np.ndarray:
     >>> data_order(7, 5, 2).shape
     (2, 5)
     """
-    rng = np.random.default_rng([seed, 1])  # a stream apart from the mutation's draws
+    rng = seeds.generator(seed, "data order")  # a stream apart from the mutation's draws
     return np.stack([rng.permutation(n) for _ in range(epochs)])
 
 

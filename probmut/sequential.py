@@ -1,0 +1,408 @@
+"""When a pilot's verdict settles: the threshold p_killed must clear at each planned look,
+the Monte-Carlo bound that must clear it, and the chance of settling later.
+
+A verdict (:func:`probmut.recommend.recommend`) reads p_killed, the share of simulated
+large populations judged killed. It is read in a latent normal model: from n instances
+per side the effect is estimated with variance 1/n (in units of the instances' spread), a
+fresh reference population decides by the sign of its own estimate (variance
+1/reference), and p_killed is the predictive probability of that decision. In this model
+
+- :func:`sequential_error` is the largest chance over true effects that a verdict looked
+  at after each of several looks ends settled and wrong, computed by numerical
+  integration over the nested looks (the group-sequential recursion of Armitage,
+  McPherson and Rowe);
+- :func:`settle_threshold` is the threshold of one look in a plan, the smallest of the
+  shape :data:`SHAPE` that keeps that chance at most :data:`SPEND` times ``1 - level``;
+- :func:`settle_chance` and :func:`needed` read how likely, and from how many instances,
+  a verdict that is not settled would settle.
+
+The verdict is ``killed`` when a one-sided Clopper-Pearson bound on p_killed clears the
+threshold (:func:`verdict_of`), adding simulated populations while the bounds leave it
+undecided (:func:`settle`). The method, its calibration and its validation against fresh
+populations: docs/recommend.md, *Settling over repeated looks* and *Instances needed*.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from probmut.errors import ProbmutError
+
+#: "A large population": the paper's 200 instances per side, whose decision a verdict
+#: predicts.
+REFERENCE_SIZE = 200
+#: One look settles when p_killed reaches this level (how it was chosen:
+#: docs/recommend.md); over several looks ``1 - LEVEL`` bounds the chance of a wrong
+#: settled verdict at any true effect (:func:`settle_threshold`).
+LEVEL = 0.95
+#: :func:`needed` asks a verdict from n instances to be settled with this probability.
+POWER = 0.8
+#: One-sided confidence of the Monte-Carlo bounds on p_killed that a verdict uses.
+CONFIDENCE = 0.95
+#: A verdict simulates up to this many times its first block's populations while the
+#: bounds on p_killed leave it undecided (blocks doubling the total: 1, 2, 4, 8 times).
+MORE_DRAWS = 8
+#: The thresholds' shape over the looks: on the latent scale the threshold at a look of n
+#: instances is ``z (n / n_last) ** -SHAPE``, never below the level; 0 is the same
+#: threshold at every look (why: docs/recommend.md).
+SHAPE = 0.0
+#: The latent model's budget is this many times ``1 - level``: the real verdict (its
+#: Monte-Carlo bound, a predictive probability less extreme than the model's) spends less
+#: than the model allows, and the rule is calibrated to the real verdict's measured error
+#: (scripts/validation/sequential_validation.py --calibrate; docs/recommend.md).
+SPEND = 1.5
+
+#: True effects at which :func:`sequential_error` looks for the largest error, as q, the
+#: chance that a fresh reference population is judged killed (the rule is symmetric: q
+#: below 0.5 mirrors these).
+_TRUTHS = np.linspace(0.5, 0.99, 25)
+#: :func:`needed` looks this many times beyond the larger of the pilot and the cap.
+_SEARCH = 100
+
+
+# --- the plan of looks ------------------------------------------------------------------
+
+def planned(looks) -> tuple[int, ...]:
+    """The planned looks as given: positive instance counts in increasing order, each
+    once (a plan out of order or with a repeat is refused, not guessed at).
+
+    Returns
+    -------
+    tuple of int
+
+    Raises
+    ------
+    ProbmutError
+        For an empty plan, a look below 1, or looks out of order or repeated.
+
+    Examples
+    --------
+    >>> planned(range(20, 50, 10))
+    (20, 30, 40)
+    >>> planned([50, 40])
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: the planned looks must be given in increasing order, each once; got [50, 40]
+    """
+    looks = tuple(int(n) for n in looks)
+    if not looks or looks[0] < 1:
+        raise ProbmutError(f"the planned looks must be positive numbers of instances, got "
+                           f"{list(looks) or 'none'}", option="looks")
+    if any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+        raise ProbmutError(f"the planned looks must be given in increasing order, each once; "
+                           f"got {list(looks)}", option="looks")
+    return looks
+
+
+def _simpson(half: float, spacing: float):
+    """Points at most ``spacing`` apart on [-half, half] and their Simpson weights."""
+    count = 2 * math.ceil(half / spacing / 2) + 1
+    points = np.linspace(-half, half, count)
+    weights = np.ones(count)
+    weights[1:-1:2], weights[2:-1:2] = 4, 2
+    return points, weights * (points[1] - points[0] if count > 1 else 0) / 3
+
+
+def _wrong_settled(z, looks: tuple, reference: int) -> np.ndarray:
+    """Chance of ending with a wrong settled verdict at each truth of ``_TRUTHS``, in the
+    latent model (module notes), when the look at ``looks[j]`` settles as soon as the
+    latent estimate is ``z[j]`` predictive standard deviations from the boundary
+    (p_killed >= Phi(z[j])); ``z`` may be one number for every look.
+
+    The sum Y of n unit-variance effect estimates (drift x per instance) continues while
+    |Y| < b_n = z sqrt(n + n^2 / reference). Its sub-density over the continuing paths
+    is carried from look to look on Simpson grids at x = 0 and tilted to each truth x
+    by the likelihood ratio exp(x Y - n x^2 / 2); the chances to leave upwards (killed)
+    and downwards (not killed) at each look are integrated in closed form.
+    """
+    from scipy import special
+
+    n = np.asarray(looks, dtype=float)
+    bound = np.broadcast_to(z, n.shape) * np.sqrt(n + n * n / reference)
+    x = special.ndtri(_TRUTHS)[:, None] / math.sqrt(reference)
+    up = special.ndtr((n[0] * x[:, 0] - bound[0]) / math.sqrt(n[0]))
+    down = special.ndtr((-bound[0] - n[0] * x[:, 0]) / math.sqrt(n[0]))
+    if n.size > 1:
+        steps = np.diff(n)
+        y, weights = _simpson(bound[0], math.sqrt(steps[0]) / 4)
+        density = np.exp(-y * y / (2 * n[0])) / math.sqrt(2 * math.pi * n[0])
+        for j in range(1, n.size):
+            spread = math.sqrt(steps[j - 1])
+            mass = density * weights * np.exp(x * y - n[j - 1] * x * x / 2)
+            moved = y + steps[j - 1] * x
+            up = up + np.sum(mass * special.ndtr((moved - bound[j]) / spread), axis=1)
+            down = down + np.sum(mass * special.ndtr((-bound[j] - moved) / spread), axis=1)
+            if j < n.size - 1:
+                following, weights_next = _simpson(bound[j], math.sqrt(steps[j]) / 4)
+                kernel = np.exp(-(following[:, None] - y) ** 2 / (2 * steps[j - 1]))
+                density = kernel @ (density * weights) / (spread * math.sqrt(2 * math.pi))
+                y, weights = following, weights_next
+    return (1 - _TRUTHS) * up + _TRUTHS * down
+
+
+def sequential_error(thresholds, looks, reference: int = REFERENCE_SIZE) -> float:
+    """Largest chance over true effects that a verdict looked at after each of ``looks``
+    instances per side, settled when p_killed reaches ``thresholds`` (one per look, in
+    increasing order of the looks, or one for all), ends settled and contradicted by a
+    fresh population of ``reference`` per side, in the latent normal model (module
+    notes; the Monte-Carlo error of p_killed aside).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ProbmutError
+        For a plan of looks :func:`planned` refuses.
+
+    Examples
+    --------
+    >>> round(sequential_error(0.95, [20]), 3), round(sequential_error(0.95, range(20, 201, 10)), 3)
+    (0.042, 0.118)
+    """
+    from scipy import special
+
+    return float(_wrong_settled(special.ndtri(np.asarray(thresholds, dtype=float)),
+                                planned(looks), reference).max())
+
+
+@functools.lru_cache(maxsize=256)
+def _last_z(looks: tuple, reference: int, budget: float, shape: float, floor: float) -> float:
+    """The z of the thresholds ``max(floor, Phi(z (n / n_last) ** -shape))`` at which
+    :func:`sequential_error` is ``budget`` (0 when the floor alone keeps it lower)."""
+    from scipy import optimize, special
+
+    lowest = special.ndtri(floor) if floor > 0.5 else -np.inf
+    scale = (np.asarray(looks, dtype=float) / looks[-1]) ** -shape
+
+    def excess(z):
+        return _wrong_settled(np.maximum(lowest, z * scale), looks, reference).max() - budget
+
+    if excess(0) <= 0:
+        return 0.0
+    return float(optimize.brentq(excess, 0, 8, xtol=1e-6))
+
+
+def plan_thresholds(looks, reference: int = REFERENCE_SIZE, *, budget: float,
+                    shape: float = SHAPE, floor: float = 0.5) -> np.ndarray:
+    """Thresholds on p_killed, one per look of ``looks``, of the form
+    ``max(floor, Phi(z (n / n_last) ** -shape))`` with the smallest z at which the
+    latent model's worst chance of a wrong settled verdict (:func:`sequential_error`)
+    is ``budget``: the family the rule is chosen from.
+
+    Returns
+    -------
+    numpy.ndarray
+        One threshold per look.
+
+    Raises
+    ------
+    ProbmutError
+        For a plan of looks :func:`planned` refuses.
+
+    Examples
+    --------
+    >>> plan_thresholds([20, 200], budget=0.05, shape=0).round(4).tolist()
+    [0.9504, 0.9504]
+    """
+    from scipy import special
+
+    looks = planned(looks)
+    z = _last_z(looks, int(reference), float(budget), float(shape), float(floor))
+    return np.maximum(floor, special.ndtr(z * (np.asarray(looks) / looks[-1]) ** -shape))
+
+
+def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
+                     level: float = LEVEL) -> float:
+    """The level p_killed must reach to settle a verdict from n instances per side, when
+    the verdict is looked at after each of ``looks`` instances per side: thresholds of
+    the shape :data:`SHAPE`, the smallest at which :func:`sequential_error` is at most
+    :data:`SPEND` times ``1 - level``, and never below ``level`` itself (the threshold of
+    a single look).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ProbmutError
+        For a level outside (0.5, 1) or a plan of looks :func:`planned` refuses.
+
+    Examples
+    --------
+    >>> settle_threshold(20, [20])
+    0.95
+    >>> looks = range(20, 201, 10)
+    >>> [round(settle_threshold(n, looks), 4) for n in (20, 30, 100, 200)]
+    [0.9676, 0.9676, 0.9676, 0.9676]
+    """
+    from scipy import special
+
+    if not 0.5 < level < 1:
+        raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
+    looks = planned(looks)
+    z = _last_z(looks, int(reference), SPEND * (1 - float(level)), SHAPE, float(level))
+    return float(max(level, special.ndtr(z * (n / looks[-1]) ** -SHAPE)))
+
+
+# --- one look: p_killed with its Monte-Carlo error ----------------------------------------
+
+def bounds(killed: int, draws: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """One-sided Clopper-Pearson bounds (of this confidence) on p_killed from ``killed`` of
+    ``draws`` simulated populations.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+
+    Examples
+    --------
+    >>> [round(b, 4) for b in bounds(100, 100)]
+    [0.9705, 1.0]
+    """
+    from scipy.stats import beta
+
+    low = 0.0 if killed == 0 else float(beta.ppf(1 - confidence, killed, draws - killed + 1))
+    high = 1.0 if killed == draws else float(beta.ppf(confidence, killed + 1, draws - killed))
+    return low, high
+
+
+def verdict_of(killed: int, draws: int, threshold: float,
+               confidence: float = CONFIDENCE) -> str | None:
+    """The verdict from ``killed`` of ``draws`` populations at this threshold.
+
+    Returns
+    -------
+    str or None
+        ``"killed"`` when the lower bound on p_killed clears the threshold, ``"not
+        killed"`` when the upper bound is under 1 minus it, ``"not settled"`` when both
+        bounds lie between, None while a bound straddles a threshold (more populations
+        may decide it).
+
+    Examples
+    --------
+    >>> verdict_of(100, 100, 0.95), verdict_of(50, 100, 0.95), verdict_of(97, 100, 0.95)
+    ('killed', 'not settled', None)
+    """
+    low, high = bounds(killed, draws, confidence)
+    if low >= threshold:
+        return "killed"
+    if high <= 1 - threshold:
+        return "not killed"
+    if high < threshold and low > 1 - threshold:
+        return "not settled"
+    return None
+
+
+def killed_of(blocks) -> tuple[int, int]:
+    """Populations judged killed, and simulated, over a verdict's blocks (dicts whose
+    ``"killed"`` says which populations were judged killed).
+
+    Returns
+    -------
+    (killed, simulated) : tuple of int
+    """
+    return (int(sum(np.count_nonzero(b["killed"]) for b in blocks)),
+            sum(len(b["killed"]) for b in blocks))
+
+
+def settle(simulate, threshold: float, draws: int, confidence: float = CONFIDENCE):
+    """The verdict and the blocks of simulated populations behind it.
+
+    ``simulate(block, count)`` gives block number ``block`` of ``count`` populations (a
+    dict whose ``"killed"`` says which were judged killed). Blocks are added, doubling the
+    total, while the bounds on p_killed leave the verdict undecided, up to
+    :data:`MORE_DRAWS` times ``draws`` (then: not settled).
+
+    Returns
+    -------
+    (verdict, blocks) : tuple of str and list of dict
+
+    Examples
+    --------
+    >>> verdict, blocks = settle(lambda block, count: {"killed": [True] * count}, 0.99, 100)
+    >>> verdict, killed_of(blocks)
+    ('killed', (400, 400))
+    """
+    blocks = [simulate(0, draws)]
+    while (verdict := verdict_of(*killed_of(blocks), threshold, confidence)) is None:
+        used = killed_of(blocks)[1]
+        if used >= MORE_DRAWS * draws:
+            return "not settled", blocks
+        blocks.append(simulate(len(blocks), used))
+    return verdict, blocks
+
+
+# --- later looks: the chance of settling ------------------------------------------------------
+
+def settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
+                  reference: int, n, grown: bool):
+    """Chance that a verdict from n instances per side is settled, read from a pilot's
+    ``p_killed`` (a share of ``draws`` populations) on the latent scale.
+
+    p_killed = Phi(t) for a latent effect t in units of its current spread, which has a
+    part from the pilot (variance 1/P) and a part from the reference population
+    (1/reference). If the truth is the pilot's estimate, a pilot of n has latent estimate
+    ``N(t, (1/n) / (1/P + 1/reference))``; ``grown``: the pilot grown to n, its P
+    instances kept and the truth uncertain, has ``N(t, (1/P - 1/n) / (1/P +
+    1/reference))``. It settles when it is at least ``Phi^-1(threshold)`` of its own
+    spread from 0.
+
+    Parameters
+    ----------
+    p_killed, draws : the pilot's p_killed and the populations behind it.
+    pilot : the pilot's size P (for a difference of two sides: their harmonic mean).
+    threshold : what p_killed must clear at n.
+    reference : the reference population's size.
+    n : a size above the pilot's, or an array of them.
+    grown : the pilot grown to n (its uncertainty included), else a fresh pilot of n.
+
+    Returns
+    -------
+    float or numpy.ndarray, as ``n``
+
+    Examples
+    --------
+    >>> round(float(settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=False)), 2)
+    0.8
+    >>> round(float(settle_chance(0.06, 100, 25, 0.95, 200, 70, grown=True)), 2)
+    0.74
+    """
+    from scipy import special
+
+    p = min(max(p_killed, 0.5 / draws), 1 - 0.5 / draws)
+    latent = abs(float(special.ndtri(p)))
+    unit = 1 / pilot + 1 / reference
+    n = np.asarray(n, dtype=float)
+    spread = np.sqrt((1 / n + 1 / reference) / unit)
+    noise = np.sqrt(((1 / pilot - 1 / n) if grown else 1 / n) / unit)
+    return special.ndtr((latent - special.ndtri(threshold) * spread) / noise)
+
+
+def needed(p_killed: float, draws: int, pilot: float, threshold: float, reference: int,
+           max_instances: int) -> int | None:
+    """Instances per side at which a verdict would settle with probability :data:`POWER`
+    if the truth is the pilot's estimate (:func:`settle_chance`, not ``grown``), searched
+    up to ``_SEARCH`` times the larger of the pilot and ``max_instances``.
+
+    Returns
+    -------
+    int or None
+        None when no size up to there does: the kill probability sits so close to the
+        decision boundary that even a perfectly known mutant would split reference
+        populations between both decisions.
+
+    Examples
+    --------
+    >>> needed(0.10, 100, 25, 0.95, 200, 1000), needed(0.35, 100, 25, 0.95, 200, 1000)
+    (114, None)
+    """
+    n = np.arange(math.floor(pilot) + 1, _SEARCH * max(max_instances, math.ceil(pilot)) + 1)
+    chance = settle_chance(p_killed, draws, pilot, threshold, reference, n, grown=False)
+    reached = np.flatnonzero(chance >= POWER)
+    return int(n[reached[0]]) if reached.size else None
