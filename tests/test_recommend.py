@@ -14,7 +14,7 @@ from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
 from probmut.recommend import _fresh_instances, recommend
 from probmut.seeds import seed_of
-from probmut.sequential import LEVEL, settle_threshold
+from probmut.sequential import LEVEL, SPEND, settle_threshold
 
 from .conftest import RAW, ROOT
 

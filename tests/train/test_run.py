@@ -148,7 +148,7 @@ def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_pa
     and the analyses read it as complete."""
     pytest.importorskip("tensorflow")
     out = tmp_path / "rs3"
-    train = ["train", *FAST, "--instances", 6, "--stack", 1,
+    train = ["train", *FAST, "--instances", 4, "--stack", 1,
              "--mutation", "delete_training_data:10,50", "--out", out]
     process = subprocess.Popen([sys.executable, "-m", "probmut", *map(str, train)], cwd=REPO,
                                env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -163,14 +163,14 @@ def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_pa
     assert "interrupted; completed work is kept" in stderr
     counts = {stem: len(read_population(out / f"{stem}.csv")[1])
               for stem in ["healthy", "delete_training_data_10", "delete_training_data_50"]}
-    assert all(2 <= n < 6 for n in counts.values()), counts
+    assert all(2 <= n < 4 for n in counts.values()), counts
 
     by_name = ["--manifest", out / "manifest.toml", "--model", "rs3",
                "--mutation", "delete_training_data"]
     result = probmut("kill", *by_name, "--json")
     assert [line.removeprefix("probmut: warning: ") for line in result.stderr.splitlines()
             if "stopped early" in line] == [
-        f"rs3: {stem} has {n} of 6 instances (the run stopped early: rerun the same "
+        f"rs3: {stem} has {n} of 4 instances (the run stopped early: rerun the same "
         "`probmut train` command to finish it)" for stem, n in counts.items()]
     document = json.loads(result.stdout)
     assert document["complete"] is False
@@ -184,7 +184,7 @@ def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_pa
     assert "stopped early" not in finished.stderr
     document = json.loads(finished.stdout)
     assert document["complete"] is True
-    assert [e["instances"] for e in document["completeness"]] == [6, 6, 6]
+    assert [e["instances"] for e in document["completeness"]] == [4, 4, 4]
 
 
 @pytest.mark.slow
