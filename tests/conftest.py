@@ -24,19 +24,29 @@ def interruptible():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-#: The modules that take minutes, heaviest first (measured with --durations on the full
-#: suite). They are collected before the rest, so that the two workers of the README's
-#: ``pytest -n 2 --dist loadscope`` start them first and the run does not end with one
-#: of them running alone while the other worker idles (longest job first).
-HEAVY_MODULES = ("tests/test_docs.py", "tests/train/test_run.py", "tests/test_replicate.py",
-                 "tests/test_recommend.py", "tests/train/test_operator_targets.py",
-                 "tests/train/test_symptoms.py", "tests/train/test_stack.py")
+#: The modules and docs folders (tests/test_docs.py's classes) that take minutes,
+#: heaviest first (measured with --durations on the full suite). They are collected
+#: before the rest, so that the two workers of the README's ``pytest -n 2 --dist
+#: loadscope`` start them first and the run does not end with one of them running alone
+#: while the other worker idles (longest job first).
+HEAVY_FIRST = ("tests/train/test_run.py", "tests/test_docs.py::TestFolder_symptoms",
+               "tests/test_docs.py::TestFolder_training", "tests/test_replicate.py",
+               "tests/test_recommend.py", "tests/test_docs.py::TestFolder_bayes",
+               "tests/test_docs.py::TestFolder_studies",
+               "tests/test_docs.py::TestFolder_recommend",
+               "tests/train/test_operator_targets.py", "tests/train/test_symptoms.py",
+               "tests/train/test_stack.py", "tests/test_docs.py::TestFolder_score")
+
+
+def _heaviness(item) -> int:
+    """The rank in HEAVY_FIRST of the module or class ``item`` belongs to."""
+    return next((i for i, scope in enumerate(HEAVY_FIRST)
+                 if item.nodeid.startswith(scope + "::")), len(HEAVY_FIRST))
 
 
 def pytest_collection_modifyitems(config, items):
-    """The modules of HEAVY_MODULES first, in that order; the rest in collection order."""
-    rank = {module: i for i, module in enumerate(HEAVY_MODULES)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+    """The scopes of HEAVY_FIRST first, in that order; the rest in collection order."""
+    items.sort(key=_heaviness)
 
 
 RAW = ROOT / "raw_data"

@@ -179,13 +179,47 @@ def comparison(example):
     return str.__eq__
 
 
-@pytest.mark.parametrize("example", [_param(e) for e in ALL])
-def test_documented_output_is_what_the_command_prints(example, folders):
+def check_example(example, folders):
+    """``example`` prints what its document shows (run in its folder, after the earlier
+    examples of the folder)."""
     result = folders(example.folder).result(example)
     assert result.returncode in (0, 2), f"{example.id}: {example.command}\n{result.stderr}"
     assert matches(example.expected, result.output, comparison(example)), (
         f"{example.id}: `{example.command}` printed\n" + "\n".join(result.output)
         + "\nbut the document shows\n" + "\n".join(example.expected))
+
+
+#: Tests of what a folder's run must support (below), by folder.
+CONCLUSIONS: dict[str, list] = {}
+
+
+def conclusion_of(folder: str):
+    """Registers a test of the run the examples of ``folder`` made: it runs with them, in
+    that folder's class (so on the same worker, the run made once)."""
+    def register(function):
+        CONCLUSIONS.setdefault(folder, []).append(function)
+        return function
+    return register
+
+
+def _folder_class(folder: str) -> type:
+    """A test class for one scratch folder: every example run in it, then the tests of
+    its conclusions. ``pytest -n 2 --dist loadscope`` keeps a class on one worker (the
+    examples see each other's files) and hands different folders to different workers
+    (one module of every example took longer than the rest of the suite)."""
+    @pytest.mark.parametrize("example", [_param(e) for e in ALL if e.folder == folder])
+    def test_documented_output_is_what_the_command_prints(self, example, folders):
+        check_example(example, folders)
+
+    members = {"test_documented_output_is_what_the_command_prints":
+               test_documented_output_is_what_the_command_prints}
+    for function in CONCLUSIONS.get(folder, ()):
+        def method(self, folders, function=function):
+            function(folders)
+        method.__doc__, method.pytestmark = function.__doc__, function.pytestmark
+        members[f"test_{function.__name__}"] = method
+    name = "TestFolder_" + re.sub(r"\W", "_", folder)
+    return type(name, (), members)
 
 
 # -- conclusions the prose draws from a training example's run ----------------------------
@@ -209,9 +243,10 @@ def run_folder(folders, document: str, command: str):
     return folders(example.folder).path
 
 
+@conclusion_of("symptoms")
 @pytest.mark.slow
 @pytest.mark.train
-def test_symptoms_md_exploded_learning_rate_diverges_without_nan(folders):
+def symptoms_md_exploded_learning_rate_diverges_without_nan(folders):
     """docs/symptoms.md: change_learning_rate:1000 makes the loss explode in the first
     epoch (to about 10^15) without becoming NaN; every instance ends at chance accuracy,
     most of them predicting one class."""
@@ -242,9 +277,10 @@ def test_symptoms_md_which_symptoms_held_on_every_draw():
     assert all(line.endswith(" significant accuracy change") for line in held), held
 
 
+@conclusion_of("recommend")
 @pytest.mark.slow
 @pytest.mark.train
-def test_recommend_md_what_the_until_settled_run_found(folders):
+def recommend_md_what_the_until_settled_run_found(folders):
     """docs/recommend.md, "What this run found": deleting 90% of the data is killed at the
     first verdict; a mutant still not settled at the end would take hundreds of instances
     per side, or sits so close to the boundary that no number settles it."""
@@ -257,9 +293,10 @@ def test_recommend_md_what_the_until_settled_run_found(folders):
                 else "so close to the boundary" in line), line
 
 
+@conclusion_of("score")
 @pytest.mark.slow
 @pytest.mark.train
-def test_score_md_what_the_until_score_run_trained(folders):
+def score_md_what_the_until_score_run_trained(folders):
     """docs/score.md: deleting 90% of the data is killed in every resample from the pilot
     on, so its instances have nothing to narrow and it stays at its pilot; the report
     reads the score of the last round."""
@@ -280,9 +317,10 @@ def test_score_md_what_the_until_score_run_trained(folders):
 MODERATE_TAU = 0.3
 
 
+@conclusion_of("symptoms")
 @pytest.mark.slow
 @pytest.mark.train
-def test_coverage_md_the_answer_follows_from_the_run(folders):
+def coverage_md_the_answer_follows_from_the_run(folders):
     """docs/coverage.md ("The answer here") and the README: the important neurons matter
     more than random ones on most instances (RQ1), and coverage relates at most weakly to
     killing: both 95% intervals of Kendall's tau (kill probability, mutation score)
@@ -296,6 +334,11 @@ def test_coverage_md_the_answer_follows_from_the_run(folders):
     for line in (rest[1], score[0]):
         low, high = map(float, re.search(r"interval \[([-\d.]+), ([-\d.]+)\]", line).groups())
         assert -MODERATE_TAU < low and high < MODERATE_TAU, line
+
+
+for _folder in dict.fromkeys(e.folder for e in ALL):  # tests/conftest.py orders them
+    _class = _folder_class(_folder)
+    globals()[_class.__name__] = _class
 
 
 # ---------------------------------------------------------------- docs/map.md
