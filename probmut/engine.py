@@ -30,7 +30,7 @@ from probmut.killtest.criteria import KillCriterion
 from probmut.killtest.dispatch import decide
 from probmut.seeds import (
     kernel_key,
-    seed_sequence,  # noqa: F401  (campaign.py's import, until its streams use probmut.seeds)
+    seed_sequence,  # noqa: F401  (bayes.py's import, until its streams use probmut.seeds)
 )
 
 _MASK32 = np.uint64(0xFFFFFFFF)

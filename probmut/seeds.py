@@ -97,6 +97,8 @@ ROLES = {r.name: r for r in (
          what="joint draws of the kill probabilities of a campaign (the score: 'score')"),
     Role(name="campaign kill curve", key=(1,), parts=("mutation",),
          what="the posterior draws behind one mutation's kill curve"),
+    Role(name="campaign operator score", key=(2,), parts=("mutation",),
+         what="joint draws of the kill probabilities of one operator's mutants (its score)"),
     Role(name="coverage subsets", key=(), parts=(),
          what="the random test subsets of coverage against killing"),
     Role(name="coverage bootstrap", key=(), parts=(),

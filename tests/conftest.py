@@ -60,6 +60,22 @@ def manifest():
 
 
 @pytest.fixture(scope="session")
+def mnist_campaign():
+    """The bundled MNIST data's campaign, without verdicts."""
+    from probmut.campaign import summarize_campaign
+
+    return summarize_campaign(model="mnist", verdicts=False)
+
+
+@pytest.fixture(scope="session")
+def mnist_dc():
+    """The campaign of DeepCrime's own MNIST populations (bundled), without verdicts."""
+    from probmut.campaign import summarize_campaign
+
+    return summarize_campaign(model="mnist_dc", verdicts=False)
+
+
+@pytest.fixture(scope="session")
 def mnist_delete(manifest):
     """MNIST delete_training_data: (healthy, [mutants]) with magnitudes as names."""
     mutation = manifest.mutation("mnist", "delete_training_data")

@@ -15,7 +15,6 @@ import base64
 import html.parser
 import itertools
 import json
-import math
 import re
 import shlex
 import subprocess
@@ -24,17 +23,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from scipy import optimize, special
 
-from probmut.bagging import PosteriorSettings, bagged_posteriors, summarize
-from probmut.beta import mixture_pdf, prob_greater
+from probmut.bagging import PosteriorSettings, bagged_posteriors
+from probmut.beta import prob_greater
 from probmut.campaign import (
-    crossing,
-    isotonic,
-    kill_curve,
-    magnitude_values,
-    mutation_score,
-    posterior_draws,
     summarize_campaign,
 )
 from probmut.io.populations import read_population
@@ -52,187 +44,7 @@ from .conftest import (
 FAST = PosteriorSettings(bootstraps=30, trials=30, sample=5)
 
 
-@pytest.fixture(scope="module")
-def mnist_campaign():
-    """The bundled MNIST data's campaign, without verdicts."""
-    return summarize_campaign(model="mnist", verdicts=False)
 
-
-# --- the mutation score -----------------------------------------------------------------
-
-def test_the_score_of_one_mutant_is_its_bagged_posterior():
-    """One mutant: the score is its kill probability, drawn from the bagged mixture (two
-    clusters of resamples, which no single Beta fits). Compare with the mixture's exact
-    mean and its quantiles by SciPy's root finder, within the draws' Monte-Carlo error."""
-    counts = np.r_[np.full(50, 10), np.full(50, 60)]
-    post = summarize("m", counts, PosteriorSettings())
-    draws = 20_000
-    score = mutation_score([post], draws=draws, seed=1)
-    assert score.mean == pytest.approx(np.mean((counts + 1) / 102), abs=1e-14)
-    for q, bound in ((0.025, score.ci_low), (0.975, score.ci_high)):
-        exact = optimize.brentq(
-            lambda x, q=q: special.betainc(counts + 1, 101 - counts, x).mean() - q, 1e-9, 1)
-        density = mixture_pdf(counts, 100, np.array([exact]))[0]
-        error = math.sqrt(q * (1 - q) / draws) / density
-        assert abs(bound - exact) < 4 * error, (q, bound, exact, error)
-    assert (score.decided, score.killed, score.mutants) == (0.0, 0, 1)
-
-
-def test_joint_draws_share_the_bootstrap_resample():
-    """Two mutants whose kill counts move together across resamples (a shared healthy
-    resample does that): their drawn kill probabilities correlate as the mixture says,
-    between-resample variance over total variance. Independent draws would give 0."""
-    rng = np.random.default_rng(5)
-    counts = rng.integers(0, 101, 200)
-    posts = [summarize(n, counts, PosteriorSettings(bootstraps=200)) for n in "ab"]
-    draws = posterior_draws(posts, 20_000, seed=3)
-    means = (counts + 1) / 102
-    within = np.mean(means * (1 - means) / 103)
-    expected = means.var() / (means.var() + within)
-    measured = np.corrcoef(draws.T)[0, 1]
-    assert abs(measured - expected) < 4 * (1 - expected**2) / math.sqrt(20_000)
-
-
-def test_a_campaigns_mutants_share_each_bootstrap_resample_of_the_healthy_population(
-        mnist_campaign):
-    """The joint draws keep a correlation only if there is one: the campaign analyses
-    every mutant with the same seed, so resample b of the healthy population is the same
-    for all (common random numbers). Two MNIST mutants' kill counts then correlate
-    across resamples (measured 0.44; with different seeds 0.06); the standard error of a
-    correlation over B = 100 resamples is about 0.09. Over the 30 mutants this widens the
-    score's interval: docs/report.md says by more than half again over independent draws
-    (measured 0.123 against 0.071)."""
-    found = mnist_campaign
-    counts = {m.name: m.posterior.kill_counts for m in found.mutants}
-    shared = np.corrcoef(counts["delete_training_data_9.29"],
-                         counts["delete_training_data_12.38"])[0, 1]
-    assert shared > 0.44 - 3 * 0.09
-    draws = posterior_draws([m.posterior for m in found.mutants], seed=1)
-    rng = np.random.default_rng(2)
-    independent = np.column_stack([rng.permutation(column) for column in draws.T])
-    widths = [np.diff(np.quantile(d.mean(axis=1), [0.025, 0.975]))[0]
-              for d in (draws, independent)]
-    assert widths[0] > 1.5 * widths[1], widths
-
-
-def test_posterior_draws_need_the_same_resamples():
-    posts = [summarize("a", np.full(20, 5), PosteriorSettings(bootstraps=20)),
-             summarize("b", np.full(30, 5), PosteriorSettings(bootstraps=30))]
-    with pytest.raises(ValueError, match="same numbers of bootstrap resamples"):
-        posterior_draws(posts)
-
-
-# --- the monotone fit -------------------------------------------------------------------
-
-def test_isotonic_regression_agrees_with_scipy():
-    rng = np.random.default_rng(0)
-    y, w = rng.random((200, 7)), rng.random((200, 7)) + 0.1
-    ours = isotonic(y, w)
-    for row in range(200):
-        reference = optimize.isotonic_regression(y[row], weights=w[row]).x
-        assert np.allclose(ours[row], reference, atol=1e-12)
-
-
-def test_magnitudes_are_ordered_by_the_part_that_varies():
-    assert magnitude_values(["0.05_2@3", "0.05_0.5@3"])[0].tolist() == [2.0, 0.5]
-    assert magnitude_values(["1_2", "2_3"])[0] is None           # two parts vary
-    assert magnitude_values(["10@3", "10@4"])[0] is None        # other targets
-
-
-def _posteriors(counts_by_magnitude, bootstraps=40):
-    settings = PosteriorSettings(bootstraps=bootstraps)
-    return {m: summarize(m, np.full(bootstraps, c) if np.isscalar(c) else np.asarray(c),
-                         settings) for m, c in counts_by_magnitude.items()}
-
-
-def test_a_decreasing_curve_gives_the_largest_killed_magnitude():
-    posts = _posteriors({"1": 95, "2": 70, "3": 30, "4": 10})
-    curve = kill_curve("op", posts, seed=0)
-    means = np.array([p.mean for p in posts.values()])
-    weights = 1 / np.array([p.var for p in posts.values()])
-    fit = optimize.isotonic_regression(means, weights=weights, increasing=False).x
-    assert curve.direction == "decreasing"
-    assert np.allclose(curve.fitted, fit)
-    assert curve.threshold == pytest.approx(2 + (fit[1] - 0.5) / (fit[1] - fit[2]))
-    assert curve.threshold_low <= curve.threshold <= curve.threshold_high
-    assert "largest killed magnitude" in curve.describe_threshold()
-
-
-def test_thresholds_beyond_the_tested_magnitudes_are_said_so():
-    assert crossing([1.0, 2.0], [[0.6, 0.9], [0.1, 0.2]]).tolist() == [-math.inf, math.inf]
-    every = kill_curve("op", _posteriors({"1": 98, "2": 99}), seed=0)
-    assert every.threshold == -math.inf and every.p_every > 0.95
-    assert every.to_dict()["threshold"]["estimate"] == "below"
-    assert "below 1" in every.describe_threshold()
-    categories = kill_curve("op", _posteriors({"elu": 90, "tanh": 10}), seed=0)
-    assert categories.fitted is None and "categorical" in categories.describe_threshold()
-
-
-def test_the_smallest_killed_magnitude_of_mnist_delete_training_data(mnist_delete):
-    """The bundled populations: the fit crosses 1/2 between 12.38 and 18.57, where an
-    independent computation (SciPy's isotonic regression, linear interpolation) puts it."""
-    healthy, mutants = mnist_delete
-    study = bagged_posteriors(healthy, mutants, seed=42)
-    posts = {p.name: p for p in study.populations[1:]}
-    curve = kill_curve("delete_training_data", posts, seed=42)
-    means = np.array([p.mean for p in posts.values()])
-    fit = optimize.isotonic_regression(means, weights=[1 / p.var for p in posts.values()]).x
-    x = np.array([3.1, 9.29, 12.38, 18.57, 30.93])
-    upper = int(np.argmax(fit >= 0.5))
-    expected = x[upper - 1] + (0.5 - fit[upper - 1]) / (fit[upper] - fit[upper - 1]) * (
-        x[upper] - x[upper - 1])
-    assert curve.threshold == pytest.approx(expected) and 12.38 < expected < 18.57
-    assert curve.threshold_low < curve.threshold < curve.threshold_high
-
-
-# --- a campaign of the bundled data -----------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def mnist_dc():
-    return summarize_campaign(model="mnist_dc", verdicts=False)
-
-
-@pytest.mark.filterwarnings("ignore::probmut.bagging.SmallPopulationWarning")
-def test_a_campaign_of_deepcrimes_own_populations(mnist_dc, manifest):
-    """DeepCrime's 20 vs 20 MNIST instances: the report's posteriors are `probmut
-    posterior`'s (same seed, same kill counts), the score's mean is the average of the
-    posterior means (moment-matched fit), the decided share the share killed."""
-    posts = [m.posterior for m in mnist_dc.mutants]
-    assert len(posts) == 20 and mnist_dc.complete is None and not mnist_dc.flagged
-    mutation = manifest.mutation("mnist_dc", "delete_training_data")
-    from probmut.io.populations import read_population
-
-    study = bagged_posteriors(read_population(mutation.healthy),
-                              [read_population(f) for f in mutation.files], seed=42)
-    ours = [m.posterior for m in mnist_dc.mutants if m.mutation == "delete_training_data"]
-    for mine, theirs in zip(ours, study.populations[1:], strict=True):
-        assert np.array_equal(mine.kill_counts, theirs.kill_counts)
-        assert mine.ratio == theirs.ratio
-    score = mnist_dc.score
-    assert score.mean == pytest.approx(np.mean([p.mean for p in posts]), abs=1e-12)
-    assert score.decided == np.mean([p.killed for p in posts]) == score.killed / 20
-    assert score.ci_low < score.mean < score.ci_high
-    assert mnist_dc.counts["killed"] + mnist_dc.counts["not killed"] == 20
-    document = json.loads(mnist_dc.to_json())
-    assert {"mean", "ci_low", "ci_high", "decided"} <= set(document["mutation_score"])
-    assert document["complete"] is None and len(document["mutants"]) == 20  # no targets
-
-
-def test_same_seed_same_campaign_for_any_number_of_threads(mnist_dc):
-    again = summarize_campaign(model="mnist_dc", verdicts=False, jobs=1)
-    assert again.to_json() == mnist_dc.to_json()
-    other = summarize_campaign(model="mnist_dc", verdicts=False, seed=7)
-    assert other.score.ci_low != mnist_dc.score.ci_low
-
-
-def test_results_display_as_html_tables_in_a_notebook(mnist_dc):
-    study = mnist_dc.mutants[0].study
-    assert study._repr_html_().startswith("<table") and "healthy" in study._repr_html_()
-    page = mnist_dc._repr_html_()
-    assert "<table" in page and "change_label_3.12" in page and "mutation score" in page
-
-
-# --- runs written with the project's own writers (tests/conftest.py: write_run) ---------------
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
@@ -295,34 +107,6 @@ def test_an_unfinished_run_is_reported_unfinished(tmp_path):
                         "--trials", "30", "--no-verdicts", "--out", str(out), "--quiet"])
     assert "UNFINISHED: 2 population(s) short" in text and "complete:" not in text
 
-
-def test_without_targets_completeness_is_unknown_never_complete(tmp_path):
-    """A manifest without targets (the bundled data, one written by hand) cannot say
-    whether a population is short: unknown, in the text and the JSON (null)."""
-    folder = write_run(tmp_path, FULL_RUN | {"delete_training_data_10": 9})
-    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
-    assert found.complete is None and not found.short
-    assert "the populations hold 9 to 12 instances" in found.status_lines()[0]
-    assert json.loads(found.to_json())["complete"] is None
-
-
-def test_a_run_trained_until_settled_is_complete_at_its_last_rounds_targets(tmp_path):
-    """Mutants stop at different sizes when their verdicts settle: each round records its
-    targets in the manifest, so a settled mutant is not unfinished."""
-    sizes = FULL_RUN | {"delete_training_data_50": 6}
-    verdict = {"verdict": "killed", "p_killed": 0.99, "needed": 6, "instances": 6,
-               "message": "settled"}
-    rounds = [{"round": 1, "instances": dict.fromkeys(FULL_RUN, 6),
-               "verdicts": {"delete_training_data_50": verdict}},
-              {"round": 2, "instances": FULL_RUN | {"delete_training_data_50": 6}, "verdicts": {}}]
-    folder = write_run(tmp_path, sizes, rounds=rounds, targets=rounds[-1]["instances"])
-    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
-    assert found.complete is True
-    strong = next(m for m in found.mutants if m.name == "delete_training_data_50")
-    assert strong.rounds == ({"round": 1, "instances": 6} | verdict,)
-    write_run(tmp_path, sizes | {"healthy": 10, "neurons_freezing_0.1": 10}, rounds=rounds,
-              targets=rounds[-1]["instances"])
-    assert not summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False).complete
 
 
 def test_a_coverage_result_beside_the_run_is_shown(tmp_path):

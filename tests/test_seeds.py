@@ -36,6 +36,7 @@ LEGACY = {
     "bayes tests": ((2,), lambda s: np.random.SeedSequence(s).spawn(2)[1].spawn(3)[2]),
     "campaign draws": (("score",), lambda s: _child(s, 0, _crc("score"))),
     "campaign kill curve": (("lr",), lambda s: _child(s, 1, _crc("lr"))),
+    "campaign operator score": (("lr",), lambda s: _child(s, 2, _crc("lr"))),
     "coverage subsets": ((), lambda s: np.random.SeedSequence(s)),
     "coverage bootstrap": ((), lambda s: np.random.SeedSequence(s)),
     "instance": ((3, "healthy"), lambda s: np.random.SeedSequence([s, 3, _crc("healthy")])),
@@ -62,18 +63,6 @@ def test_integer_seeds_are_those_given_to_keras_nutpie_and_the_verdicts():
         np.random.SeedSequence(5).spawn(2)[0].generate_state(1)[0])
     with pytest.raises(ProbmutError, match="a stream, not an integer seed"):
         seeds.seed_of(5, "repeat", 1)
-
-
-def test_the_campaign_stream_is_reproduced():
-    """campaign.py still derives its own streams; the roles give the same numbers, so
-    moving it onto probmut.seeds changes none."""
-    from probmut.campaign import _stream
-
-    for args, role, parts in (((5, 0), "campaign draws", ("",)),
-                              ((5, 0, "score"), "campaign draws", ("score",)),
-                              ((5, 1, "lr 0.1"), "campaign kill curve", ("lr 0.1",))):
-        assert np.array_equal(_stream(*args).random(5),
-                              seeds.generator(5, role, *parts).random(5))
 
 
 def test_a_stream_depends_on_its_seed_role_and_parts_alone():

@@ -1,0 +1,357 @@
+"""Reading a manifest's populations and analysing every mutant of one model: the
+orchestration behind :func:`summarize_campaign`."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from probmut.campaign.compare import read_report
+from probmut.campaign.curve import KillCurve, kill_curve
+from probmut.campaign.score import (
+    MutationScore,
+    aligned_populations,
+    campaign_score,
+    mutation_score,
+)
+from probmut.campaign.summary import Campaign, MutantSummary, PopulationCount
+from probmut.errors import ProbmutError
+from probmut.seeds import generator
+
+
+def _read_run_settings(folder: Path) -> dict | None:
+    """The settings a probmut train run in ``folder`` recorded (``.work/settings.json``:
+    data, architecture, training settings, seed), or None."""
+    path = folder / ".work" / "settings.json"
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        return found if {"dataset", "model", "seed", "config"} <= set(found) else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _read_rounds(path: Path):
+    """The rounds of a run trained until settled (``rounds.json``), or None."""
+    if not path.is_file():
+        return None
+    try:
+        rounds = json.loads(path.read_text(encoding="utf-8"))["rounds"]
+        if not isinstance(rounds, list) or not all(isinstance(r["instances"], dict)
+                                                   for r in rounds):
+            raise TypeError
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ProbmutError(f"{path}: not the rounds file of a run trained until settled "
+                           "(probmut train --until-settled writes it)") from None
+    return rounds
+
+
+def _read_coverage(path) -> dict:
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProbmutError(f"{path}: no such coverage file", option="coverage") from None
+    except (OSError, ValueError) as error:
+        raise ProbmutError(f"{path}: not a JSON document ({error})", option="coverage") from None
+    if not isinstance(document, dict) or "idc" not in document or "layer" not in document:
+        raise ProbmutError(f"{path}: not a coverage result (the JSON document of probmut "
+                           "coverage --json)", option="coverage")
+    return document
+
+
+
+def summarize_campaign(manifest=None, model: str | None = None, settings=None, *, seed=42,
+                       jobs: int | None = None, verdicts: bool = True, coverage=None,
+                       compare=None, progress: bool = False) -> Campaign:
+    """Analyse every mutant of one model of a manifest: the campaign's whole answer.
+
+    Parameters
+    ----------
+    manifest : a :class:`~probmut.io.manifest.Manifest` or its path (default: the
+        bundled data's). A run directory's ``manifest.toml``; its ``rounds.json``,
+        ``coverage.json`` (``probmut coverage --json``) and the settings its run recorded
+        (``.work/settings.json``, for the next steps' command) are read when present.
+    model : the model (default: the manifest's first).
+    settings : :class:`~probmut.bagging.PosteriorSettings` of every analysis.
+    seed, jobs : same seed, same numbers, for any number of threads.
+    verdicts : compute each mutant's pilot verdict (:func:`probmut.recommend.recommend`;
+        the largest part of the time).
+    coverage : a coverage result's JSON file (default: ``coverage.json`` beside the
+        manifest, if any).
+    compare : an earlier report's JSON document (``probmut report --json``): which
+        outcomes changed since (:class:`Comparison`).
+    progress : progress lines on stderr.
+
+    A population file not written yet, or holding only its header (a run stopped
+    early), counts 0 instances and its mutant is not analysed; the rest is. Warnings
+    while reading (dropped instances, small populations) become ``notes``, and each
+    mutant's own also its ``notes``.
+
+    Examples
+    --------
+    >>> report = summarize_campaign(model="mnist_dc", verdicts=False)     # DeepCrime's 20 vs 20
+    >>> report.counts["killed"], round(report.score.mean, 3)
+    (11, 0.633)
+    >>> report.complete is None       # the bundled manifest records no targets
+    True
+    """
+    from probmut.bagging import PosteriorSettings
+    from probmut.io.manifest import Manifest
+
+    manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
+    model = model or manifest.model_names()[0]
+    healthy_path = manifest.healthy(model)
+    settings = settings or PosteriorSettings()
+    if not healthy_path.is_file():
+        raise ProbmutError(f"{manifest.path}: model {model!r} has no population files yet "
+                           f"({healthy_path.name} is missing): nothing to report")
+    earlier = (str(compare), read_report(compare)) if compare else None
+    notes: list[str] = []
+    with _noted(notes):
+        result = _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes)
+    notes += [note for m in result.mutants for note in m.notes]
+    result = replace(result, notes=tuple(dict.fromkeys(notes)), earlier=earlier,
+                     verdicts=False)
+    return with_verdicts(result, jobs=jobs, progress=progress) if verdicts else result
+
+
+def with_verdicts(campaign: Campaign, *, jobs: int | None = None,
+                  progress: bool = False) -> Campaign:
+    """The campaign with every analysed mutant's verdict (:func:`probmut.recommend.recommend`
+    on its instances, the pilot being the whole populations; the campaign's settings and
+    seed): what ``summarize_campaign(verdicts=True)`` gives, in a second step (the figures
+    of the page can be drawn meanwhile).
+    """
+    from probmut.progress import progress as progress_bar
+    from probmut.recommend import recommend
+
+    settings, mutants, notes = campaign.settings, [], list(campaign.notes)
+    judged = [m for m in campaign.mutants if m.populations is not None]
+    with progress_bar(len(judged), f"verdicts {campaign.model}", enabled=progress,
+                      unit="mutant") as bar:
+        for m in campaign.mutants:
+            if m.populations is None:
+                mutants.append(m)
+                continue
+            own: list[str] = []
+            with _noted(own):
+                # The verdict alone (no table of sizes): its blocks do not depend on them.
+                advice = recommend(*m.populations, settings, sizes=(), paired=m.paired,
+                                   seed=campaign.seed, jobs=jobs, name=m.name)
+            verdict = {"verdict": advice.verdict, "p_killed": advice.p_killed,
+                       "needed": advice.needed, "message": advice.message}
+            mutants.append(replace(m, verdict=verdict,
+                                   notes=tuple(dict.fromkeys((*m.notes, *own)))))
+            notes += own
+            bar.update()
+    return replace(campaign, mutants=tuple(mutants), verdicts=True,
+                   notes=tuple(dict.fromkeys(notes)))
+
+
+class _noted(warnings.catch_warnings):
+    """Warnings inside become lines of ``notes`` (a short population's are left out: the
+    summary's status says it)."""
+
+    def __init__(self, notes: list):
+        super().__init__(record=True)
+        self.notes = notes
+
+    def __enter__(self):
+        self.caught = super().__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        from probmut.io.completeness import IncompleteRunWarning
+
+        super().__exit__(*exc)
+        self.notes += [str(w.message) for w in self.caught
+                       if not issubclass(w.category, IncompleteRunWarning)]
+
+
+def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
+    from probmut.bagging import bagged_posteriors
+    from probmut.io.populations import has_symptom_records, instances_so_far, read_population
+    from probmut.io.records import FAILED
+    from probmut.progress import progress as progress_bar
+
+    folder = manifest.path.parent
+    rounds = _read_rounds(folder / "rounds.json")
+    beside = folder / "coverage.json"
+    coverage = coverage or (beside if beside.is_file() else None)
+    coverage = _read_coverage(coverage) if coverage else None
+    healthy_path = manifest.healthy(model)
+    mutations = list(manifest.mutations(model))
+    files = [healthy_path] + [f for m in mutations for f in m.files]
+    records = {f: instances_so_far(f) for f in files}
+
+    def count(path: Path, name: str) -> PopulationCount:
+        target = manifest.target(path)
+        failures = None
+        if records[path] and has_symptom_records(path):
+            statuses = [r.status for r in records[path]]
+            failures = {s: statuses.count(s) for s in sorted(FAILED) if s in statuses}
+        return PopulationCount(name, str(path.relative_to(folder)) if path.is_relative_to(
+            folder) else str(path), len(records[path]), None if target is None else target[1],
+            path.is_file(), failures)
+
+    healthy = read_population(healthy_path, name="healthy") if records[healthy_path] else None
+    enough = healthy is not None and len(healthy) >= settings.sample
+    if not enough:
+        held = "no instance yet" if healthy is None else f"{len(healthy)} usable instances"
+        notes.append(f"{healthy_path}: {held}, fewer than the sample size k = "
+                     f"{settings.sample}: no mutant can be analysed (lower the sample size, "
+                     "or train more instances)")
+
+    def baseline(paired: bool):
+        return bagged_posteriors(healthy, [], settings, paired=paired, seed=seed,
+                                 jobs=jobs).baseline
+
+    symptoms = records[healthy_path] and has_symptom_records(healthy_path)
+    outcomes = _outcomes_of(healthy_path, "healthy", notes) if healthy is not None else None
+    mutants, mutant_outcomes = [], {}
+    total = sum(len(m.files) for m in mutations)
+    with progress_bar(total, f"report {model}", enabled=progress, unit="mutant") as bar:
+        for mutation in mutations:
+            for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
+                name = f"{mutation.name}_{magnitude}"
+                summary = MutantSummary(name, mutation.name, magnitude, mutation.paired,
+                                        count(path, name),
+                                        flags=tuple(mutation.flags.get(magnitude, ())))
+                own: list[str] = []
+                with _noted(own):
+                    if not path.is_file():
+                        summary = replace(summary, status="missing")
+                    elif not records[path]:
+                        summary = replace(summary, status="empty")
+                    else:
+                        summary = _analyse(summary, healthy if enough else None, path,
+                                           settings, seed, jobs, own)
+                        if symptoms and has_symptom_records(path):
+                            summary = _with_symptoms(summary, records[healthy_path], path,
+                                                     settings, own)
+                        if outcomes is not None:
+                            found = _outcomes_of(path, name, own)
+                            if found is not None:
+                                mutant_outcomes[name] = found
+                mutants.append(replace(summary, rounds=_rounds_of(rounds, name),
+                                       notes=tuple(dict.fromkeys(own))))
+                bar.update()
+    inputs = _inputs(outcomes, mutant_outcomes, notes)
+    if inputs is not None:
+        found = {m.name: m for m in inputs.mutants}
+        mutants = [replace(m, inputs=found.get(m.name)) for m in mutants]
+    scored = [m.posterior for m in mutants if m.posterior is not None and not m.flags]
+    score = campaign_score(scored, settings, seed) if scored else None
+    unpaired = baseline(False) if enough else None
+    paired = baseline(True) if enough and any(m.paired for m in mutations) else None
+    curves = tuple(_curve(mutation, [m for m in mutants if m.mutation == mutation.name],
+                          paired if mutation.paired else unpaired, seed, settings)
+                   for mutation in mutations)
+    return Campaign(
+        model=model, manifest=str(manifest.path),
+        description=str(manifest.models[model].get("description", "")),
+        data=manifest.models[model].get("data"), settings=settings, seed=seed,
+        healthy=count(healthy_path, "healthy"), baseline=unpaired, mutants=tuple(mutants),
+        score=score, curves=curves, verdicts=False, inputs=inputs, coverage=coverage,
+        rounds_file=str(folder / "rounds.json") if rounds else None,
+        operator_scores=tuple(_operator_score(mutation.name, mutants, seed, settings)
+                              for mutation in mutations),
+        paired_baseline=paired, run_settings=_read_run_settings(folder),
+        score_rounds=tuple(r for r in rounds or () if "score" in r))
+
+
+def _operator_score(mutation: str, mutants, seed, settings) -> MutationScore | None:
+    """The mutation score of one operator's analysed, unflagged mutants (its own stream)."""
+    scored = [m.posterior for m in mutants if m.mutation == mutation
+              and m.posterior is not None and not m.flags]
+    return mutation_score(scored, seed=generator(seed, "campaign operator score", mutation),
+                          mass=settings.mass) if scored else None
+
+
+def _analyse(summary, healthy, path, settings, seed, jobs, notes):
+    """The bagged posterior and the test on whole populations of a mutant."""
+    from probmut.bagging import bagged_posteriors
+    from probmut.io.populations import read_population
+    from probmut.io.records import AllFailedError
+    from probmut.killtest import deepcrime_test
+
+    try:
+        mutant = read_population(path, name=summary.magnitude)
+    except AllFailedError:
+        return replace(summary, status="failed")
+    if healthy is None:
+        return replace(summary, status="too few", usable=len(mutant))
+    h, m = aligned_populations(healthy, mutant, summary.paired, notes)
+    if m is None or min(len(h), len(m)) < settings.sample:
+        return replace(summary, status="too few", usable=len(mutant))
+    study = bagged_posteriors(h, [m], settings, paired=summary.paired, seed=seed, jobs=jobs)
+    return replace(summary, usable=len(mutant), study=study, populations=(h, m),
+                   test=deepcrime_test(h, m, settings.criterion))
+
+
+def _with_symptoms(summary, healthy_records, path, settings, notes):
+    from probmut.io.populations import read_instances
+    from probmut.symptoms import classify
+
+    try:
+        found = classify(healthy_records, read_instances(path), summary.name,
+                         settings.criterion, summary.paired)
+    except ProbmutError as error:
+        notes.append(f"symptoms of {summary.name}: {error}")
+        return summary
+    return replace(summary, symptoms=found)
+
+
+def _outcomes_of(path: Path, name: str, notes):
+    """A population's per-input outcomes (``{stem}.outcomes.npz``), or None."""
+    from probmut.inputs import Outcomes
+    from probmut.io.records import AllFailedError
+
+    found = path.with_name(f"{path.stem}.outcomes.npz")
+    if not found.is_file():
+        return None
+    try:
+        return Outcomes.load(found, name=name)
+    except AllFailedError:
+        return None
+    except ProbmutError as error:
+        notes.append(str(error))
+        return None
+
+
+def _inputs(healthy, mutants: dict, notes):
+    """Per-input killing of every mutant with outcomes (:func:`probmut.inputs.analyse_inputs`)."""
+    from probmut.inputs import analyse_inputs
+
+    if healthy is None or not mutants:
+        return None
+    try:
+        return analyse_inputs(healthy, list(mutants.values()))
+    except ProbmutError as error:
+        notes.append(f"per-input killing: {error}")
+        return None
+
+
+def _rounds_of(rounds, name: str) -> tuple[dict, ...]:
+    if not rounds:
+        return ()
+    return tuple({"round": r.get("round"), "instances": r["instances"].get(name),
+                  **r.get("verdicts", {})[name]}
+                 for r in rounds if name in r.get("verdicts", {}))
+
+
+def _curve(mutation, mutants, baseline, seed, settings) -> KillCurve:
+    fitted = {m.magnitude: m.posterior for m in mutants if m.posterior is not None
+              and not m.flags}
+    excluded = tuple(m.magnitude for m in mutants if m.magnitude not in fitted)
+    if not fitted:
+        return KillCurve(mutation.name, (), None, "no analysed magnitude", np.zeros(0),
+                         np.zeros(0), np.zeros(0), excluded=excluded)
+    return kill_curve(mutation.name, fitted, excluded=excluded,
+                      baseline=None if baseline is None else baseline.mean,
+                      mass=settings.mass, seed=seed)

@@ -1,0 +1,249 @@
+"""The kill probability against the magnitude: an isotonic fit of the posterior means
+and where it crosses ``LEVEL``, the smallest killed magnitude with its interval."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from probmut.campaign.score import DRAWS, equal_tailed, posterior_draws
+from probmut.results import Result, plain
+from probmut.seeds import generator
+
+#: Kill probability at which a magnitude counts as killed on the fitted curve.
+LEVEL = 0.5
+
+
+def magnitude_values(magnitudes) -> tuple[np.ndarray | None, str]:
+    """Numbers to order magnitudes by, and the axis they make: the magnitudes themselves
+    when they are numbers; for pairs ``A_B`` (weights_fuzzing's ``0.05_1``) the one part
+    that varies; else None (categories: an activation, an optimiser). A ``@TARGET``
+    suffix is ignored when every magnitude has the same one.
+
+    >>> magnitude_values(["3.1", "9.29", "30.93"])
+    (array([ 3.1 ,  9.29, 30.93]), 'magnitude')
+    >>> magnitude_values(["0.05_0.1", "0.05_1", "0.05_2"])
+    (array([0.1, 1. , 2. ]), 'magnitude 0.05_x')
+    >>> magnitude_values(["elu", "tanh"])
+    (None, 'categories')
+    """
+    texts = [str(m) for m in magnitudes]
+    if len({t.partition("@")[2] for t in texts}) == 1:
+        texts = [t.partition("@")[0] for t in texts]
+    try:
+        parts = np.array([[float(p) for p in t.split("_")] for t in texts])
+    except ValueError:  # a word, or pairs of different lengths
+        return None, "categories"
+    if not np.all(np.isfinite(parts)):
+        return None, "categories"
+    varying = [j for j in range(parts.shape[1]) if np.unique(parts[:, j]).size > 1]
+    if parts.shape[1] == 1:
+        return parts[:, 0], "magnitude"
+    if len(varying) != 1:
+        return None, "categories"
+    shown = texts[0].split("_")
+    shown[varying[0]] = "x"
+    return parts[:, varying[0]], f"magnitude {'_'.join(shown)}"
+
+
+def isotonic(values, weights=None) -> np.ndarray:
+    """Increasing isotonic regression along the last axis (weighted least squares), by
+    the max-min formula ``fit_i = max over j <= i of min over k >= i of mean(y[j..k])``
+    (Barlow et al. 1972), for many rows at once.
+
+    >>> isotonic([1.0, 3.0, 2.0, 4.0]).tolist()
+    [1.0, 2.5, 2.5, 4.0]
+    >>> from scipy.optimize import isotonic_regression
+    >>> y, w = np.array([0.3, 0.1, 0.6, 0.5, 0.9]), np.array([1.0, 4.0, 1.0, 2.0, 1.0])
+    >>> bool(np.allclose(isotonic(y, w), isotonic_regression(y, weights=w).x))
+    True
+    """
+    y = np.asarray(values, dtype=np.float64)
+    w = np.ones_like(y) if weights is None else np.broadcast_to(
+        np.asarray(weights, dtype=np.float64), y.shape)
+    zero = np.zeros(y.shape[:-1] + (1,))
+    sum_w = np.concatenate([zero, np.cumsum(w, axis=-1)], axis=-1)
+    sum_wy = np.concatenate([zero, np.cumsum(w * y, axis=-1)], axis=-1)
+    size = y.shape[-1]
+    fit = np.empty_like(y)
+    for i in range(size):
+        # means[..., j, k] of the blocks y[j..k] with j <= i <= k
+        means = ((sum_wy[..., None, i + 1:] - sum_wy[..., :i + 1, None])
+                 / (sum_w[..., None, i + 1:] - sum_w[..., :i + 1, None]))
+        fit[..., i] = means.min(axis=-1).max(axis=-1)
+    return fit
+
+
+def crossing(x, fitted, level: float = LEVEL) -> np.ndarray:
+    """Where increasing fitted values reach ``level``, by linear interpolation between the
+    sorted magnitudes ``x``, for each row: ``-inf`` when already at the first magnitude,
+    ``inf`` when never.
+
+    >>> crossing([10.0, 20.0, 30.0], [[0.2, 0.4, 0.8], [0.6, 0.7, 0.9], [0.1, 0.2, 0.3]]).tolist()
+    [22.5, -inf, inf]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    fitted = np.atleast_2d(np.asarray(fitted, dtype=np.float64))
+    reached = fitted >= level
+    first = np.argmax(reached, axis=1)
+    result = np.full(fitted.shape[0], np.inf)
+    result[reached[:, 0]] = -np.inf
+    inside = reached.any(axis=1) & ~reached[:, 0]
+    rows, upper = np.flatnonzero(inside), first[inside]
+    low_y, high_y = fitted[rows, upper - 1], fitted[rows, upper]
+    result[rows] = x[upper - 1] + (level - low_y) / (high_y - low_y) * (x[upper] - x[upper - 1])
+    return result
+
+
+@dataclass(frozen=True)
+class KillCurve(Result):
+    """One operator's kill probability against its magnitudes, and where it reaches
+    ``level`` (see the module notes). Arrays run over ``magnitudes``, ordered by their
+    ``values`` (None for categories, which get no fit). ``threshold``,
+    ``threshold_low`` and ``threshold_high``: the crossing magnitude and its interval,
+    ``-inf`` below the smallest tested magnitude and ``inf`` above the largest (None
+    without a fit); ``p_every`` and ``p_none`` the shares of the draws killed at every
+    tested magnitude and at none. ``excluded``: flagged or unanalysed magnitudes, not
+    fitted."""
+
+    mutation: str
+    magnitudes: tuple[str, ...]
+    values: np.ndarray | None
+    axis: str
+    means: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    fitted: np.ndarray | None = None
+    direction: str | None = None
+    threshold: float | None = None
+    threshold_low: float | None = None
+    threshold_high: float | None = None
+    p_every: float | None = None
+    p_none: float | None = None
+    excluded: tuple[str, ...] = ()
+    baseline: float | None = None
+    level: float = LEVEL
+    mass: float = 0.95
+
+    index = "magnitude"
+
+    def _where(self, value: float) -> str:
+        if value == -math.inf:
+            return f"below {self.magnitudes[0]}"
+        if value == math.inf:
+            return f"above {self.magnitudes[-1]}"
+        return f"{value:.4g}"
+
+    def describe_threshold(self) -> str:
+        """The smallest (or largest) killed magnitude with its interval, in words."""
+        if not self.magnitudes:
+            return "no analysed, unflagged magnitude: no fit"
+        if self.values is None:
+            return "categorical magnitudes: no order, no smallest killed magnitude"
+        if self.threshold is None:
+            return "fewer than two analysed magnitudes: no fit"
+        side = "largest" if self.direction == "decreasing" else "smallest"
+        axis = "" if self.axis == "magnitude" else f" ({self.axis})"
+        return (f"{side} killed magnitude{axis}: {self._where(self.threshold)}, "
+                f"{self.mass:.0%} interval [{self._where(self.threshold_low)}, "
+                f"{self._where(self.threshold_high)}]; killed at every tested magnitude in "
+                f"{self.p_every:.0%} of the draws, at none in {self.p_none:.0%}")
+
+    def rows(self) -> list[dict]:
+        fitted = [None] * len(self.magnitudes) if self.fitted is None else self.fitted
+        return [{"magnitude": m, "value": None if self.values is None else self.values[i],
+                 "mean": self.means[i], "ci_low": self.ci_low[i], "ci_high": self.ci_high[i],
+                 "fitted": fitted[i]} for i, m in enumerate(self.magnitudes)]
+
+    def to_dict(self) -> dict:
+        return plain({"mutation": self.mutation, "axis": self.axis,
+                      "direction": self.direction, "level": self.level,
+                      "threshold": {"estimate": _number(self.threshold),
+                                    "ci_low": _number(self.threshold_low),
+                                    "ci_high": _number(self.threshold_high),
+                                    "killed_at_every_magnitude": self.p_every,
+                                    "killed_at_none": self.p_none,
+                                    "text": self.describe_threshold()},
+                      "magnitudes": self.rows(), "excluded": list(self.excluded),
+                      "baseline": self.baseline})
+
+    def __str__(self) -> str:
+        return f"{self.mutation}: {self.describe_threshold()}"
+
+
+def _spearman_sign(x, y) -> float:
+    """Sign of the rank correlation of x and y (average ranks for ties; 0 if undefined)."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x), rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float(np.sign(np.sum(rx * ry)))
+
+
+def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
+               level: float = LEVEL, draws: int = DRAWS, mass: float = 0.95,
+               seed=None) -> KillCurve:
+    """The kill probability of one operator against its magnitudes, and its smallest
+    killed magnitude with its interval (see the module notes).
+
+    Parameters
+    ----------
+    mutation : the operator's name (it also keys the random stream).
+    posteriors : magnitude -> :class:`~probmut.bagging.PopulationPosterior`, the
+        magnitudes to fit (analysed and not flagged).
+    excluded : the operator's other magnitudes, listed but not fitted.
+    baseline : the healthy population's posterior mean (healthy against itself), drawn
+        for reference.
+    level, draws, mass, seed : the kill probability that counts as killed, the joint
+        posterior draws of the interval, its mass, and the seed.
+
+    Examples
+    --------
+    >>> from probmut.bagging import PosteriorSettings, summarize
+    >>> rows = {m: summarize(m, np.full(40, c), PosteriorSettings(bootstraps=40))
+    ...         for m, c in (("10", 10), ("20", 30), ("30", 70), ("40", 95))}
+    >>> curve = kill_curve("op", rows, seed=1)
+    >>> curve.direction, round(curve.threshold, 2)     # the fit reaches 1/2 between 20 and 30
+    ('increasing', 25.0)
+    """
+    names = list(posteriors)
+    values, axis = magnitude_values(names)
+    order = np.argsort(values, kind="stable") if values is not None else np.arange(len(names))
+    names = [names[i] for i in order]
+    rows = [posteriors[name] for name in names]
+    means = np.array([p.mean for p in rows])
+    common = dict(mutation=mutation, magnitudes=tuple(names), axis=axis, means=means,
+                  ci_low=np.array([p.ci_low for p in rows]),
+                  ci_high=np.array([p.ci_high for p in rows]), excluded=tuple(excluded),
+                  baseline=baseline, level=level, mass=mass)
+    if values is None or len(rows) < 2:
+        return KillCurve(values=None if values is None else values[order], **common)
+    values = values[order]
+    decreasing = _spearman_sign(values, means) < 0
+    # A decreasing curve is an increasing one on the reversed (negated) magnitudes.
+    flip = slice(None, None, -1) if decreasing else slice(None)
+    sign = -1.0 if decreasing else 1.0
+    x = sign * values[flip]
+    weights = 1.0 / np.array([p.var for p in rows])[flip]
+    fitted = isotonic(means[flip], weights)
+    estimate = float(crossing(x, fitted, level)[0])
+    drawn = posterior_draws(rows[flip], draws,
+                            generator(seed, "campaign kill curve", mutation))
+    crossings = crossing(x, isotonic(drawn), level)
+    low, high = equal_tailed(crossings, mass)
+    if decreasing:
+        estimate, low, high = -estimate, -high, -low
+    return KillCurve(values=values, fitted=fitted[flip],
+                     direction="decreasing" if decreasing else "increasing",
+                     threshold=estimate, threshold_low=low, threshold_high=high,
+                     p_every=float(np.mean(crossings == -np.inf)),
+                     p_none=float(np.mean(crossings == np.inf)), **common)
+
+
+def _number(value):
+    """A threshold in JSON: the number, or "below"/"above" the tested magnitudes."""
+    if value is None or math.isfinite(value):
+        return value
+    return "below" if value < 0 else "above"
