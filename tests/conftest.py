@@ -7,6 +7,7 @@ import math
 import os
 import signal
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -298,23 +299,66 @@ def interrupted_run(folder: Path) -> Path:
                      crashed=("delete_training_data_30",))
 
 
-def report_output(argv) -> str:
-    """What ``probmut`` prints (it must succeed)."""
-    import contextlib
-    import io
+class Ran(NamedTuple):
+    """What one ``probmut`` command did: its exit code and what it printed."""
 
-    from probmut.cli import main
+    code: int
+    out: str
+    err: str
 
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert main(argv) == 0
-    return buffer.getvalue()
+
+class Cli:
+    """The one way the tests run the command line in this process (:func:`probmut.cli.main`,
+    its output captured); a test that needs a process of its own (a signal, what a fresh
+    interpreter imports) starts ``python -m probmut`` itself."""
+
+    def __call__(self, *argv) -> Ran:
+        """``probmut ARGV``: its exit code and what it printed."""
+        import contextlib
+        import io
+
+        from probmut.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in argv])
+        return Ran(code, out.getvalue(), err.getvalue())
+
+    def ok(self, *argv) -> str:
+        """What ``probmut ARGV`` prints; it must succeed."""
+        code, out, err = self(*argv)
+        assert code == 0, err
+        return out
+
+    def json(self, *argv):
+        """The JSON document of ``probmut ARGV --json``; it must succeed."""
+        return json.loads(self.ok(*argv, "--json"))
+
+    def refused(self, *argv, says: str = "") -> str:
+        """The command exits 2 with exactly one line ``probmut CMD: error: ...`` containing
+        ``says``, no traceback and nothing on stdout; returns that line."""
+        code, out, err = self(*argv)
+        errors = [line for line in err.strip().splitlines() if ": error: " in line]
+        assert code == 2, err
+        assert len(errors) == 1 and errors[0].startswith("probmut"), err
+        assert "Traceback" not in err and out == ""
+        assert says in errors[0], errors[0]
+        return errors[0]
+
+
+#: The command line, for module fixtures (tests take the ``cli`` fixture).
+CLI = Cli()
+
+
+@pytest.fixture
+def cli() -> Cli:
+    """Run ``probmut`` commands: ``cli(*argv)``, ``cli.ok``, ``cli.json``, ``cli.refused``."""
+    return CLI
 
 
 def report_json(folder, out, *options) -> dict:
     """``probmut report FOLDER --out OUT --json`` with ``options``: its document."""
-    return json.loads(report_output(["report", str(folder), *options, "--out", str(out),
-                                     "--quiet", "--json"]))
+    return CLI.json("report", folder, *options, "--out", out, "--quiet")
 
 
 class _FullDisk:

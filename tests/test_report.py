@@ -33,11 +33,11 @@ from probmut.io.populations import read_population
 from probmut.report import draw_figures, render_html
 
 from .conftest import (
+    CLI,
     FULL_RUN,
     RUN_LABELS,
     interrupted_run,
     report_json,
-    report_output,
     write_run,
 )
 
@@ -103,8 +103,8 @@ def test_an_unfinished_run_is_reported_unfinished(tmp_path):
     page = out.read_text()
     assert 'class="status unfinished"' in page and "UNFINISHED" in page
     assert "delete_training_data_50: 7 of 12 instances" in page
-    text = report_output(["report", str(folder), "--sample", "5", "--bootstraps", "30",
-                        "--trials", "30", "--no-verdicts", "--out", str(out), "--quiet"])
+    text = CLI.ok("report", folder, "--sample", "5", "--bootstraps", "30", "--trials", "30",
+                  "--no-verdicts", "--out", out, "--quiet")
     assert "UNFINISHED: 2 population(s) short" in text and "complete:" not in text
 
 

@@ -36,7 +36,7 @@ import pytest
 from probmut.campaign import magnitude_values
 from tests import chromium
 
-from .conftest import interrupted_run, report_json, report_output
+from .conftest import CLI, interrupted_run, report_json
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOT = REPO / "docs" / "figures" / "report_mnist.png"
@@ -70,8 +70,8 @@ def deepcrime(tmp_path_factory):
     """The page of DeepCrime's own MNIST populations (`--model mnist_dc`, 20 vs 20 with
     k = 20: kill counts 0 or N, U-shaped posteriors, infinite ratios), and its document."""
     out = tmp_path_factory.mktemp("deepcrime") / "mnist_dc.html"
-    document = json.loads(report_output(["report", "--model", "mnist_dc", "--no-verdicts",
-                                         "--out", str(out), "--quiet", "--json"]))
+    document = CLI.json("report", "--model", "mnist_dc", "--no-verdicts", "--out", out,
+                        "--quiet")
     return out, document
 
 

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from probmut.cli import main
 from probmut.io.cache import Cache, DamagedCacheWarning, cache_key
 from probmut.io.outcomes import save_outcomes
 
@@ -28,11 +27,6 @@ FUZZED = RAW / "mnist" / "results_mnist_weights_fuzzing_mutated0_MP_0.05_1.csv"
 FAST = ["--bootstraps", "5", "--trials", "10"]
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 def strict_json(text: str):
     """Parse like a strict JSON reader: NaN and Infinity are not JSON."""
@@ -40,18 +34,6 @@ def strict_json(text: str):
         raise ValueError(f"{constant} is not JSON")
     return json.loads(text, parse_constant=refuse)
 
-
-def refused(capsys, *argv, says: str) -> str:
-    """The command exits 2 with exactly one line, ``probmut CMD: error: ...``, containing
-    ``says``; nothing on stdout."""
-    code, out, err = run(capsys, *argv)
-    lines = err.strip().splitlines()
-    errors = [line for line in lines if ": error: " in line]
-    assert code == 2, err
-    assert len(errors) == 1 and errors[0].startswith("probmut"), err
-    assert "Traceback" not in err and out == ""
-    assert says in errors[0], errors[0]
-    return errors[0]
 
 
 def tidy(path, rows):
@@ -76,14 +58,14 @@ def tidy(path, rows):
       "--no-cache"],
      "Beta fit: moment matching"),
 ])
-def test_an_explicit_flag_wins_over_paper(capsys, argv, expected):
-    code, out, err = run(capsys, *argv)
+def test_an_explicit_flag_wins_over_paper(cli, argv, expected):
+    code, out, err = cli(*argv)
     assert code == 0, err
     assert expected in out
 
 
-def test_paper_with_an_explicit_alpha_no_longer_kills_at_p_0048(capsys):
-    code, out, _ = run(capsys, "kill", "--model", "mnist_dc", "--mutation",
+def test_paper_with_an_explicit_alpha_no_longer_kills_at_p_0048(cli):
+    code, out, _ = cli("kill", "--model", "mnist_dc", "--mutation",
                        "delete_training_data", "--magnitudes", "9.29", "--paper", "--alpha",
                        "0.001", "--json")
     document = strict_json(out)
@@ -91,15 +73,15 @@ def test_paper_with_an_explicit_alpha_no_longer_kills_at_p_0048(capsys):
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
-def test_a_ratio_threshold_must_be_a_positive_finite_number(capsys, value):
-    refused(capsys, "posterior", HEALTHY, MUTANT, "--threshold", value, "--no-plot",
+def test_a_ratio_threshold_must_be_a_positive_finite_number(cli, value):
+    cli.refused("posterior", HEALTHY, MUTANT, "--threshold", value, "--no-plot",
             says="--threshold")
 
 
-def test_repeat_paired_refuses_unpaired_ids(capsys, tmp_path):
+def test_repeat_paired_refuses_unpaired_ids(cli, tmp_path):
     healthy = tidy(tmp_path / "h.csv", [(i, 0.9 + i / 1000) for i in range(50)])
     mutant = tidy(tmp_path / "m.csv", [(i + 7, 0.8 + i / 1000) for i in range(50)])
-    refused(capsys, "repeat", healthy, mutant, "--paired", says="ids only in")
+    cli.refused("repeat", healthy, mutant, "--paired", says="ids only in")
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -109,16 +91,16 @@ def test_repeat_paired_refuses_unpaired_ids(capsys, tmp_path):
     (["--trials", "-1"], "--trials: must be at least 1"),
     (["--trials", "10000000000"], "--trials: must be at most"),
 ])
-def test_repeat_refuses_impossible_counts(capsys, argv, says):
-    refused(capsys, "repeat", HEALTHY, MUTANT, *argv, says=says)
+def test_repeat_refuses_impossible_counts(cli, argv, says):
+    cli.refused("repeat", HEALTHY, MUTANT, *argv, says=says)
 
 
 # --- strict JSON -----------------------------------------------------------------------------
 
-def test_kill_on_two_different_constant_populations_prints_null_for_infinity(capsys, tmp_path):
+def test_kill_on_two_different_constant_populations_prints_null_for_infinity(cli, tmp_path):
     healthy = tidy(tmp_path / "h.csv", [(i, 0.9) for i in range(5)])
     mutant = tidy(tmp_path / "m.csv", [(i, 0.8) for i in range(5)])
-    code, out, _ = run(capsys, "kill", healthy, mutant, "--json")
+    code, out, _ = cli("kill", healthy, mutant, "--json")
     document = strict_json(out)
     assert code == 0 and document["killed"] is True and document["effect_size"] is None
 
@@ -131,31 +113,31 @@ def test_kill_on_two_different_constant_populations_prints_null_for_infinity(cap
     ("mce", ["--alpha", "nan"], "--alpha"),
     ("kill", ["--effect", "nan"], "effect-size threshold"),
 ])
-def test_option_values_that_make_no_sense_are_refused(capsys, command, argv, says):
-    refused(capsys, command, HEALTHY, MUTANT, *argv, says=says)
+def test_option_values_that_make_no_sense_are_refused(cli, command, argv, says):
+    cli.refused(command, HEALTHY, MUTANT, *argv, says=says)
 
 
 # --- one line, exit 2, never a traceback ---------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["posterior", "repeat", "mce", "sample-size", "recommend"])
-def test_a_negative_seed_is_refused(capsys, command):
-    refused(capsys, command, HEALTHY, MUTANT, "--seed", "-5", says="--seed: must be at least 0")
+def test_a_negative_seed_is_refused(cli, command):
+    cli.refused(command, HEALTHY, MUTANT, "--seed", "-5", says="--seed: must be at least 0")
 
 
-def test_an_unknown_option_points_at_the_help_of_its_command(capsys):
-    line = refused(capsys, "kill", HEALTHY, MUTANT, "--sample", "30", says="--sample 30")
+def test_an_unknown_option_points_at_the_help_of_its_command(cli):
+    line = cli.refused("kill", HEALTHY, MUTANT, "--sample", "30", says="--sample 30")
     assert line.startswith("probmut kill: error:") and line.endswith("(see probmut kill --help)")
 
 
-def test_an_instance_id_too_large_for_int64(capsys, tmp_path):
+def test_an_instance_id_too_large_for_int64(cli, tmp_path):
     path = tidy(tmp_path / "big.csv", [(10**25, 0.9), (1, 0.91)])
-    refused(capsys, "kill", path, MUTANT, says="instance id 10000000000000000000000000 is outside")
+    cli.refused("kill", path, MUTANT, says="instance id 10000000000000000000000000 is outside")
 
 
-def test_a_csv_field_longer_than_the_csv_module_takes(capsys, tmp_path):
+def test_a_csv_field_longer_than_the_csv_module_takes(cli, tmp_path):
     path = tmp_path / "long.csv"
     path.write_text("instance,accuracy\n0," + "9" * 140_000 + "\n")
-    refused(capsys, "kill", path, MUTANT, says="long.csv: not a readable CSV file")
+    cli.refused("kill", path, MUTANT, says="long.csv: not a readable CSV file")
 
 
 MANIFESTS = {
@@ -168,13 +150,13 @@ MANIFESTS = {
 
 
 @pytest.mark.parametrize("case", MANIFESTS)
-def test_malformed_mutation_tables_in_a_manifest(capsys, tmp_path, case):
+def test_malformed_mutation_tables_in_a_manifest(cli, tmp_path, case):
     line, says = MANIFESTS[case]
     spec = {"pattern": 'pattern = "x_{magnitude}.csv"', "magnitudes": 'magnitudes = ["1"]'}
     spec[line.split(" =")[0]] = line
     (tmp_path / "m.toml").write_text('[models.a]\nhealthy = "h.csv"\n[models.a.mutations.x]\n'
                                      + "\n".join(spec.values()) + "\n")
-    refused(capsys, "kill", "--manifest", tmp_path / "m.toml", "--model", "a", "--mutation", "x",
+    cli.refused("kill", "--manifest", tmp_path / "m.toml", "--model", "a", "--mutation", "x",
             says=says)
 
 
@@ -184,14 +166,14 @@ def test_malformed_mutation_tables_in_a_manifest(capsys, tmp_path, case):
     ('[models]\na = 3\n', "[models.a] must be a table"),
     ('models = 3\n', "no [models.NAME] tables"),
 ])
-def test_models_of_the_wrong_type_in_a_manifest(capsys, tmp_path, content, says):
+def test_models_of_the_wrong_type_in_a_manifest(cli, tmp_path, content, says):
     (tmp_path / "m.toml").write_text(content)
-    refused(capsys, "kill", "--manifest", tmp_path / "m.toml", "--model", "a", "--mutation", "x",
+    cli.refused("kill", "--manifest", tmp_path / "m.toml", "--model", "a", "--mutation", "x",
             says=says)
 
 
-def test_a_manifest_path_that_is_a_directory(capsys, tmp_path):
-    refused(capsys, "kill", "--manifest", tmp_path, "--model", "a", "--mutation", "x",
+def test_a_manifest_path_that_is_a_directory(cli, tmp_path):
+    cli.refused("kill", "--manifest", tmp_path, "--model", "a", "--mutation", "x",
             says="is a directory")
 
 
@@ -230,9 +212,9 @@ def _damaged_outcomes(tmp_path, case):
 @pytest.mark.parametrize("case", ["float ids", "5 ids for 20 rows", "duplicate ids",
                                   "bool outcomes", "plain npy", "empty", "truncated",
                                   "bit flip"])
-def test_outcome_files_of_another_kind_or_damaged(capsys, tmp_path, case):
+def test_outcome_files_of_another_kind_or_damaged(cli, tmp_path, case):
     damaged = _damaged_outcomes(tmp_path, case)
-    refused(capsys, "inputs", _outcomes(tmp_path), damaged,
+    cli.refused("inputs", _outcomes(tmp_path), damaged,
             says=f"{damaged.name}: not a probmut outcomes file")
 
 
@@ -241,30 +223,30 @@ def test_outcome_files_of_another_kind_or_damaged(capsys, tmp_path, case):
     (["--bootstraps", "1000000000"], "exceed the limit of 134,217,728"),
     (["--trials", "99999999999999999999"], "--trials: must be at most"),
 ])
-def test_huge_counts_are_refused_before_allocating(capsys, argv, says):
-    refused(capsys, "posterior", HEALTHY, MUTANT, "--no-plot", *argv, says=says)
+def test_huge_counts_are_refused_before_allocating(cli, argv, says):
+    cli.refused("posterior", HEALTHY, MUTANT, "--no-plot", *argv, says=says)
 
 
-def test_a_figure_of_an_unknown_format(capsys, tmp_path):
-    refused(capsys, "posterior", HEALTHY, MUTANT, "--plot", tmp_path / "f.xyz",
+def test_a_figure_of_an_unknown_format(cli, tmp_path):
+    cli.refused("posterior", HEALTHY, MUTANT, "--plot", tmp_path / "f.xyz",
             says="unknown figure format 'xyz'")
 
 
-def test_a_figure_or_cache_where_nothing_can_be_written(capsys, tmp_path):
+def test_a_figure_or_cache_where_nothing_can_be_written(cli, tmp_path):
     blocker = tmp_path / "file.txt"
     blocker.write_text("")
-    refused(capsys, "posterior", HEALTHY, MUTANT, "--plot", blocker / "f.png",
+    cli.refused("posterior", HEALTHY, MUTANT, "--plot", blocker / "f.png",
             says="file.txt: is a file, not a directory")
     (tmp_path / "folder.png").mkdir()
-    refused(capsys, "posterior", HEALTHY, MUTANT, "--plot", tmp_path / "folder.png",
+    cli.refused("posterior", HEALTHY, MUTANT, "--plot", tmp_path / "folder.png",
             says="folder.png: is a directory")
-    refused(capsys, "sample-size", HEALTHY, MUTANT, "--cache", blocker, "--sizes", "25",
+    cli.refused("sample-size", HEALTHY, MUTANT, "--cache", blocker, "--sizes", "25",
             says="file.txt: is a file, not a directory")
 
 
-def test_kill_rates_that_are_not_numbers(capsys, tmp_path):
+def test_kill_rates_that_are_not_numbers(cli, tmp_path):
     np.save(tmp_path / "text.npy", np.array(["a", "b"]))
-    refused(capsys, "posterior", "--kill-rates", tmp_path / "text.npy", tmp_path / "text.npy",
+    cli.refused("posterior", "--kill-rates", tmp_path / "text.npy", tmp_path / "text.npy",
             "--no-plot", says="holds <U1 values, not kill rates")
 
 
@@ -280,20 +262,20 @@ def test_output_into_a_closed_pipe_stops_quietly():
 
 # --- messages name the file ----------------------------------------------------------------------
 
-def test_a_population_too_small_is_named(capsys, tmp_path):
+def test_a_population_too_small_is_named(cli, tmp_path):
     one = tidy(tmp_path / "one.csv", [(0, 0.9)])
-    refused(capsys, "kill", HEALTHY, one, says="one.csv: 1 instance(s), fewer than the 2")
-    line = refused(capsys, "posterior", HEALTHY, one, "--no-plot",
+    cli.refused("kill", HEALTHY, one, says="one.csv: 1 instance(s), fewer than the 2")
+    line = cli.refused("posterior", HEALTHY, one, "--no-plot",
                    says="one.csv: 1 instance(s), fewer than the sample size k = 20")
     assert line.endswith("(--sample)")
-    refused(capsys, "repeat", HEALTHY, one, says="one.csv: only 1 of its instances")
+    cli.refused("repeat", HEALTHY, one, says="one.csv: only 1 of its instances")
     other = tidy(tmp_path / "other.csv", [(0, 0.9)])  # one file twice is refused first
-    refused(capsys, "repeat", one, other, says="one.csv: 1 instance(s); the sound and unknown "
+    cli.refused("repeat", one, other, says="one.csv: 1 instance(s); the sound and unknown "
                                                "pools need 20 each")
 
 
-def test_mce_needs_two_repetitions(capsys):
-    refused(capsys, "mce", HEALTHY, MUTANT, "--repetitions", "1",
+def test_mce_needs_two_repetitions(cli):
+    cli.refused("mce", HEALTHY, MUTANT, "--repetitions", "1",
             says="--repetitions: must be at least 2")
 
 
@@ -344,14 +326,14 @@ def test_a_cache_file_written_for_another_key_is_not_used(tmp_path):
         assert cache.get(two) is None
 
 
-def test_a_study_on_a_damaged_cache_gives_the_fresh_numbers(capsys, tmp_path):
+def test_a_study_on_a_damaged_cache_gives_the_fresh_numbers(cli, tmp_path):
     argv = ["sample-size", HEALTHY, MUTANT, "--sizes", "25", "--subpopulations", "2",
             "--repetitions", "2", "--no-plot", "--json", "--cache", tmp_path, *FAST]
-    code, fresh, _ = run(capsys, *argv)
+    code, fresh, _ = cli(*argv)
     assert code == 0
     for path in tmp_path.rglob("*.npz"):
         _damage(path, "bit flip")
-    code, again, err = run(capsys, *argv)
+    code, again, err = cli(*argv)
     assert code == 0 and "damaged cache entry" in err
     assert strict_json(again)["sizes"] == strict_json(fresh)["sizes"]
     assert zlib.crc32(again.encode()) == zlib.crc32(fresh.encode())
@@ -400,14 +382,14 @@ def _numbers(document):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(command=st.sampled_from(sorted(COMMANDS)), healthy=POPULATIONS, mutant=POPULATIONS,
        options=OPTIONS)
-def test_any_files_and_options_give_exit_0_or_2_and_strict_json(capsys, tmp_path, command,
+def test_any_files_and_options_give_exit_0_or_2_and_strict_json(cli, tmp_path, command,
                                                                  healthy, mutant, options):
     for name, rows in (("h.csv", healthy), ("m.csv", mutant)):
         (tmp_path / name).write_text("instance,accuracy\n"
                                      + "".join(f"{i},{a}\n" for i, a in rows))
     argv = [command, tmp_path / "h.csv", tmp_path / "m.csv", *COMMANDS[command],
             *[part for option in options for part in option], "--json"]
-    code, out, err = run(capsys, *argv)
+    code, out, err = cli(*argv)
     assert code in (0, 2), err
     assert "Traceback" not in err
     event(f"exit {code}")
@@ -427,24 +409,24 @@ def _saved_rates(tmp_path, bootstraps=7):
     return tmp_path / "base.npy", tmp_path / "mut.npy"
 
 
-def test_posterior_on_saved_kill_rates_reports_the_files_settings(capsys, tmp_path):
+def test_posterior_on_saved_kill_rates_reports_the_files_settings(cli, tmp_path):
     """The number of bootstraps comes from the files (7 here, not the default 100); the
     kill test and its sample size were the saving run's, so the settings do not claim
     any ("20 vs 20 instances" was printed)."""
     base, mutants = _saved_rates(tmp_path)
-    code, out, err = run(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot")
+    code, out, err = cli("posterior", "--kill-rates", base, mutants, "--no-plot")
     assert code == 0, err
     settings = out.splitlines()[-1]
     assert settings.startswith("settings: B=7 bootstraps x N=100 trials, from saved kill counts;")
     assert "vs" not in settings and "kill iff p" not in settings and "seed" not in settings
-    code, out, _ = run(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot", "--json")
+    code, out, _ = cli("posterior", "--kill-rates", base, mutants, "--no-plot", "--json")
     detail = strict_json(out)["settings_detail"]
     assert detail["bootstraps"] == 7 and "sample" not in detail and "criterion" not in detail
 
 
-def test_mce_on_saved_kill_rates_reports_the_files_bootstraps(capsys, tmp_path):
+def test_mce_on_saved_kill_rates_reports_the_files_bootstraps(cli, tmp_path):
     np.save(tmp_path / "reps.npy", np.random.default_rng(1).binomial(100, 0.3, (5, 9)))
-    code, out, _ = run(capsys, "mce", "--kill-rates", tmp_path / "reps.npy", "--json")
+    code, out, _ = cli("mce", "--kill-rates", tmp_path / "reps.npy", "--json")
     document = strict_json(out)
     assert code == 0 and document["bootstraps"] == 9 and document["repetitions"] == 5
     assert document["settings"].startswith("B=9 bootstraps x N=100 trials, from saved")
@@ -459,15 +441,15 @@ def test_mce_on_saved_kill_rates_reports_the_files_bootstraps(capsys, tmp_path):
     (["--criterion", "welch"], "--criterion cannot apply"),
     (["--paired"], "--paired cannot apply"),
 ])
-def test_options_that_cannot_apply_to_saved_kill_rates_are_refused(capsys, tmp_path, argv,
+def test_options_that_cannot_apply_to_saved_kill_rates_are_refused(cli, tmp_path, argv,
                                                                     says):
     base, mutants = _saved_rates(tmp_path)
-    refused(capsys, "posterior", "--kill-rates", base, mutants, "--no-plot", *argv, says=says)
+    cli.refused("posterior", "--kill-rates", base, mutants, "--no-plot", *argv, says=says)
 
 
-def test_mce_refuses_repetitions_with_saved_kill_rates(capsys, tmp_path):
+def test_mce_refuses_repetitions_with_saved_kill_rates(cli, tmp_path):
     np.save(tmp_path / "reps.npy", np.random.default_rng(1).binomial(100, 0.3, (5, 9)))
-    refused(capsys, "mce", "--kill-rates", tmp_path / "reps.npy", "--repetitions", "7",
+    cli.refused("mce", "--kill-rates", tmp_path / "reps.npy", "--repetitions", "7",
             says="--repetitions cannot apply to saved kill rates: their repetitions and "
                  "bootstraps are the file's rows and columns")
 
@@ -485,11 +467,11 @@ def test_mce_refuses_repetitions_with_saved_kill_rates(capsys, tmp_path):
      "line 3 holds 2 cells, the header 3"),
 ], ids=["extra cell", "missing cell", "two accuracy columns", "two instance columns",
         "DeepCrime"])
-def test_a_ragged_or_ambiguous_csv_is_refused_naming_the_line_or_column(capsys, tmp_path,
+def test_a_ragged_or_ambiguous_csv_is_refused_naming_the_line_or_column(cli, tmp_path,
                                                                          content, says):
     path = tmp_path / "pop.csv"
     path.write_text(content)
-    refused(capsys, "kill", path, HEALTHY, says=f"pop.csv: {says}")
+    cli.refused("kill", path, HEALTHY, says=f"pop.csv: {says}")
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -506,15 +488,15 @@ def test_a_ragged_or_ambiguous_csv_is_refused_naming_the_line_or_column(capsys, 
       "3.1,", "--no-plot"], "argument --magnitudes: expected comma-separated magnitudes"),
     (["replicate", "--only", "figure3,,deepcrime"], "argument --only"),
 ])
-def test_contradictory_or_empty_options_are_refused(capsys, argv, says):
-    refused(capsys, *argv, says=says)
+def test_contradictory_or_empty_options_are_refused(cli, argv, says):
+    cli.refused(*argv, says=says)
 
 
 # --- issue 32: the analysis commands' last tracebacks and misleading messages -----------------
 
-def test_replicate_into_a_file_is_refused(capsys, tmp_path):
+def test_replicate_into_a_file_is_refused(cli, tmp_path):
     (tmp_path / "afile").write_text("")
-    refused(capsys, "replicate", "--out", tmp_path / "afile", "--quick",
+    cli.refused("replicate", "--out", tmp_path / "afile", "--quick",
             says="afile: is a file, not a directory (the output)")
 
 
@@ -523,22 +505,22 @@ def test_replicate_into_a_file_is_refused(capsys, tmp_path):
     # the verdict's last block of reference populations: up to MORE_DRAWS / 2 x draws
     (["--sizes", "25", "--reference", "1000000000"], 400, "(--reference)"),
 ])
-def test_recommend_refuses_huge_populations_before_allocating(capsys, argv, populations,
+def test_recommend_refuses_huge_populations_before_allocating(cli, argv, populations,
                                                                option):
-    line = refused(capsys, "recommend", HEALTHY, MUTANT, "--no-cache", *argv,
+    line = cli.refused("recommend", HEALTHY, MUTANT, "--no-cache", *argv,
                    says=f"{populations} simulated populations of 1,000,000,000 instances per "
                         "side exceed the limit of 16,777,216")
     assert line.endswith(option)
 
 
-def test_a_request_beyond_the_memory_is_one_line(capsys, monkeypatch):
+def test_a_request_beyond_the_memory_is_one_line(cli, monkeypatch):
     import probmut.engine
 
     def too_large(*args, **kwargs):
         raise MemoryError("Unable to allocate 745. GiB for an array")
 
     monkeypatch.setattr(probmut.engine, "kill_counts", too_large)
-    refused(capsys, "posterior", HEALTHY, MUTANT, "--no-plot",
+    cli.refused("posterior", HEALTHY, MUTANT, "--no-plot",
             says="not enough memory (Unable to allocate 745. GiB for an array); ask for fewer")
 
 
@@ -550,22 +532,21 @@ def test_a_request_beyond_the_memory_is_one_line(capsys, monkeypatch):
     (["inputs", HEALTHY, MUTANT], "not a probmut outcomes file (a text file: 'true_label;"),
     (["coverage", "nope"], "nope: no such file or directory"),
 ])
-def test_a_file_of_another_kind_is_named_for_what_it_is(capsys, argv, says):
-    line = refused(capsys, *argv, says=says)
+def test_a_file_of_another_kind_is_named_for_what_it_is(cli, argv, says):
+    line = cli.refused(*argv, says=says)
     assert "allow_pickle" not in line
 
 
-def test_recommend_help_shows_a_single_percent_sign(capsys):
-    assert main(["recommend", "--help"]) == 0
-    out = capsys.readouterr().out
+def test_recommend_help_shows_a_single_percent_sign(cli):
+    out = cli.ok("recommend", "--help")
     assert "95%%" not in out and "predicted 95%" in " ".join(out.split())
 
 
-def test_a_file_name_too_long_is_one_line(capsys, tmp_path):
+def test_a_file_name_too_long_is_one_line(cli, tmp_path):
     """An operating-system error on a named file (here ENAMETOOLONG) is bad input."""
     long = tmp_path / ("x" * 300 + ".csv")
-    refused(capsys, "kill", long, HEALTHY, says=f"{long}: File name too long")
-    refused(capsys, "posterior", HEALTHY, MUTANT, *FAST, "--plot",
+    cli.refused("kill", long, HEALTHY, says=f"{long}: File name too long")
+    cli.refused("posterior", HEALTHY, MUTANT, *FAST, "--plot",
             tmp_path / ("x" * 300 + ".png"), says="File name too long")
 
 
@@ -615,10 +596,10 @@ def _manifest_of(tmp_path, magnitudes: str, bom: bool = False):
     ('["10", "010"]', "magnitude '10' and '010' are the same number"),
     ("[10, 10.0]", "magnitude '10' and '10.0' are the same number"),
 ])
-def test_a_magnitude_listed_twice_in_a_manifest_is_refused(capsys, tmp_path, magnitudes, says):
+def test_a_magnitude_listed_twice_in_a_manifest_is_refused(cli, tmp_path, magnitudes, says):
     """It was counted again: 4 mutants and a score of 0.781 where 2 gave 0.571."""
     for command in ("kill", "posterior"):
-        refused(capsys, command, *_manifest_of(tmp_path, magnitudes), "--no-plot"
+        cli.refused(command, *_manifest_of(tmp_path, magnitudes), "--no-plot"
                 if command == "posterior" else "--json", says=says)
 
 
@@ -637,69 +618,69 @@ def test_a_run_never_lists_one_magnitude_under_two_spellings(tmp_path):
     assert Manifest.load(path).mutation("m", "x").magnitudes == ("010",)
 
 
-def test_a_population_given_twice_is_refused(capsys, tmp_path):
-    refused(capsys, "posterior", HEALTHY, MUTANT, MUTANT, "--no-plot", *FAST,
+def test_a_population_given_twice_is_refused(cli, tmp_path):
+    cli.refused("posterior", HEALTHY, MUTANT, MUTANT, "--no-plot", *FAST,
             says=f"{MUTANT} is given twice; give each population file once")
     again = tmp_path / "again.csv"
     again.symlink_to(MUTANT)
-    refused(capsys, "kill", HEALTHY, MUTANT, again,
+    cli.refused("kill", HEALTHY, MUTANT, again,
             says=f"{MUTANT} and {again} are the same file")
-    refused(capsys, "kill", "--model", "mnist", "--mutation", "delete_training_data",
+    cli.refused("kill", "--model", "mnist", "--mutation", "delete_training_data",
             "--magnitudes", "3.1,9.29,3.1", says="magnitude '3.1' is given 2 times; give each "
                                                   "magnitude once (--magnitudes)")
 
 
-def test_a_device_given_as_a_population_is_refused_at_once(capsys):
-    refused(capsys, "kill", HEALTHY, "/dev/zero",
+def test_a_device_given_as_a_population_is_refused_at_once(cli):
+    cli.refused("kill", HEALTHY, "/dev/zero",
             says="/dev/zero: a device, not a regular file; give a population CSV file")
 
 
-def test_a_manifest_with_a_byte_order_mark_is_read(capsys, tmp_path):
-    code, out, err = run(capsys, "kill", *_manifest_of(tmp_path, '["weak"]', bom=True))
+def test_a_manifest_with_a_byte_order_mark_is_read(cli, tmp_path):
+    code, out, err = cli("kill", *_manifest_of(tmp_path, '["weak"]', bom=True))
     assert code == 0 and "weak" in out, err
 
 
-def test_a_population_file_given_for_a_run_is_named_as_one(capsys):
-    refused(capsys, "symptoms", HEALTHY, "--no-plot",
+def test_a_population_file_given_for_a_run_is_named_as_one(cli):
+    cli.refused("symptoms", HEALTHY, "--no-plot",
             says=f"{HEALTHY}: a population file, not a manifest; give a run's folder or its "
                  "manifest.toml")
 
 
-def test_a_full_disk_is_one_line_naming_the_file(capsys, tmp_path, full_disk):
+def test_a_full_disk_is_one_line_naming_the_file(cli, tmp_path, full_disk):
     """OSError 28 ended posterior --plot and report --out in a traceback."""
     full_disk(f"{tmp_path}/")
     figure = tmp_path / "figure.png"
-    refused(capsys, "posterior", HEALTHY, MUTANT, *FAST, "--plot", figure,
+    cli.refused("posterior", HEALTHY, MUTANT, *FAST, "--plot", figure,
             says=f"{figure}: cannot write it: No space left on device; free some space and try "
                  "again, or write elsewhere")
     assert not list(tmp_path.iterdir())  # nothing half-written
     run_folder = write_run(tmp_path.parent / f"{tmp_path.name}_run", FULL_RUN)
     page = tmp_path / "page.html"
-    line = refused(capsys, "report", run_folder, "--sample", "5", "--bootstraps", "10",
+    line = cli.refused("report", run_folder, "--sample", "5", "--bootstraps", "10",
                    "--trials", "10", "--no-verdicts", "--quiet", "--out", page,
                    says=f"{page}: cannot write it: No space left on device")
     assert not list(tmp_path.iterdir())
     assert "completed work is kept" not in line  # nothing to resume
 
 
-def test_a_full_disk_under_a_cache_is_a_warning(capsys, tmp_path, full_disk):
+def test_a_full_disk_under_a_cache_is_a_warning(cli, tmp_path, full_disk):
     """recommend's cache only saves time: the results still come, with one warning."""
     full_disk(str(tmp_path))
-    code, out, err = run(capsys, "recommend", HEALTHY, MUTANT, "--pilot", "25", "--sizes", "25",
+    code, out, err = cli("recommend", HEALTHY, MUTANT, "--pilot", "25", "--sizes", "25",
                          "--populations", "20", *FAST, "--cache", tmp_path / "cache")
     assert code == 0 and "verdict:" in out, err
     warned = [line for line in err.splitlines() if "warning" in line]
     assert len(warned) == 1 and "No space left on device; the cache in" in warned[0], err
 
 
-def test_repeat_with_pools_of_k_warns_once(capsys, tmp_path):
+def test_repeat_with_pools_of_k_warns_once(cli, tmp_path):
     """Every test of a repetition was the same test, without a word (issue 44); the
     warning names the healthy pools once, not once per population."""
     rng = np.random.default_rng(3)
     healthy = tidy(tmp_path / "h.csv", enumerate(rng.normal(0.9, 0.01, 40)))
     mutants = [tidy(tmp_path / f"m{j}.csv", enumerate(rng.normal(0.89, 0.01, 40)))
                for j in range(2)]
-    code, out, err = run(capsys, "repeat", healthy, *mutants, "--repetitions", "2",
+    code, out, err = cli("repeat", healthy, *mutants, "--repetitions", "2",
                          "--trials", "5")
     assert code == 0 and "pass rate" in out
     assert err.splitlines() == [
@@ -708,12 +689,12 @@ def test_repeat_with_pools_of_k_warns_once(capsys, tmp_path):
         "repeated and its pass rate is 0 or 1; train more instances or lower the sample size k"]
 
 
-def test_a_symlink_loop_is_named_as_one(capsys, tmp_path):
+def test_a_symlink_loop_is_named_as_one(cli, tmp_path):
     """It said "no such file" (issue 44); the check for a file given twice must not trip
     on it either (pathlib's resolve() raises on a loop)."""
     loop = tmp_path / "loop.csv"
     loop.symlink_to(loop)
     (tmp_path / "manifest.toml").write_text('[models.m]\nhealthy = "h.csv"\n[models.m.targets]\n'
                                             '"loop.csv" = 4\n')  # a run's manifest beside it
-    refused(capsys, "kill", HEALTHY, loop,
+    cli.refused("kill", HEALTHY, loop,
             says=f"{loop}: a symbolic link that leads back to itself (a symlink loop)")

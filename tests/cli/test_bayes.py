@@ -7,8 +7,6 @@ import sys
 
 import pytest
 
-from probmut.cli import main
-
 from ..conftest import normal_accuracies
 
 
@@ -29,7 +27,7 @@ def test_core_and_parser_import_without_pymc():
 
 
 @pytest.mark.bayes
-def test_cli_prints_json_and_draws_the_figure(tmp_path, capsys):
+def test_cli_prints_json_and_draws_the_figure(tmp_path, cli):
     pytest.importorskip("pymc")
     pytest.importorskip("arviz")
     h, m = normal_accuracies(4)
@@ -37,13 +35,10 @@ def test_cli_prints_json_and_draws_the_figure(tmp_path, capsys):
         rows = "\n".join(f"{i},{float(v)!r}" for i, v in enumerate(values))
         (tmp_path / f"{name}.csv").write_text("instance,accuracy\n" + rows + "\n")
     figure = tmp_path / "bayes.png"
-    code = main(["bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
+    document = json.loads(cli.ok("bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
                  "--draws", "300", "--tune", "300", "--jobs", "1", "--seed", "7", "--json",
-                 "--plot", str(figure)])
-    assert code == 0
-    document = json.loads(capsys.readouterr().out)
+                 "--plot", str(figure)))
     assert document["seed"] == 7 and document["figure"] == str(figure)
     assert figure.stat().st_size > 10_000
-    assert main(["bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
-                 "--chains", "1", "--no-plot"]) == 2
-    assert "--chains: must be at least 2" in capsys.readouterr().err
+    cli.refused("bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
+                 "--chains", "1", "--no-plot", says="--chains: must be at least 2")

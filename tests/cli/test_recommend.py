@@ -1,21 +1,17 @@
 """`probmut recommend`: JSON and text, planned looks; bad input is one line and exit 2."""
 
-import json
 
 import numpy as np
 import pytest
 
-from probmut.cli import main
 from probmut.sequential import LEVEL, settle_threshold
 
 
-def test_cli_json_and_text(capsys):
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
-                 "--populations", "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
-                 "--json"])
-    assert code == 0
-    document = json.loads(capsys.readouterr().out)
+def test_cli_json_and_text(cli):
+    document = cli.json("recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                        "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
+                        "--populations", "20", "--bootstraps", "20", "--trials", "30",
+                        "--no-cache")
     first, second = document["mutants"]
     assert first["name"] == "30.93" and first["verdict"] == "killed"
     assert first["pilot"] == [25, 25] and first["needed"] == 25
@@ -27,27 +23,18 @@ def test_cli_json_and_text(capsys):
         assert advice["draws_used"] in (20, 40, 80, 160)
         p = advice["p_killed"]
         assert advice["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / advice["draws_used"]))
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations", "20",
-                 "--bootstraps", "20", "--trials", "30", "--no-cache", "--json",
-                 "--looks", "25,50,75,100"])
-    looked = json.loads(capsys.readouterr().out)
-    assert code == 0 and looked["looks"] == 4
+    looked = cli.json("recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                      "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations",
+                      "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
+                      "--looks", "25,50,75,100")
+    assert looked["looks"] == 4
     assert looked["threshold"] == settle_threshold(25, [25, 50, 75, 100]) > LEVEL
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations", "20",
-                 "--bootstraps", "20", "--trials", "30", "--no-cache"])
-    text = capsys.readouterr().out
-    assert code == 0 and "verdict: KILLED: a large population" in text
+    text = cli.ok("recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                  "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations",
+                  "20", "--bootstraps", "20", "--trials", "30", "--no-cache")
+    assert "verdict: KILLED: a large population" in text
     assert "posterior mean [95% band]" in text
 
-
-def _bad(capsys, *argv):
-    code = main(["recommend", *map(str, argv)])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1, err
-    return err
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -76,31 +63,30 @@ def _bad(capsys, *argv):
     (["--pilot", "25", "--level", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
                                             "populations"),
 ])
-def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
-    err = _bad(capsys, "--model", "mnist", "--mutation", "delete_training_data",
+def test_bad_input_is_one_line_and_exit_2(cli, argv, message):
+    err = cli.refused("recommend", "--model", "mnist", "--mutation", "delete_training_data",
                "--magnitudes", "30.93", "--no-cache", *argv)
     assert message in err
 
 
-def test_unpaired_ids_in_paired_mode(capsys, tmp_path):
+def test_unpaired_ids_in_paired_mode(cli, tmp_path):
     (tmp_path / "h.csv").write_text("instance,accuracy\n" + "".join(
         f"{i},{0.9 + i / 1000}\n" for i in range(25)))
     (tmp_path / "m.csv").write_text("instance,accuracy\n" + "".join(
         f"{i + 5},{0.8 + i / 1000}\n" for i in range(25)))
-    err = _bad(capsys, tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--no-cache")
+    err = cli.refused("recommend", tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--no-cache")
     assert "same instance ids" in err
 
 
-def test_a_paired_pilot_of_two_is_refused(capsys, tmp_path):
+def test_a_paired_pilot_of_two_is_refused(cli, tmp_path):
     """Found by the property test of test_bad_input: the pairs' covariance needs P >= 3."""
     for name in ("h.csv", "m.csv"):
         (tmp_path / name).write_text("instance,accuracy\n0,0.0\n1,0.0\n")
-    err = _bad(capsys, tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--sample", "2",
+    err = cli.refused("recommend", tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--sample", "2",
                "--sizes", "2", "--reference", "4", "--no-cache")
     assert "a paired pilot needs at least 3 instances" in err
 
 
-def test_cli_bad_sizes_exit_2(capsys):
-    code = main(["recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                 "--magnitudes", "30.93", "--sizes", "25,x", "--no-cache"])
-    assert code == 2 and "--sizes" in capsys.readouterr().err
+def test_cli_bad_sizes_exit_2(cli):
+    cli.refused("recommend", "--model", "mnist", "--mutation", "delete_training_data",
+                "--magnitudes", "30.93", "--sizes", "25,x", "--no-cache", says="--sizes")

@@ -1,23 +1,15 @@
 """`probmut replicate`: every listed file written; an unknown part is an error."""
 
-import contextlib
-import io
-import json
 
 import pandas as pd
 import pytest
-
-from probmut.cli import main
 
 from ..conftest import check_replicate_files, replicate_files
 
 
 @pytest.mark.slow
-def test_replicate_quick_cli_writes_every_file(tmp_path):
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        assert main(["replicate", "--quick", "--out", str(tmp_path), "--json"]) == 0
-    report = json.loads(buffer.getvalue())
+def test_replicate_quick_cli_writes_every_file(cli, tmp_path):
+    report = cli.json("replicate", "--quick", "--out", tmp_path)
     expected = replicate_files(tmp_path, ["figure3", "deepcrime", "motivating", "sample-size"])
     assert sorted(report["files"]) == sorted(map(str, expected))
     check_replicate_files(expected)
@@ -28,6 +20,5 @@ def test_replicate_quick_cli_writes_every_file(tmp_path):
     assert not killed["healthy"] and killed["30.93"]
 
 
-def test_unknown_part_is_an_error(tmp_path, capsys):
-    assert main(["replicate", "--quick", "--out", str(tmp_path), "--only", "figure9"]) == 2
-    assert "unknown part" in capsys.readouterr().err
+def test_unknown_part_is_an_error(tmp_path, cli):
+    cli.refused("replicate", "--quick", "--out", str(tmp_path), "--only", "figure9", says="unknown part")

@@ -9,18 +9,16 @@ import re
 import pytest
 
 from probmut import __version__
-from probmut.cli import main
 from probmut.io.manifest import write_manifest
 
 from ..conftest import FULL_RUN, write_run
 
 
-def test_the_header_says_what_produced_the_report(tmp_path, capsys):
+def test_the_header_says_what_produced_the_report(tmp_path, cli):
     folder = write_run(tmp_path / "run", FULL_RUN, crashed=("delete_training_data_30",))
     out = tmp_path / "r.html"
-    assert main(["report", str(folder), "--sample", "5", "--bootstraps", "30", "--trials",
-                 "30", "--seed", "3", "--out", str(out), "--quiet", "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
+    document = cli.json("report", folder, "--sample", "5", "--bootstraps", "30", "--trials",
+                        "30", "--seed", "3", "--out", out, "--quiet")
     assert document["report"] == str(out)
     produced = re.search(r'<p class="produced" id="produced">(.*?)</p>', out.read_text())[1]
     command = f"probmut report {folder} --bootstraps 30 --trials 30 --sample 5 --seed 3"
@@ -28,12 +26,11 @@ def test_the_header_says_what_produced_the_report(tmp_path, capsys):
     assert produced.endswith("UTC · seed 3")
 
 
-def test_a_file_that_is_not_a_coverage_result_is_refused(tmp_path, capsys):
+def test_a_file_that_is_not_a_coverage_result_is_refused(tmp_path, cli):
     folder = write_run(tmp_path, FULL_RUN)
     (folder / "other.json").write_text('{"tau": 0.1}')
-    assert main(["report", str(folder), "--coverage", str(folder / "other.json"),
-                 "--out", str(tmp_path / "r.html")]) == 2
-    assert "not a coverage result" in capsys.readouterr().err
+    cli.refused("report", folder, "--coverage", folder / "other.json", "--out",
+                tmp_path / "r.html", says="not a coverage result")
 
 
 @pytest.mark.parametrize("case, says", [
@@ -46,7 +43,7 @@ def test_a_file_that_is_not_a_coverage_result_is_refused(tmp_path, capsys):
     ("run and manifest", "give a run directory or --manifest, not both"),
     ("nothing", "give a run directory, or --model NAME [--manifest FILE]"),
 ])
-def test_bad_input_is_one_line_and_exit_2(case, says, tmp_path, capsys, monkeypatch):
+def test_bad_input_is_one_line_and_exit_2(cli, case, says, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # where report.html would go by default
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -63,83 +60,68 @@ def test_bad_input_is_one_line_and_exit_2(case, says, tmp_path, capsys, monkeypa
                                  str(tmp_path / "file.txt" / "r.html")],
             "run and manifest": [str(empty), "--manifest", str(bare / "manifest.toml")],
             "nothing": []}[case]
-    assert main(["report", *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("probmut report: error: ") and says in err, err
-    assert len(err.strip().splitlines()) == 1, err
+    line = cli.refused("report", *argv, says=says)
+    assert line.startswith("probmut report: error: ")
     assert not (tmp_path / "report.html").exists()
 
 
 FAST = ["--sample", "5", "--bootstraps", "30", "--trials", "30", "--no-verdicts", "--quiet"]
 
 
-def test_the_page_goes_into_the_run_and_replaces_only_its_own(tmp_path, capsys, monkeypatch):
+def test_the_page_goes_into_the_run_and_replaces_only_its_own(cli, tmp_path, monkeypatch):
     """`probmut report RUN` writes RUN/report.html (the page belongs to the run) and says
     where; run again, it replaces that page and says so; it never replaces the page of
     another campaign, nor a file that is not a report, and says why in one line."""
     monkeypatch.chdir(tmp_path)
     first = write_run(tmp_path / "first", FULL_RUN)
     write_run(tmp_path / "second", FULL_RUN)
-    assert main(["report", "first", *FAST]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "report: first/report.html"
+    assert cli.ok("report", "first", *FAST).splitlines()[-1] == "report: first/report.html"
     assert not (tmp_path / "report.html").exists()
     page = (first / "report.html").read_text()
     assert '<meta name="probmut-campaign" content="syn @ manifest.toml">' in page
-    assert main(["report", "first", *FAST]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == (
+    assert cli.ok("report", "first", *FAST).splitlines()[-1] == (
         "report: first/report.html (it replaces the earlier page of this campaign)")
     moved = tmp_path / "moved"
     first.rename(moved)       # a run moved with its page keeps it its own
-    assert main(["report", "moved", *FAST]) == 0
-    capsys.readouterr()
+    cli.ok("report", "moved", *FAST)
     before = (moved / "report.html").read_bytes()
     for argv, says in (
             (["second", "--out", "moved/report.html"],
              "moved/report.html: holds the report of another campaign (syn @ manifest.toml"),
             (["--model", "mnist_dc", "--out", "moved/report.html"],
              "holds the report of another campaign (syn @ manifest.toml)")):  # before analysing
-        assert main(["report", *argv, *FAST]) == 2
-        err = capsys.readouterr().err
-        assert says in err and len(err.strip().splitlines()) == 1, err
+        cli.refused("report", *argv, *FAST, says=says)
     assert (moved / "report.html").read_bytes() == before
     (tmp_path / "notes.html").write_text("<html>my own notes</html>")
-    assert main(["report", "second", "--out", "notes.html", *FAST]) == 2
-    assert "notes.html: holds a file that is not a probmut report" in capsys.readouterr().err
+    cli.refused("report", "second", "--out", "notes.html", *FAST,
+                says="notes.html: holds a file that is not a probmut report")
     assert (tmp_path / "notes.html").read_text() == "<html>my own notes</html>"
-    assert main(["report", "--manifest", "second/manifest.toml", "--model", "syn",
-                 *FAST]) == 0                                      # no run folder: here
-    assert capsys.readouterr().out.splitlines()[-1] == "report: report.html"
+    here = cli.ok("report", "--manifest", "second/manifest.toml", "--model", "syn", *FAST)
+    assert here.splitlines()[-1] == "report: report.html"          # no run folder: here
 
 
-def test_compare_says_which_outcomes_changed(tmp_path, capsys):
+def test_compare_says_which_outcomes_changed(cli, tmp_path):
     """`--compare OLD.json` (an earlier `probmut report --json`): the outcomes that
     changed, the mutants new and gone, the score then and now, in the text, the JSON and
     the page; a file that is not such a document is refused in one line."""
     folder = write_run(tmp_path / "run", FULL_RUN)
-    assert main(["report", str(folder), *FAST, "--json"]) == 0
-    earlier = json.loads(capsys.readouterr().out)
+    earlier = json.loads(cli.ok("report", str(folder), *FAST, "--json"))
     earlier["mutants"][0]["outcome"] = "not settled"
     earlier["mutants"].append({"name": "gone_1", "outcome": "killed"})
     earlier["mutation_score"]["mean"] = 0.25
     old = tmp_path / "old.json"
     old.write_text(json.dumps(earlier))
-    assert main(["report", str(folder), *FAST, "--compare", str(old)]) == 0
-    text = capsys.readouterr().out
+    text = cli.ok("report", str(folder), *FAST, "--compare", str(old))
     first = earlier["mutants"][0]
     assert (f"compared with {old} (a report of syn): 1 outcome changed, 4 the same; mutation "
             "score 0.250 then") in text
     now = next(line for line in text.splitlines() if line.startswith(f"  {first['name']}:"))
     assert now.startswith(f"  {first['name']}: not settled -> ") and "  gone_1: gone" in text
-    document = json.loads(report_json_of(folder, old, capsys))
+    document = cli.json("report", folder, *FAST, "--compare", old)
     assert document["compare"]["changed"][0]["name"] == first["name"]
     assert document["compare"]["removed"] == ["gone_1"]
     page = (folder / "report.html").read_text()
     assert 'id="compare"' in page and "gone_1" in page
     old.write_text('{"mutants": 3}')
-    assert main(["report", str(folder), *FAST, "--compare", str(old)]) == 2
-    assert "not the document of probmut report --json" in capsys.readouterr().err
-
-
-def report_json_of(folder, old, capsys) -> str:
-    assert main(["report", str(folder), *FAST, "--compare", str(old), "--json"]) == 0
-    return capsys.readouterr().out
+    cli.refused("report", folder, *FAST, "--compare", old,
+                says="not the document of probmut report --json")

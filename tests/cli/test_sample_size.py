@@ -1,22 +1,14 @@
 """`probmut sample-size`: the JSON's shape and the figure."""
 
-import contextlib
-import io
-import json
-
-from probmut.cli import main
 
 
-def test_cli_json_shape_and_plot(tmp_path):
+
+def test_cli_json_shape_and_plot(cli, tmp_path):
     figure = tmp_path / "fig.png"
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["sample-size", "--model", "mnist", "--mutation", "delete_training_data",
-                     "--magnitudes", "30.93", "--sizes", "25,50", "--subpopulations", "4",
-                     "--repetitions", "3", "--bootstraps", "10", "--trials", "20",
-                     "--seed", "1", "--no-cache", "--plot", str(figure), "--json"])
-    assert code == 0
-    document = json.loads(buffer.getvalue())
+    document = cli.json("sample-size", "--model", "mnist", "--mutation", "delete_training_data",
+                        "--magnitudes", "30.93", "--sizes", "25,50", "--subpopulations", "4",
+                        "--repetitions", "3", "--bootstraps", "10", "--trials", "20",
+                        "--seed", "1", "--no-cache", "--plot", figure)
     assert [s["n"] for s in document["sizes"]] == [25, 50]
     for quantity in ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper"):
         assert set(document["sizes"][0][quantity]) == {"median", "low", "high"}

@@ -3,7 +3,6 @@
 import json
 import warnings
 
-from probmut.cli import main
 from probmut.io.manifest import write_manifest
 from probmut.io.populations import write_instances
 from probmut.io.records import InstanceRecord
@@ -11,7 +10,7 @@ from probmut.io.records import InstanceRecord
 from ..conftest import RAW, failing_records, healthy_records
 
 
-def test_symptoms_command_on_a_run_directory(tmp_path, capsys):
+def test_symptoms_command_on_a_run_directory(tmp_path, cli):
     write_instances(tmp_path / "healthy.csv", healthy_records())
     write_instances(tmp_path / "change_loss_function_ctc.csv", failing_records(20, "crashed"))
     write_instances(tmp_path / "weights_fuzzing_0_1.csv",
@@ -22,18 +21,15 @@ def test_symptoms_command_on_a_run_directory(tmp_path, capsys):
                                      "magnitudes": ["ctc"]},
             "weights_fuzzing": {"paired": True, "pattern": "weights_fuzzing_{magnitude}.csv",
                                 "magnitudes": ["0_1"]}}}}})
-    assert main(["symptoms", str(tmp_path), "--json", "--no-plot"]) == 0
-    document = json.loads(capsys.readouterr().out)
+    document = json.loads(cli.ok("symptoms", str(tmp_path), "--json", "--no-plot"))
     assert [(p["name"], p["symptom"]) for p in document["populations"]] == [
         ("change_loss_function_ctc", "crash"), ("weights_fuzzing_0_1", "no observable difference")]
-    assert main(["symptoms", "--no-plot"]) == 2
-    assert "run directory" in capsys.readouterr().err
+    cli.refused("symptoms", "--no-plot", says="run directory")
 
 
-def test_symptoms_of_the_papers_populations_without_records(capsys):
+def test_symptoms_of_the_papers_populations_without_records(cli):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert main(["symptoms", "--manifest", str(RAW / "manifest.toml"), "--model", "mnist_dc",
-                     "--paper", "--no-plot"]) == 0
-    text = capsys.readouterr().out
+        text = cli.ok("symptoms", "--manifest", str(RAW / "manifest.toml"), "--model", "mnist_dc",
+                     "--paper", "--no-plot")
     assert "delete_training_data_9.29" in text and "significant accuracy change" in text

@@ -11,7 +11,6 @@ import json
 import numpy as np
 import pytest
 
-from probmut.cli import main
 from probmut.errors import ProbmutError
 from probmut.io.completeness import IncompleteRunWarning, check_complete, noting_completeness
 from probmut.io.manifest import Manifest, add_to_manifest
@@ -83,23 +82,18 @@ JSON = {"kill", "posterior", "repeat", "mce", "sample-size", "recommend", "sympt
         "kill (files)"}
 
 
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_every_reader_names_a_population_short_of_its_target(capsys, short_run, command):
-    code, out, err = run_cli(capsys, *COMMANDS[command](short_run))
+def test_every_reader_names_a_population_short_of_its_target(cli, short_run, command):
+    code, out, err = cli(*COMMANDS[command](short_run))
     assert code == 0, err
     short = [line for line in err.splitlines() if "stopped early" in line]
     assert short == ["probmut: warning: " + MESSAGE.format(stem="delete_training_data_50", n=6)]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_strict_refuses_a_population_short_of_its_target(capsys, short_run, command):
-    code, out, err = run_cli(capsys, *COMMANDS[command](short_run), "--strict")
+def test_strict_refuses_a_population_short_of_its_target(cli, short_run, command):
+    code, out, err = cli(*COMMANDS[command](short_run), "--strict")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [
         f"probmut {command.split()[0]}: error: "
@@ -107,8 +101,8 @@ def test_strict_refuses_a_population_short_of_its_target(capsys, short_run, comm
 
 
 @pytest.mark.parametrize("command", sorted(JSON))
-def test_json_says_which_populations_are_complete(capsys, short_run, command):
-    code, out, err = run_cli(capsys, *COMMANDS[command](short_run), "--json")
+def test_json_says_which_populations_are_complete(cli, short_run, command):
+    code, out, err = cli(*COMMANDS[command](short_run), "--json")
     assert code == 0, err
     document = json.loads(out)
     assert document["complete"] is False
@@ -120,31 +114,31 @@ def test_json_says_which_populations_are_complete(capsys, short_run, command):
     assert entries["healthy"]["complete"] is True and entries["healthy"]["instances"] == 10
 
 
-def test_a_finished_run_reads_as_complete_without_a_word(capsys, tmp_path):
+def test_a_finished_run_reads_as_complete_without_a_word(cli, tmp_path):
     run = write_run(tmp_path / "rs3", {"healthy": 10, "delete_training_data_50": 10})
-    code, out, err = run_cli(capsys, *COMMANDS["kill"](run), "--json", "--strict")
+    code, out, err = cli(*COMMANDS["kill"](run), "--json", "--strict")
     assert code == 0 and "stopped early" not in err
     document = json.loads(out)
     assert document["complete"] is True
     assert [e["complete"] for e in document["completeness"]] == [True, True]
 
 
-def test_a_manifest_without_targets_is_read_as_today(capsys, tmp_path):
+def test_a_manifest_without_targets_is_read_as_today(cli, tmp_path):
     run = write_run(tmp_path / "rs3", {"healthy": 10, "delete_training_data_50": 6},
                     targets=False)
-    code, out, err = run_cli(capsys, *COMMANDS["kill"](run), "--json", "--strict")
+    code, out, err = cli(*COMMANDS["kill"](run), "--json", "--strict")
     assert code == 0 and "stopped early" not in err
     assert "complete" not in json.loads(out) and "completeness" not in json.loads(out)
     # the bundled data has no targets either
-    code, out, _ = run_cli(capsys, "kill", "--model", "mnist", "--mutation",
+    code, out, _ = cli("kill", "--model", "mnist", "--mutation",
                            "delete_training_data", "--json", "--strict")
     assert code == 0 and "completeness" not in json.loads(out)
 
 
-def test_a_population_not_written_yet_is_refused_with_its_target(capsys, tmp_path):
+def test_a_population_not_written_yet_is_refused_with_its_target(cli, tmp_path):
     run = write_run(tmp_path / "rs3", {"healthy": 4, "delete_training_data_50": 3})
     (run / "delete_training_data_50.csv").unlink()  # killed before its first assembly
-    code, _, err = run_cli(capsys, *COMMANDS["kill"](run))
+    code, _, err = cli(*COMMANDS["kill"](run))
     assert code == 2
     assert err.strip().splitlines()[-1] == ("probmut kill: error: " + MESSAGE.format(
         stem="delete_training_data_50", n=0))
@@ -186,12 +180,12 @@ def test_the_target_is_found_through_the_manifest_given(tmp_path):
 
 
 @pytest.mark.parametrize("targets", ['"x"', "-1", "true", '{ "a.csv" = 1.5 }'])
-def test_malformed_targets_in_a_manifest_are_refused(capsys, tmp_path, targets):
+def test_malformed_targets_in_a_manifest_are_refused(cli, tmp_path, targets):
     path = tmp_path / "manifest.toml"
     path.write_text(f'[models.m]\nhealthy = "h.csv"\ntargets = {targets}\n'
                     if targets.startswith("{") else
                     f'[models.m]\nhealthy = "h.csv"\n[models.m.targets]\n"h.csv" = {targets}\n')
-    code, _, err = run_cli(capsys, "kill", "--manifest", path, "--model", "m",
+    code, _, err = cli("kill", "--manifest", path, "--model", "m",
                            "--mutation", "x")
     assert code == 2 and "targets] must map population files to whole numbers" in err
 
