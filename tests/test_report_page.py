@@ -382,7 +382,7 @@ def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path):
 
     run = tmp_path / "tiny"
     trained = subprocess.run(
-        [sys.executable, "-m", "probmut", "train", "--dataset", "digits", "--model",
+        [sys.executable, "-m", "probmut", "train", "--dataset", "digits", "--architecture",
          "digits_cnn", "--epochs", "2", "--quiet", "--until-settled", "--round", "4",
          "--max-instances", "4", "--sample", "4", "--mutation", "delete_training_data:50",
          "--mutation", "neurons_freezing:0.1", "--mutation", "data_shuffle",

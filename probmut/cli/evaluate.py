@@ -46,11 +46,9 @@ def register(subparsers) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", type=Path, metavar="POP.csv",
                         help="one population: its CSV (outcomes written beside it)")
-    target.add_argument("--write-manifest", "--manifest", dest="write_manifest", type=Path,
-                        metavar="MANIFEST.toml",
+    target.add_argument("--write-manifest", type=Path, metavar="MANIFEST.toml",
                         help="group the files into populations, write them and a manifest "
-                             "beside MANIFEST.toml (--manifest, its name before, works in "
-                             "this release; elsewhere --manifest is a manifest read)")
+                             "beside MANIFEST.toml")
     p.add_argument("--name", help="model name in the manifest (default: DeepCrime's model "
                                   "name, else the manifest's folder name)")
     p.add_argument("--jobs", type=integer(1, 4096), default=1,

@@ -190,11 +190,10 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--sizes", type=comma_list(int, "population sizes"),
                        help="comma-separated population sizes per side to predict "
                                        f"(default: {','.join(map(str, defaults.DEFAULT_SIZES))})")
-    group.add_argument("--populations", "--draws", dest="draws", type=integer(10),
+    group.add_argument("--populations", dest="draws", type=integer(10),
                        default=defaults.DRAWS, metavar="N",
                        help="simulated populations per size and for the verdict's first block "
-                            f"(default: {defaults.DRAWS}; --draws, its name before, works in "
-                            "this release: in bayes --draws counts posterior draws)")
+                            f"(default: {defaults.DRAWS})")
     group.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True), default=defaults.LEVEL,
                        help="predicted probability of the large-population decision at which "
                             "one look settles the verdict; over --looks, 1 - LEVEL bounds the "

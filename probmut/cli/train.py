@@ -74,13 +74,11 @@ def register(subparsers) -> None:
                    help="hold out SHARE of each training class as a validation set (default: "
                         "gaze_lenet 0.1, as DeepCrime's lenet; none for other models; needed "
                         "by --patience, change_patience, remove_validation_set)")
-    p.add_argument("--architecture", "--model", dest="architecture", default="digits_cnn",
-                   metavar="ARCHITECTURE",
+    p.add_argument("--architecture", default="digits_cnn", metavar="ARCHITECTURE",
                    help=f"the network trained: {', '.join(MODELS)}, or module:function: a "
                         "function (input_shape, n_classes) returning a keras.Model classifier, "
-                        "on the Python path (default: digits_cnn). --model, its name before, "
-                        "still works in this release; in the analyses --model is a manifest's "
-                        "model, which --name sets here")
+                        "on the Python path (default: digits_cnn); a manifest's model is the "
+                        "name the run writes (--name)")
     p.add_argument("--instances", type=integer(1), help="instances per population (20)")
     p.add_argument("--mutation", action="append", default=[], metavar="OP[:MAG1,MAG2]",
                    help="a mutation and its magnitudes (default: the operator's); repeatable")
@@ -146,12 +144,9 @@ def register(subparsers) -> None:
                              "it needs (instead of --mutation)")
     search.add_argument("--resolution", type=number(0, float("inf"), low_open=True),
                         help="stop when the bracket is this narrow (default: 1/16 of the range)")
-    search.add_argument("--decision", "--criterion", dest="decision",
-                        choices=DECISIONS, default=None,
+    search.add_argument("--decision", choices=DECISIONS, default=None,
                         help="a magnitude is killed by the bagged posterior's ratio (default) or "
-                             "by DeepCrime's single test on the whole populations (--criterion: "
-                             "the old spelling, kept for one release; --criterion is the kill "
-                             "test in the analyses)")
+                             "by DeepCrime's single test on the whole populations")
     add_quiet_argument(p)
     p.add_argument("--json", action="store_true",
                    help="print the run summary (or --list-operators, --dry-run) as one JSON "

@@ -44,8 +44,8 @@ def test_cli_json_and_text(cli):
     (["--pilot", "25", "--sizes", "25,x"], "argument --sizes: expected comma-separated population sizes"),
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
     (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
-    (["--pilot", "25", "--populations", "3"], "argument --populations/--draws: must be at least 10"),
-    (["--pilot", "25", "--draws", "3"], "argument --populations/--draws: must be"),  # its name before
+    (["--pilot", "25", "--populations", "3"], "argument --populations: must be at least 10"),
+    (["--pilot", "25", "--draws", "30"], "unrecognized arguments: --draws"),  # its name before 0.2.0
     (["--pilot", "25", "--looks", "25,x"], "argument --looks: expected comma-separated "
                                            "instance counts, got '25,x'"),
     (["--pilot", "25", "--looks", "10,25"], "the planned looks must be at least the sample "

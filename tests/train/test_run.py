@@ -25,7 +25,7 @@ from ..conftest import interruptible
 from .commands import REPO, env, probmut
 
 pytestmark = pytest.mark.train
-FAST = ["--dataset", "digits", "--model", "digits_cnn", "--epochs", "2", "--quiet"]
+FAST = ["--dataset", "digits", "--architecture", "digits_cnn", "--epochs", "2", "--quiet"]
 
 
 def read_population(path):
@@ -205,7 +205,7 @@ def test_resume_refuses_other_settings(digits_run):
     (["--validation-split", "1"], "argument --validation-split: must be a finite number in (0, 1)"),
     (["--architecture", "no_module_here:build"], "cannot import"),
     (["--architecture", "nosuch"], "unknown architecture 'nosuch'; use one of digits_cnn"),
-    (["--model", "nosuch"], "unknown architecture 'nosuch'"),  # its name before, one release
+    (["--model", "nosuch"], "unrecognized arguments: --model nosuch"),  # its name before 0.2.0
     (["--instances", "0"], "argument --instances: must be at least 1"),
     (["--jobs", "0"], "argument --jobs: must be at least 1"),
     (["--architecture", "os:path"], "error: os:path: path is of type module, not a function "

@@ -14,7 +14,7 @@ from probmut.io.populations import read_instances
 from .commands import probmut
 
 pytestmark = pytest.mark.train
-FAST = ["--dataset", "digits", "--model", "digits_cnn", "--epochs", "1", "--instances", "3",
+FAST = ["--dataset", "digits", "--architecture", "digits_cnn", "--epochs", "1", "--instances", "3",
         "--quiet"]
 # A learning rate that makes the loss explode, and a benign mutation. (Mutations that
 # cannot train are refused before training by probmut.train.legality; crashes are
@@ -244,7 +244,7 @@ def model_folder(tmp_path):
      "p.outcomes.npz: File name too long"),  # the CSV's name fits, its outcomes file's not
     (["{m}", "--write-manifest", "{t}"],
      "{t}: is a directory; give a file name for the manifest (--write-manifest)"),
-    (["{m}", "--manifest", "{t}"], "give a file name for the manifest"),  # its name before
+    (["{m}", "--manifest", "{t}"], "one of the arguments --out --write-manifest is required"),  # --manifest: its name before 0.2.0
 ])
 def test_evaluate_refuses_what_it_cannot_score_or_write(tmp_path, capsys, model_folder, argv,
                                                         says):
