@@ -28,8 +28,8 @@ _API = {
     "Manifest": "probmut.io.manifest",
     # kill tests
     "KillCriterion": "probmut.killtest",
-    "deepcrime_test": "probmut.killtest",
-    "deepcrime_test_batch": "probmut.killtest",
+    "kill_test": "probmut.killtest",
+    "kill_test_batch": "probmut.killtest",
     "kill_tests": "probmut.killtest",
     "kill_counts": "probmut.engine",
     # the bagged posterior and its studies
@@ -46,8 +46,8 @@ _API = {
     "mutation_score": "probmut.campaign",
     "write_report": "probmut.report",
     # long-format DataFrames (pingouin style)
-    "kill_test": "probmut.frames",
-    "posterior": "probmut.frames",
+    "kill_tests_from_table": "probmut.frames",
+    "posteriors_from_table": "probmut.frames",
     # the paper's choices
     "paper": "probmut.paper",
     "ProbmutError": "probmut.errors",

@@ -44,7 +44,7 @@ Kill probability
 ----------------
 For every posterior draw, ``trials`` k-vs-k kill tests are simulated from the model
 (``(trials, k)`` samples per side) and decided at once by the compiled
-:func:`probmut.killtest.deepcrime_test_batch` with the user's
+:func:`probmut.killtest.kill_test_batch` with the user's
 :class:`~probmut.killtest.KillCriterion`; the share killed is ``pi`` for that draw.
 The posterior mean of ``pi`` is exact up to Monte-Carlo error; its interval also holds
 the binomial noise of ``trials`` simulated tests per draw.
@@ -551,7 +551,7 @@ def _simulated_kill_rates(params, paired: bool, settings: BayesSettings,
     ``stream``, on ``settings.cores`` threads (NumPy's generators release the GIL): the
     same numbers for any number of threads.
     """
-    from probmut.killtest import deepcrime_test_batch
+    from probmut.killtest import kill_test_batch
 
     mu_h, sigma_h, nu_h, mu_2, sigma_2, nu_2 = params
     k, tests = settings.sample, settings.trials
@@ -567,7 +567,7 @@ def _simulated_kill_rates(params, paired: bool, settings: BayesSettings,
         second = mu_2[part, None, None] + sigma_2[part, None, None] * _student_t(
             rng, nu_2[part], size)
         y = x + second if paired else second
-        _, _, killed = deepcrime_test_batch(x.reshape(-1, k), y.reshape(-1, k),
+        _, _, killed = kill_test_batch(x.reshape(-1, k), y.reshape(-1, k),
                                             settings.criterion)
         rates[part] = killed.reshape(count, tests).mean(axis=1)
 

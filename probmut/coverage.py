@@ -283,12 +283,12 @@ def kill_probability(healthy, mutants, subsets, *, criterion=None, bootstraps: i
     return np.mean(rates, axis=0)
 
 
-def mutation_score(healthy, mutants, subsets) -> np.ndarray:
+def deepmutation_scores(healthy, mutants, subsets) -> np.ndarray:
     """DeepMutation's mutation score of each test subset (:mod:`probmut.inputs`)."""
     from probmut.inputs import analyse_inputs
 
     outcomes = [m for m, _ in mutants]
-    return np.array([analyse_inputs(healthy, outcomes, inputs=s, show=0).mutation_score
+    return np.array([analyse_inputs(healthy, outcomes, inputs=s, show=0).deepmutation_score
                      for s in subsets])
 
 
@@ -405,7 +405,7 @@ def coverage_vs_killing(instances, neurons: int, healthy, mutants, *, subsets: i
     if killing == "probability":
         kills = kill_probability(healthy, mutants, chosen, criterion=criterion, seed=seed)
     else:
-        kills = mutation_score(healthy, mutants, chosen)
+        kills = deepmutation_scores(healthy, mutants, chosen)
     tau, p, low, high = kendall_with_interval(cover, kills, seed=seed)
     return Correlation(tau, p, low, high, subsets, size, neurons, killing, cover, kills)
 

@@ -13,7 +13,7 @@ Examples
 ...     "population": ["healthy"] * 4 + ["fuzzed"] * 4,
 ...     "instance": [0, 1, 2, 3] * 2,
 ...     "accuracy": [0.90, 0.91, 0.92, 0.91, 0.85, 0.86, 0.84, 0.86]})
->>> kill_test(data, subject="instance", paired=True).to_frame()["killed"].tolist()
+>>> kill_tests_from_table(data, subject="instance", paired=True).to_frame()["killed"].tolist()
 [True]
 """
 
@@ -52,7 +52,7 @@ def split(data, dv: str = "accuracy", between: str = "population",
     return population(healthy), [population(name) for name in groups if name != healthy]
 
 
-def kill_test(data, dv: str = "accuracy", between: str = "population",
+def kill_tests_from_table(data, dv: str = "accuracy", between: str = "population",
               healthy: str = "healthy", subject: str | None = None, paired: bool = False,
               criterion=None):
     """The kill test of every mutant population of a long table against the healthy one:
@@ -66,7 +66,7 @@ def kill_test(data, dv: str = "accuracy", between: str = "population",
     return kill_tests(healthy_population, mutants, criterion, paired=paired)
 
 
-def posterior(data, dv: str = "accuracy", between: str = "population",
+def posteriors_from_table(data, dv: str = "accuracy", between: str = "population",
               healthy: str = "healthy", subject: str | None = None, paired: bool = False,
               settings=None, seed=None, jobs: int | None = None):
     """Bagged posteriors of every mutant population of a long table: a

@@ -172,7 +172,7 @@ class MutantInputs:
     mutant_correct: np.ndarray = field(repr=False)
     p_values: np.ndarray = field(repr=False)
     smallest_p: float
-    level: float
+    alpha_per_input: float
     majority_killers: np.ndarray = field(repr=False)
     killed_classes: tuple[int, ...]
     statistical_killers: np.ndarray = field(repr=False)
@@ -186,7 +186,8 @@ class MutantInputs:
             "name": self.name, "n_healthy": self.n_healthy, "n_mutant": self.n_mutant,
             "deepmutation": {"killing_inputs": self.majority_killers.tolist(),
                              "killed_classes": list(self.killed_classes)},
-            "statistical": {"killed": self.statistically_killed, "level": self.level,
+            "statistical": {"killed": self.statistically_killed,
+                            "alpha_per_input": self.alpha_per_input,
                             "killing_inputs": self.statistical_killers.tolist(),
                             "p_values": self.p_values[self.statistical_killers].tolist(),
                             "smallest_p": self.smallest_p},
@@ -224,7 +225,7 @@ class InputsStudy(Result):
                 for m in self.mutants]
 
     @property
-    def mutation_score(self) -> float:
+    def deepmutation_score(self) -> float:
         """DeepMutation's score: killed classes over (mutants x classes)."""
         killed = sum(len(m.killed_classes) for m in self.mutants)
         return killed / (len(self.mutants) * len(self.classes))
@@ -240,13 +241,13 @@ class InputsStudy(Result):
                 "correction": self.correction, "alternative": self.alternative,
                 "majority_threshold": self.threshold,
                 "smallest_attainable_p": self.smallest_attainable_p(),
-                "deepmutation_score": self.mutation_score,
+                "deepmutation_score": self.deepmutation_score,
                 "statistical_score": self.statistical_score,
                 "mutants": [m.to_dict() for m in self.mutants]}
 
 
     def __str__(self) -> str:
-        level = self.mutants[0].level
+        level = self.mutants[0].alpha_per_input
         lines = [
             f"Per-input killing on {self.inputs.size} test inputs of a pool of {self.pool} "
             f"({len(self.classes)} classes)",
@@ -272,7 +273,7 @@ class InputsStudy(Result):
                 f"{m.name:<28}{m.n_healthy:>5}{m.n_mutant:>5}{m.majority_killers.size:>10}"
                 f"{len(m.killed_classes):>9}{m.statistical_killers.size:>15}"
                 f"{m.smallest_p:>11.3g}  {'KILLED' if m.statistically_killed else 'not killed'}")
-        lines += ["", f"DeepMutation mutation score: {self.mutation_score:.4f}   "
+        lines += ["", f"DeepMutation mutation score: {self.deepmutation_score:.4f}   "
                       f"statistical mutation score: {self.statistical_score:.4f}"]
         for m in self.mutants:
             lines.append("")
@@ -363,7 +364,7 @@ def analyse_inputs(healthy: Outcomes, mutants, *, inputs=None, alpha: float = 0.
             name=mutant.name, n_healthy=healthy.n_instances, n_mutant=mutant.n_instances,
             labels=healthy.labels, healthy_correct=healthy_fraction,
             mutant_correct=mutant_fraction, p_values=p, smallest_p=float(p[selected].min()),
-            level=level, majority_killers=majority,
+            alpha_per_input=level, majority_killers=majority,
             killed_classes=tuple(int(c) for c in np.unique(healthy.labels[majority])),
             statistical_killers=significant))
     return InputsStudy(tuple(results), selected, pool, classes, alpha, correction,

@@ -239,8 +239,8 @@ def _ordered(ax, curve) -> None:
     if curve.baseline is not None:
         ax.axhline(curve.baseline, color=STYLE["resample_color"], ls=":", lw=1,
                    label="healthy vs healthy")
-    ax.axhline(curve.level, color=STYLE["mixture_color"], ls="--", lw=0.8,
-               label=f"kill probability {curve.level:g}")
+    ax.axhline(curve.killed_at, color=STYLE["mixture_color"], ls="--", lw=0.8,
+               label=f"kill probability {curve.killed_at:g}")
     ax.errorbar(x, curve.means, [curve.means - curve.ci_low, curve.ci_high - curve.means],
                 fmt="o", ms=3, capsize=2, color=color,
                 label=f"posterior mean, {curve.mass:.0%} interval")
@@ -266,8 +266,8 @@ def _categories(ax, curve) -> None:
     if curve.baseline is not None:
         ax.axvline(curve.baseline, color=STYLE["resample_color"], ls=":", lw=1,
                    label="healthy vs healthy")
-    ax.axvline(curve.level, color=STYLE["mixture_color"], ls="--", lw=0.8,
-               label=f"kill probability {curve.level:g}")
+    ax.axvline(curve.killed_at, color=STYLE["mixture_color"], ls="--", lw=0.8,
+               label=f"kill probability {curve.killed_at:g}")
     ax.errorbar(curve.means, y, xerr=[curve.means - curve.ci_low, curve.ci_high - curve.means],
                 fmt="o", ms=3, capsize=2, color=STYLE["estimate_color"],
                 label=f"posterior mean, {curve.mass:.0%} interval")

@@ -32,7 +32,7 @@ import numpy as np
 from probmut import seeds, sequential
 from probmut.errors import ProbmutError
 from probmut.results import Result
-from probmut.sequential import LEVEL, MORE_DRAWS, POWER, REFERENCE_SIZE
+from probmut.sequential import CERTAINTY, MORE_POPULATIONS, POWER, REFERENCE_SIZE
 
 if TYPE_CHECKING:  # the command line reads this module's defaults without the heavy imports
     from probmut.bagging import PosteriorSettings
@@ -41,10 +41,10 @@ if TYPE_CHECKING:  # the command line reads this module's defaults without the h
 #: Population sizes of the prediction table, below and above a typical pilot.
 DEFAULT_SIZES = (25, 50, 100, 200, 400)
 #: Simulated populations per block (per size, and for the verdict's first block).
-DRAWS = 100
+POPULATIONS = 100
 #: Largest population per side ``needed`` may propose.
 MAX_INSTANCES = 1000
-#: Largest number of simulated accuracies per side of one size (draws x instances), checked
+#: Largest number of simulated accuracies per side of one size (populations x instances), checked
 #: before any is drawn: a few arrays of this many take a few hundred MiB.
 MAX_SIMULATED = 2**24
 #: Names the simulation in cache keys: a change of method does not reuse old blocks.
@@ -115,25 +115,25 @@ class Recommendation(Result):
     pilot: tuple[int, int]
     message: str
     settings: PosteriorSettings
-    level: float = LEVEL
+    certainty: float = CERTAINTY
     reference: int = REFERENCE_SIZE
     max_instances: int = MAX_INSTANCES
-    draws: int = DRAWS
+    populations: int = POPULATIONS
     paired: bool = False
     seed: int | None = None
     needed_chance: float | None = None
     p_killed_se: float = 0.0
-    threshold: float = LEVEL
+    threshold: float = CERTAINTY
     looks: int = 1
-    last_threshold: float = LEVEL
+    last_threshold: float = CERTAINTY
     reach: float | None = None
 
     index = "n"
 
     @property
-    def draws_used(self) -> int:
-        """Simulated populations behind ``p_killed``: ``draws``, or up to
-        :data:`~probmut.sequential.MORE_DRAWS` times more when its bounds left the verdict
+    def populations_used(self) -> int:
+        """Simulated populations behind ``p_killed``: ``populations``, or up to
+        :data:`~probmut.sequential.MORE_POPULATIONS` times more when its bounds left the verdict
         undecided."""
         return len(self.reference_means)
 
@@ -156,12 +156,12 @@ class Recommendation(Result):
                 "needed_chance": self.needed_chance, "p_killed": self.p_killed,
                 "p_killed_se": self.p_killed_se, "threshold": self.threshold,
                 "looks": self.looks, "last_threshold": self.last_threshold,
-                "reach": self.reach, "level": self.level,
+                "reach": self.reach, "certainty": self.certainty,
                 "predicted_mean": self.predicted_mean, "reference_size": self.reference,
                 "pilot": list(self.pilot), "population": min(self.pilot),
                 "per_size": self.rows(), "message": self.message,
-                "max_instances": self.max_instances, "draws": self.draws,
-                "draws_used": self.draws_used,
+                "max_instances": self.max_instances, "populations": self.populations,
+                "populations_used": self.populations_used,
                 "paired": self.paired, "seed": self.seed, "settings": self.settings.describe()}
 
     def __str__(self) -> str:
@@ -169,7 +169,7 @@ class Recommendation(Result):
         lines = [f"{self.name}: pilot of {self.pilot[0]} healthy and {self.pilot[1]} mutant "
                  "instances" + (", paired" if self.paired else "")]
         if self.sizes:
-            lines[0] += (f"; fresh instances predicted from {self.draws} simulated "
+            lines[0] += (f"; fresh instances predicted from {self.populations} simulated "
                          "populations per size")
             lines.append(f"{'n':>5}  {'posterior mean [95% band]':<26}{'band':>7}{decision:>19}")
         for row in self.rows():
@@ -194,27 +194,27 @@ def _symmetric_root(matrices: np.ndarray, power: float = 0.5) -> np.ndarray:
     return np.einsum("...ij,...j,...kj->...ik", vectors, powered, vectors)
 
 
-def _shape(rng, sample: np.ndarray, draws: int, n: int) -> np.ndarray:
-    """``draws`` x n standardised instances of the pilot's shape: pilot instances picked
-    at random with replacement, whitened and stretched so that the draws keep mean 0 and
+def _shape(rng, sample: np.ndarray, populations: int, n: int) -> np.ndarray:
+    """``populations`` x n standardised instances of the pilot's shape: pilot instances picked
+    at random with replacement, whitened and stretched so that the populations keep mean 0 and
     identity covariance (P / (P - 1) for the biased sample covariance). ``sample`` is
-    (P, D); returns (draws, n, D)."""
+    (P, D); returns (populations, n, D)."""
     size, dimensions = sample.shape
     deviations = sample - sample.mean(axis=0)
     whitened = deviations @ _symmetric_root(np.cov(sample.T, ddof=1).reshape(
         dimensions, dimensions), -0.5)
-    return math.sqrt(size / (size - 1)) * whitened[rng.integers(0, size, (draws, n))]
+    return math.sqrt(size / (size - 1)) * whitened[rng.integers(0, size, (populations, n))]
 
 
-def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: bool,
+def _fresh_instances(rng, sample: np.ndarray, populations: int, n: int, uncertain: bool,
                      shape=None):
-    """``draws`` populations of n fresh instances like the pilot ``sample`` (P, D).
+    """``populations`` populations of n fresh instances like the pilot ``sample`` (P, D).
 
-    The pilot's resampled shape (or ``shape(rng, sample, draws, n)``, standardised draws
+    The pilot's resampled shape (or ``shape(rng, sample, populations, n)``, standardised populations
     of another; scripts/validation/pilot_validation.py compares one), placed at the pilot's mean
     and unbiased covariance; with ``uncertain``, at a draw from their posterior under a
     normal model instead (Jeffreys prior: covariance ~ inverse Wishart(P - 1, (P - 1) S),
-    mean ~ normal(mean, covariance / P)), one draw per population. Returns (draws, n, D).
+    mean ~ normal(mean, covariance / P)), one draw per population. Returns (populations, n, D).
 
     >>> rng = np.random.default_rng(0)
     >>> sample = rng.normal(0.9, 0.01, (25, 1))
@@ -223,30 +223,31 @@ def _fresh_instances(rng, sample: np.ndarray, draws: int, n: int, uncertain: boo
     ((400, 50, 1), True)
     """
     size, dimensions = sample.shape
-    centre = np.broadcast_to(sample.mean(axis=0), (draws, dimensions))
+    centre = np.broadcast_to(sample.mean(axis=0), (populations, dimensions))
     root = np.broadcast_to(_symmetric_root(np.cov(sample.T, ddof=1).reshape(
-        dimensions, dimensions)), (draws, dimensions, dimensions))
+        dimensions, dimensions)), (populations, dimensions, dimensions))
     if uncertain:  # Bartlett: W ~ Wishart(P - 1, I / (P - 1)); covariance S^1/2 W^-1 S^1/2
         freedom = size - 1
-        bartlett = np.zeros((draws, dimensions, dimensions))
+        bartlett = np.zeros((populations, dimensions, dimensions))
         for i in range(dimensions):
-            bartlett[:, i, i] = np.sqrt(rng.chisquare(freedom - i, draws))
-            bartlett[:, i, :i] = rng.standard_normal((draws, i))
+            bartlett[:, i, i] = np.sqrt(rng.chisquare(freedom - i, populations))
+            bartlett[:, i, :i] = rng.standard_normal((populations, i))
         wishart = bartlett @ bartlett.transpose(0, 2, 1) / freedom
         root = root @ _symmetric_root(wishart, -0.5)
         centre = centre + np.einsum("rij,rj->ri", root,
-                                    rng.standard_normal((draws, dimensions))) / math.sqrt(size)
-    standardised = (shape or _shape)(rng, sample, draws, n)
+                                    rng.standard_normal((populations, dimensions))
+                                    ) / math.sqrt(size)
+    standardised = (shape or _shape)(rng, sample, populations, n)
     return centre[:, None, :] + np.einsum("rij,rnj->rni", root, standardised)
 
 
-def _populations(rng, h, m, n: int, draws: int, paired: bool, uncertain: bool, shape=None):
-    """Healthy and mutant rows of ``draws`` populations of n fresh instances."""
+def _populations(rng, h, m, n: int, populations: int, paired: bool, uncertain: bool, shape=None):
+    """Healthy and mutant rows of ``populations`` populations of n fresh instances."""
     if paired:
-        both = _fresh_instances(rng, np.column_stack([h, m]), draws, n, uncertain, shape)
+        both = _fresh_instances(rng, np.column_stack([h, m]), populations, n, uncertain, shape)
         return both[..., 0], both[..., 1]
-    return (_fresh_instances(rng, h[:, None], draws, n, uncertain, shape)[..., 0],
-            _fresh_instances(rng, m[:, None], draws, n, uncertain, shape)[..., 0])
+    return (_fresh_instances(rng, h[:, None], populations, n, uncertain, shape)[..., 0],
+            _fresh_instances(rng, m[:, None], populations, n, uncertain, shape)[..., 0])
 
 
 def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, jobs):
@@ -282,11 +283,11 @@ def _boundary(settings: PosteriorSettings, variance: float) -> float:
     return (low + high) / 2
 
 
-def _message(verdict, p_killed, se, threshold, looks, level, needed, mean, boundary,
+def _message(verdict, p_killed, se, threshold, looks, certainty, needed, mean, boundary,
              reference, max_instances, pilot, needed_chance):
     band = f"{mean['median']:.2f} [{mean['low']:.2f}, {mean['high']:.2f}]"
     over_looks = (f" (this look's threshold in a plan that keeps wrong settled verdicts at "
-                  f"most {1 - level:.2g} over {looks} looks)" if looks > 1 else "")
+                  f"most {1 - certainty:.2g} over {looks} looks)" if looks > 1 else "")
     if verdict != "not settled":
         share = p_killed if verdict == "killed" else 1 - p_killed
         return (f"a large population ({reference} per side) would be judged {verdict} with "
@@ -312,7 +313,7 @@ def _message(verdict, p_killed, se, threshold, looks, level, needed, mean, bound
 
 
 def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
-              sizes=DEFAULT_SIZES, draws: int = DRAWS, level: float = LEVEL,
+              sizes=DEFAULT_SIZES, populations: int = POPULATIONS, certainty: float = CERTAINTY,
               reference: int = REFERENCE_SIZE, max_instances: int = MAX_INSTANCES,
               looks=None, paired: bool = False, seed=None, jobs: int | None = None,
               cache: Cache | None = None, progress: bool = False,
@@ -327,9 +328,9 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         :class:`PosteriorSettings`: B = N = 100, k = 20).
     sizes : population sizes n per side of the prediction table (each at least k;
         empty for the verdict alone).
-    draws : simulated populations per size, and for the verdict's first block.
-    level : with one look, the predicted probability at which the verdict is settled;
-        over ``looks``, ``1 - level`` bounds the chance of a wrong settled verdict.
+    populations : simulated populations per size, and for the verdict's first block.
+    certainty : with one look, the predicted probability at which the verdict is settled;
+        over ``looks``, ``1 - certainty`` bounds the chance of a wrong settled verdict.
     reference : size of "a large population", whose decision the verdict predicts.
     max_instances : largest population per side ``needed`` may propose.
     looks : the instances per side at which the verdict is looked at, in increasing
@@ -349,30 +350,30 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     ------
     ProbmutError
         For a pilot smaller than k per side (a paired one: under 3 instances), sizes,
-        reference or max_instances under k, fewer than 10 draws, more simulated accuracies
+        reference or max_instances under k, fewer than 10 populations, more simulated accuracies
         than :data:`MAX_SIMULATED`, a plan of looks out of order, under k or without this
-        pilot's size, a level outside (0.5, 1), a threshold that ``MORE_DRAWS`` times the
-        draws cannot reach, populations that do not pair, or an unusable seed.
+        pilot's size, a certainty outside (0.5, 1), a threshold that ``MORE_POPULATIONS`` times the
+        populations cannot reach, populations that do not pair, or an unusable seed.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> h, m = rng.normal(0.99, 0.002, 25), rng.normal(0.986, 0.002, 25)
-    >>> advice = recommend(h, m, sizes=(25, 100), draws=40, seed=1)
-    >>> advice.verdict, [s.n for s in advice.sizes], advice.draws_used
+    >>> advice = recommend(h, m, sizes=(25, 100), populations=40, seed=1)
+    >>> advice.verdict, [s.n for s in advice.sizes], advice.populations_used
     ('killed', [25, 100], 160)
     """
     from probmut.io.cache import Cache
     from probmut.progress import progress as progress_display
 
     settings, h, m, name, sizes, looks, threshold, last_threshold = _recommend_iv(
-        healthy, mutant, settings, sizes, draws, level, reference, max_instances, looks,
+        healthy, mutant, settings, sizes, populations, certainty, reference, max_instances, looks,
         paired, name)
     pilot = min(h.size, m.size)
     root = seeds.seed_sequence(seed)
     cache = cache or Cache(None)
 
-    def simulate(role, n, block=0, count=draws):
+    def simulate(role, n, block=0, count=populations):
         stored = simulate_block(h, m, settings, role=role, n=n, block=block, count=count,
                                 paired=paired, root=root, cache=cache, jobs=jobs)
         if block:
@@ -380,13 +381,13 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         bar.update()
         return stored
 
-    # the verdict may double its populations until MORE_DRAWS times the draws
-    most = 1 + len(sizes) + math.ceil(math.log2(MORE_DRAWS))
+    # the verdict may double its populations until MORE_POPULATIONS times the populations
+    most = 1 + len(sizes) + math.ceil(math.log2(MORE_POPULATIONS))
     with progress_display(1 + len(sizes), f"recommend {name}", enabled=progress,
                           unit="block", most=most) as bar:
         verdict, verdict_blocks = sequential.settle(
             lambda block, count: simulate("verdict", reference, block, count), threshold,
-            draws)
+            populations)
         predictions = []
         for n in sizes:
             block = simulate("size", n)
@@ -408,7 +409,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         if pilot < looks[-1]:
             reach = float(sequential.settle_chance(p_killed, used, effective, last_threshold,
                                                    reference, looks[-1], grown=True))
-    message = _message(verdict, p_killed, se, threshold, len(looks), level, needed,
+    message = _message(verdict, p_killed, se, threshold, len(looks), certainty, needed,
                        _median_and_band(means), boundary, reference, max_instances, pilot,
                        needed_chance)
     if needed is not None and needed > max_instances:
@@ -416,15 +417,16 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     return Recommendation(
         name=name, verdict=verdict, needed=needed, p_killed=p_killed, reference_means=means,
         sizes=tuple(predictions), pilot=(h.size, m.size), message=message, settings=settings,
-        level=level, reference=reference, max_instances=max_instances, draws=draws,
+        certainty=certainty, reference=reference, max_instances=max_instances,
+        populations=populations,
         paired=paired, seed=seed, needed_chance=needed_chance, p_killed_se=se,
         threshold=threshold, looks=len(looks), last_threshold=last_threshold, reach=reach)
 
 
-def _recommend_iv(healthy, mutant, settings, sizes, draws, level, reference, max_instances,
-                  looks, paired, name):
+def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, reference,
+                  max_instances, looks, paired, name):
     """:func:`recommend`'s input validation, in the order its errors are reported: the
-    pilot, the sizes and draws, the plan of looks and its thresholds. Returns the
+    pilot, the sizes and populations, the plan of looks and its thresholds. Returns the
     settings, the pilot's healthy and mutant accuracies, the name, the sorted sizes, the
     plan, this look's threshold and the plan's last one."""
     from probmut.bagging import PosteriorSettings
@@ -445,21 +447,23 @@ def _recommend_iv(healthy, mutant, settings, sizes, draws, level, reference, max
     if sizes and sizes[0] < k:
         raise ProbmutError(f"population sizes must be at least the sample size k = {k}; got "
                            f"{sizes}", option="sizes")
-    if draws < 10:
-        raise ProbmutError(f"draws must be at least 10, got {draws}", option="draws")
+    if populations < 10:
+        raise ProbmutError(f"populations must be at least 10, got {populations}",
+                           option="populations")
 
-    def largest_block(draws):
+    def largest_block(populations):
         """The largest block: a size's, or the last doubling of the verdict's populations."""
-        blocks = [(draws, n) for n in sizes] + [(MORE_DRAWS // 2 * draws, reference)]
+        blocks = [(populations, n) for n in sizes]
+        blocks.append((MORE_POPULATIONS // 2 * populations, reference))
         return max(blocks, key=lambda block: block[0] * block[1])
 
-    count, largest = largest_block(draws)
+    count, largest = largest_block(populations)
     if count * largest > MAX_SIMULATED:
-        fewer = largest_block(min(draws, DRAWS))  # the option to blame: fits without it
+        fewer = largest_block(min(populations, POPULATIONS))  # the option to blame: fits without it
         raise ProbmutError(
             f"{count:,} simulated populations of {largest:,} instances per side exceed the "
             f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
-            "the draws", option="draws" if fewer[0] * fewer[1] <= MAX_SIMULATED else
+            "the populations", option="populations" if fewer[0] * fewer[1] <= MAX_SIMULATED else
             "reference" if largest == reference else "sizes")
     if reference < k or max_instances < k:
         raise ProbmutError(f"the reference size and max instances must be at least k = {k}")
@@ -473,13 +477,14 @@ def _recommend_iv(healthy, mutant, settings, sizes, draws, level, reference, max
                            "instances per side: this verdict is one of the looks, and a plan "
                            "without it would settle it at another look's threshold; add "
                            f"{pilot} to the looks", option="looks")
-    threshold = sequential.settle_threshold(pilot, looks, reference, level)
-    last_threshold = sequential.settle_threshold(looks[-1], looks, reference, level)
-    if sequential.bounds(MORE_DRAWS * draws, MORE_DRAWS * draws)[0] < last_threshold:
+    threshold = sequential.settle_threshold(pilot, looks, reference, certainty)
+    last_threshold = sequential.settle_threshold(looks[-1], looks, reference, certainty)
+    most = MORE_POPULATIONS * populations
+    if sequential.bounds(most, most)[0] < last_threshold:
         raise ProbmutError(
-            f"the verdict's threshold {last_threshold:.4g} is out of reach of "
-            f"{MORE_DRAWS * draws} simulated populations ({MORE_DRAWS} times the draws): "
-            "raise the draws or lower the level", option="draws")
+            f"the verdict's threshold {last_threshold:.4g} is out of reach of {most} simulated "
+            f"populations ({MORE_POPULATIONS} times --populations): raise the populations or "
+            "lower the certainty", option="populations")
     return settings, h, m, name or mutant.name, sizes, looks, threshold, last_threshold
 
 
@@ -490,7 +495,7 @@ def simulate_block(h, m, settings: PosteriorSettings, *, role: str, n: int, bloc
     pilot ``h``, ``m``, analysed (and cached).
 
     ``role`` is "verdict" (the pilot's uncertainty included; block 0, then the blocks that
-    double the total) or "size" (a prediction). Each block draws from streams of its own
+    double the total) or "size" (a prediction). Each block populations from streams of its own
     under ``root`` (the ``"recommend ..."`` roles of :mod:`probmut.seeds`), so its numbers
     do not depend on the other blocks.
 

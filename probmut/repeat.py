@@ -19,7 +19,7 @@ import numpy as np
 from probmut import seeds
 from probmut.bagging import SmallPopulationWarning
 from probmut.errors import ProbmutError
-from probmut.killtest import KillCriterion, deepcrime_test_batch
+from probmut.killtest import KillCriterion, kill_test_batch
 from probmut.population import Population
 from probmut.results import Result, listing
 
@@ -155,7 +155,7 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
                 x = unknown_healthy[pick_u]
             else:
                 x = sound[np.argsort(rng.random((count, sound.size)), axis=1)[:, :sample]]
-            kills += int(deepcrime_test_batch(x, unknown[pick_u], criterion)[2].sum())
+            kills += int(kill_test_batch(x, unknown[pick_u], criterion)[2].sum())
             if report is not None:
                 report(count)
         rates[r] = kills / trials

@@ -162,7 +162,7 @@ def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
 def _deepcrime(manifest, out, report, bar):
     import pandas as pd
 
-    from probmut.killtest import deepcrime_test
+    from probmut.killtest import kill_test
 
     rows = []
     for model in manifest.model_names():
@@ -173,7 +173,7 @@ def _deepcrime(manifest, out, report, bar):
                 warnings.simplefilter("always")
                 healthy = read_population(mutation.healthy, name="healthy")
                 for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
-                    result = deepcrime_test(healthy, read_population(path, name=magnitude),
+                    result = kill_test(healthy, read_population(path, name=magnitude),
                                             paper.criterion())
                     rows.append({"model": model.removesuffix(DEEPCRIME_SUFFIX),
                                  "mutation": mutation.name, "magnitude": magnitude,

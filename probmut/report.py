@@ -50,7 +50,7 @@ from typing import NamedTuple
 from probmut import __version__
 from probmut.campaign import OUTCOMES, Campaign, MutantSummary, shown_path
 from probmut.errors import ProbmutError
-from probmut.recommend import LEVEL, REFERENCE_SIZE
+from probmut.recommend import CERTAINTY, REFERENCE_SIZE
 
 # --- figures ----------------------------------------------------------------------------------
 
@@ -352,7 +352,7 @@ def _counts(campaign: Campaign) -> str:
                     for o in OUTCOMES)
     note = ("killed, not killed and not settled are the mutants' verdicts (the decision of a "
             f"population of {REFERENCE_SIZE} fresh instances per side, predicted with "
-            f"probability at least {LEVEL:g})" if campaign.verdicts else
+            f"probability at least {CERTAINTY:g})" if campaign.verdicts else
             "killed and not killed are the bagged posterior's decisions (verdicts not "
             "computed)")
     flagged = ""
@@ -386,7 +386,7 @@ def _summary(campaign: Campaign) -> str:
              for label, numbers in campaign.baselines()]
     if campaign.inputs is not None:
         rows.append(("per-input killing", _e(
-            f"DeepMutation mutation score {campaign.inputs.mutation_score:.4f}, statistical "
+            f"DeepMutation mutation score {campaign.inputs.deepmutation_score:.4f}, statistical "
             f"(Fisher, Bonferroni over {campaign.inputs.pool} inputs) "
             f"{campaign.inputs.statistical_score:.4f}")))
     if campaign.rounds_file:
@@ -688,7 +688,8 @@ def _inputs(m: MutantSummary, show: int = 5) -> str:
     return (f"<details open><summary>per-input killing</summary><p>killed classes "
             f"(DeepMutation, majority): {_e(list(i.killed_classes) or 'none')}; "
             f"{i.majority_killers.size} inputs kill by majority, {i.statistical_killers.size} "
-            f"by Fisher's test (level {i.level:.3g}; smallest p {_p(i.smallest_p, '.3g')}): "
+            f"by Fisher's test (per-input alpha {i.alpha_per_input:.3g}; "
+            f"smallest p {_p(i.smallest_p, '.3g')}): "
             f"<b>{'killed' if i.statistically_killed else 'not killed'}</b>"
             + (f"; the {show} with the smallest p:" if len(killers) > show else "")
             + f"</p>{table}</details>")
@@ -734,7 +735,7 @@ def _definitions(campaign: Campaign) -> str:
          "to the ideal sound and ideal mutant posteriors exceeds the threshold."),
         ("verdict", f"the decision a population of {REFERENCE_SIZE} fresh instances per side "
          "would reach, predicted from the instances at hand with their uncertainty: killed or "
-         f"not killed when predicted with probability at least {LEVEL:g}, else not settled "
+         f"not killed when predicted with probability at least {CERTAINTY:g}, else not settled "
          "(probmut recommend)."),
         ("kill test, whole populations", "the kill criterion (DeepCrime's test by default) "
          "once on all the instances: one test, where the decision and the verdict weigh "

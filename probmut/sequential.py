@@ -12,7 +12,7 @@ fresh reference population decides by the sign of its own estimate (variance
   integration over the nested looks (the group-sequential recursion of Armitage,
   McPherson and Rowe);
 - :func:`settle_threshold` is the threshold of one look in a plan, the smallest of the
-  shape :data:`SHAPE` that keeps that chance at most :data:`SPEND` times ``1 - level``;
+  shape :data:`SHAPE` that keeps that chance at most :data:`SPEND` times ``1 - certainty``;
 - :func:`settle_chance` and :func:`needed` read how likely, and from how many instances,
   a verdict that is not settled would settle.
 
@@ -34,22 +34,22 @@ from probmut.errors import ProbmutError
 #: "A large population": the paper's 200 instances per side, whose decision a verdict
 #: predicts.
 REFERENCE_SIZE = 200
-#: One look settles when p_killed reaches this level (how it was chosen:
-#: docs/recommend.md); over several looks ``1 - LEVEL`` bounds the chance of a wrong
+#: One look settles when p_killed reaches this certainty (how it was chosen:
+#: docs/recommend.md); over several looks ``1 - CERTAINTY`` bounds the chance of a wrong
 #: settled verdict at any true effect (:func:`settle_threshold`).
-LEVEL = 0.95
+CERTAINTY = 0.95
 #: :func:`needed` asks a verdict from n instances to be settled with this probability.
 POWER = 0.8
 #: One-sided confidence of the Monte-Carlo bounds on p_killed that a verdict uses.
 CONFIDENCE = 0.95
 #: A verdict simulates up to this many times its first block's populations while the
 #: bounds on p_killed leave it undecided (blocks doubling the total: 1, 2, 4, 8 times).
-MORE_DRAWS = 8
+MORE_POPULATIONS = 8
 #: The thresholds' shape over the looks: on the latent scale the threshold at a look of n
-#: instances is ``z (n / n_last) ** -SHAPE``, never below the level; 0 is the same
+#: instances is ``z (n / n_last) ** -SHAPE``, never below the certainty; 0 is the same
 #: threshold at every look (why: docs/recommend.md).
 SHAPE = 0.0
-#: The latent model's budget, as a multiple of ``1 - level``. 1: the model's own
+#: The latent model's budget, as a multiple of ``1 - certainty``. 1: the model's own
 #: guarantee. The real verdict spends less than the model allows away from the boundary,
 #: but nearly all of it at the coin toss: a budget of 1.5 (7.5%) was measured at 5.9% to
 #: 6.9% wrong there on paths it was not calibrated on, so none is added
@@ -218,11 +218,11 @@ def plan_thresholds(looks, reference: int = REFERENCE_SIZE, *, budget: float,
 
 
 def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
-                     level: float = LEVEL) -> float:
-    """The level p_killed must reach to settle a verdict from n instances per side, when
+                     certainty: float = CERTAINTY) -> float:
+    """The certainty p_killed must reach to settle a verdict from n instances per side, when
     the verdict is looked at after each of ``looks`` instances per side: thresholds of
     the shape :data:`SHAPE`, the smallest at which :func:`sequential_error` is at most
-    :data:`SPEND` times ``1 - level``, and never below ``level`` itself (the threshold of
+    :data:`SPEND` times ``1 - certainty``, and never below ``certainty`` itself (the threshold of
     a single look).
 
     Returns
@@ -232,7 +232,7 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
     Raises
     ------
     ProbmutError
-        For a level outside (0.5, 1) or a plan of looks :func:`planned` refuses.
+        For a certainty outside (0.5, 1) or a plan of looks :func:`planned` refuses.
 
     Examples
     --------
@@ -244,18 +244,19 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
     """
     from scipy import special
 
-    if not 0.5 < level < 1:
-        raise ProbmutError(f"the verdict level must be in (0.5, 1), got {level}", option="level")
+    if not 0.5 < certainty < 1:
+        raise ProbmutError(f"the verdict certainty must be in (0.5, 1), got {certainty}",
+                           option="certainty")
     looks = planned(looks)
-    z = _last_z(looks, int(reference), SPEND * (1 - float(level)), SHAPE, float(level))
-    return float(max(level, special.ndtr(z * (n / looks[-1]) ** -SHAPE)))
+    z = _last_z(looks, int(reference), SPEND * (1 - float(certainty)), SHAPE, float(certainty))
+    return float(max(certainty, special.ndtr(z * (n / looks[-1]) ** -SHAPE)))
 
 
 # --- one look: p_killed with its Monte-Carlo error ----------------------------------------
 
-def bounds(killed: int, draws: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def bounds(killed: int, populations: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """One-sided Clopper-Pearson bounds (of this confidence) on p_killed from ``killed`` of
-    ``draws`` simulated populations.
+    ``populations`` simulated populations.
 
     Returns
     -------
@@ -268,14 +269,15 @@ def bounds(killed: int, draws: int, confidence: float = CONFIDENCE) -> tuple[flo
     """
     from scipy.stats import beta
 
-    low = 0.0 if killed == 0 else float(beta.ppf(1 - confidence, killed, draws - killed + 1))
-    high = 1.0 if killed == draws else float(beta.ppf(confidence, killed + 1, draws - killed))
+    low = 0.0 if killed == 0 else float(beta.ppf(1 - confidence, killed, populations - killed + 1))
+    high = (1.0 if killed == populations
+            else float(beta.ppf(confidence, killed + 1, populations - killed)))
     return low, high
 
 
-def verdict_of(killed: int, draws: int, threshold: float,
+def verdict_of(killed: int, populations: int, threshold: float,
                confidence: float = CONFIDENCE) -> str | None:
-    """The verdict from ``killed`` of ``draws`` populations at this threshold.
+    """The verdict from ``killed`` of ``populations`` populations at this threshold.
 
     Returns
     -------
@@ -290,7 +292,7 @@ def verdict_of(killed: int, draws: int, threshold: float,
     >>> verdict_of(100, 100, 0.95), verdict_of(50, 100, 0.95), verdict_of(97, 100, 0.95)
     ('killed', 'not settled', None)
     """
-    low, high = bounds(killed, draws, confidence)
+    low, high = bounds(killed, populations, confidence)
     if low >= threshold:
         return "killed"
     if high <= 1 - threshold:
@@ -312,13 +314,13 @@ def killed_of(blocks) -> tuple[int, int]:
             sum(len(b["killed"]) for b in blocks))
 
 
-def settle(simulate, threshold: float, draws: int, confidence: float = CONFIDENCE):
+def settle(simulate, threshold: float, populations: int, confidence: float = CONFIDENCE):
     """The verdict and the blocks of simulated populations behind it.
 
     ``simulate(block, count)`` gives block number ``block`` of ``count`` populations (a
     dict whose ``"killed"`` says which were judged killed). Blocks are added, doubling the
     total, while the bounds on p_killed leave the verdict undecided, up to
-    :data:`MORE_DRAWS` times ``draws`` (then: not settled).
+    :data:`MORE_POPULATIONS` times ``populations`` (then: not settled).
 
     Returns
     -------
@@ -330,10 +332,10 @@ def settle(simulate, threshold: float, draws: int, confidence: float = CONFIDENC
     >>> verdict, killed_of(blocks)
     ('killed', (400, 400))
     """
-    blocks = [simulate(0, draws)]
+    blocks = [simulate(0, populations)]
     while (verdict := verdict_of(*killed_of(blocks), threshold, confidence)) is None:
         used = killed_of(blocks)[1]
-        if used >= MORE_DRAWS * draws:
+        if used >= MORE_POPULATIONS * populations:
             return "not settled", blocks
         blocks.append(simulate(len(blocks), used))
     return verdict, blocks
@@ -341,10 +343,10 @@ def settle(simulate, threshold: float, draws: int, confidence: float = CONFIDENC
 
 # --- later looks: the chance of settling ------------------------------------------------------
 
-def settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
+def settle_chance(p_killed: float, populations: int, pilot: float, threshold: float,
                   reference: int, n, grown: bool):
     """Chance that a verdict from n instances per side is settled, read from a pilot's
-    ``p_killed`` (a share of ``draws`` populations) on the latent scale.
+    ``p_killed`` (a share of ``populations`` populations) on the latent scale.
 
     p_killed = Phi(t) for a latent effect t in units of its current spread, which has a
     part from the pilot (variance 1/P) and a part from the reference population
@@ -356,7 +358,7 @@ def settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
 
     Parameters
     ----------
-    p_killed, draws : the pilot's p_killed and the populations behind it.
+    p_killed, populations : the pilot's p_killed and the populations behind it.
     pilot : the pilot's size P (for a difference of two sides: their harmonic mean).
     threshold : what p_killed must clear at n.
     reference : the reference population's size.
@@ -376,7 +378,7 @@ def settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
     """
     from scipy import special
 
-    p = min(max(p_killed, 0.5 / draws), 1 - 0.5 / draws)
+    p = min(max(p_killed, 0.5 / populations), 1 - 0.5 / populations)
     latent = abs(float(special.ndtri(p)))
     unit = 1 / pilot + 1 / reference
     n = np.asarray(n, dtype=float)
@@ -385,7 +387,7 @@ def settle_chance(p_killed: float, draws: int, pilot: float, threshold: float,
     return special.ndtr((latent - special.ndtri(threshold) * spread) / noise)
 
 
-def needed(p_killed: float, draws: int, pilot: float, threshold: float, reference: int,
+def needed(p_killed: float, populations: int, pilot: float, threshold: float, reference: int,
            max_instances: int) -> int | None:
     """Instances per side at which a verdict would settle with probability :data:`POWER`
     if the truth is the pilot's estimate (:func:`settle_chance`, not ``grown``), searched
@@ -404,6 +406,6 @@ def needed(p_killed: float, draws: int, pilot: float, threshold: float, referenc
     (114, None)
     """
     n = np.arange(math.floor(pilot) + 1, _SEARCH * max(max_instances, math.ceil(pilot)) + 1)
-    chance = settle_chance(p_killed, draws, pilot, threshold, reference, n, grown=False)
+    chance = settle_chance(p_killed, populations, pilot, threshold, reference, n, grown=False)
     reached = np.flatnonzero(chance >= POWER)
     return int(n[reached[0]]) if reached.size else None

@@ -66,7 +66,7 @@ from scipy import special
 
 from probmut.errors import ProbmutError
 from probmut.io.records import InstanceRecord
-from probmut.killtest import KillCriterion, deepcrime_test
+from probmut.killtest import KillCriterion, kill_test
 from probmut.killtest.kernels import mann_whitney_test, paired_t_test, pooled_z_test
 from probmut.results import Result, listing, plain
 
@@ -203,7 +203,7 @@ def _accuracy_change(healthy, mutant, paired: bool, criterion: KillCriterion):
         return None, False
     same = np.array_equal(x, y) if paired else np.array_equal(np.sort(x), np.sort(y))
     p = accuracy_p_value(x, y, paired)
-    kill = deepcrime_test(x, y, criterion)
+    kill = kill_test(x, y, criterion)
     change = AccuracyChange(
         p_value=p, test="paired t-test" if paired else "Student's t-test",
         significant=p < ALPHA, effect_size=kill.effect_size, killed=kill.killed,

@@ -9,7 +9,7 @@ from scipy import special, stats
 from probmut import paper
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
-from probmut.killtest import DIRECTIONS, KillCriterion, deepcrime_test, deepcrime_test_batch
+from probmut.killtest import DIRECTIONS, KillCriterion, kill_test, kill_test_batch
 from probmut.killtest.kernels import betainc, pooled_z_test
 
 from .conftest import real_draws, real_paired_draws
@@ -69,7 +69,7 @@ def test_betainc_on_the_student_t_range_is_near_machine_precision():
 
 def test_welch_p_and_d_match_scipy_on_real_draws(draws):
     x, y = draws
-    p, d, _ = deepcrime_test_batch(x, y, KillCriterion(kind="welch"))
+    p, d, _ = kill_test_batch(x, y, KillCriterion(kind="welch"))
     reference = stats.ttest_ind(x, y, axis=1, equal_var=False)
     # The sample means differ in the last bits between summation orders; p inherits that.
     np.testing.assert_allclose(p, reference.pvalue, rtol=1e-9, atol=1e-15)
@@ -79,7 +79,7 @@ def test_welch_p_and_d_match_scipy_on_real_draws(draws):
 
 def test_mann_whitney_p_and_a12_match_scipy_on_real_draws(draws):
     x, y = draws
-    p, a12, _ = deepcrime_test_batch(x, y, KillCriterion(kind="mannwhitney"))
+    p, a12, _ = kill_test_batch(x, y, KillCriterion(kind="mannwhitney"))
     reference = stats.mannwhitneyu(x, y, axis=1)  # SciPy's default method at 20 vs 20 ...
     asymptotic = stats.mannwhitneyu(x, y, axis=1, method="asymptotic")
     np.testing.assert_array_equal(reference.pvalue, asymptotic.pvalue)  # ... is asymptotic
@@ -97,7 +97,7 @@ def test_decisions_equal_the_rule_on_scipy_values(draws, direction, round_p):
     welch = KillCriterion(kind="welch", direction=direction, round_p=round_p)
     p = stats.ttest_ind(x, y, axis=1, equal_var=False).pvalue
     d = _pooled_d(x, y)
-    killed = deepcrime_test_batch(x, y, welch)[2]
+    killed = kill_test_batch(x, y, welch)[2]
     np.testing.assert_array_equal(killed, _expected_kills(p, d, -d, welch))
     assert 100 < killed.sum() < 5900
 
@@ -106,7 +106,7 @@ def test_decisions_equal_the_rule_on_scipy_values(draws, direction, round_p):
                            effect=effect)
         p = stats.mannwhitneyu(x, y, axis=1).pvalue
         a12 = _a12(x, y)
-        killed = deepcrime_test_batch(x, y, mw)[2]
+        killed = kill_test_batch(x, y, mw)[2]
         np.testing.assert_array_equal(killed, _expected_kills(p, a12, 1 - a12, mw))
         assert 100 < killed.sum() < 5900
 
@@ -118,27 +118,27 @@ def test_a12_thresholds_are_inclusive():
     y = np.r_[np.full(16, 8.5), np.full(4, 7.5)]
     worse = KillCriterion(kind="mannwhitney", effect="small", alpha=0.999,
                           direction="mutant-worse")
-    result = deepcrime_test(x, y, worse)
+    result = kill_test(x, y, worse)
     assert result.effect_size == 0.56 and result.killed
-    assert not deepcrime_test(y, x, worse).killed
+    assert not kill_test(y, x, worse).killed
     better = KillCriterion(kind="mannwhitney", effect="small", alpha=0.999,
                            direction="mutant-better")
-    assert deepcrime_test(y, x, better).killed  # 1 - A12 = 0.56 exactly, too
-    assert not deepcrime_test(x, y, KillCriterion(kind="mannwhitney", effect=0.5601,
+    assert kill_test(y, x, better).killed  # 1 - A12 = 0.56 exactly, too
+    assert not kill_test(x, y, KillCriterion(kind="mannwhitney", effect=0.5601,
                                                   alpha=0.999)).killed
 
 
 def test_degenerate_samples_follow_deepcrime_conventions():
     welch = KillCriterion(kind="welch")
-    same = deepcrime_test([0.9] * 5, [0.9] * 5, welch)
+    same = kill_test([0.9] * 5, [0.9] * 5, welch)
     assert (same.p_value, same.effect_size, same.killed) == (1.0, 0.0, False)
-    apart = deepcrime_test([0.9] * 5, [0.8] * 5, welch)
+    apart = kill_test([0.9] * 5, [0.8] * 5, welch)
     assert (apart.p_value, apart.effect_size, apart.killed) == (0.0, math.inf, True)
     # One constant sample only: Welch is well defined (df = k - 1 of the other).
-    one = deepcrime_test([0.9] * 5, [0.8, 0.81, 0.79, 0.8, 0.8], welch)
+    one = kill_test([0.9] * 5, [0.8, 0.81, 0.79, 0.8, 0.8], welch)
     assert np.isclose(one.p_value, stats.ttest_ind([0.9] * 5, [0.8, 0.81, 0.79, 0.8, 0.8],
                                                    equal_var=False).pvalue)
-    mw = deepcrime_test([0.9] * 5, [0.9] * 5, KillCriterion(kind="mannwhitney"))
+    mw = kill_test([0.9] * 5, [0.9] * 5, KillCriterion(kind="mannwhitney"))
     assert (mw.p_value, mw.effect_size, mw.killed) == (1.0, 0.5, False)
 
 
@@ -254,7 +254,7 @@ def _uses_exact_distribution(x, y):
 
 def test_paired_t_matches_scipy_on_real_paired_draws(paired_draws):
     x, y = paired_draws
-    p, dz, _ = deepcrime_test_batch(x, y, KillCriterion(kind="paired-t"))
+    p, dz, _ = kill_test_batch(x, y, KillCriterion(kind="paired-t"))
     reference = stats.ttest_rel(x, y, axis=1)
     np.testing.assert_allclose(p, reference.pvalue, rtol=1e-9, atol=1e-300)
     d = x - y
@@ -264,7 +264,7 @@ def test_paired_t_matches_scipy_on_real_paired_draws(paired_draws):
 
 def test_wilcoxon_matches_scipy_on_real_paired_draws(paired_draws, paired_scipy_wilcoxon):
     x, y = paired_draws
-    p, r_rb, _ = deepcrime_test_batch(x, y, KillCriterion(kind="wilcoxon"))
+    p, r_rb, _ = kill_test_batch(x, y, KillCriterion(kind="wilcoxon"))
     reference = paired_scipy_wilcoxon
     np.testing.assert_array_equal(_scipy_wilcoxon_batched(x, y), reference)
     exact = _uses_exact_distribution(x, y)
@@ -293,7 +293,7 @@ def test_wilcoxon_small_samples_use_scipys_exhaustive_distribution():
         y[:zeros] = x[:zeros]
         d = np.abs(x - y)[x != y]
         tied += np.unique(d).size < d.size
-        ours = deepcrime_test(x, y, KillCriterion(kind="wilcoxon")).p_value
+        ours = kill_test(x, y, KillCriterion(kind="wilcoxon")).p_value
         if zeros == k:
             assert ours == 1.0   # no nonzero difference: no evidence (SciPy: NaN or 1)
             continue
@@ -320,13 +320,13 @@ def test_paired_decisions_equal_the_rule_on_scipy_values(both_ways, direction, r
     for effect in ("small", "medium", "large"):
         paired_t = KillCriterion(kind="paired-t", direction=direction, round_p=round_p,
                                  effect=effect)
-        killed = deepcrime_test_batch(x, y, paired_t)[2]
+        killed = kill_test_batch(x, y, paired_t)[2]
         np.testing.assert_array_equal(killed, _expected_kills(p_t, dz, -dz, paired_t))
         assert 100 < killed.sum() < 3900
 
         signed_rank = KillCriterion(kind="wilcoxon", direction=direction, round_p=round_p,
                                     effect=effect)
-        killed = deepcrime_test_batch(x, y, signed_rank)[2]
+        killed = kill_test_batch(x, y, signed_rank)[2]
         np.testing.assert_array_equal(killed, _expected_kills(p_w, r_rb, -r_rb, signed_rank))
         assert 100 < killed.sum() < 3900
 
@@ -334,17 +334,17 @@ def test_paired_decisions_equal_the_rule_on_scipy_values(both_ways, direction, r
 def test_paired_degenerate_differences():
     healthy = np.array([0.90, 0.91, 0.92, 0.91, 0.93])
     for kind in ("paired-t", "wilcoxon"):
-        same = deepcrime_test(healthy, healthy, KillCriterion(kind=kind))
+        same = kill_test(healthy, healthy, KillCriterion(kind=kind))
         assert (same.p_value, same.effect_size, same.killed) == (1.0, 0.0, False)
     # Every instance loses exactly 0.05 (up to the rounding of the subtraction): the
     # differences are constant, d_z is infinite.
-    shifted = deepcrime_test(healthy, healthy - 0.05, KillCriterion(kind="paired-t"))
+    shifted = kill_test(healthy, healthy - 0.05, KillCriterion(kind="paired-t"))
     assert shifted.p_value == 0.0 and shifted.effect_size == math.inf and shifted.killed
     constant = np.full(5, 0.9)
-    shifted = deepcrime_test(constant, constant - 0.05, KillCriterion(kind="paired-t"))
+    shifted = kill_test(constant, constant - 0.05, KillCriterion(kind="paired-t"))
     assert shifted.p_value == 0.0 and shifted.effect_size == math.inf and shifted.killed
     better = KillCriterion(kind="paired-t", direction="mutant-better")
-    assert not deepcrime_test(constant, constant - 0.05, better).killed
+    assert not kill_test(constant, constant - 0.05, better).killed
 
 
 def test_paired_criteria_refuse_independent_populations(mnist_delete):
@@ -358,7 +358,7 @@ def test_paired_criteria_refuse_independent_populations(mnist_delete):
         with pytest.raises(ProbmutError, match="needs paired populations"):
             repeated_tests(healthy, mutants[0], repetitions=2, criterion=criterion)
     with pytest.raises(ProbmutError, match="same size, got 5 healthy and 4 mutant"):
-        deepcrime_test(np.ones(5), np.ones(4), KillCriterion(kind="wilcoxon"))
+        kill_test(np.ones(5), np.ones(4), KillCriterion(kind="wilcoxon"))
 
 
 @pytest.mark.parametrize("kind", ["paired-t", "wilcoxon"])

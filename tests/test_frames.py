@@ -17,9 +17,9 @@ def long_table(mnist_delete):
     return pd.concat(rows, ignore_index=True).sample(frac=1, random_state=0)  # any row order
 
 
-def test_probmut_posterior_is_a_plain_function_whatever_was_imported():
-    """No module of the package is named posterior, so importing every analysis module
-    leaves probmut.posterior the long-format entry point (no callable-module trick)."""
+def test_the_long_format_entry_points_are_plain_functions_whatever_was_imported():
+    """Importing every analysis module leaves probmut.posteriors_from_table and
+    probmut.kill_tests_from_table the long-format entry points (no module shadows them)."""
     import importlib
     import inspect
     import pkgutil
@@ -27,14 +27,15 @@ def test_probmut_posterior_is_a_plain_function_whatever_was_imported():
     for module in pkgutil.iter_modules(probmut.__path__):
         if module.name not in ("bayes", "__main__", "train"):  # extras, or the entry point
             importlib.import_module(f"probmut.{module.name}")
-    assert inspect.isfunction(probmut.posterior)
-    assert probmut.posterior.__module__ == "probmut.frames"
+    for name in ("posteriors_from_table", "kill_tests_from_table"):
+        assert inspect.isfunction(getattr(probmut, name))
+        assert getattr(probmut, name).__module__ == "probmut.frames"
 
 
 def test_posterior_of_a_long_table_equals_the_array_api(long_table, mnist_delete):
     healthy, mutants = mnist_delete
     settings = PosteriorSettings(bootstraps=20)
-    from_frame = probmut.posterior(long_table, subject="instance", settings=settings, seed=3)
+    from_frame = probmut.posteriors_from_table(long_table, subject="instance", settings=settings, seed=3)
     direct = bagged_posteriors(healthy, mutants[:2], settings, seed=3).to_frame()
     # Mutants come in order of first appearance in the (shuffled) table.
     pd.testing.assert_frame_equal(from_frame.to_frame().loc[direct.index], direct)
@@ -42,7 +43,7 @@ def test_posterior_of_a_long_table_equals_the_array_api(long_table, mnist_delete
 
 def test_kill_test_of_a_long_table_equals_the_array_api(long_table, mnist_delete):
     healthy, mutants = mnist_delete
-    frame = probmut.kill_test(long_table, subject="instance").to_frame()
+    frame = probmut.kill_tests_from_table(long_table, subject="instance").to_frame()
     direct = kill_tests(healthy, mutants[:2]).to_frame()
     pd.testing.assert_frame_equal(frame.loc[direct.index], direct)
 
@@ -54,7 +55,7 @@ def test_kill_test_of_a_long_table_equals_the_array_api(long_table, mnist_delete
 ])
 def test_a_long_table_that_does_not_fit_is_a_clear_error(long_table, options, says):
     with pytest.raises(ProbmutError, match=says):
-        probmut.kill_test(long_table, **options)
+        probmut.kill_tests_from_table(long_table, **options)
 
 
 def test_kill_repeat_and_inputs_results_convert_to_frames(mnist_delete):

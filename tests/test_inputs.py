@@ -46,10 +46,10 @@ def test_deepmutation_and_statistical_killing_on_synthetic_files(tmp_path):
     np.testing.assert_array_equal(broken_result.majority_killers, expected)
     assert set(broken_result.killed_classes) == {3, 7}
     assert same_result.killed_classes == ()
-    assert study.mutation_score == pytest.approx(2 / (2 * 10))
+    assert study.deepmutation_score == pytest.approx(2 / (2 * 10))
 
     # Statistical: Fisher per input at alpha / pool.
-    assert study.pool == 400 and broken_result.level == pytest.approx(0.05 / 400)
+    assert study.pool == 400 and broken_result.alpha_per_input == pytest.approx(0.05 / 400)
     p = [fisher_exact([[a, 30 - a], [c, 30 - c]], alternative="greater").pvalue
          for a, c in zip(healthy.sum(0), broken.sum(0), strict=True)]
     np.testing.assert_array_equal(broken_result.statistical_killers,
@@ -65,8 +65,8 @@ def test_a_test_set_without_the_broken_class_does_not_kill(tmp_path):
     m = Outcomes.from_matrix(broken, labels, name="broken")
     without = np.flatnonzero((labels != 3) & (labels != 7))
     study = analyse_inputs(h, [m], inputs=without)
-    assert study.mutation_score == 0 and study.statistical_score == 0
-    assert study.mutants[0].level == pytest.approx(0.05 / 400)  # the pool, not the set
+    assert study.deepmutation_score == 0 and study.statistical_score == 0
+    assert study.mutants[0].alpha_per_input == pytest.approx(0.05 / 400)  # the pool, not the set
 
 
 def _random_case(rng, n_h, n_m, n, share):
@@ -89,7 +89,7 @@ def _check_monotone(healthy, mutant, small, large, **options):
     assert set(b.majority_killers) <= set(a.majority_killers)
     assert set(b.killed_classes) <= set(a.killed_classes)
     assert before.statistical_score <= after.statistical_score
-    assert before.mutation_score <= after.mutation_score
+    assert before.deepmutation_score <= after.deepmutation_score
 
 
 def test_adding_inputs_never_unkills_seeded():

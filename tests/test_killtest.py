@@ -9,7 +9,7 @@ from scipy import stats
 
 from probmut import paper
 from probmut.errors import ProbmutError
-from probmut.killtest import KillCriterion, deepcrime_test, deepcrime_test_batch, round_p_value
+from probmut.killtest import KillCriterion, kill_test, kill_test_batch, round_p_value
 
 from .conftest import real_draws
 
@@ -40,7 +40,7 @@ def oracle_p(random_draws):
 
 def test_batched_p_equals_statsmodels_glm_on_10000_real_draws(random_draws, oracle_p):
     x, y = random_draws
-    p, d, _ = deepcrime_test_batch(x, y)
+    p, d, _ = kill_test_batch(x, y)
     np.testing.assert_allclose(p, oracle_p, rtol=1e-9, atol=1e-14)
     np.testing.assert_allclose(d, [_paper_cohen_d(a, b) for a, b in zip(x, y, strict=True)], rtol=1e-9,
                                atol=1e-10)
@@ -48,7 +48,7 @@ def test_batched_p_equals_statsmodels_glm_on_10000_real_draws(random_draws, orac
 
 def test_paper_decisions_agree_with_deepcrime_rounding_on_10000_draws(random_draws, oracle_p):
     x, y = random_draws
-    _, _, killed = deepcrime_test_batch(x, y, paper.criterion())
+    _, _, killed = kill_test_batch(x, y, paper.criterion())
     expected = [float(f"{p:.3f}") < 0.05 and abs(_paper_cohen_d(a, b)) >= 0.5
                 for p, a, b in zip(oracle_p, x, y, strict=True)]
     assert killed.tolist() == expected
@@ -62,7 +62,7 @@ def test_rounding_reads_p_as_the_printed_summary_table(random_draws):
         design = sm.add_constant(np.r_[np.zeros(20), np.ones(20)])
         fit = sm.GLM(np.r_[a, b], design).fit()
         printed = float(str(fit.summary().tables[1][2][4]))
-        assert round_p_value(deepcrime_test(a, b).p_value_exact, 3) == printed
+        assert round_p_value(kill_test(a, b).p_value_exact, 3) == printed
 
 
 def test_rounding_boundary_changes_the_decision():
@@ -76,18 +76,18 @@ def test_rounding_boundary_changes_the_decision():
 
 def test_directions():
     healthy, worse = [0.90, 0.91, 0.92, 0.91], [0.85, 0.86, 0.84, 0.86]
-    assert deepcrime_test(healthy, worse, KillCriterion(direction="mutant-worse")).killed
-    assert not deepcrime_test(healthy, worse, KillCriterion(direction="mutant-better")).killed
-    assert deepcrime_test(worse, healthy, KillCriterion(direction="mutant-better")).killed
-    assert deepcrime_test(worse, healthy).killed  # two-sided
+    assert kill_test(healthy, worse, KillCriterion(direction="mutant-worse")).killed
+    assert not kill_test(healthy, worse, KillCriterion(direction="mutant-better")).killed
+    assert kill_test(worse, healthy, KillCriterion(direction="mutant-better")).killed
+    assert kill_test(worse, healthy).killed  # two-sided
 
 
 def test_degenerate_samples_never_nan():
-    same = deepcrime_test([0.9] * 5, [0.9] * 5)
+    same = kill_test([0.9] * 5, [0.9] * 5)
     assert (same.p_value, same.effect_size, same.killed) == (1.0, 0.0, False)
-    apart = deepcrime_test([0.9] * 5, [0.8] * 5)
+    apart = kill_test([0.9] * 5, [0.8] * 5)
     assert apart.p_value == 0.0 and apart.effect_size == math.inf and apart.killed
-    better = deepcrime_test([0.8] * 5, [0.9] * 5, KillCriterion(direction="mutant-worse"))
+    better = kill_test([0.8] * 5, [0.9] * 5, KillCriterion(direction="mutant-worse"))
     assert better.effect_size == -math.inf and not better.killed
 
 
@@ -97,9 +97,9 @@ def test_bad_criterion_and_samples_are_clear_errors():
     with pytest.raises(ProbmutError, match="alpha"):
         KillCriterion(alpha=1.5)
     with pytest.raises(ProbmutError, match="at least 2"):
-        deepcrime_test([0.9], [0.8, 0.7])
+        kill_test([0.9], [0.8, 0.7])
     with pytest.raises(ProbmutError, match="NaN"):
-        deepcrime_test([0.9, np.nan], [0.8, 0.7])
+        kill_test([0.9, np.nan], [0.8, 0.7])
 
 
 # --- degenerate samples, relative to the data's scale (issue 8) ----------------------------
@@ -111,7 +111,7 @@ def test_equal_constants_of_unequal_sizes_are_no_effect():
     # The means of 7 and of 3 copies of 0.7 differ by one ulp; the old `s_p <= 0` rule saw
     # a pooled variance of 1e-33 and killed (p = 0.0095, d = 1.79).
     for kind in ("deepcrime", "welch"):
-        res = deepcrime_test([0.7] * 7, [0.7] * 3, KillCriterion(kind=kind))
+        res = kill_test([0.7] * 7, [0.7] * 3, KillCriterion(kind=kind))
         assert (res.p_value, res.effect_size, res.killed) == (1.0, 0.0, False)
 
 
@@ -122,7 +122,7 @@ def test_random_equal_constants_are_never_killed():
         c = rng.uniform(0, 1) * 10.0 ** rng.integers(-6, 4)
         for kind in MEAN_BASED:
             sizes = (kx, kx) if kind == "paired-t" else (kx, ky)
-            res = deepcrime_test(np.full(sizes[0], c), np.full(sizes[1], c),
+            res = kill_test(np.full(sizes[0], c), np.full(sizes[1], c),
                                  KillCriterion(kind=kind, alpha=0.999, effect=0.0))
             assert (res.p_value, res.effect_size, res.killed) == (1.0, 0.0, False), (kind, kx, c)
 
@@ -135,11 +135,11 @@ def test_different_constants_are_killed_with_infinite_effect():
         for kind in MEAN_BASED:
             sizes = (kx, kx) if kind == "paired-t" else (kx, ky)
             x, y = np.full(sizes[0], c), np.full(sizes[1], c - shift)
-            res = deepcrime_test(x, y, KillCriterion(kind=kind))
+            res = kill_test(x, y, KillCriterion(kind=kind))
             assert res.p_value == 0.0 and res.effect_size == math.copysign(math.inf, shift)
             assert res.killed
             against = "mutant-better" if shift > 0 else "mutant-worse"
-            assert not deepcrime_test(x, y, KillCriterion(kind=kind, direction=against)).killed
+            assert not kill_test(x, y, KillCriterion(kind=kind, direction=against)).killed
 
 
 def _exact_statistics(x, y, kind):
@@ -195,7 +195,7 @@ def test_near_constant_data_is_not_degenerate(kind):
             y = (x if kind == "paired-t" else c) + spread * rng.normal(0.7, 1, 20)
             exact = _exact_statistics(x, y, kind)
             bound = (1 + special.ndtri(exact / 2) ** 2) * 20 * np.finfo(float).eps / spread
-            ours = deepcrime_test(x, y, KillCriterion(kind=kind)).p_value
+            ours = kill_test(x, y, KillCriterion(kind=kind)).p_value
             assert 0 < ours < 1
             assert abs(ours / exact - 1) <= bound, (digit, ours, exact)
             assert abs(_library_p(x, y, kind) / exact - 1) <= bound
@@ -205,10 +205,10 @@ def test_batch_refuses_rows_with_nan_or_inf():
     x, y = np.full((5, 20), 0.9), np.full((5, 20), 0.8)
     x[3, 4], y[4, 0] = np.nan, np.inf
     with pytest.raises(ProbmutError, match=r"row 3 of the batched samples .* \(healthy side; 2 "):
-        deepcrime_test_batch(x, y)
+        kill_test_batch(x, y)
     x[3, 4] = 0.9
     with pytest.raises(ProbmutError, match=r"row 4 .* \(mutant side; 1 such rows\)"):
-        deepcrime_test_batch(x, y, KillCriterion(kind="wilcoxon"))
+        kill_test_batch(x, y, KillCriterion(kind="wilcoxon"))
 
 
 @pytest.mark.parametrize("kind", ["welch", "deepcrime", "mannwhitney"])
@@ -216,7 +216,7 @@ def test_tiny_values_give_scipys_answer_not_a_division_by_zero(kind):
     # One constant sample against one whose spread is tiny in absolute terms: Welch's df
     # once squared variances of about 1e-244 and divided by an underflowed zero.
     x, y = np.array([0.0, 0.0]), np.array([0.0, 4.5e-122])
-    result = deepcrime_test(x, y, KillCriterion(kind=kind))
+    result = kill_test(x, y, KillCriterion(kind=kind))
     if kind == "welch":
         assert result.p_value == pytest.approx(stats.ttest_ind(x, y, equal_var=False).pvalue)
     assert 0 < result.p_value <= 1 and not result.killed

@@ -14,7 +14,7 @@ from probmut.io.cache import Cache
 from probmut.io.populations import pair, read_population
 from probmut.recommend import _fresh_instances, recommend
 from probmut.seeds import seed_of
-from probmut.sequential import LEVEL, SPEND, settle_threshold
+from probmut.sequential import CERTAINTY, SPEND, settle_threshold
 
 from .conftest import RAW, ROOT
 
@@ -119,7 +119,7 @@ def test_paired_pilot_draws_ids_jointly(healthy):
 def test_same_numbers_for_any_jobs_sizes_and_cache(healthy, tmp_path, monkeypatch):
     mutant = _dtd("12.38")
     small = PosteriorSettings(bootstraps=20, trials=30)
-    kwargs = dict(draws=20, seed=3)
+    kwargs = dict(populations=20, seed=3)
     one = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(25, 60), jobs=1,
                     **kwargs)
     two = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(60,), jobs=2,
@@ -222,7 +222,7 @@ def test_pilot_validation_quick_run_reports_every_part_reproducibly(tmp_path):
     # the levels table reads p_killed alone: at the default level it settles every pilot
     # table (a) settles, and those the Monte-Carlo bound on p_killed kept unsettled there
     rows = [line.split(" | ") for line in first.stdout.splitlines()
-            if line.startswith(f"| {LEVEL} | ")]
+            if line.startswith(f"| {CERTAINTY} | ")]
     for row in rows:
         cell = summary["verdicts"][f"{row[1]} all 77"]
         assert float(row[6].rstrip("%")) >= round(100 * cell["settled"] / cell["pilots"], 1)
@@ -257,7 +257,7 @@ def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_pat
     # The calibration's family, replayed on the same cached paths: its member at the
     # library's budget and shape is the library's rule, path for path.
     calibrated = subprocess.run(command + ["--calibrate", "--only", "a", "--budgets",
-                                           str(SPEND * (1 - LEVEL)), "--rule-shapes", "0"],
+                                           str(SPEND * (1 - CERTAINTY)), "--rule-shapes", "0"],
                                 capture_output=True, text=True, cwd=tmp_path)
     assert calibrated.returncode == 0, calibrated.stderr
     (row,) = json.loads((tmp_path / "sequential_validation.json").read_text())["calibration"]
@@ -272,7 +272,7 @@ def test_a_verdict_seed_keys_its_own_stream():
     h, m = rng.normal(0.99, 0.002, 20), rng.normal(0.988, 0.002, 20)
 
     def means(name, look):
-        return recommend(h, m, sizes=(), draws=20, seed=seed_of(5, "verdict", name, look)).reference_means
+        return recommend(h, m, sizes=(), populations=20, seed=seed_of(5, "verdict", name, look)).reference_means
 
     first = means("a", 20)
     assert np.array_equal(first, means("a", 20))

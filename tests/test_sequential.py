@@ -7,7 +7,7 @@ import pytest
 
 from probmut.errors import ProbmutError
 from probmut.sequential import (
-    LEVEL,
+    CERTAINTY,
     SPEND,
     bounds,
     sequential_error,
@@ -47,12 +47,12 @@ def test_the_thresholds_over_repeated_looks():
     scripts/validation/sequential_validation.py). Both are checked against a direct
     simulation of the latent model (40 000 paths: standard error about 0.1 to 0.16
     points); one look keeps the level."""
-    assert settle_threshold(20, [20]) == LEVEL == settle_threshold(25, [25], level=LEVEL)
+    assert settle_threshold(20, [20]) == CERTAINTY == settle_threshold(25, [25], certainty=CERTAINTY)
     thresholds = [settle_threshold(n, LOOKS) for n in LOOKS]
     assert thresholds[0] == pytest.approx(0.9778, abs=2e-4) and len(set(thresholds)) == 1
-    assert sequential_error(thresholds, LOOKS) == pytest.approx(SPEND * (1 - LEVEL), abs=1e-4)
-    assert sequential_error(LEVEL, LOOKS) == pytest.approx(0.118, abs=1e-3)
-    for levels, error in ((LEVEL, 0.118), (thresholds, SPEND * (1 - LEVEL))):
+    assert sequential_error(thresholds, LOOKS) == pytest.approx(SPEND * (1 - CERTAINTY), abs=1e-4)
+    assert sequential_error(CERTAINTY, LOOKS) == pytest.approx(0.118, abs=1e-3)
+    for levels, error in ((CERTAINTY, 0.118), (thresholds, SPEND * (1 - CERTAINTY))):
         worst = max(_latent_paths(levels, LOOKS, q, 40000, seed=int(100 * q))
                     for q in (0.5, 0.55, 0.6, 0.65, 0.7))
         assert worst == pytest.approx(error, abs=0.006)
@@ -78,15 +78,15 @@ def test_the_monte_carlo_error_of_p_killed_is_inside_the_verdict():
     rng = np.random.default_rng(11)
 
     def verdicts(p, repeats=2000):
-        calls = [settle(lambda block, count: {"killed": rng.random(count) < p}, LEVEL, 100)
+        calls = [settle(lambda block, count: {"killed": rng.random(count) < p}, CERTAINTY, 100)
                  for _ in range(repeats)]
         return [verdict for verdict, _ in calls], [blocks[0]["killed"].mean() for _, blocks in calls]
 
     called, first = verdicts(0.92)
-    assert np.mean(np.array(first) >= LEVEL) > 0.12  # the naive reading settles often
+    assert np.mean(np.array(first) >= CERTAINTY) > 0.12  # the naive reading settles often
     # (at most 5% by the bound's construction, up to four blocks; 2000 repeats: se 0.5%)
     assert called.count("killed") / len(called) < 0.05
     called, _ = verdicts(0.995, repeats=200)
     assert called.count("killed") >= 198
-    assert settle(lambda block, count: {"killed": np.arange(count) % 2 == 0}, LEVEL,
+    assert settle(lambda block, count: {"killed": np.arange(count) % 2 == 0}, CERTAINTY,
                    100)[0] == "not settled"

@@ -13,7 +13,7 @@ from probmut.errors import ProbmutError
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
 from probmut.io.populations import read_instances, read_population, write_instances
 from probmut.io.records import FailedInstanceWarning, InstanceRecord, loss_diverged
-from probmut.killtest import KillCriterion, deepcrime_test, deepcrime_test_batch
+from probmut.killtest import KillCriterion, kill_test, kill_test_batch
 from probmut.symptoms import accuracy_p_value, classify, symptom_study
 
 from .conftest import failing_records, healthy_records
@@ -115,13 +115,13 @@ def test_accuracy_change_is_jias_t_test_and_the_kill_criterions_effect():
         for paired, reference in ((False, ttest_ind), (True, ttest_rel)):
             for criterion in (KillCriterion(), KillCriterion(kind="mannwhitney")):
                 change = classify(healthy, mutant, "m", criterion, paired=paired).accuracy_change
-                kill = deepcrime_test(x, y, criterion)
+                kill = kill_test(x, y, criterion)
                 assert change.p_value == pytest.approx(reference(x, y).pvalue, rel=1e-10)
                 assert (change.effect_size, change.killed) == (kill.effect_size, kill.killed)
                 assert change.significant == (reference(x, y).pvalue < 0.05)
     # the normal tail (DeepCrime's z-test) and the t tail disagree here: t decides
     x, y = [0.950, 0.952, 0.954], [0.948, 0.946, 0.950]
-    assert deepcrime_test(x, y).p_value < 0.05 < ttest_ind(x, y).pvalue
+    assert kill_test(x, y).p_value < 0.05 < ttest_ind(x, y).pvalue
     records = [R(i, v) for i, v in enumerate(x)], [R(i, v) for i, v in enumerate(y)]
     assert classify(*records, "m").symptom == "insignificant accuracy change"
 
@@ -156,7 +156,7 @@ def test_a_mutant_that_changes_nothing_is_significant_5_percent_of_the_time(pair
         significant = np.mean([accuracy_p_value(a, b, paired) < 0.05 for a, b in zip(x, y, strict=True)])
         assert abs(significant - 0.05) < tolerance, (k, significant)
         if not paired:
-            normal_tail = np.mean(deepcrime_test_batch(x, y)[0] < 0.05)
+            normal_tail = np.mean(kill_test_batch(x, y)[0] < 0.05)
             assert normal_tail - 0.05 > tolerance, (k, normal_tail)
 
 

@@ -28,7 +28,7 @@ of the draws. Beside it, ``decided``: the plain share of the same mutants decide
 posterior means of the kill probability against the magnitude are fitted by isotonic
 (monotone) regression, weighted by the posteriors' precisions, increasing or decreasing
 as the means' rank correlation with the magnitude says (increasing on a tie). The
-smallest killed magnitude is where the fit reaches ``level`` (1/2: a k-vs-k test kills
+smallest killed magnitude is where the fit reaches ``killed_at`` (1/2: a k-vs-k test kills
 more often than not; for a posterior symmetric around 1/2 the Hellinger ratio is exactly
 1, so this matches the decision rule), by linear interpolation between the tested
 magnitudes; a decreasing fit gives the largest killed magnitude instead. Its 95%
@@ -83,7 +83,7 @@ populations and analysing them).
 from probmut.campaign.analyse import summarize_campaign, with_verdicts
 from probmut.campaign.compare import Comparison, compare_reports
 from probmut.campaign.curve import (
-    LEVEL,
+    KILLED_AT,
     KillCurve,
     crossing,
     isotonic,
@@ -103,7 +103,7 @@ from probmut.campaign.score import (
 )
 from probmut.campaign.summary import OUTCOMES, Campaign, MutantSummary, PopulationCount
 
-__all__ = ["DRAWS", "LEVEL", "OUTCOMES", "ROUND", "Campaign", "Comparison", "KillCurve",
+__all__ = ["DRAWS", "KILLED_AT", "OUTCOMES", "ROUND", "Campaign", "Comparison", "KillCurve",
            "MutantSummary", "MutationScore", "NextStep", "NextSteps", "PopulationCount",
            "ScoreShares", "campaign_score", "compare_reports", "crossing", "isotonic",
            "kill_curve", "magnitude_values", "mutant_posterior", "mutation_score",

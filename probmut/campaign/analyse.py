@@ -278,7 +278,7 @@ def _analyse(summary, healthy, path, settings, seed, jobs, notes):
     from probmut.bagging import bagged_posteriors
     from probmut.io.populations import read_population
     from probmut.io.records import AllFailedError
-    from probmut.killtest import deepcrime_test
+    from probmut.killtest import kill_test
 
     try:
         mutant = read_population(path, name=summary.magnitude)
@@ -291,7 +291,7 @@ def _analyse(summary, healthy, path, settings, seed, jobs, notes):
         return replace(summary, status="too few", usable=len(mutant))
     study = bagged_posteriors(h, [m], settings, paired=summary.paired, seed=seed, jobs=jobs)
     return replace(summary, usable=len(mutant), study=study, populations=(h, m),
-                   test=deepcrime_test(h, m, settings.criterion))
+                   test=kill_test(h, m, settings.criterion))
 
 
 def _with_symptoms(summary, healthy_records, path, settings, notes):

@@ -1,5 +1,5 @@
 """The kill probability against the magnitude: an isotonic fit of the posterior means
-and where it crosses ``LEVEL``, the smallest killed magnitude with its interval."""
+and where it crosses ``KILLED_AT``, the smallest killed magnitude with its interval."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from probmut.results import Result, plain
 from probmut.seeds import generator
 
 #: Kill probability at which a magnitude counts as killed on the fitted curve.
-LEVEL = 0.5
+KILLED_AT = 0.5
 
 
 def magnitude_values(magnitudes) -> tuple[np.ndarray | None, str]:
@@ -76,8 +76,8 @@ def isotonic(values, weights=None) -> np.ndarray:
     return fit
 
 
-def crossing(x, fitted, level: float = LEVEL) -> np.ndarray:
-    """Where increasing fitted values reach ``level``, by linear interpolation between the
+def crossing(x, fitted, killed_at: float = KILLED_AT) -> np.ndarray:
+    """Where increasing fitted values reach ``killed_at``, by linear interpolation between the
     sorted magnitudes ``x``, for each row: ``-inf`` when already at the first magnitude,
     ``inf`` when never.
 
@@ -86,21 +86,21 @@ def crossing(x, fitted, level: float = LEVEL) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     fitted = np.atleast_2d(np.asarray(fitted, dtype=np.float64))
-    reached = fitted >= level
+    reached = fitted >= killed_at
     first = np.argmax(reached, axis=1)
     result = np.full(fitted.shape[0], np.inf)
     result[reached[:, 0]] = -np.inf
     inside = reached.any(axis=1) & ~reached[:, 0]
     rows, upper = np.flatnonzero(inside), first[inside]
     low_y, high_y = fitted[rows, upper - 1], fitted[rows, upper]
-    result[rows] = x[upper - 1] + (level - low_y) / (high_y - low_y) * (x[upper] - x[upper - 1])
+    result[rows] = x[upper - 1] + (killed_at - low_y) / (high_y - low_y) * (x[upper] - x[upper - 1])
     return result
 
 
 @dataclass(frozen=True)
 class KillCurve(Result):
     """One operator's kill probability against its magnitudes, and where it reaches
-    ``level`` (see the module notes). Arrays run over ``magnitudes``, ordered by their
+    ``killed_at`` (see the module notes). Arrays run over ``magnitudes``, ordered by their
     ``values`` (None for categories, which get no fit). ``threshold``,
     ``threshold_low`` and ``threshold_high``: the crossing magnitude and its interval,
     ``-inf`` below the smallest tested magnitude and ``inf`` above the largest (None
@@ -124,7 +124,7 @@ class KillCurve(Result):
     p_none: float | None = None
     excluded: tuple[str, ...] = ()
     baseline: float | None = None
-    level: float = LEVEL
+    killed_at: float = KILLED_AT
     mass: float = 0.95
 
     index = "magnitude"
@@ -159,7 +159,7 @@ class KillCurve(Result):
 
     def to_dict(self) -> dict:
         return plain({"mutation": self.mutation, "axis": self.axis,
-                      "direction": self.direction, "level": self.level,
+                      "direction": self.direction, "killed_at": self.killed_at,
                       "threshold": {"estimate": _number(self.threshold),
                                     "ci_low": _number(self.threshold_low),
                                     "ci_high": _number(self.threshold_high),
@@ -183,7 +183,7 @@ def _spearman_sign(x, y) -> float:
 
 
 def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
-               level: float = LEVEL, draws: int = DRAWS, mass: float = 0.95,
+               killed_at: float = KILLED_AT, draws: int = DRAWS, mass: float = 0.95,
                seed=None) -> KillCurve:
     """The kill probability of one operator against its magnitudes, and its smallest
     killed magnitude with its interval (see the module notes).
@@ -196,7 +196,7 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     excluded : the operator's other magnitudes, listed but not fitted.
     baseline : the healthy population's posterior mean (healthy against itself), drawn
         for reference.
-    level, draws, mass, seed : the kill probability that counts as killed, the joint
+    killed_at, draws, mass, seed : the kill probability that counts as killed, the joint
         posterior draws of the interval, its mass, and the seed.
 
     Examples
@@ -217,7 +217,7 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     common = dict(mutation=mutation, magnitudes=tuple(names), axis=axis, means=means,
                   ci_low=np.array([p.ci_low for p in rows]),
                   ci_high=np.array([p.ci_high for p in rows]), excluded=tuple(excluded),
-                  baseline=baseline, level=level, mass=mass)
+                  baseline=baseline, killed_at=killed_at, mass=mass)
     if values is None or len(rows) < 2:
         return KillCurve(values=None if values is None else values[order], **common)
     values = values[order]
@@ -228,10 +228,10 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     x = sign * values[flip]
     weights = 1.0 / np.array([p.var for p in rows])[flip]
     fitted = isotonic(means[flip], weights)
-    estimate = float(crossing(x, fitted, level)[0])
+    estimate = float(crossing(x, fitted, killed_at)[0])
     drawn = posterior_draws(rows[flip], draws,
                             generator(seed, "campaign kill curve", mutation))
-    crossings = crossing(x, isotonic(drawn), level)
+    crossings = crossing(x, isotonic(drawn), killed_at)
     low, high = equal_tailed(crossings, mass)
     if decreasing:
         estimate, low, high = -estimate, -high, -low

@@ -126,7 +126,7 @@ def _run_recommend(args) -> int:
     for healthy, mutant in inputs.pairs():
         results.append(recommend(
             _first(healthy, args.pilot), _first(mutant, args.pilot), settings, sizes=sizes,
-            draws=args.draws, level=args.level, reference=args.reference,
+            populations=args.populations, certainty=args.certainty, reference=args.reference,
             max_instances=args.max_instances, looks=args.looks, paired=inputs.paired,
             seed=args.seed,
             jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
@@ -190,22 +190,23 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--sizes", type=comma_list(int, "population sizes"),
                        help="comma-separated population sizes per side to predict "
                                        f"(default: {','.join(map(str, defaults.DEFAULT_SIZES))})")
-    group.add_argument("--populations", dest="draws", type=integer(10),
-                       default=defaults.DRAWS, metavar="N",
+    group.add_argument("--populations", dest="populations", type=integer(10),
+                       default=defaults.POPULATIONS, metavar="N",
                        help="simulated populations per size and for the verdict's first block "
-                            f"(default: {defaults.DRAWS})")
-    group.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True), default=defaults.LEVEL,
+                            f"(default: {defaults.POPULATIONS})")
+    group.add_argument("--certainty", type=number(0.5, 1, low_open=True, high_open=True),
+                       default=defaults.CERTAINTY,
                        help="predicted probability of the large-population decision at which "
-                            "one look settles the verdict; over --looks, 1 - LEVEL bounds the "
+                            "one look settles the verdict; over --looks, 1 - CERTAINTY bounds the "
                             "chance of a wrong settled verdict for any true effect "
-                            f"(default: {defaults.LEVEL})")
+                            f"(default: {defaults.CERTAINTY})")
     group.add_argument("--looks", type=comma_list(int, "instance counts"),
                        metavar="N1,N2,...",
                        help="instances per side at which you look at the verdict, in "
                             "increasing order, this pilot's size among them (e.g. "
                             "20,30,...,200 when judging after every "
-                            "round of 10): the verdict then settles only at the level that "
-                            "keeps wrong settled verdicts under 1 - LEVEL over all the looks "
+                            "round of 10): the verdict then settles only at the threshold that "
+                            "keeps wrong settled verdicts under 1 - CERTAINTY over all the looks "
                             "(default: this pilot only)")
     group.add_argument("--reference", type=integer(2), default=defaults.REFERENCE_SIZE,
                        help="instances per side of the large population whose decision the "

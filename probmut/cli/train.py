@@ -59,7 +59,7 @@ def _stack(text: str) -> int | None:
 
 
 def register(subparsers) -> None:
-    from probmut.recommend import LEVEL
+    from probmut.recommend import CERTAINTY
     from probmut.train.models import MODELS
     from probmut.train.until_score import WIDTH
 
@@ -178,10 +178,10 @@ def register(subparsers) -> None:
                         help="k instances per side in the kill tests of the verdicts and the "
                              "score; the first verdict needs K per side, the score's pilot 5K "
                              "healthy instances and 2K per mutant (default: 20)")
-    settle.add_argument("--level", type=number(0.5, 1, low_open=True, high_open=True),
+    settle.add_argument("--certainty", type=number(0.5, 1, low_open=True, high_open=True),
                         default=None, metavar="L",
                         help="for any true effect, at most 1 - L of the runs end with a wrong "
-                             f"settled verdict, over all the rounds (default: {LEVEL})")
+                             f"settled verdict, over all the rounds (default: {CERTAINTY})")
     p.set_defaults(func=handle, resumes=True)
 
 
@@ -249,7 +249,7 @@ def handle(args) -> int:
         search=args.search, resolution=args.resolution, decision=args.decision,
         until_settled=args.until_settled, until_score=args.until_score,
         round_size=args.round_size,
-        max_instances=args.max_instances, sample=args.sample, level=args.level,
+        max_instances=args.max_instances, sample=args.sample, certainty=args.certainty,
         progress=not args.quiet,
         **_settings(args))
     print(report.to_json() if args.json else report)

@@ -21,7 +21,7 @@ headers and the plots.
 The package has four rooms: :mod:`~probmut.killtest.kernels` (the compiled tests and
 their maths), :mod:`~probmut.killtest.criteria` (the registry and :class:`KillCriterion`,
 plain Python), :mod:`~probmut.killtest.dispatch` (the compiled :func:`decide`) and
-:mod:`~probmut.killtest.api` (:func:`deepcrime_test`, :func:`deepcrime_test_batch`,
+:mod:`~probmut.killtest.api` (:func:`kill_test`, :func:`kill_test_batch`,
 :func:`kill_tests` and their results). Adding a criterion is one :class:`Criterion` entry
 in :data:`CRITERIA` plus its compiled kernel ``(x, y) -> (p, effect, effect in the
 mutant-better sense)`` in :mod:`~probmut.killtest.kernels`.
@@ -43,8 +43,8 @@ from probmut.killtest.criteria import (
 )
 
 #: The compiled names, by the module that defines them (imported on first use).
-_COMPILED = {"KillTable": "api", "KillTestResult": "api", "deepcrime_test": "api",
-             "deepcrime_test_batch": "api", "kill_tests": "api", "decide": "dispatch"}
+_COMPILED = {"KillTable": "api", "KillTestResult": "api", "kill_test": "api",
+             "kill_test_batch": "api", "kill_tests": "api", "decide": "dispatch"}
 
 
 def __getattr__(name):
@@ -53,5 +53,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'probmut.killtest' has no attribute {name!r}")
 
 __all__ = ["CRITERIA", "DIRECTIONS", "KINDS", "Criterion", "KillCriterion", "KillTable",
-           "KillTestResult", "decide", "deepcrime_test", "deepcrime_test_batch", "kill_tests",
+           "KillTestResult", "decide", "kill_test", "kill_test_batch", "kill_tests",
            "round_p_value"]

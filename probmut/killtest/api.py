@@ -1,5 +1,5 @@
-"""The kill tests as a library: one test (:func:`deepcrime_test`), many at once
-(:func:`deepcrime_test_batch`) and a table of mutants against one healthy population
+"""The kill tests as a library: one test (:func:`kill_test`), many at once
+(:func:`kill_test_batch`) and a table of mutants against one healthy population
 (:func:`kill_tests`), each with the criterion of :class:`~probmut.killtest.criteria.KillCriterion`.
 """
 
@@ -77,7 +77,7 @@ def _require_pairs(criterion: KillCriterion, n_healthy: int, n_mutant: int) -> N
             "mutant values")
 
 
-def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTestResult:
+def kill_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTestResult:
     """The kill test on one healthy and one mutant sample (DeepCrime's unless the
     criterion's ``kind`` says otherwise).
 
@@ -90,7 +90,7 @@ def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> K
 
     Examples
     --------
-    >>> res = deepcrime_test([0.90, 0.91, 0.92, 0.91], [0.85, 0.86, 0.84, 0.86])
+    >>> res = kill_test([0.90, 0.91, 0.92, 0.91], [0.85, 0.86, 0.84, 0.86])
     >>> round(res.effect_size, 3), res.killed
     (6.462, True)
 
@@ -100,28 +100,28 @@ def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> K
     >>> x, y = [0.90, 0.91, 0.92, 0.91], [0.89, 0.92, 0.90, 0.91]
     >>> design = sm.add_constant(np.r_[np.zeros(4), np.ones(4)])
     >>> glm = sm.GLM(np.r_[x, y], design).fit()
-    >>> bool(np.isclose(glm.pvalues[1], deepcrime_test(x, y).p_value_exact))
+    >>> bool(np.isclose(glm.pvalues[1], kill_test(x, y).p_value_exact))
     True
 
     The other criteria agree with SciPy:
 
     >>> from scipy import stats
-    >>> welch = deepcrime_test(x, y, KillCriterion(kind="welch"))
+    >>> welch = kill_test(x, y, KillCriterion(kind="welch"))
     >>> bool(np.isclose(welch.p_value, stats.ttest_ind(x, y, equal_var=False).pvalue))
     True
-    >>> mw = deepcrime_test(x, y, KillCriterion(kind="mannwhitney"))
+    >>> mw = kill_test(x, y, KillCriterion(kind="mannwhitney"))
     >>> bool(np.isclose(mw.p_value, stats.mannwhitneyu(x, y, method="asymptotic").pvalue))
     True
-    >>> paired = deepcrime_test(x, y, KillCriterion(kind="paired-t"))
+    >>> paired = kill_test(x, y, KillCriterion(kind="paired-t"))
     >>> bool(np.isclose(paired.p_value, stats.ttest_rel(x, y).pvalue))
     True
-    >>> signed_rank = deepcrime_test(x, y, KillCriterion(kind="wilcoxon"))
+    >>> signed_rank = kill_test(x, y, KillCriterion(kind="wilcoxon"))
     >>> bool(signed_rank.p_value == stats.wilcoxon(x, y).pvalue)
     True
 
     Equal constant samples are no effect, whatever their sizes:
 
-    >>> same = deepcrime_test([0.7] * 7, [0.7] * 3)
+    >>> same = kill_test([0.7] * 7, [0.7] * 3)
     >>> same.p_value, same.effect_size, same.killed
     (1.0, 0.0, False)
     """
@@ -138,7 +138,7 @@ def deepcrime_test(healthy, mutant, criterion: KillCriterion | None = None) -> K
         mean_mutant=float(y.mean()), criterion=criterion.describe(), kind=criterion.kind)
 
 
-def deepcrime_test_batch(healthy, mutant, criterion: KillCriterion | None = None):
+def kill_test_batch(healthy, mutant, criterion: KillCriterion | None = None):
     """Many kill tests at once: row t of ``healthy`` against row t of ``mutant``.
 
     Returns ``(p_value, effect_size, killed)`` arrays of shape ``(T,)``; p is exact
@@ -147,7 +147,7 @@ def deepcrime_test_batch(healthy, mutant, criterion: KillCriterion | None = None
     an error naming the first such row.
 
     >>> rng = np.random.default_rng(0)
-    >>> p, d, killed = deepcrime_test_batch(rng.normal(0.9, 0.01, (3, 20)),
+    >>> p, d, killed = kill_test_batch(rng.normal(0.9, 0.01, (3, 20)),
     ...                                     rng.normal(0.89, 0.01, (3, 20)))
     >>> p.shape, killed.dtype
     ((3,), dtype('bool'))
@@ -217,6 +217,6 @@ def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
     criterion.require_pairing(paired)
     healthy = as_population(healthy, "healthy")
     mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
-    results = [deepcrime_test(*aligned(healthy, mutant, paired), criterion)
+    results = [kill_test(*aligned(healthy, mutant, paired), criterion)
                for mutant in mutants]
     return KillTable([m.name for m in mutants], results)

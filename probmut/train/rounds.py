@@ -14,9 +14,9 @@ before that only train.
 
 Looking again after every round gives a verdict more chances to settle by luck, so the
 verdicts are told the whole plan: the looks are at round_size, 2 round_size, ... (from
-k on) up to ``max_instances``, and :mod:`probmut.sequential` sets the level p_killed must
+k on) up to ``max_instances``, and :mod:`probmut.sequential` sets the certainty p_killed must
 clear at each look so that, for any true effect, a mutant ends with a wrong settled
-verdict on at most ``1 - level`` of the runs (docs/recommend.md).
+verdict on at most ``1 - certainty`` of the runs (docs/recommend.md).
 
 The output directory gains ``rounds.json`` and ``rounds.txt`` (one row per round: the
 instances of each population and each verdict, with p_killed, its Monte-Carlo standard
@@ -140,7 +140,7 @@ def _looks(round_size: int, max_instances: int, sample: int) -> list[int]:
     return sorted(n for n in sizes if n >= sample)
 
 
-def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed,
+def _verdict(out: Path, mutation, settings, *, certainty, max_instances, looks, seed,
              cache) -> dict:
     """The pilot verdict of one mutant on the instances trained so far."""
     from probmut.io.populations import read_population
@@ -154,12 +154,12 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
     n = min(len(healthy), len(mutant))
     if n < settings.sample:
         return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
-                "draws": None, "needed": None, "reach": None, "instances": len(mutant),
+                "populations": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
     # failed instances (dropped) can leave n between two planned looks: it is then one
     # more look of the plan, which only raises every threshold
     looks = looks if n in looks else sorted({*looks, n})
-    advice = recommend(healthy, mutant, settings, sizes=(), level=level,
+    advice = recommend(healthy, mutant, settings, sizes=(), certainty=certainty,
                        max_instances=max_instances, looks=looks, paired=paired,
                        seed=seeds.seed_of(seed, "verdict", mutation.stem, n), cache=cache,
                        name=mutation.stem)
@@ -169,7 +169,7 @@ def _verdict(out: Path, mutation, settings, *, level, max_instances, looks, seed
                     f"settle it is {reach:.3f}, under {FUTILITY:g}.")
     return {"verdict": advice.verdict, "p_killed": advice.p_killed,
             "p_killed_se": advice.p_killed_se, "threshold": advice.threshold,
-            "draws": advice.draws_used, "needed": advice.needed, "reach": reach,
+            "populations": advice.populations_used, "needed": advice.needed, "reach": reach,
             "instances": len(mutant), "message": message}
 
 
@@ -197,7 +197,7 @@ def train_round(number: int, runs: list[RunReport], settings, mutations, targets
 
 def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
                         analysis, round_size: int = 10, max_instances: int = 200,
-                        level: float | None = None, seed: int = 0, **options) -> SettleReport:
+                        certainty: float | None = None, seed: int = 0, **options) -> SettleReport:
     """Train in rounds until every mutant's verdict is settled or it reaches
     ``max_instances`` (see the module notes).
 
@@ -209,8 +209,8 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     analysis : :class:`~probmut.bagging.PosteriorSettings` of the verdicts.
     round_size : instances added per round to each population still in training.
     max_instances : most instances per population.
-    level : ``1 - level`` bounds the chance of a wrong settled verdict over all the
-        rounds (default :data:`probmut.sequential.LEVEL`).
+    certainty : ``1 - certainty`` bounds the chance of a wrong settled verdict over all the
+        rounds (default :data:`probmut.sequential.CERTAINTY`).
     seed : the run's seed; each mutant's verdict at each look simulates its populations
         from a stream of its own derived from it (the ``"verdict"`` role of
         :mod:`probmut.seeds`).
@@ -227,13 +227,13 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     ------
     ProbmutError
         As :func:`probmut.train.run.run_populations` and
-        :func:`probmut.recommend.recommend` (e.g. a level outside (0.5, 1)).
+        :func:`probmut.recommend.recommend` (e.g. a certainty outside (0.5, 1)).
     """
     from probmut.io.cache import Cache
-    from probmut.sequential import LEVEL
+    from probmut.sequential import CERTAINTY
 
     out = Path(out)
-    level = LEVEL if level is None else level
+    certainty = CERTAINTY if certainty is None else certainty
     cache = Cache(out / ".work" / "verdicts")
     targets = {HEALTHY: 0} | {m.stem: 0 for m in mutations}
     runs, rounds, final = [], [], {}
@@ -251,7 +251,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
             break
         verdicts = {}
         for stem, mutation in list(training.items()):
-            verdicts[stem] = verdict = _verdict(out, mutation, analysis, level=level,
+            verdicts[stem] = verdict = _verdict(out, mutation, analysis, certainty=certainty,
                                                 max_instances=max_instances, looks=looks,
                                                 seed=seed, cache=cache)
             final[stem] = verdict

@@ -232,12 +232,12 @@ def _decision(out, stem: str, paired: bool, decision: str, instances: int):
     except AllFailedError:
         return True, "every instance failed (see probmut symptoms)"
     if decision == "deepcrime":
-        from probmut.killtest import deepcrime_test
+        from probmut.killtest import kill_test
         from probmut.population import pair
 
         if paired:
             healthy, mutant = pair(healthy, mutant)
-        test = deepcrime_test(healthy, mutant)
+        test = kill_test(healthy, mutant)
         return test.killed, f"p {test.p_value:.3g}, d {test.effect_size:.3f}"
     from probmut.bagging import PosteriorSettings, bagged_posteriors
 

@@ -77,7 +77,7 @@ def train_populations(
         deepcrime: bool = False, search: str | None = None, resolution: float | None = None,
         decision: str | None = None, until_settled: bool = False,
         until_score: float | None = None, round_size: int = 10, max_instances: int = 200,
-        sample: int = 20, level: float | None = None, progress: bool = True) -> RunReport:
+        sample: int = 20, certainty: float | None = None, progress: bool = True) -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
     (resumable: the same call again trains only what is missing); ``probmut train``.
 
@@ -112,11 +112,11 @@ def train_populations(
     search, resolution, decision : bisect ``OPERATOR:WEAK,STRONG`` for the smallest killed
         magnitude, to ``resolution`` (default 1/16 of the range), killed per ``decision``
         (``"posterior"``, the default, or ``"deepcrime"``), instead of ``mutations``.
-    until_settled, round_size, max_instances, sample, level : train in rounds of
+    until_settled, round_size, max_instances, sample, certainty : train in rounds of
         ``round_size`` until each mutant's verdict (k = ``sample`` per side) is settled, at
         most ``max_instances`` per population, instead of ``instances``; at most
-        ``1 - level`` of such runs end with a wrong settled verdict, for any true effect
-        (default :data:`probmut.recommend.LEVEL`).
+        ``1 - certainty`` of such runs end with a wrong settled verdict, for any true effect
+        (default :data:`probmut.recommend.CERTAINTY`).
     until_score : train in rounds (of ``round_size``, at most ``max_instances`` per
         population) the populations that weigh most on the mutation score's interval,
         until it is at most this wide (:mod:`probmut.train.until_score`; the score's
@@ -135,7 +135,7 @@ def train_populations(
     validation_split = validation_split_of(architecture, validation_split)
     _refuse_repeated(parsed)
     instances = _check_modes(instances, parsed, search, until_settled, until_score, sample,
-                             max_instances, max_error_rate, resolution, decision, level)
+                             max_instances, max_error_rate, resolution, decision, certainty)
     _check_settings(instances=instances, jobs=jobs, threads=threads, epochs=epochs,
                     batch_size=batch_size, learning_rate=learning_rate, patience=patience,
                     validation_split=validation_split, round_size=round_size,
@@ -201,7 +201,7 @@ def train_populations(
                 return train_until_settled(settings, list(found.mutations), out, runner, loaded,
                                            name=name, analysis=PosteriorSettings(sample=sample),
                                            round_size=round_size, max_instances=max_instances,
-                                           level=level, seed=seed, **options)
+                                           certainty=certainty, seed=seed, **options)
             if until_score is not None:
                 from probmut.bagging import PosteriorSettings
                 from probmut.train.until_score import train_until_score
@@ -254,7 +254,7 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
 
 
 def _check_modes(instances, mutations, search, until_settled, until_score, sample,
-                 max_instances, max_error_rate, resolution, decision, level) -> int | None:
+                 max_instances, max_error_rate, resolution, decision, certainty) -> int | None:
     """The run's mode (a number of instances, until settled, until the score is settled,
     or a search) and the options that belong to it; the number of instances (20 unless
     given or in rounds)."""
@@ -288,8 +288,8 @@ def _check_modes(instances, mutations, search, until_settled, until_score, sampl
         raise ProbmutError("the quality control applies to a run of a number of instances, "
                            f"not to a search or training {rounds} (whose decisions would "
                            "count removed mutants)", option="max_error_rate")
-    if level is not None and not until_settled:
-        raise ProbmutError("a level is for training until settled", option="level")
+    if certainty is not None and not until_settled:
+        raise ProbmutError("--certainty is for training until settled", option="certainty")
     if not search and (resolution is not None or decision is not None):
         raise ProbmutError("a resolution and a decision are for a search",
                            option="resolution" if resolution is not None else "decision")

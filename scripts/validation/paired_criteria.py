@@ -30,7 +30,7 @@ import numpy as np
 
 from probmut.io.manifest import Manifest
 from probmut.io.populations import pair, read_population
-from probmut.killtest import CRITERIA, KillCriterion, deepcrime_test, deepcrime_test_batch
+from probmut.killtest import CRITERIA, KillCriterion, kill_test, kill_test_batch
 
 MUTATIONS = [(model, name) for model in ("mnist", "lenet")
              for name in ("weights_fuzzing", "neurons_freezing")]
@@ -50,7 +50,7 @@ def paired_populations(manifest):
 
 def kill_rates(x, y) -> dict[str, float]:
     """Share of the tests (rows of paired samples x, y) each criterion kills."""
-    return {name: float(deepcrime_test_batch(x, y, KillCriterion(kind=name))[2].mean())
+    return {name: float(kill_test_batch(x, y, KillCriterion(kind=name))[2].mean())
             for name in CRITERIA}
 
 
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         ids = draw_ids(h.size, args.draws, 20, rng)
         rates = kill_rates(h[ids], m[ids])
         power.append(rates)
-        whole = [deepcrime_test(h, m, KillCriterion(kind=kind)).effect_size
+        whole = [kill_test(h, m, KillCriterion(kind=kind)).effect_size
                  for kind in ("deepcrime", "paired-t")]
         print(f"{label:<34}" + "".join(f"{v:>7.2f}" for v in whole)
               + "".join(f"{rates[n]:>12.4f}" for n in names))

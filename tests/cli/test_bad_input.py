@@ -106,8 +106,8 @@ def test_kill_on_two_different_constant_populations_prints_null_for_infinity(cli
 
 
 @pytest.mark.parametrize("command, argv, says", [
-    ("recommend", ["--level", "inf"], "--level"),
-    ("recommend", ["--level", "0.5"], "--level"),
+    ("recommend", ["--certainty", "inf"], "--certainty"),
+    ("recommend", ["--certainty", "0.5"], "--certainty"),
     ("recommend", ["--populations", "nan"], "--populations"),
     ("sample-size", ["--subpopulations", "nan"], "--subpopulations"),
     ("mce", ["--alpha", "nan"], "--alpha"),
@@ -502,7 +502,7 @@ def test_replicate_into_a_file_is_refused(cli, tmp_path):
 
 @pytest.mark.parametrize("argv, populations, option", [
     (["--sample", "5", "--sizes", "1000000000"], 100, "(--sizes)"),
-    # the verdict's last block of reference populations: up to MORE_DRAWS / 2 x draws
+    # the verdict's last block of reference populations: up to MORE_POPULATIONS / 2 x draws
     (["--sizes", "25", "--reference", "1000000000"], 400, "(--reference)"),
 ])
 def test_recommend_refuses_huge_populations_before_allocating(cli, argv, populations,
@@ -565,14 +565,14 @@ def test_atomic_writes_take_every_name_the_file_system_takes(tmp_path):
 
 
 def test_an_error_names_the_option_as_the_command_calls_it():
-    """A library error names its setting (recommend's ``draws``, train's ``round_size``);
+    """A library error names its setting (recommend's ``populations``, train's ``round_size``);
     the command line names the flag that holds it, not a flag it does not have."""
     from probmut.cli.main import _flag_of, _parse, build_parser
 
     parser = build_parser()
     recommend = _parse(parser, ["recommend", str(HEALTHY), str(MUTANT)])
-    assert _flag_of(recommend, "draws") == "--populations"
-    assert _flag_of(recommend, "level") == "--level"
+    assert _flag_of(recommend, "populations") == "--populations"
+    assert _flag_of(recommend, "certainty") == "--certainty"
     assert _flag_of(_parse(parser, ["train"]), "round_size") == "--round"
 
 

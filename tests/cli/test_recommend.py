@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from probmut.sequential import LEVEL, settle_threshold
+from probmut.sequential import CERTAINTY, settle_threshold
 
 
 def test_cli_json_and_text(cli):
@@ -19,16 +19,16 @@ def test_cli_json_and_text(cli):
     assert {"n", "mean_band", "agreement", "killed_share"} <= set(first["per_size"][0])
     assert second["verdict"] in ("not killed", "not settled")
     for advice in (first, second):  # one look: the level, with p_killed's error
-        assert advice["threshold"] == LEVEL and advice["looks"] == 1
-        assert advice["draws_used"] in (20, 40, 80, 160)
+        assert advice["threshold"] == CERTAINTY and advice["looks"] == 1
+        assert advice["populations_used"] in (20, 40, 80, 160)
         p = advice["p_killed"]
-        assert advice["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / advice["draws_used"]))
+        assert advice["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / advice["populations_used"]))
     looked = cli.json("recommend", "--model", "mnist", "--mutation", "delete_training_data",
                       "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations",
                       "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
                       "--looks", "25,50,75,100")
     assert looked["looks"] == 4
-    assert looked["threshold"] == settle_threshold(25, [25, 50, 75, 100]) > LEVEL
+    assert looked["threshold"] == settle_threshold(25, [25, 50, 75, 100]) > CERTAINTY
     text = cli.ok("recommend", "--model", "mnist", "--mutation", "delete_training_data",
                   "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations",
                   "20", "--bootstraps", "20", "--trials", "30", "--no-cache")
@@ -43,7 +43,7 @@ def test_cli_json_and_text(cli):
     (["--pilot", "0"], "argument --pilot: must be at least 1"),
     (["--pilot", "25", "--sizes", "25,x"], "argument --sizes: expected comma-separated population sizes"),
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
-    (["--pilot", "25", "--level", "1.5"], "argument --level: must be"),
+    (["--pilot", "25", "--certainty", "1.5"], "argument --certainty: must be"),
     (["--pilot", "25", "--populations", "3"], "argument --populations: must be at least 10"),
     (["--pilot", "25", "--draws", "30"], "unrecognized arguments: --draws"),  # its name before 0.2.0
     (["--pilot", "25", "--looks", "25,x"], "argument --looks: expected comma-separated "
@@ -53,14 +53,14 @@ def test_cli_json_and_text(cli):
     (["--pilot", "25", "--populations", "30000"], "120,000 simulated populations of 200 instances "
                                             "per side exceed the limit"),
     # issue 44: the hint names the option that made the request too large
-    (["--pilot", "25", "--populations", "100000"], "lower the sizes or the draws (--populations)"),
+    (["--pilot", "25", "--populations", "100000"], "lower the sizes or the populations (--populations)"),
     (["--pilot", "25", "--populations", "100", "--reference", "200000"], "(--reference)"),
     # issue 44: a plan without the pilot's size, unsorted or repeated, is refused
     (["--pilot", "40", "--looks", "50,60"], "the planned looks [50, 60] leave out this pilot's 40 "
                                             "instances per side"),
     (["--pilot", "25", "--looks", "50,25"], "in increasing order, each once; got [50, 25]"),
     (["--pilot", "25", "--looks", "25,25,50"], "in increasing order, each once; got [25, 25, 50]"),
-    (["--pilot", "25", "--level", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
+    (["--pilot", "25", "--certainty", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
                                             "populations"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, argv, message):

@@ -17,7 +17,7 @@ import pytest
 
 from probmut.bagging import PosteriorSettings
 from probmut.seeds import seed_of
-from probmut.sequential import LEVEL, settle_threshold
+from probmut.sequential import CERTAINTY, settle_threshold
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
 from probmut.train.rounds import FUTILITY, train_until_settled
@@ -105,13 +105,13 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     # records p_killed with its Monte-Carlo error and the threshold it had to clear.
     assert rounds["looks"] == [5, 10, 15, 20]
     thresholds = {n: settle_threshold(n, [5, 10, 15, 20]) for n in (5, 10, 15, 20)}
-    assert thresholds[5] == thresholds[20] > LEVEL  # one threshold over the plan's looks
+    assert thresholds[5] == thresholds[20] > CERTAINTY  # one threshold over the plan's looks
     for record in rounds["rounds"]:
         for verdict in record["verdicts"].values():
             assert verdict["threshold"] == thresholds[verdict["instances"]]
-            assert verdict["draws"] >= 100
+            assert verdict["populations"] >= 100
             p = verdict["p_killed"]
-            assert verdict["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / verdict["draws"]))
+            assert verdict["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / verdict["populations"]))
     # The clear mutant is settled killed within two rounds and trains no more.
     settled = [r["round"] for r in rounds["rounds"]
                if r["verdicts"].get("delete_training_data_90", {}).get("verdict") == "killed"]
@@ -240,7 +240,7 @@ def test_train_until_settled_on_digits(tmp_path):
      "the sample size k = 30 is more than the maximum of 20 instances: no verdict could be "
      "reached (--sample)"),
     (["--mutation", "change_label:20", "--round", "0"], "argument --round: must be at least 1"),
-    (["--mutation", "change_label:20", "--level", "1.5"], "argument --level: must be"),
+    (["--mutation", "change_label:20", "--certainty", "1.5"], "argument --certainty: must be"),
 ])
 def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):
     from probmut.cli import main
