@@ -385,3 +385,50 @@ def test_the_documents_name_only_tests_and_scripts_that_exist():
              for path in re.findall(r"\b((?:tests|scripts)/[\w/]+\.py)\b", document.read_text())}
     assert named and not [n for n in named if not (root / n[1]).exists()], \
         sorted(n for n in named if not (root / n[1]).exists())
+
+
+def _vocabulary_usage(root: Path) -> dict[str, set[str]]:
+    """Where each word is used as a parameter, a dataclass field, a JSON key (a string key
+    of a dict literal) or a command-line option (its name or dest), file by file."""
+    import ast
+
+    found: dict[str, set[str]] = {}
+    for path in sorted((root / "probmut").rglob("*.py")):
+        where = str(path.relative_to(root))
+        for node in ast.walk(ast.parse(path.read_text())):
+            words = []
+            if isinstance(node, ast.arg):
+                words = [node.arg]
+            elif isinstance(node, ast.ClassDef):
+                words = [item.target.id for item in node.body if isinstance(item, ast.AnnAssign)
+                         and isinstance(item.target, ast.Name)]
+            elif isinstance(node, ast.Dict):
+                words = [k.value for k in node.keys
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                words = [a.value[2:].replace("-", "_") for a in node.args
+                         if isinstance(a, ast.Constant) and str(a.value).startswith("--")]
+                words += [k.value.value for k in node.keywords
+                          if k.arg == "dest" and isinstance(k.value, ast.Constant)]
+            for word in words:
+                found.setdefault(word, set()).add(where)
+    return found
+
+
+def test_the_vocabulary_is_one_word_for_one_idea():
+    """docs/map.md's vocabulary: each word is used (as a parameter, a field, an option or a
+    JSON key) somewhere and only in the files its row names; a retired word nowhere."""
+    root = MAP.parent.parent
+    text = MAP.read_text().split("## Vocabulary")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| `(\w+)` \| [^|]+ \| ([^|]+) \|$", text, re.M)
+    assert len(rows) >= 15, rows
+    usage = _vocabulary_usage(root)
+    for word, places in rows:
+        allowed = re.findall(r"`(probmut/[\w/.]*)`", places)
+        used = usage.get(word, set())
+        assert used, f"docs/map.md's vocabulary names {word!r}, used nowhere"
+        stray = sorted(f for f in used if not any(
+            f == a or (a.endswith("/") and f.startswith(a)) for a in allowed))
+        assert not stray, f"{word!r} is used in {stray}, outside its row's {allowed}"
+    retired = re.findall(r"`(\w+)`", text.split("Retired:")[1].split("(now")[0]) + ["draws_used"]
+    assert not [w for w in retired if w in usage], [w for w in retired if w in usage]

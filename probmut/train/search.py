@@ -221,14 +221,14 @@ class SearchResult(Result):
         return "\n".join(lines)
 
 
-def _decision(out, stem: str, paired: bool, decision: str, instances: int):
+def _decision(out, name: str, paired: bool, decision: str, instances: int):
     """Killed? and the evidence, from the population files in ``out``."""
     from probmut.io.populations import read_population
     from probmut.io.records import AllFailedError
 
     healthy = read_population(out / "healthy.csv", name="healthy")
     try:
-        mutant = read_population(out / f"{stem}.csv", name=stem)
+        mutant = read_population(out / f"{name}.csv", name=name)
     except AllFailedError:
         return True, "every instance failed (see probmut symptoms)"
     if decision == "deepcrime":
