@@ -197,7 +197,7 @@ class PosteriorStudy(Result):
             detail["bootstraps"] = counts[0] if len(set(counts)) == 1 else counts
         else:
             detail["criterion"] = asdict(self.settings.criterion)
-        return listing(rows, "populations", paired=self.paired, seed=self.seed,
+        return listing(rows, paired=self.paired, seed=self.seed,
                        source=self.source, settings=self.describe(), settings_detail=detail)
 
 

@@ -319,7 +319,7 @@ class BayesStudy(Result):
         return written
 
     def to_dict(self) -> dict:
-        return {**listing([c.to_dict() for c in self.comparisons], "comparisons"),
+        return {**listing([c.to_dict() for c in self.comparisons]),
                 "paired": self.paired,
                 "seed": self.seed, "converged": self.converged,
                 "settings": self.settings.describe(),

@@ -60,7 +60,7 @@ class RepeatStudy(Result):
     seed: int | None
 
     def to_dict(self) -> dict:
-        return listing([r.to_dict() for r in self.results], "populations", paired=self.paired,
+        return listing([r.to_dict() for r in self.results], paired=self.paired,
                        seed=self.seed, criterion=self.criterion.describe())
 
     def rows(self) -> list[dict]:

@@ -43,15 +43,14 @@ def dumps(document, indent: int | None = 2) -> str:
     return json.dumps(plain(document), indent=indent, allow_nan=False, default=str)
 
 
-def listing(results: list, alias: str, **rest) -> dict:
+def listing(results: list, **rest) -> dict:
     """A command's document with its list of results under ``"results"``, the one key of
-    every command, and also under ``alias``, the key that command used before (kept for
-    this release; see the README's JSON section), then ``rest``.
+    every command, then ``rest``.
 
-    >>> listing([{"name": "a"}], "tests", paired=False)
-    {'results': [{'name': 'a'}], 'tests': [{'name': 'a'}], 'paired': False}
+    >>> listing([{"name": "a"}], paired=False)
+    {'results': [{'name': 'a'}], 'paired': False}
     """
-    return {"results": results, alias: results, **rest}
+    return {"results": results, **rest}
 
 
 def counted(count: int, noun: str) -> str:

@@ -288,8 +288,7 @@ class SymptomStudy(Result):
     label: str = ""
 
     def to_dict(self) -> dict:
-        return plain(listing([p.to_dict() for p in self.populations], "populations",
-                             healthy=self.healthy.to_dict(),
+        return plain(listing([p.to_dict() for p in self.populations], healthy=self.healthy.to_dict(),
                              criterion=self.criterion.describe()))
 
     def rows(self) -> list[dict]:

@@ -169,7 +169,7 @@ def test_the_symptom_shows_the_failed_instances():
     assert result.summary == "no observable difference (10 of 20 failed)"
     study = symptom_study(healthy, {"m": crashed + same}, paired=["m"])
     assert str(study).splitlines()[3].endswith("no observable difference (10 of 20 failed)")
-    assert json.loads(study.to_json())["populations"][0]["failed"] == 10
+    assert json.loads(study.to_json())["results"][0]["failed"] == 10
     rng = np.random.default_rng(6)
     other = [R(10 + i, float(rng.normal(0.95, 0.01))) for i in range(10)]
     assert classify(healthy, crashed + other, "m").summary.endswith(
@@ -209,12 +209,12 @@ def test_study_json_has_the_documented_fields_and_the_figure_draws(tmp_path):
     study = symptom_study(healthy_records(), {"crash": failing_records(20, "crashed"),
                                               "nan": failing_records(20, "diverged", ok=2)})
     document = json.loads(study.to_json())
-    first = document["populations"][0]
+    first = document["results"][0]
     assert {"name", "symptom", "instances", "crashed", "timed_out", "diverged", "constant",
             "accuracy_change", "time_change"} <= set(first)
-    assert [p["symptom"] for p in document["populations"]] == ["crash", "nan"]
+    assert [p["symptom"] for p in document["results"]] == ["crash", "nan"]
     assert first["errors"] == ["ValueError: x"]
-    assert set(document["populations"][1]["accuracy_change"]) >= {"p_value", "effect_size",
+    assert set(document["results"][1]["accuracy_change"]) >= {"p_value", "effect_size",
                                                                    "significant"}
     figure = save(plot_symptoms(study), tmp_path / "s.png")
     assert figure.read_bytes()[:4] == b"\x89PNG"

@@ -39,13 +39,13 @@ def emit(args, result) -> None:
     print(_json(result.to_dict()) if args.json else result)
 
 
-def emit_many(args, results, alias: str) -> None:
-    """One result as its own document; several as ``{"results": [...]}`` (and under
-    ``alias``, the command's key before: :func:`~probmut.results.listing`), or tables."""
+def emit_many(args, results) -> None:
+    """One result as its own document; several as ``{"results": [...]}``
+    (:func:`~probmut.results.listing`), or tables."""
     if len(results) == 1:
         emit(args, results[0])
     elif args.json:
-        print(_json(listing([r.to_dict() for r in results], alias)))
+        print(_json(listing([r.to_dict() for r in results])))
     else:
         print("\n\n".join(str(r) for r in results))
 

@@ -102,7 +102,7 @@ def handle(args) -> int:
                                                progress=not args.quiet,
                                                label=f"evaluate {out.stem}"))
     document = written[0].to_dict() if args.out is not None else listing(
-        [w.to_dict() for w in written], "populations", manifest=str(args.write_manifest))
+        [w.to_dict() for w in written], manifest=str(args.write_manifest))
     if args.write_manifest is not None:
         _write_manifest(args, model, dataset, [key for *_, key in plan])
     if args.json:

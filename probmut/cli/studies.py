@@ -67,7 +67,7 @@ def _run_mce(args) -> int:
                                      seed=args.seed, jobs=args.jobs, name=mutant.name,
                                      report=bar.update, cache=cache)
                    for mutant in inputs.mutants]
-    emit_many(args, results, "results")
+    emit_many(args, results)
     return 0
 
 
@@ -100,7 +100,7 @@ def _run_sample_size(args) -> int:
 
         save(plot_sample_size(studies, title=inputs.label.replace("_", " ")), figure)
     documents = [s.to_dict() for s in studies]
-    emit_with_figure(args, documents[0] if len(documents) == 1 else listing(documents, "studies"),
+    emit_with_figure(args, documents[0] if len(documents) == 1 else listing(documents),
                      "\n\n".join(str(s) for s in studies), figure)
     return 0
 
@@ -130,7 +130,7 @@ def _run_recommend(args) -> int:
             max_instances=args.max_instances, looks=args.looks, paired=inputs.paired,
             seed=args.seed,
             jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
-    emit_many(args, results, "mutants")
+    emit_many(args, results)
     return 0
 
 

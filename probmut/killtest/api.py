@@ -187,7 +187,7 @@ class KillTable(Result):
 
     def to_dict(self) -> dict:
         rows = self.rows()
-        return rows[0] if len(rows) == 1 else listing(rows, "tests")
+        return rows[0] if len(rows) == 1 else listing(rows)
 
     def __str__(self) -> str:
         if len(self.results) == 1:

@@ -463,7 +463,7 @@ class RunReport(Result):
         search = {} if self.search is None else {"search": self.search.to_dict()}
         return {"trained": self.trained, "resumed": self.resumed, "seconds": self.seconds,
                 "failures": self.failures, "diverged": self.diverged, "model": self.name,
-                "manifest": str(self.manifest), **listing(self.rows(), "populations"), **search}
+                "manifest": str(self.manifest), **listing(self.rows()), **search}
 
     def __str__(self) -> str:
         if self.search is not None:

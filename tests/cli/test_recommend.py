@@ -12,7 +12,7 @@ def test_cli_json_and_text(cli):
                         "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
                         "--populations", "20", "--bootstraps", "20", "--trials", "30",
                         "--no-cache")
-    first, second = document["mutants"]
+    first, second = document["results"]
     assert first["name"] == "30.93" and first["verdict"] == "killed"
     assert first["pilot"] == [25, 25] and first["needed"] == 25
     assert [row["n"] for row in first["per_size"]] == [25, 50]

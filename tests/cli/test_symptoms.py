@@ -22,7 +22,7 @@ def test_symptoms_command_on_a_run_directory(tmp_path, cli):
             "weights_fuzzing": {"paired": True, "pattern": "weights_fuzzing_{magnitude}.csv",
                                 "magnitudes": ["0_1"]}}}}})
     document = json.loads(cli.ok("symptoms", str(tmp_path), "--json", "--no-plot"))
-    assert [(p["name"], p["symptom"]) for p in document["populations"]] == [
+    assert [(p["name"], p["symptom"]) for p in document["results"]] == [
         ("change_loss_function_ctc", "crash"), ("weights_fuzzing_0_1", "no observable difference")]
     cli.refused("symptoms", "--no-plot", says="run directory")
 
