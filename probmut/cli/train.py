@@ -14,18 +14,30 @@ import json
 import sys
 from pathlib import Path
 
+from probmut.bagging import PosteriorSettings
 from probmut.cli.args import (
     add_data_arguments,
     add_quiet_argument,
     data_options,
+    flag,
     integer,
     number,
     seed_value,
 )
 from probmut.errors import ProbmutError
+from probmut.killtest import KINDS, KillCriterion
 from probmut.results import counted
 from probmut.seeds import DEFAULT_SEED
-from probmut.train.search import DECISIONS
+from probmut.train.options import (
+    DECISIONS,
+    DataOptions,
+    ExecutionOptions,
+    Instances,
+    Search,
+    TrainingOptions,
+    UntilScore,
+    UntilSettled,
+)
 
 EXAMPLE = """example:
   probmut train --dataset digits --architecture digits_cnn --instances 20 \\
@@ -61,7 +73,7 @@ def _stack(text: str) -> int | None:
 def register(subparsers) -> None:
     from probmut.recommend import CERTAINTY
     from probmut.train.models import MODELS
-    from probmut.train.until_score import WIDTH
+    from probmut.train.options import WIDTH
 
     p = subparsers.add_parser(
         "train", help="train healthy and mutant populations (needs the train extra)",
@@ -178,6 +190,14 @@ def register(subparsers) -> None:
                         help="k instances per side in the kill tests of the verdicts and the "
                              "score; the first verdict needs K per side, the score's pilot 5K "
                              "healthy instances and 2K per mutant (default: 20)")
+    settle.add_argument("--criterion", choices=KINDS, default=None,
+                        help="the kill test of the verdicts' and the score's bagged posteriors "
+                             f"(docs/criteria.md; default: {KINDS[0]})")
+    settle.add_argument("--bootstraps", type=integer(1), default=None, metavar="B",
+                        help="B bootstrap resamples of each population in the verdicts and "
+                             "the score (default: 100)")
+    settle.add_argument("--trials", type=integer(1), default=None, metavar="N",
+                        help="N kill tests per resample (default: 100)")
     settle.add_argument("--certainty", type=number(0.5, 1, low_open=True, high_open=True),
                         default=None, metavar="L",
                         help="for any true effect, at most 1 - L of the runs end with a wrong "
@@ -204,14 +224,59 @@ def operator_table(json_output: bool) -> str:
     return "\n".join(lines)
 
 
-def _settings(args) -> dict:
-    """What a run and a dry run share: the data, the model and its training settings."""
-    options = data_options(args)
-    options.update(validation_split=args.validation_split, architecture=args.architecture,
-                   seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
-                   learning_rate=args.learning_rate, patience=args.patience,
-                   threads=args.threads)
-    return options
+def _data(args) -> DataOptions:
+    return DataOptions(**data_options(args), validation_split=args.validation_split)
+
+
+def _training(args) -> TrainingOptions:
+    return TrainingOptions(epochs=args.epochs, batch_size=args.batch_size,
+                           learning_rate=args.learning_rate, patience=args.patience)
+
+
+def _mode(args):
+    """The run's mode from its flags: a number of instances, a search, or rounds until
+    settled or until the score is; flags of another mode are refused."""
+    until = args.until_settled or args.until_score is not None
+    rounds = "until settled" if args.until_settled else "until the score is settled"
+    if args.until_settled and args.until_score is not None:
+        raise ProbmutError("train either until each mutant's verdict is settled or until the "
+                           "mutation score is, not both", option="until_score")
+    if until and args.instances is not None:
+        raise ProbmutError(f"train either a number of instances or {rounds}, not both",
+                           option="instances")
+    if until and args.search:
+        raise ProbmutError(f"run either a search or training {rounds}, not both",
+                           option="search")
+    if args.max_error_rate is not None and (args.search or until):
+        raise ProbmutError("the quality control applies to a run of a number of instances, "
+                           f"not to a search or training {rounds} (whose decisions would "
+                           "count removed mutants)", option="max_error_rate")
+    if args.certainty is not None and not args.until_settled:
+        raise ProbmutError("--certainty is for training until settled", option="certainty")
+    if not args.search and (args.resolution is not None or args.decision is not None):
+        raise ProbmutError("a resolution and a decision are for a search",
+                           option="resolution" if args.resolution is not None else "decision")
+    given = [flag(f) for f in ("criterion", "bootstraps", "trials") if getattr(args, f)]
+    if given and not until:
+        raise ProbmutError(f"{', '.join(given)}: the verdicts' and the score's settings are "
+                           "for training until settled or until the score is",
+                           option=given[0].removeprefix("--"))
+    instances = 20 if args.instances is None else args.instances
+    if args.search:
+        return Search(magnitudes=args.search, resolution=args.resolution,
+                      decision=args.decision or "posterior", instances=instances)
+    if not until:
+        return Instances(count=instances, max_error_rate=args.max_error_rate)
+    defaults = PosteriorSettings()
+    analysis = PosteriorSettings(sample=args.sample,
+                                 bootstraps=args.bootstraps or defaults.bootstraps,
+                                 trials=args.trials or defaults.trials,
+                                 criterion=KillCriterion(kind=args.criterion or KINDS[0]))
+    if args.until_settled:
+        return UntilSettled(round_size=args.round_size, max_instances=args.max_instances,
+                            certainty=args.certainty, analysis=analysis)
+    return UntilScore(width=args.until_score, round_size=args.round_size,
+                      max_instances=args.max_instances, analysis=analysis)
 
 
 def _dry_run(args) -> int:
@@ -221,7 +286,9 @@ def _dry_run(args) -> int:
     if args.search or args.until_settled or args.until_score is not None:
         raise ProbmutError("--dry-run looks at --mutation magnitudes; leave out --search, "
                            "--until-settled and --until-score")
-    report = preview_mutations(args.mutation, **_settings(args))
+    report = preview_mutations(args.mutation, data=_data(args), training=_training(args),
+                               architecture=args.architecture, seed=args.seed,
+                               threads=args.threads)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     if report.illegal:
         raise ProbmutError(f"{report.illegal[0].label}: {report.illegal[0].reason}",
@@ -241,17 +308,14 @@ def handle(args) -> int:
     from probmut.train import train_populations
 
     report = train_populations(
-        args.out, args.mutation, instances=args.instances, name=args.name,
-        stack=args.stack, jobs=args.jobs, backend=args.backend, address=args.address,
-        cpus_per_task=args.cpus_per_task, gpus_per_task=args.gpus_per_task,
-        save_models=args.save_models, timeout=args.timeout, retry_failed=args.retry_failed,
-        max_error_rate=args.max_error_rate, deepcrime=args.format == "deepcrime",
-        search=args.search, resolution=args.resolution, decision=args.decision,
-        until_settled=args.until_settled, until_score=args.until_score,
-        round_size=args.round_size,
-        max_instances=args.max_instances, sample=args.sample, certainty=args.certainty,
-        progress=not args.quiet,
-        **_settings(args))
+        args.out, args.mutation, mode=_mode(args), data=_data(args), training=_training(args),
+        execution=ExecutionOptions(
+            jobs=args.jobs, threads=args.threads, backend=args.backend, address=args.address,
+            cpus_per_task=args.cpus_per_task, gpus_per_task=args.gpus_per_task,
+            stack=args.stack, timeout=args.timeout, retry_failed=args.retry_failed,
+            progress=not args.quiet),
+        architecture=args.architecture, name=args.name, seed=args.seed,
+        save_models=args.save_models, deepcrime=args.format == "deepcrime")
     print(report.to_json() if args.json else report)
     if report.diverged:
         print(f"{counted(len(report.diverged), 'instance')} diverged (recorded; see probmut "

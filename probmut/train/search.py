@@ -39,9 +39,7 @@ from dataclasses import asdict, dataclass
 
 from probmut.errors import ProbmutError
 from probmut.results import Result
-
-#: How a search decides whether a magnitude is killed.
-DECISIONS = ("posterior", "deepcrime")
+from probmut.train.options import DECISIONS
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,10 @@ Examples
 --------
 >>> import tempfile
 >>> out = tempfile.mkdtemp()
->>> report = train_populations(out, ["delete_training_data:50"], instances=2, epochs=1,
-...                            progress=False)
+>>> from probmut.train.options import ExecutionOptions, Instances, TrainingOptions
+>>> report = train_populations(out, ["delete_training_data:50"], mode=Instances(count=2),
+...                            training=TrainingOptions(epochs=1),
+...                            execution=ExecutionOptions(progress=False))
 >>> report.counts
 {'healthy': 2, 'delete_training_data_50': 2}
 >>> report.to_frame()["instances"].tolist()
@@ -32,7 +34,6 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -44,7 +45,6 @@ from probmut.io.manifest import repeated_magnitudes
 from probmut.seeds import DEFAULT_SEED
 from probmut.train import backends
 from probmut.train.datasets import (
-    DOWNLOAD_TIMEOUT,
     DataSource,
     check_data_arguments,
     load_dataset,
@@ -54,6 +54,17 @@ from probmut.train.dryrun import DryRun, dry_run
 from probmut.train.legality import needs_keras, prepare
 from probmut.train.models import MODELS, resolve_model, task_of, validation_split_of
 from probmut.train.operators import Mutation, parse_mutations
+from probmut.train.options import (
+    DECISIONS,
+    MODES,
+    DataOptions,
+    ExecutionOptions,
+    Instances,
+    Search,
+    TrainingOptions,
+    UntilScore,
+    UntilSettled,
+)
 from probmut.train.preflight import Preflight, preflight
 from probmut.train.run import RunReport, recorded_stack, run_lock, run_populations
 from probmut.train.work import RunSettings
@@ -63,21 +74,11 @@ SEED = DEFAULT_SEED
 
 
 def train_populations(
-        out, mutations: Sequence[str | Mutation] = (), *, instances: int | None = None,
-        dataset: str | None = None, data: str | os.PathLike | None = None,
-        architecture: str = "digits_cnn", name: str | None = None, seed: int = SEED,
-        epochs: int | None = None, batch_size: int | None = None,
-        learning_rate: float | None = None, patience: int | None = None,
-        image_size: str | None = None, test_split: float | None = None,
-        validation_split: float | None = None, download_timeout: float = DOWNLOAD_TIMEOUT,
-        stack: int | None = None, jobs: int = 1, threads: int = 1, backend: str = "local",
-        address: str | None = None, cpus_per_task: float | None = None,
-        gpus_per_task: float = 0, save_models: bool = False, timeout: float | None = None,
-        retry_failed: bool = False, max_error_rate: float | None = None,
-        deepcrime: bool = False, search: str | None = None, resolution: float | None = None,
-        decision: str | None = None, until_settled: bool = False,
-        until_score: float | None = None, round_size: int = 10, max_instances: int = 200,
-        sample: int = 20, certainty: float | None = None, progress: bool = True) -> RunReport:
+        out, mutations: Sequence[str | Mutation] = (), *, mode=None,
+        data: DataOptions | None = None, training: TrainingOptions | None = None,
+        execution: ExecutionOptions | None = None, architecture: str = "digits_cnn",
+        name: str | None = None, seed: int = SEED, save_models: bool = False,
+        deepcrime: bool = False) -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
     (resumable: the same call again trains only what is missing); ``probmut train``.
 
@@ -85,73 +86,60 @@ def train_populations(
     ----------
     out : the output directory (populations, ``manifest.toml``; docs/training.md).
     mutations : ``OPERATOR[:MAG1,MAG2]`` texts (docs/operators.md) or parsed mutations.
-    instances : instances per population (default 20).
-    dataset, data : a named data set (``DATASETS``; default digits), or a file
-        ``FILE.npz`` or an image folder (:mod:`probmut.train.datasets`), with
-        ``image_size``, ``test_split``, ``validation_split`` (default: the bundled
-        model's published one, ``gaze_lenet`` 0.1, else none) and ``download_timeout``.
+    mode : :class:`~probmut.train.options.Instances` (default: 20 per population),
+        :class:`~probmut.train.options.Search` (no ``mutations``: it trains its own),
+        :class:`~probmut.train.options.UntilSettled` or
+        :class:`~probmut.train.options.UntilScore`.
+    data, training, execution : :class:`~probmut.train.options.DataOptions` (default:
+        digits), :class:`~probmut.train.options.TrainingOptions` (the architecture's
+        settings it overrides), :class:`~probmut.train.options.ExecutionOptions` (one
+        local job).
     architecture : the network trained: a bundled model
         (:data:`probmut.train.models.MODELS`) or ``module:function``.
     name : the model's name in the manifest (default: ``out``'s name).
     seed : the base seed of every instance's seed.
-    epochs, batch_size, learning_rate, patience : override the model's training settings
-        (``patience``: early stopping, with a ``validation_split``).
-    stack : instances of a population trained at once as one model; None: ``--stack
-        auto`` (up to 20 for small models, 1 on a CPU for large ones; a resumed run keeps
-        its size).
-    jobs, threads : worker processes training at once (local backend) and TensorFlow
-        threads per instance (the same ``threads`` gives the same files whatever ``jobs``).
-    backend, address, cpus_per_task, gpus_per_task : ``"local"`` or ``"ray"``
-        (:func:`probmut.train.backends.make_backend`).
     save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``, the id
         in five digits (``00000.keras``).
-    timeout : stop an instance's training after so many seconds (one at a time).
-    retry_failed : train crashed and timed-out instances again.
-    max_error_rate : DeepMutation's quality control (:mod:`probmut.train.flags`).
     deepcrime : also write DeepCrime's ``;``-separated files.
-    search, resolution, decision : bisect ``OPERATOR:WEAK,STRONG`` for the smallest killed
-        magnitude, to ``resolution`` (default 1/16 of the range), killed per ``decision``
-        (``"posterior"``, the default, or ``"deepcrime"``), instead of ``mutations``.
-    until_settled, round_size, max_instances, sample, certainty : train in rounds of
-        ``round_size`` until each mutant's verdict (k = ``sample`` per side) is settled, at
-        most ``max_instances`` per population, instead of ``instances``; at most
-        ``1 - certainty`` of such runs end with a wrong settled verdict, for any true effect
-        (default :data:`probmut.recommend.CERTAINTY`).
-    until_score : train in rounds (of ``round_size``, at most ``max_instances`` per
-        population) the populations that weigh most on the mutation score's interval,
-        until it is at most this wide (:mod:`probmut.train.until_score`; the score's
-        seed is ``seed``), instead of ``instances``.
-    progress : show progress bars on stderr.
 
-    Returns the :class:`~probmut.train.run.RunReport` (a
-    :class:`~probmut.train.rounds.SettleReport` when ``until_settled``, a
-    :class:`~probmut.train.until_score.ScoreReport` with ``until_score``; with ``search``,
-    the search's result as its ``search``). Raises
-    :class:`~probmut.errors.ProbmutError` (one line, naming the setting at fault) before
-    anything trains for bad arguments, data, models and mutations.
+    Returns
+    -------
+    RunReport
+        The :class:`~probmut.train.run.RunReport` (a
+        :class:`~probmut.train.rounds.SettleReport` for ``UntilSettled``, a
+        :class:`~probmut.train.until_score.ScoreReport` for ``UntilScore``; for a
+        ``Search``, the search's result as its ``search``).
+
+    Raises
+    ------
+    ProbmutError
+        One line naming the setting at fault, before anything trains, for bad arguments,
+        data, models and mutations.
     """
     out = Path(out)
+    mode = Instances() if mode is None else mode
+    data, training = data or DataOptions(), training or TrainingOptions()
+    execution = execution or ExecutionOptions()
     parsed = _parsed(mutations)
-    validation_split = validation_split_of(architecture, validation_split)
+    validation_split = validation_split_of(architecture, data.validation_split)
     _refuse_repeated(parsed)
-    instances = _check_modes(instances, parsed, search, until_settled, until_score, sample,
-                             max_instances, max_error_rate, resolution, decision, certainty)
-    _check_settings(instances=instances, jobs=jobs, threads=threads, epochs=epochs,
-                    batch_size=batch_size, learning_rate=learning_rate, patience=patience,
-                    validation_split=validation_split, round_size=round_size,
-                    max_instances=max_instances, sample=sample, stack=stack)
-    stack = _stack_for(timeout, stack)
-    if not download_timeout > 0:
-        raise ProbmutError(f"the download timeout must be positive, got {download_timeout}",
-                           option="download_timeout")
-    source, data_options = _data_source(dataset, data, image_size, test_split,
-                                        validation_split)
-    if search:
+    _check_mode(mode, parsed)
+    _check_settings(jobs=execution.jobs, threads=execution.threads,
+                    validation_split=validation_split, stack=execution.stack,
+                    **training.overrides(), **_counts(mode))
+    stack = _stack_for(execution.timeout, execution.stack)
+    if not data.download_timeout > 0:
+        raise ProbmutError("the download timeout must be positive, got "
+                           f"{data.download_timeout}", option="download_timeout")
+    source, data_options = _data_source(data.dataset, data.data, data.image_size,
+                                        data.test_split, validation_split)
+    resolution = None
+    if isinstance(mode, Search):
         from probmut.train.search import parse_search
 
-        _, low, high, _ = parse_search(search)  # a bad range is refused before anything trains
-        resolution = abs(high - low) / 16 if resolution is None else resolution
-    _check_installed(backend, jobs, threads)
+        _, low, high, _ = parse_search(mode.magnitudes)  # refused before anything trains
+        resolution = abs(high - low) / 16 if mode.resolution is None else mode.resolution
+    _check_installed(execution.backend, execution.jobs, execution.threads)
     _check_out(out)
     # a run already in out: its lock first, so that a second train is refused before
     # TensorFlow loads (run_populations takes it again, or first for a new run)
@@ -159,14 +147,14 @@ def train_populations(
         if stack is None:
             stack = recorded_stack(out)  # a resumed run keeps its size; None: auto
         name = name or out.resolve().name
-        overrides = {key: value for key, value in {"epochs": epochs, "batch_size": batch_size,
-                     "learning_rate": learning_rate, "patience": patience}.items()
-                     if value is not None}
-        runner = backends.make_backend(backend, jobs=jobs, threads=threads, timeout=timeout,
-                                       address=address, cpus_per_task=cpus_per_task,
-                                       gpus_per_task=gpus_per_task)
+        overrides = training.overrides()
+        runner = backends.make_backend(
+            execution.backend, jobs=execution.jobs, threads=execution.threads,
+            timeout=execution.timeout, address=execution.address,
+            cpus_per_task=execution.cpus_per_task, gpus_per_task=execution.gpus_per_task)
         with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
-            loaded = _load(source, data_options, architecture, threads, download_timeout, keras=False)
+            loaded = _load(source, data_options, architecture, execution.threads,
+                           data.download_timeout, keras=False)
             checked, unchecked = _checked_here(parsed, loaded)
         with runner:
             runner.share(dataset=loaded)
@@ -179,121 +167,124 @@ def train_populations(
                 raise ProbmutError(f"a mutation magnitude is given twice: {stems}",
                                    option="mutation")
             size = found.stack if stack is None else stack
-            settings = RunSettings(dataset=source, model=architecture, config=found.config, seed=seed,
-                                   stack=size)
-            options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
-                           timeout=timeout, retry_failed=retry_failed)
-            if search:
+            settings = RunSettings(dataset=source, model=architecture, config=found.config,
+                                   seed=seed, stack=size)
+            options = dict(deepcrime=deepcrime, progress=execution.progress,
+                           save_models=save_models, timeout=execution.timeout,
+                           retry_failed=execution.retry_failed)
+            if isinstance(mode, Search):
                 from probmut.train.search import run_search
 
                 def check(mutations):  # each magnitude, bound and checked as a mutation is
-                    more = _preflight(runner, architecture, overrides, *_checked_here(mutations, loaded),
-                                      size)
+                    more = _preflight(runner, architecture, overrides,
+                                      *_checked_here(mutations, loaded), size)
                     return list(more.mutations), more.unstackable
 
-                return run_search(settings, search, resolution, instances, out, runner, loaded,
-                                  check, name=name, decision=decision or "posterior", **options)
+                return run_search(settings, mode.magnitudes, resolution, mode.instances, out,
+                                  runner, loaded, check, name=name, decision=mode.decision,
+                                  **options)
             options["unstackable"] = found.unstackable
-            if until_settled:
-                from probmut.bagging import PosteriorSettings
+            if isinstance(mode, UntilSettled):
                 from probmut.train.rounds import train_until_settled
 
                 return train_until_settled(settings, list(found.mutations), out, runner, loaded,
-                                           name=name, analysis=PosteriorSettings(sample=sample),
-                                           round_size=round_size, max_instances=max_instances,
-                                           certainty=certainty, seed=seed, **options)
-            if until_score is not None:
-                from probmut.bagging import PosteriorSettings
+                                           name=name, analysis=mode.analysis,
+                                           round_size=mode.round_size,
+                                           max_instances=mode.max_instances,
+                                           certainty=mode.certainty, seed=seed, **options)
+            if isinstance(mode, UntilScore):
                 from probmut.train.until_score import train_until_score
 
                 return train_until_score(settings, list(found.mutations), out, runner, loaded,
-                                         name=name, analysis=PosteriorSettings(sample=sample),
-                                         width=until_score, round_size=round_size,
-                                         max_instances=max_instances, seed=seed, **options)
-            return run_populations(settings, list(found.mutations), instances, out, runner, loaded,
-                                   name=name, max_error_rate=max_error_rate, **options)
+                                         name=name, analysis=mode.analysis, width=mode.width,
+                                         round_size=mode.round_size,
+                                         max_instances=mode.max_instances, seed=seed,
+                                         **options)
+            return run_populations(settings, list(found.mutations), mode.count, out, runner,
+                                   loaded, name=name, max_error_rate=mode.max_error_rate,
+                                   **options)
 
 
-def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | None = None,
-                      data: str | os.PathLike | None = None, architecture: str = "digits_cnn",
-                      seed: int = SEED, epochs: int | None = None,
-                      batch_size: int | None = None, learning_rate: float | None = None,
-                      patience: int | None = None, image_size: str | None = None,
-                      test_split: float | None = None, validation_split: float | None = None,
-                      download_timeout: float = DOWNLOAD_TIMEOUT,
+def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions | None = None,
+                      training: TrainingOptions | None = None,
+                      architecture: str = "digits_cnn", seed: int = SEED,
                       threads: int = 1) -> DryRun:
     """What each mutation changes, nothing trained (``probmut train --dry-run``; the
-    arguments as for :func:`train_populations`): a :class:`~probmut.train.dryrun.DryRun`,
-    its illegal mutations in ``illegal``. Keras (and TensorFlow) is imported only for
-    mutations, data or a model that need it.
+    arguments as for :func:`train_populations`). Keras (and TensorFlow) is imported only
+    for mutations, data or a model that need it.
 
+    Returns
+    -------
+    DryRun
+        A :class:`~probmut.train.dryrun.DryRun`, its illegal mutations in ``illegal``.
+
+    Raises
+    ------
+    ProbmutError
+        For no mutation, bad settings or data.
+
+    Examples
+    --------
     >>> print(preview_mutations(["delete_training_data:10"]))
     dry run of digits_cnn, seed 42: nothing is trained; counts are those of instance 0
     delete_training_data_10 (data level): legal
       target: every class
       samples removed: 130 of 1347
     """
+    data, training = data or DataOptions(), training or TrainingOptions()
     parsed = _parsed(mutations)
     if not parsed:
         raise ProbmutError("a dry run needs at least one mutation", option="mutation")
-    validation_split = validation_split_of(architecture, validation_split)
-    _check_settings(threads=threads, epochs=epochs, batch_size=batch_size,
-                    learning_rate=learning_rate, patience=patience,
-                    validation_split=validation_split)
-    source, data_options = _data_source(dataset, data, image_size, test_split,
-                                        validation_split)
+    validation_split = validation_split_of(architecture, data.validation_split)
+    _check_settings(threads=threads, validation_split=validation_split, **training.overrides())
+    source, data_options = _data_source(data.dataset, data.data, data.image_size,
+                                        data.test_split, validation_split)
     keras = any(map(needs_keras, parsed)) or architecture not in MODELS
     if keras:
         backends.require("tensorflow", "train")
-    loaded = _load(source, data_options, architecture, threads, download_timeout, keras)
+    loaded = _load(source, data_options, architecture, threads, data.download_timeout, keras)
     spec = resolve_model(architecture, loaded.dims)
-    config = spec.config.replace(**{key: value for key, value in {
-        "epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-        "patience": patience}.items() if value is not None})
+    config = spec.config.replace(**training.overrides())
     return dry_run(parsed, spec, loaded, config, seed=seed, model=architecture)
 
 
-def _check_modes(instances, mutations, search, until_settled, until_score, sample,
-                 max_instances, max_error_rate, resolution, decision, certainty) -> int | None:
-    """The run's mode (a number of instances, until settled, until the score is settled,
-    or a search) and the options that belong to it; the number of instances (20 unless
-    given or in rounds)."""
-    if until_settled and until_score is not None:
-        raise ProbmutError("train either until each mutant's verdict is settled or until the "
-                           "mutation score is, not both", option="until_score")
-    if until_score is not None and not 0 < until_score < 1:
+def _counts(mode) -> dict:
+    """The counts of a mode that must be positive, by the name of their setting."""
+    if isinstance(mode, Instances):
+        return {"instances": mode.count}
+    if isinstance(mode, Search):
+        return {"instances": mode.instances}
+    return {"round_size": mode.round_size, "max_instances": mode.max_instances,
+            "sample": mode.analysis.sample}
+
+
+def _check_mode(mode, mutations) -> None:
+    """The mode is one of :data:`~probmut.train.options.MODES`, with the mutations and
+    settings it needs."""
+    if not isinstance(mode, MODES):
+        raise ProbmutError(f"unknown training mode {mode!r}; use one of "
+                           f"{', '.join(m.__name__ for m in MODES)}", option="mode")
+    if isinstance(mode, Search):
+        if mutations:
+            raise ProbmutError("a search trains its own magnitudes; give no mutations",
+                               option="mutation")
+        if mode.decision not in DECISIONS:
+            raise ProbmutError(f"unknown decision {mode.decision!r}; use one of "
+                               f"{', '.join(DECISIONS)}", option="decision")
+    if isinstance(mode, UntilScore) and not 0 < mode.width < 1:
         raise ProbmutError(f"the width of the score's interval must be in (0, 1), got "
-                           f"{until_score}", option="until_score")
-    rounds = "until settled" if until_settled else "until the score is settled"
-    if until_settled or until_score is not None:
-        if instances is not None:
-            raise ProbmutError(f"train either a number of instances or {rounds}, not both",
-                               option="instances")
-        if search:
-            raise ProbmutError(f"run either a search or training {rounds}, not both",
-                               option="search")
+                           f"{mode.width}", option="until_score")
+    if isinstance(mode, (UntilSettled, UntilScore)):
+        settled = isinstance(mode, UntilSettled)
         if not mutations:
+            rounds = "until settled" if settled else "until the score is settled"
             raise ProbmutError(f"training {rounds} needs at least one mutation",
-                               option="until_settled" if until_settled else "until_score")
-        if sample > max_instances:
-            raise ProbmutError(f"the sample size k = {sample} is more than the maximum of "
-                               f"{max_instances} instances: "
-                               + ("no verdict could be reached" if until_settled else
-                                  "no score could be read"),
-                               option="sample")
-    if search and mutations:
-        raise ProbmutError("a search trains its own magnitudes; give no mutations",
-                           option="mutation")
-    if max_error_rate is not None and (search or until_settled or until_score is not None):
-        raise ProbmutError("the quality control applies to a run of a number of instances, "
-                           f"not to a search or training {rounds} (whose decisions would "
-                           "count removed mutants)", option="max_error_rate")
-    if certainty is not None and not until_settled:
-        raise ProbmutError("--certainty is for training until settled", option="certainty")
-    if not search and (resolution is not None or decision is not None):
-        raise ProbmutError("a resolution and a decision are for a search",
-                           option="resolution" if resolution is not None else "decision")
-    return 20 if instances is None and not until_settled and until_score is None else instances
+                               option="until_settled" if settled else "until_score")
+        if mode.analysis.sample > mode.max_instances:
+            raise ProbmutError(f"the sample size k = {mode.analysis.sample} is more than the "
+                               f"maximum of {mode.max_instances} instances: "
+                               + ("no verdict could be reached" if settled else
+                                  "no score could be read"), option="sample")
 
 
 def _stack_for(timeout: float | None, stack: int | None) -> int | None:

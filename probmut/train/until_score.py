@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probmut.errors import ProbmutError
+from probmut.train.options import WIDTH
 from probmut.train.rounds import RoundsReport, train_round
 from probmut.train.work import HEALTHY
 
@@ -49,8 +50,6 @@ from probmut.train.work import HEALTHY
 #: with another seed than the validation's: docs/score.md).
 PILOT = 2
 HEALTHY_PILOT = 5
-#: The default width of the score's interval (``--until-score`` alone): ±0.05.
-WIDTH = 0.10
 
 
 @dataclass(frozen=True)

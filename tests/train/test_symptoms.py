@@ -157,9 +157,13 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     # searched again from Python (in this process): every magnitude is on disk, nothing
     # is retrained
     from probmut.train import train_populations
+    from probmut.train.options import ExecutionOptions, Search, TrainingOptions
 
-    again = train_populations(out, search="delete_training_data:0,99", resolution=50,
-                              instances=3, decision="deepcrime", epochs=1, progress=False)
+    again = train_populations(out, mode=Search(magnitudes="delete_training_data:0,99",
+                                               resolution=50, instances=3,
+                                               decision="deepcrime"),
+                              training=TrainingOptions(epochs=1),
+                              execution=ExecutionOptions(progress=False))
     assert again.trained == again.search.trained == 0
     assert [s.value for s in again.search.steps] == [99, 0, 49.5]
     assert str(again.search).splitlines()[-2] in lines

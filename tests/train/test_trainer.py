@@ -9,6 +9,15 @@ import pytest
 
 from probmut.errors import ProbmutError
 from probmut.train import train_populations
+from probmut.train.options import (
+    DataOptions,
+    ExecutionOptions,
+    Instances,
+    Search,
+    TrainingOptions,
+    UntilScore,
+    UntilSettled,
+)
 
 from .commands import REPO
 
@@ -39,8 +48,9 @@ def test_the_library_writes_what_the_command_writes(tmp_path, monkeypatch, capsy
     assert main([*argv, *(f"--mutation={m}" for m in MUTATIONS)]) == 0
     printed = capsys.readouterr().out
     monkeypatch.chdir(tmp_path / "library")
-    report = train_populations("run", MUTATIONS, instances=2, epochs=1, deepcrime=True,
-                               progress=False)
+    report = train_populations("run", MUTATIONS, mode=Instances(count=2),
+                               training=TrainingOptions(epochs=1), deepcrime=True,
+                               execution=ExecutionOptions(progress=False))
     library, command = _files(tmp_path / "library" / "run"), _files(tmp_path / "command" / "run")
     assert library.keys() == command.keys() and len(library) == 11
     assert [name for name in library if library[name] != command[name]] == []
@@ -94,20 +104,29 @@ def test_what_needs_no_keras_imports_no_tensorflow(tmp_path, argv):
 
 
 @pytest.mark.parametrize("options, says, option", [
-    ({"instances": 0}, "instances must be at least 1, got 0", "instances"),
-    ({"jobs": 0}, "jobs must be at least 1, got 0", "jobs"),
-    ({"stack": 2, "timeout": 10}, "a time limit applies to one instance at a time", "timeout"),
-    ({"dataset": "digits", "data": "x.npz"}, "either a named dataset or data", "data"),
-    ({"dataset": "x.npz"}, "unknown dataset 'x.npz'", "dataset"),
-    ({"search": "delete_training_data:0,99", "until_settled": True, "mutations": ["DR"]},
-     "either a search or training until settled", "search"),
-    ({"resolution": 3}, "a resolution and a decision are for a search", "resolution"),
+    ({"mode": Instances(count=0)}, "instances must be at least 1, got 0", "instances"),
+    ({"execution": ExecutionOptions(jobs=0)}, "jobs must be at least 1, got 0", "jobs"),
+    ({"execution": ExecutionOptions(stack=2, timeout=10)},
+     "a time limit applies to one instance at a time", "timeout"),
+    ({"data": DataOptions(dataset="digits", data="x.npz")}, "either a named dataset or data",
+     "data"),
+    ({"data": DataOptions(dataset="x.npz")}, "unknown dataset 'x.npz'", "dataset"),
+    ({"mode": Search(magnitudes="delete_training_data:0,99"), "mutations": ["DR"]},
+     "a search trains its own magnitudes", "mutation"),
+    ({"mode": UntilSettled()}, "training until settled needs at least one mutation",
+     "until_settled"),
+    ({"mode": UntilScore(width=1.5), "mutations": ["DR"]}, "must be in \\(0, 1\\)",
+     "until_score"),
+    ({"mode": UntilSettled(max_instances=10), "mutations": ["DR"]},
+     "the sample size k = 20 is more than the maximum of 10", "sample"),
+    ({"mode": 20}, "unknown training mode 20", "mode"),
     ({"mutations": ["delete_training_data:10,10"]}, "'10' is given 2 times", "mutation"),
 ])
 def test_bad_arguments_are_refused_with_the_setting_at_fault(tmp_path, options, says, option):
     options = {"mutations": (), **options}
     with pytest.raises(ProbmutError, match=says) as refused:
-        train_populations(tmp_path / "run", options.pop("mutations"), progress=False,
+        train_populations(tmp_path / "run", options.pop("mutations"),
+                          execution=options.pop("execution", ExecutionOptions(progress=False)),
                           **options)
     assert refused.value.option == option
     assert "--" not in str(refused.value)  # the library never names a flag itself
