@@ -568,7 +568,7 @@ def _simulated_kill_rates(params, paired: bool, settings: BayesSettings,
             rng, nu_2[part], size)
         y = x + second if paired else second
         _, _, killed = kill_test_batch(x.reshape(-1, k), y.reshape(-1, k),
-                                            settings.criterion)
+                                       settings.criterion)
         rates[part] = killed.reshape(count, tests).mean(axis=1)
 
     children = stream.spawn(len(starts))

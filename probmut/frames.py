@@ -53,8 +53,8 @@ def split(data, dv: str = "accuracy", between: str = "population",
 
 
 def kill_tests_from_table(data, dv: str = "accuracy", between: str = "population",
-              healthy: str = "healthy", subject: str | None = None, paired: bool = False,
-              criterion=None):
+                          healthy: str = "healthy", subject: str | None = None,
+                          paired: bool = False, criterion=None):
     """The kill test of every mutant population of a long table against the healthy one:
     a :class:`~probmut.killtest.KillTable` (``to_frame()``: one row per mutant).
 
@@ -67,8 +67,9 @@ def kill_tests_from_table(data, dv: str = "accuracy", between: str = "population
 
 
 def posteriors_from_table(data, dv: str = "accuracy", between: str = "population",
-              healthy: str = "healthy", subject: str | None = None, paired: bool = False,
-              settings=None, seed=None, jobs: int | None = None):
+                          healthy: str = "healthy", subject: str | None = None,
+                          paired: bool = False, settings=None, seed=None,
+                          jobs: int | None = None):
     """Bagged posteriors of every mutant population of a long table: a
     :class:`~probmut.bagging.PosteriorStudy` (baseline first; ``to_frame()``)."""
     from probmut.bagging import bagged_posteriors

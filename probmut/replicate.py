@@ -174,7 +174,7 @@ def _deepcrime(manifest, out, report, bar):
                 healthy = read_population(mutation.healthy, name="healthy")
                 for magnitude, path in zip(mutation.magnitudes, mutation.files, strict=True):
                     result = kill_test(healthy, read_population(path, name=magnitude),
-                                            paper.criterion())
+                                       paper.criterion())
                     rows.append({"model": model.removesuffix(DEEPCRIME_SUFFIX),
                                  "mutation": mutation.name, "magnitude": magnitude,
                                  "p_value": result.p_value, "effect_size": result.effect_size,

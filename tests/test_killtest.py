@@ -123,7 +123,7 @@ def test_random_equal_constants_are_never_killed():
         for kind in MEAN_BASED:
             sizes = (kx, kx) if kind == "paired-t" else (kx, ky)
             res = kill_test(np.full(sizes[0], c), np.full(sizes[1], c),
-                                 KillCriterion(kind=kind, alpha=0.999, effect=0.0))
+                            KillCriterion(kind=kind, alpha=0.999, effect=0.0))
             assert (res.p_value, res.effect_size, res.killed) == (1.0, 0.0, False), (kind, kx, c)
 
 
