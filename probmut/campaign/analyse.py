@@ -20,7 +20,7 @@ from probmut.campaign.score import (
 )
 from probmut.campaign.summary import Campaign, MutantSummary, PopulationCount
 from probmut.errors import ProbmutError
-from probmut.seeds import generator
+from probmut.seeds import DEFAULT_SEED, generator
 
 
 def _read_run_settings(folder: Path) -> dict | None:
@@ -64,7 +64,8 @@ def _read_coverage(path) -> dict:
 
 
 
-def summarize_campaign(manifest=None, model: str | None = None, settings=None, *, seed=42,
+def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,
+                       seed=DEFAULT_SEED,
                        jobs: int | None = None, verdicts: bool = True, coverage=None,
                        compare=None, progress: bool = False) -> Campaign:
     """Analyse every mutant of one model of a manifest: the campaign's whole answer.

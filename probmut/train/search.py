@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 
 from probmut.errors import ProbmutError
 from probmut.results import Result
+from probmut.seeds import DEFAULT_SEED
 from probmut.train.options import DECISIONS
 
 
@@ -241,7 +242,7 @@ def _decision(out, name: str, paired: bool, decision: str, instances: int):
 
     sample = search_sample(instances)
     study = bagged_posteriors(healthy, [mutant], PosteriorSettings(sample=sample),
-                              paired=paired, seed=42)
+                              paired=paired, seed=DEFAULT_SEED)
     post = study.populations[1]
     return post.killed, (f"ratio {post.ratio:.4g}, mean {post.mean:.3f} "
                          f"[{post.ci_low:.3f}, {post.ci_high:.3f}]")
