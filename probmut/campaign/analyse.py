@@ -65,9 +65,8 @@ def _read_coverage(path) -> dict:
 
 
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,
-                       seed=DEFAULT_SEED,
-                       jobs: int | None = None, verdicts: bool = True, coverage=None,
-                       compare=None, progress: bool = False) -> Campaign:
+                       seed=DEFAULT_SEED, jobs: int | None = None, verdicts: bool = True,
+                       coverage=None, compare=None, progress: bool = False) -> Campaign:
     """Analyse every mutant of one model of a manifest: the campaign's whole answer.
 
     Parameters
