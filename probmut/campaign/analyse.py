@@ -91,6 +91,19 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     while reading (dropped instances, small populations) become ``notes``, and each
     mutant's own also its ``notes``.
 
+    Returns
+    -------
+    Campaign
+        Every mutant's summary, the mutation score, per operator the smallest killed
+        magnitude, completeness, the next steps and the changes since ``compare``.
+
+    Raises
+    ------
+    ProbmutError
+        For a manifest that cannot be read, an unknown model, a model without its healthy
+        population, a ``coverage`` or ``compare`` file that is not what it should be, or
+        a damaged population file.
+
     Examples
     --------
     >>> report = summarize_campaign(model="mnist_dc", verdicts=False)     # DeepCrime's 20 vs 20

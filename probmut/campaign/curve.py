@@ -199,6 +199,17 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     killed_at, draws, mass, seed : the kill probability that counts as killed, the joint
         posterior draws of the interval, its mass, and the seed.
 
+    Returns
+    -------
+    KillCurve
+        The fitted curve, its direction, and the smallest (or, decreasing, largest) killed
+        magnitude with its interval; no fit when the magnitudes are not numbers.
+
+    Raises
+    ------
+    ProbmutError
+        For posteriors of different numbers of resamples or trials.
+
     Examples
     --------
     >>> from probmut.bagging import PosteriorSettings, summarize

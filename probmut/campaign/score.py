@@ -87,6 +87,17 @@ def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
     draws : joint posterior draws for the interval.
     mass : the interval's probability mass.
     seed : same seed, same interval.
+
+    Returns
+    -------
+    MutationScore
+        The score's exact posterior mean, its equal-tailed interval, and the plain share
+        decided killed.
+
+    Raises
+    ------
+    ProbmutError
+        For no posterior, or posteriors of different numbers of resamples or trials.
     """
     posteriors = list(posteriors)
     if not posteriors:

@@ -88,6 +88,18 @@ def kill_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTe
         id first (:func:`probmut.population.pair`).
     criterion : the kill rule; default ``KillCriterion()`` (DeepCrime, exact p, |d| >= 0.5).
 
+    Returns
+    -------
+    KillTestResult
+        The p-value (rounded as the criterion says, and exact), the effect size, the
+        decision, the sizes and means of both samples.
+
+    Raises
+    ------
+    ProbmutError
+        For a sample with fewer than 2 values or a non-finite one, or a paired criterion
+        on samples of different sizes.
+
     Examples
     --------
     >>> res = kill_test([0.90, 0.91, 0.92, 0.91], [0.85, 0.86, 0.84, 0.86])
@@ -205,6 +217,16 @@ def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
                paired: bool = False) -> KillTable:
     """The kill test of each mutant population against ``healthy`` (paired by instance
     id for model-level mutations; the paired criteria need ``paired=True``).
+
+    Returns
+    -------
+    KillTable
+        One :class:`KillTestResult` per mutant, in order (``to_frame()``: one row each).
+
+    Raises
+    ------
+    ProbmutError
+        As :func:`kill_test`, and for unpaired instance ids when ``paired``.
 
     >>> table = kill_tests([0.90, 0.91, 0.92, 0.91], [[0.89, 0.90, 0.91, 0.90]])
     >>> frame = table.to_frame()
