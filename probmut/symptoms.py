@@ -31,8 +31,8 @@ Student's rather than Welch's test: under the null hypothesis, a mutation that c
 nothing, both populations have one distribution, variance included, and Student's test
 then has exactly the stated level for normal accuracies at every size (Welch's is
 conservative at 3 instances per side); its statistic is DeepCrime's (pooled variance),
-read with the t tail instead of DeepCrime's normal one, which calls 12% of unchanged
-mutants significant at 3 instances per side.
+read with the t tail instead of DeepCrime's normal one, which exceeds the stated level at
+small sizes (by how much: docs/validation.md).
 
 The accuracy change also reports the kill criterion's effect size (its symbol in the
 registry :data:`probmut.killtest.CRITERIA`: Cohen's d, d_z, A12 or r_rb) and whether the

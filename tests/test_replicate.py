@@ -64,7 +64,7 @@ def test_committed_tables_are_what_replicate_writes_today(tmp_path):
     that kill 100), and which one it reaches turns on float rounding: a sub-population's
     average variance then moves by a few percent, and a median with it (mnist change_label
     3.12, n = 25: var_median 0.00997 on the machine that first wrote the table and on
-    CI's of 2026-11-26, 0.01035 on others; the medians of its lower and upper halves
+    CI's, 0.01035 on others; the medians of its lower and upper halves
     with it). Those cells must hold one of their two known values; any third fails."""
     replicate(tmp_path, cache_dir=False)
     committed = REPO / "plot_results"
