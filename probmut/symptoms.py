@@ -228,8 +228,15 @@ def classify(healthy, mutant, name: str, criterion: KillCriterion | None = None,
     """The symptom of a mutant population (records) against the healthy one (see the
     module notes for the rule).
 
-    Raises :class:`ProbmutError` when the healthy population has fewer than two usable
-    instances, or when the mutant has fewer than two and no failure explains it.
+    Returns
+    -------
+    PopulationSymptoms
+
+    Raises
+    ------
+    ProbmutError
+        When the mutant has no records, the healthy population has fewer than two usable
+        instances, or the mutant has fewer than two and no failure explains it.
     """
     criterion = criterion or KillCriterion()
     healthy, mutant = list(healthy), list(mutant)
@@ -335,7 +342,19 @@ class SymptomStudy(Result):
 def symptom_study(healthy, mutants: dict, criterion: KillCriterion | None = None,
                   paired=(), label: str = "") -> SymptomStudy:
     """Classify each mutant population (``name -> records``) against ``healthy``
-    (records); ``paired`` names the model-level ones."""
+    (records); ``paired`` names the model-level ones.
+
+    Returns
+    -------
+    SymptomStudy
+        The healthy population's symptoms (``healthy``) and each mutant's, in the order
+        given (``populations``).
+
+    Raises
+    ------
+    ProbmutError
+        As :func:`classify`, for the first population it cannot classify.
+    """
     criterion = criterion or KillCriterion()
     populations = tuple(classify(healthy, records, name, criterion, name in set(paired))
                         for name, records in mutants.items())
@@ -347,7 +366,18 @@ def study_from_manifest(manifest, model: str | None = None,
                         strict: bool = False) -> SymptomStudy:
     """The symptoms of every mutation and magnitude of one model of a manifest (by
     default its only model, or the first). ``strict``: a population short of its run's
-    target is an error, not a warning."""
+    target is an error, not a warning.
+
+    Returns
+    -------
+    SymptomStudy
+
+    Raises
+    ------
+    ProbmutError
+        When the model has no mutant populations, when a population's records cannot be
+        read, or, with ``strict``, when one is short of its run's target.
+    """
     from probmut.io.populations import read_instances
 
     model = model or manifest.model_names()[0]

@@ -88,7 +88,24 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     name : display name (default the mutant population's name).
     progressbar : the sampler's progress display (for a terminal).
 
-    Warns :class:`ConvergenceWarning` when R-hat, ESS or divergences fail the checks.
+    Returns
+    -------
+    BayesComparison
+        The posterior draws of the kill probability, the mean difference and Cohen's d, the
+        diagnostics and the ArviZ trace.
+
+    Raises
+    ------
+    ProbmutError
+        For a population under 3 instances, identical accuracies (no spread to model),
+        paired populations whose instance ids differ, a criterion that needs paired data on
+        unpaired populations, an unusable seed, or a missing ``bayes`` extra (ArviZ, or the
+        chosen sampler's package): said before any sampling.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When R-hat, the effective sample sizes or divergences fail the checks.
 
     Examples
     --------
@@ -159,6 +176,16 @@ def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
     Every mutant is fitted with the same seed: its numbers do not depend on which other
     mutants are analysed with it, nor on their order. ``progress`` shows one step per fit
     on stderr (and PyMC's sampling bar on a terminal).
+
+    Returns
+    -------
+    BayesStudy
+        One :class:`BayesComparison` per mutant, in the order given.
+
+    Raises
+    ------
+    ProbmutError
+        For no mutant, a missing ``bayes`` extra, or any error of :func:`model_posterior`.
     """
     import sys
 
