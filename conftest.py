@@ -20,7 +20,7 @@ collect_ignore_glob = []
 if importlib.util.find_spec("tensorflow") is None:
     collect_ignore_glob.append("probmut/train/*")
 if importlib.util.find_spec("pymc") is None:
-    collect_ignore_glob.append("probmut/bayes*.py")
+    collect_ignore_glob.append("probmut/bayes/*.py")
 
 
 _FOLDER = pytest.StashKey[str]()

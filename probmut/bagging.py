@@ -228,6 +228,16 @@ def study_from_kill_counts(baseline_counts, mutant_counts, names, settings: Post
     """Posterior study from saved kill counts: the baseline, then each mutant row.
 
     ``names`` has one name for the baseline and one per mutant row.
+
+    Returns
+    -------
+    PosteriorStudy
+        One posterior per population of kill counts, the healthy baseline first.
+
+    Raises
+    ------
+    ProbmutError
+        When ``names`` does not hold one name per population (healthy first).
     """
     mutant_counts = [np.asarray(c) for c in mutant_counts]
     if len(names) != len(mutant_counts) + 1:
@@ -254,6 +264,18 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
         which other mutants are analysed with it, nor on their order.
     report : called with the number of kill tests run, as they run (a progress bar's
         ``update``); ``(1 + len(mutants)) * B * N`` in all.
+
+    Returns
+    -------
+    PosteriorStudy
+        The healthy baseline's posterior first, then each mutant's.
+
+    Raises
+    ------
+    ProbmutError
+        For populations :func:`~probmut.population.as_population` refuses, paired
+        populations whose instance ids differ, a population smaller than the sample size k,
+        or counts (B, N, jobs) out of range (:func:`probmut.engine.kill_counts`).
 
     Examples
     --------

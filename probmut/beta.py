@@ -381,8 +381,8 @@ def fit_beta_batch(kill_counts, trials: int, fit: str = "moments", grid_step: fl
     the same objective; a row that does not converge falls back to ``curve_fit``.
     ``curve_fit`` stops earlier (relative cost change 1e-8), so the two agree to about
     1e-5 relative in (a, b), with the LM cost never higher. ``solver="curve_fit"`` runs
-    the paper's ``curve_fit`` on each row (exact reproduction, about 4 ms per fit on the
-    0.01 grid; LM does thousands of rows in well under a second).
+    the paper's ``curve_fit`` on each row (exact reproduction, one row at a time; their
+    speeds: docs/benchmarks.md).
 
     Examples
     --------

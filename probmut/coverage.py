@@ -222,6 +222,15 @@ def instance_coverage(name: str, relevance, subject_train, subject_test, hidden_
     ``subject_test``: that layer's neuron values; ``hidden_train``, ``hidden_test``:
     :class:`LayerValues` of every hidden layer with weights, for the baselines;
     ``neurons``: the largest m that will be asked for.
+
+    Returns
+    -------
+    InstanceCoverage
+
+    Raises
+    ------
+    ProbmutError
+        When more important neurons are asked for than the subject layer has.
     """
     total = np.asarray(relevance, dtype=np.float64).sum(axis=0)
     if not 1 <= neurons <= total.size:
@@ -383,6 +392,17 @@ def coverage_vs_killing(instances, neurons: int, healthy, mutants, *, subsets: i
     ``healthy``: the run's healthy :class:`~probmut.inputs.Outcomes`; ``mutants``:
     ``(Outcomes, paired)`` of each mutant population; all on the same test inputs as the
     coverage.
+
+    Returns
+    -------
+    Correlation
+
+    Raises
+    ------
+    ProbmutError
+        For an unknown killing measure, outcomes and coverage on different test sets, no
+        mutant with outcomes, a subset size outside 2 to (inputs - 1), or fewer than 10
+        subsets.
     """
     if killing not in KILLING:
         raise ProbmutError(f"unknown killing measure {killing!r}; one of {', '.join(KILLING)}")

@@ -28,6 +28,20 @@ def split(data, dv: str = "accuracy", between: str = "population",
     """The healthy :class:`~probmut.population.Population` and the mutant ones of a
     long table (see the module doc).
 
+    Returns
+    -------
+    tuple
+        ``(healthy, mutants)``: the healthy Population and a list of the others, in the
+        order they first appear.
+
+    Raises
+    ------
+    ProbmutError
+        When ``dv``, ``between`` or ``subject`` is not a column, or no row is the healthy
+        population's; or for accuracies a Population refuses.
+
+    Examples
+    --------
     >>> import pandas as pd
     >>> table = pd.DataFrame({"population": ["healthy", "m", "healthy", "m"],
     ...                       "accuracy": [0.9, 0.8, 0.91, 0.81]})
@@ -59,6 +73,17 @@ def kill_tests_from_table(data, dv: str = "accuracy", between: str = "population
     a :class:`~probmut.killtest.KillTable` (``to_frame()``: one row per mutant).
 
     ``paired`` pairs instances by ``subject`` (model-level mutations).
+
+    Returns
+    -------
+    KillTable
+        One row per mutant population, in the table's order.
+
+    Raises
+    ------
+    ProbmutError
+        For a table :func:`split` refuses, paired without ``subject``, no mutant rows, or
+        any error of :func:`~probmut.killtest.kill_tests`.
     """
     from probmut.killtest import kill_tests
 
@@ -71,7 +96,19 @@ def posteriors_from_table(data, dv: str = "accuracy", between: str = "population
                           paired: bool = False, settings=None, seed=None,
                           jobs: int | None = None):
     """Bagged posteriors of every mutant population of a long table: a
-    :class:`~probmut.bagging.PosteriorStudy` (baseline first; ``to_frame()``)."""
+    :class:`~probmut.bagging.PosteriorStudy` (baseline first; ``to_frame()``).
+
+    Returns
+    -------
+    PosteriorStudy
+        The healthy baseline's posterior first, then each mutant's in the table's order.
+
+    Raises
+    ------
+    ProbmutError
+        For a table :func:`split` refuses, paired without ``subject``, no mutant rows, or
+        any error of :func:`~probmut.bagging.bagged_posteriors`.
+    """
     from probmut.bagging import bagged_posteriors
 
     healthy_population, mutants = _checked(data, dv, between, healthy, subject, paired)

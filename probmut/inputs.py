@@ -318,6 +318,16 @@ def analyse_inputs(healthy: Outcomes, mutants, *, inputs=None, alpha: float = 0.
         than this fraction of its instances classify it correctly (wrong likewise).
     show : killing inputs listed per mutant in the printed summary.
 
+    Returns
+    -------
+    InputsStudy
+
+    Raises
+    ------
+    ProbmutError
+        For an unknown correction, alpha outside (0, 1), a threshold outside [0, 1), no
+        mutant, or a mutant's outcomes on other test inputs or labels than the healthy ones.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)

@@ -183,6 +183,16 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
         :class:`PosteriorSettings`; the paper's MCE exactly:
         :func:`probmut.paper.mce_settings`); B is the counts' own.
 
+    Returns
+    -------
+    MCEResult
+        The Monte-Carlo error of the saved R x B kill counts.
+
+    Raises
+    ------
+    ProbmutError
+        For kill counts that are not a 2-D R x B array, or fewer than 2 repetitions.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -222,6 +232,17 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     seed, jobs : see :func:`probmut.engine.kill_counts`; same seed, same numbers.
     report : called with the number of kill tests run, as they run (a progress bar's
         ``update``); R * B * N in all.
+
+    Returns
+    -------
+    MCEResult
+        The R repetitions' posterior means and variances, with their Monte-Carlo errors.
+
+    Raises
+    ------
+    ProbmutError
+        For fewer than 2 repetitions, populations :func:`~probmut.population.as_population`
+        refuses, paired populations whose ids differ, or a population smaller than k.
 
     Examples
     --------

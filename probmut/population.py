@@ -94,6 +94,19 @@ def as_population(data, name: str = "population") -> Population:
     instance ids when it holds integers), a DataFrame with ``instance`` and ``accuracy``
     columns, or any array-like of accuracies (ids 0, 1, ...).
 
+    Returns
+    -------
+    Population
+
+    Raises
+    ------
+    ProbmutError
+        For a DataFrame without ``instance`` and ``accuracy`` columns, or data that are not
+        a valid population: no accuracies, non-numeric, NaN or infinite values, duplicate
+        instance ids.
+
+    Examples
+    --------
     >>> import pandas as pd
     >>> as_population(pd.Series([0.9, 0.8], index=[4, 7]), "h").ids.tolist()
     [4, 7]
@@ -118,6 +131,18 @@ def as_population(data, name: str = "population") -> Population:
 def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Population]:
     """Both populations (see :func:`as_population`), paired by instance id if ``paired``.
 
+    Returns
+    -------
+    tuple of Population
+        ``(healthy, mutant)``; when paired, both in the order of their instance ids.
+
+    Raises
+    ------
+    ProbmutError
+        For data :func:`as_population` refuses, or paired populations whose ids differ.
+
+    Examples
+    --------
     >>> h, m = aligned([0.9, 0.8], Population.from_values([0.7, 0.6], ids=[1, 0]), True)
     >>> m.values.tolist()
     [0.6, 0.7]
@@ -133,6 +158,18 @@ def pair(healthy: Population, mutant: Population) -> tuple[Population, Populatio
     Mutant instance i is derived from healthy instance i, so both must hold the same
     ids; an id on one side only is an error naming it.
 
+    Returns
+    -------
+    tuple of Population
+        ``(healthy, mutant)``, both in the order of their instance ids.
+
+    Raises
+    ------
+    ProbmutError
+        When an instance id is on one side only (the message names them).
+
+    Examples
+    --------
     >>> h = Population.from_values([0.9, 0.8], ids=[3, 5], name="h")
     >>> m = Population.from_values([0.7, 0.6], ids=[5, 3], name="m")
     >>> pair(h, m)[1].values.tolist()

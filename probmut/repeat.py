@@ -103,6 +103,17 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     a paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``. ``report`` is
     called with the number of kill tests run, as they run (a progress bar's ``update``).
 
+    Returns
+    -------
+    RepeatResult
+
+    Raises
+    ------
+    ProbmutError
+        For counts under their minimum, paired populations with other instance ids, fewer
+        than 2k healthy instances, a sound pool outside k to (instances - k), or a studied
+        population with fewer than k instances in the unknown pool.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)

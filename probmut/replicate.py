@@ -278,6 +278,16 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None,
     manifest : the manifest (default: the bundled ``raw_data/manifest.toml``).
     parts : a subset of :data:`PARTS`.
     progress : show progress on stderr (see :func:`probmut.progress.progress`).
+
+    Returns
+    -------
+    ReplicateReport
+        What was written under ``out``, how long each part took, the cache's use.
+
+    Raises
+    ------
+    ProbmutError
+        For an unknown part, or a manifest or population file that cannot be read.
     """
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:

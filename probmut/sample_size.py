@@ -229,6 +229,17 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     chunk : sub-populations per engine call (a unit of caching).
     progress : show progress on stderr (see :func:`probmut.progress.progress`).
 
+    Returns
+    -------
+    SampleSizeStudy
+
+    Raises
+    ------
+    ProbmutError
+        For no population size, sizes outside k to the smallest population, fewer than 2
+        repetitions, no sub-population, a chunk under 1, or populations that cannot be
+        read or paired.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)

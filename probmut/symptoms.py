@@ -31,8 +31,8 @@ Student's rather than Welch's test: under the null hypothesis, a mutation that c
 nothing, both populations have one distribution, variance included, and Student's test
 then has exactly the stated level for normal accuracies at every size (Welch's is
 conservative at 3 instances per side); its statistic is DeepCrime's (pooled variance),
-read with the t tail instead of DeepCrime's normal one, which calls 12% of unchanged
-mutants significant at 3 instances per side.
+read with the t tail instead of DeepCrime's normal one, which exceeds the stated level at
+small sizes (by how much: docs/validation.md).
 
 The accuracy change also reports the kill criterion's effect size (its symbol in the
 registry :data:`probmut.killtest.CRITERIA`: Cohen's d, d_z, A12 or r_rb) and whether the
@@ -228,8 +228,15 @@ def classify(healthy, mutant, name: str, criterion: KillCriterion | None = None,
     """The symptom of a mutant population (records) against the healthy one (see the
     module notes for the rule).
 
-    Raises :class:`ProbmutError` when the healthy population has fewer than two usable
-    instances, or when the mutant has fewer than two and no failure explains it.
+    Returns
+    -------
+    PopulationSymptoms
+
+    Raises
+    ------
+    ProbmutError
+        When the mutant has no records, the healthy population has fewer than two usable
+        instances, or the mutant has fewer than two and no failure explains it.
     """
     criterion = criterion or KillCriterion()
     healthy, mutant = list(healthy), list(mutant)
@@ -334,7 +341,19 @@ class SymptomStudy(Result):
 def symptom_study(healthy, mutants: dict, criterion: KillCriterion | None = None,
                   paired=(), label: str = "") -> SymptomStudy:
     """Classify each mutant population (``name -> records``) against ``healthy``
-    (records); ``paired`` names the model-level ones."""
+    (records); ``paired`` names the model-level ones.
+
+    Returns
+    -------
+    SymptomStudy
+        The healthy population's symptoms (``healthy``) and each mutant's, in the order
+        given (``populations``).
+
+    Raises
+    ------
+    ProbmutError
+        As :func:`classify`, for the first population it cannot classify.
+    """
     criterion = criterion or KillCriterion()
     populations = tuple(classify(healthy, records, name, criterion, name in set(paired))
                         for name, records in mutants.items())
@@ -346,7 +365,18 @@ def study_from_manifest(manifest, model: str | None = None,
                         strict: bool = False) -> SymptomStudy:
     """The symptoms of every mutation and magnitude of one model of a manifest (by
     default its only model, or the first). ``strict``: a population short of its run's
-    target is an error, not a warning."""
+    target is an error, not a warning.
+
+    Returns
+    -------
+    SymptomStudy
+
+    Raises
+    ------
+    ProbmutError
+        When the model has no mutant populations, when a population's records cannot be
+        read, or, with ``strict``, when one is short of its run's target.
+    """
     from probmut.io.populations import read_instances
 
     model = model or manifest.model_names()[0]

@@ -20,14 +20,14 @@ from probmut.bayes import (  # noqa: E402
     BayesStudy,
     ConvergenceWarning,
     Diagnostics,
-    _nutpie_model,
-    _pymc_model,
-    _scaled_data,
-    _simulated_kill_rates,
     model_posterior,
     model_posteriors,
 )
-from probmut.bayes_density import digamma, model_log_density  # noqa: E402
+from probmut.bayes.density import digamma, model_log_density  # noqa: E402
+from probmut.bayes.kill import simulated_kill_rates  # noqa: E402
+from probmut.bayes.model import scaled_data  # noqa: E402
+from probmut.bayes.nutpie_sampler import nutpie_model  # noqa: E402
+from probmut.bayes.pymc_sampler import pymc_model  # noqa: E402
 from probmut.errors import ProbmutError  # noqa: E402
 from probmut.io.manifest import Manifest  # noqa: E402
 from probmut.io.populations import read_population  # noqa: E402
@@ -55,10 +55,10 @@ def test_simulated_kill_rate_matches_the_test_s_level_and_power():
     settings = BayesSettings(trials=20000, criterion=KillCriterion())
     one = np.ones(1)
     same = [0.99 * one, 0.001 * one, np.inf * one, 0.99 * one, 0.001 * one, np.inf * one]
-    rate = _simulated_kill_rates(same, False, settings, np.random.SeedSequence(0))[0]
+    rate = simulated_kill_rates(same, False, settings, np.random.SeedSequence(0))[0]
     assert 0.03 < rate < 0.065
     shifted = same[:3] + [0.988 * one, 0.001 * one, 5.0 * one]
-    assert _simulated_kill_rates(shifted, False, settings, np.random.SeedSequence(0))[0] > 0.99
+    assert simulated_kill_rates(shifted, False, settings, np.random.SeedSequence(0))[0] > 0.99
 
 
 def test_same_seed_same_numbers_and_recovers_a_clear_effect():
@@ -104,8 +104,8 @@ def test_nutpie_s_compiled_density_is_pymc_s(paired, likelihood):
     student = likelihood == "student-t"
     rng = np.random.default_rng(8)
     for seed, shift in ((1, 0.002), (2, -0.001)):
-        first, second, _ = _scaled_data(*normal_accuracies(seed, n=25, shift=shift), paired)
-        model = _pymc_model(first, second, paired, likelihood)
+        first, second, _ = scaled_data(*normal_accuracies(seed, n=25, shift=shift), paired)
+        model = pymc_model(first, second, paired, likelihood)
         logp, dlogp = model.compile_logp(), model.compile_dlogp()
         points = []
         shapes = {name: np.shape(v) for name, v in model.initial_point().items()}
@@ -125,7 +125,7 @@ def test_nutpie_s_compiled_density_is_pymc_s(paired, likelihood):
             # within 1e-14: the t's gradients agree to about 1e-8.
             np.testing.assert_allclose(grad, dlogp(point), rtol=1e-7, atol=1e-9)
     center = np.concatenate([np.ravel(v) for v in model.initial_point().values()])
-    starts = np.array([_nutpie_model(paired, likelihood)._make_initial_points(seed)
+    starts = np.array([nutpie_model(paired, likelihood)._make_initial_points(seed)
                        for seed in range(200)])
     assert np.all(np.abs(starts - center) <= 1) and np.all(np.abs(starts.mean(0) - center) < 0.2)
 
