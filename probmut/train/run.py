@@ -50,7 +50,7 @@ from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.completeness import IncompleteRunWarning
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
-from probmut.io.populations import write_instances
+from probmut.io.populations import write_deepcrime, write_instances
 from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
@@ -253,7 +253,7 @@ def assemble(out: Path, population: str, instances: int, labels,
     ids below ``instances``; returns, for each of them, its match with its healthy
     instance (see :func:`_load_record`), which the population's flags read. ``deepcrime``
     also writes ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
-    (failed instances left out: that format has no status)."""
+    (:func:`probmut.io.populations.write_deepcrime`)."""
     records, rows, matches = [], [], []
     for instance in range(instances):
         loaded = _load_record(out, population, instance)
@@ -264,11 +264,7 @@ def assemble(out: Path, population: str, instances: int, labels,
             matches.append(match)
     write_population(out / f"{population}.csv", records, rows, labels)
     if deepcrime:
-        kept = [r for r in records if not r.failed]
-        header = ";".join(["true_label", *(f"pred_label_model_{r.instance}" for r in kept)])
-        values = ";".join(["", *(repr(r.accuracy) for r in kept)])
-        atomic_write(out / f"{population}.deepcrime.csv",
-                     lambda h: h.write(f"{header}\n{values}\n".encode()))
+        write_deepcrime(out / f"{population}.deepcrime.csv", records)
     return matches
 
 
