@@ -28,13 +28,12 @@ it stopped.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from probmut import seeds
-from probmut.io.atomic import atomic_write_text
+from probmut.io.rounds import write_rounds
 from probmut.train.run import RunReport, run_populations
 from probmut.train.work import HEALTHY
 
@@ -80,9 +79,9 @@ class RoundsReport(RunReport):
                           *(f"  {line}" for line in self.endings())])
 
     def write(self) -> None:
-        """``rounds.json`` and ``rounds.txt`` in the output directory, rewritten whole."""
-        atomic_write_text(self.out / "rounds.json", json.dumps(self.document(), indent=1) + "\n")
-        atomic_write_text(self.out / "rounds.txt", self.table() + "\n")
+        """``rounds.json`` and ``rounds.txt`` in the output directory, rewritten whole
+        (:func:`probmut.io.rounds.write_rounds`)."""
+        write_rounds(self.out, self.document(), self.table())
 
 
 @dataclass
