@@ -11,7 +11,8 @@ Layout of an output directory ``OUT``::
     OUT/.work/settings.json                the shared settings and the data's provenance;
                                            a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
-    OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
+    OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs;
+                                           both: probmut.io.workdir)
 
 Every file is written to a temporary name and renamed, so a run killed at any moment,
 or stopped by a full disk, leaves only whole files; running the same command again
@@ -46,12 +47,18 @@ from probmut.io.atomic import (
     remove_orphans,
     together,
 )
-from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.completeness import IncompleteRunWarning
 from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
 from probmut.io.populations import write_deepcrime, write_instances
-from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
+from probmut.io.records import RETRYABLE, InstanceRecord, one_line
+from probmut.io.workdir import (
+    finished_ids,
+    read_record,
+    read_weights,
+    write_record,
+    write_weights,
+)
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
 from probmut.train.flags import (
@@ -69,96 +76,39 @@ from probmut.train.tasks import TASKS, strata
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings
 
 
-def _record_path(out: Path, population: str, instance: int) -> Path:
-    return out / ".work" / population / f"{instance:05d}.npz"
-
-
-def _weights_path(out: Path, instance: int) -> Path:
-    return out / ".work" / "weights" / HEALTHY / f"{instance:05d}.npz"
-
-
-class DamagedRecordWarning(UserWarning):
-    """A finished instance's record failed its checks; the instance is trained again."""
-
-
-def _record_key(population: str, instance: int) -> str:
-    return f"record {population} {instance}"
-
-
 def model_path(out: Path, population: str, instance: int) -> Path:
     """Where ``save_models`` keeps an instance's model."""
     return Path(out) / "models" / population / f"{instance:05d}.keras"
 
 
 def _save_record(out: Path, result: InstanceResult) -> None:
-    correct = np.zeros(0, bool) if result.correct is None else result.correct
     # the model and the weights before the record: a record means "done", with both
     if result.model_bytes is not None:
         atomic_write_bytes(model_path(out, result.population, result.instance),
                            result.model_bytes)
     if result.weights is not None:
-        write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
-                      **{f"arr_{k}": w for k, w in enumerate(result.weights)})
-    match = {} if result.match is None else {"match": np.array(result.match)}
-    write_checked(_record_path(out, result.population, result.instance),
-                  _record_key(result.population, result.instance),
-                  accuracy=np.float64(result.accuracy), seed=np.int64(result.seed),
-                  seconds=np.float64(result.seconds), correct=np.packbits(correct),
-                  n_inputs=np.int64(correct.size), status=np.array(result.status),
-                  error=np.array(result.error),
-                  loss_history=np.array(result.loss_history, dtype=np.float64),
-                  initial_loss=np.float64(result.initial_loss),
-                  constant=np.int8(-1 if result.constant is None else int(result.constant)),
-                  **match)
+        write_weights(out, result.instance, result.weights)
+    record = InstanceRecord(
+        instance=result.instance, accuracy=result.accuracy, seed=result.seed,
+        status=result.status, seconds=result.seconds, loss_history=result.loss_history,
+        initial_loss=result.initial_loss, constant=result.constant, error=result.error)
+    write_record(out, result.population, record, result.correct, result.match)
 
 
 def _load_record(out: Path, population: str, instance: int):
     """A finished instance's record, its outcomes (empty when it was not scored) and,
     for a derived model-level mutant, how closely it matches its healthy instance
     (:data:`probmut.train.flags.MATCHES`; else None); or None if the record is missing or
-    damaged (warned). Records from before symptoms were recorded read as ``ok`` with
-    unknown symptoms; records from before the training inputs were compared hold only
-    whether the test predictions matched (read as the test predictions only, or
-    different)."""
-    path = _record_path(out, population, instance)
-    if not path.exists():
+    damaged (warned: :func:`probmut.io.workdir.read_record`). Records from before the
+    training inputs were compared hold only whether the test predictions matched (read
+    as the test predictions only, or different)."""
+    stored = read_record(out, population, instance)
+    if stored is None:
         return None
-    try:
-        record = read_checked(path, _record_key(population, instance),
-                              {"seed": (), "n_inputs": (), "correct": None})
-        status = str(record["status"]) if "status" in record else "ok"
-        if status not in STATUSES:
-            raise DamagedFile(f"unknown status {status!r}")
-        scored = status not in FAILED or status == "diverged"
-        n_inputs = int(record["n_inputs"]) if scored else 0
-        if record["correct"].size != (n_inputs + 7) // 8:
-            raise DamagedFile("outcome bits do not fit n_inputs")
-        accuracy = float(record["accuracy"])
-        if scored != math.isfinite(accuracy):
-            raise DamagedFile(f"accuracy {accuracy} for an instance that is {status}")
-    except (DamagedFile, KeyError, ValueError) as problem:
-        warnings.warn(f"{path}: damaged record ({problem}); the instance is trained again",
-                      DamagedRecordWarning, stacklevel=2)
-        return None
-    constant = int(record["constant"]) if "constant" in record else -1
-    return InstanceRecord(
-        instance=instance, accuracy=accuracy, seed=int(record["seed"]), status=status,
-        seconds=float(record["seconds"]),
-        loss_history=tuple(float(v) for v in record.get("loss_history", ())),
-        initial_loss=float(record.get("initial_loss", math.nan)),
-        constant=None if constant < 0 else bool(constant),
-        error=str(record.get("error", ""))), \
-        np.unpackbits(record["correct"], count=n_inputs).astype(bool), \
-        _match(record)
-
-
-def _match(record) -> str | None:
-    """The record's match with its healthy instance (see :func:`_load_record`)."""
-    if "match" in record:
-        return str(record["match"])
-    if "equivalent" in record:  # written before the training inputs were compared
-        return SAME_TEST_PREDICTIONS if bool(record["equivalent"]) else DIFFERENT
-    return None
+    match = stored.match
+    if stored.equivalent is not None:  # written before the training inputs were compared
+        match = SAME_TEST_PREDICTIONS if stored.equivalent else DIFFERENT
+    return stored.record, stored.correct, match
 
 
 def _failure(assignment: Assignment, error: BaseException, seconds: float) -> InstanceResult:
@@ -167,20 +117,6 @@ def _failure(assignment: Assignment, error: BaseException, seconds: float) -> In
     status = "timed out" if isinstance(error, InstanceTimeout) else "crashed"
     return InstanceResult(assignment.population, assignment.instance, assignment.seed, math.nan,
                           None, seconds, status=status, error=one_line(error))
-
-
-def _load_weights(out: Path, instance: int):
-    """Kept healthy weights of one instance, or None (missing or damaged: retrained)."""
-    path = _weights_path(out, instance)
-    if not path.exists():
-        return None
-    try:
-        data = read_checked(path, _record_key("weights", instance))
-    except DamagedFile as problem:
-        warnings.warn(f"{path}: damaged weights ({problem}); the healthy instance is trained "
-                      "again for its mutants", DamagedRecordWarning, stacklevel=2)
-        return None
-    return [data[f"arr_{k}"] for k in range(len(data))]
 
 
 def recorded_stack(out: Path) -> int | None:
@@ -482,8 +418,7 @@ def refuse_shrinking(out: Path, most: dict[str, int], option: str = "instances")
     holds finished instances beyond: its files would drop them (a rerun of a 4-instance
     run with 2 rewrote healthy.csv to 2 rows and the manifest's targets to 2)."""
     for stem, count in most.items():
-        ids = sorted(int(p.stem) for p in (out / ".work" / stem).glob("*.npz")
-                     if p.stem.isdigit())
+        ids = finished_ids(out, stem)
         if ids and ids[-1] >= count:
             raise ProbmutError(
                 f"{out}: {stem} holds {len(ids)} finished instances, up to id {ids[-1]}, more "
@@ -659,7 +594,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
             if phase is derived:
-                units = [([t], False, _load_weights(out, t.instance)) for t in todo]
+                units = [([t], False, read_weights(out, t.instance)) for t in todo]
             else:
                 units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr),
                                unstackable)

@@ -125,7 +125,8 @@ def test_instance_records_keep_the_match_and_old_records_are_never_equivalent(tm
     inputs were compared ("equivalent": the test predictions matched) reads as a match on
     the test predictions only, never as the same model."""
     from probmut.io.checked import write_checked
-    from probmut.train.run import _load_record, _record_key, _record_path, _save_record
+    from probmut.io.workdir import record_key, record_path
+    from probmut.train.run import _load_record, _save_record
     from probmut.train.work import InstanceResult
 
     correct = np.array([True, False, True])
@@ -133,7 +134,7 @@ def test_instance_records_keep_the_match_and_old_records_are_never_equivalent(tm
                                           match=SAME_TEST_PREDICTIONS))
     assert _load_record(tmp_path, "wf", 0)[2] == SAME_TEST_PREDICTIONS
     for old, read in ((True, SAME_TEST_PREDICTIONS), (False, DIFFERENT)):
-        write_checked(_record_path(tmp_path, "old", 0), _record_key("old", 0),
+        write_checked(record_path(tmp_path, "old", 0), record_key("old", 0),
                       accuracy=np.float64(2 / 3), seed=np.int64(5), seconds=np.float64(0.1),
                       correct=np.packbits(correct), n_inputs=np.int64(3),
                       equivalent=np.bool_(old))
