@@ -27,11 +27,8 @@ import contextlib
 import dataclasses
 import json
 import math
-import signal
 import sys
-import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,73 +39,26 @@ from probmut.io.atomic import (
     DiskFullError,
     LockedError,
     atomic_write,
-    atomic_write_bytes,
     exclusive,
     remove_orphans,
     together,
 )
-from probmut.io.completeness import IncompleteRunWarning
 from probmut.io.manifest import add_to_manifest
-from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
+from probmut.io.outcomes import save_outcomes
 from probmut.io.populations import write_deepcrime, write_instances
-from probmut.io.records import RETRYABLE, InstanceRecord, one_line
-from probmut.io.workdir import (
-    finished_ids,
-    read_record,
-    read_weights,
-    write_record,
-    write_weights,
-)
+from probmut.io.records import RETRYABLE, one_line
+from probmut.io.workdir import finished_ids, read_weights
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
-from probmut.train.flags import (
-    DIFFERENT,
-    SAME_TEST_PREDICTIONS,
-    Flags,
-    error_rates,
-    population_flags,
-    quality_control,
-)
+from probmut.train.finished import load_record, model_path, save_record
+from probmut.train.flags import Flags
 from probmut.train.instance import train_instance
+from probmut.train.interrupts import Interrupts
 from probmut.train.operators import OPERATORS, Mutation, population_config
+from probmut.train.quality import assembled_flags, removed_by_quality_control
 from probmut.train.stack.eligibility import population_problem
-from probmut.train.tasks import TASKS, strata
+from probmut.train.tasks import strata
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings
-
-
-def model_path(out: Path, population: str, instance: int) -> Path:
-    """Where ``save_models`` keeps an instance's model."""
-    return Path(out) / "models" / population / f"{instance:05d}.keras"
-
-
-def _save_record(out: Path, result: InstanceResult) -> None:
-    # the model and the weights before the record: a record means "done", with both
-    if result.model_bytes is not None:
-        atomic_write_bytes(model_path(out, result.population, result.instance),
-                           result.model_bytes)
-    if result.weights is not None:
-        write_weights(out, result.instance, result.weights)
-    record = InstanceRecord(
-        instance=result.instance, accuracy=result.accuracy, seed=result.seed,
-        status=result.status, seconds=result.seconds, loss_history=result.loss_history,
-        initial_loss=result.initial_loss, constant=result.constant, error=result.error)
-    write_record(out, result.population, record, result.correct, result.match)
-
-
-def _load_record(out: Path, population: str, instance: int):
-    """A finished instance's record, its outcomes (empty when it was not scored) and,
-    for a derived model-level mutant, how closely it matches its healthy instance
-    (:data:`probmut.train.flags.MATCHES`; else None); or None if the record is missing or
-    damaged (warned: :func:`probmut.io.workdir.read_record`). Records from before the
-    training inputs were compared hold only whether the test predictions matched (read
-    as the test predictions only, or different)."""
-    stored = read_record(out, population, instance)
-    if stored is None:
-        return None
-    match = stored.match
-    if stored.equivalent is not None:  # written before the training inputs were compared
-        match = SAME_TEST_PREDICTIONS if stored.equivalent else DIFFERENT
-    return stored.record, stored.correct, match
 
 
 def _failure(assignment: Assignment, error: BaseException, seconds: float) -> InstanceResult:
@@ -187,12 +137,13 @@ def assemble(out: Path, population: str, instances: int, labels,
              deepcrime: bool = False) -> list[str | None]:
     """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
     ids below ``instances``; returns, for each of them, its match with its healthy
-    instance (see :func:`_load_record`), which the population's flags read. ``deepcrime``
+    instance (see :func:`probmut.train.finished.load_record`), which the population's
+    flags read. ``deepcrime``
     also writes ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
     (:func:`probmut.io.populations.write_deepcrime`)."""
     records, rows, matches = [], [], []
     for instance in range(instances):
-        loaded = _load_record(out, population, instance)
+        loaded = load_record(out, population, instance)
         if loaded is not None:
             record, correct, match = loaded
             records.append(record)
@@ -274,59 +225,6 @@ def idle_workers(units: list[tuple], jobs: int) -> str | None:
 def _per_assignment(outcome, count: int) -> list:
     """A unit's results, or its one exception for each of its ``count`` assignments."""
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
-
-
-def assembled_flags(out: Path, population: str, dataset, mutation: Mutation | None,
-                    matches: list[str | None]) -> Flags:
-    """The flags of one assembled population (see :mod:`probmut.train.flags`);
-    ``matches`` are its instances' matches with their healthy ones, as :func:`assemble`
-    returns them (not read again: a fifth of a second per 200 records)."""
-    # crashed and timed-out instances were never scored: not counted either way
-    path = out / f"{population}.outcomes.npz"
-    with warnings.catch_warnings():  # an interrupted run is short here: the analyses say so
-        warnings.simplefilter("ignore", IncompleteRunWarning)
-        _, correct, labels = load_outcomes(path, keep_failed=True)
-    correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
-                               dtype=bool)]
-    chance = TASKS[dataset.task].chance(dataset.y_train, dataset.y_test)
-    return population_flags(correct, labels, chance, dataset.task,
-                            equivalent_before=mutation.equivalent if mutation else "",
-                            matches=matches, training_inputs=len(dataset.y_train))
-
-
-def _usable_outcomes(out: Path, population: str) -> tuple[np.ndarray, np.ndarray]:
-    """Ids and outcome rows of the instances the analyses use (not failed)."""
-    path = out / f"{population}.outcomes.npz"
-    ids, correct, _ = load_outcomes(path, keep_failed=True)
-    usable = np.array([not r.failed for r in load_outcome_records(path)], dtype=bool)
-    return ids[usable], correct[usable]
-
-
-def removed_by_quality_control(out: Path, mutations: list[Mutation], maximum: float,
-                               counts: dict[str, int]) -> dict[str, str]:
-    """DeepMutation's quality control on the assembled populations: mutant population
-    stem -> why it is removed, for those whose mean error rate on the passed tests
-    (:func:`probmut.train.flags.error_rates`; model-level against the healthy instance
-    each derives from) exceeds ``maximum``."""
-    healthy_ids, healthy = _usable_outcomes(out, HEALTHY) if counts.get(HEALTHY) else ((), ())
-    if not len(healthy):  # no original: nothing to measure against
-        return {}
-    removed = {}
-    for mutation in mutations:
-        if not counts.get(mutation.stem):
-            continue
-        ids, correct = _usable_outcomes(out, mutation.stem)
-        if mutation.operator.paired:  # each against the healthy instance it derives from
-            originals = dict(zip(healthy_ids.tolist(), healthy, strict=True))
-            pairs = [(originals[i], row) for i, row in zip(ids.tolist(), correct, strict=True)
-                     if i in originals]
-            rates = error_rates(np.array([h for h, _ in pairs]), np.array([m for _, m in pairs]),
-                                True) if pairs else np.empty(0)
-        else:
-            rates = error_rates(healthy, correct, False)
-        if reason := quality_control(rates, maximum):
-            removed[mutation.stem] = reason
-    return removed
 
 
 @dataclass
@@ -470,7 +368,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     without one is trained again to get it); ``timeout`` stops an instance's training
     after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
     trains crashed and timed-out instances again; ``max_error_rate`` applies
-    DeepMutation's quality control (:func:`removed_by_quality_control`): a removed mutant
+    DeepMutation's quality control
+    (:func:`probmut.train.quality.removed_by_quality_control`): a removed mutant
     keeps its files and is left out of the manifest's magnitudes (listed in its
     ``removed`` table). ``note_resumed``: say on stderr how many instances were already
     done. ``unstackable`` (population stem -> why) names the populations that train one
@@ -507,39 +406,9 @@ def run_lock(out: Path):
                            option="out") from None
 
 
-class _Interrupts:
-    """Ctrl-C stops a run even when TensorFlow swallows it: a KeyboardInterrupt raised
-    inside a finalizer (TensorFlow runs many) is only printed as "Exception ignored", so
-    SIGINT is also remembered (``requested``, which the run checks after each unit), and
-    such a swallowed KeyboardInterrupt is not printed. Only in the main thread, and only
-    over Python's own SIGINT handler; :meth:`restore` puts back what was there."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = None
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            self._previous = signal.signal(signal.SIGINT, self._handler), sys.unraisablehook
-            sys.unraisablehook = self._unraisable
-
-    def _handler(self, signum, frame):
-        self.requested = True
-        raise KeyboardInterrupt
-
-    def _unraisable(self, info):
-        if not issubclass(info.exc_type, KeyboardInterrupt):
-            self._previous[1](info)
-
-    def restore(self) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous[0])
-            sys.unraisablehook = self._previous[1]
-            self._previous = None
-
-
 def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bool:
     """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
-    loaded = _load_record(out, assignment.population, assignment.instance)
+    loaded = load_record(out, assignment.population, assignment.instance)
     if loaded is None:
         return True
     status = loaded[0].status
@@ -588,7 +457,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     start = time.perf_counter()
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
     matches = {}  # per assembled population, its instances' matches (see assemble)
-    interrupts = _Interrupts()
+    interrupts = Interrupts()
     disk_full = False  # the run stopped on a full disk: what follows may meet it again
     try:
         for phase in (trained_first, derived):
@@ -611,7 +480,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                     results.append(result)
                 with together():  # a stack's records: all or none (a full disk half-way)
                     for result in results:
-                        _save_record(out, result)
+                        save_record(out, result)
                 for assignment, result in zip(assignments, results, strict=True):
                     report.trained += 1
                     report.trained_per_population[assignment.population] = \

@@ -154,9 +154,9 @@ def save_overhead(instances: int, epochs: int | None) -> dict:
     in this process (one at a time), with and without its model (.keras bytes made as in
     a worker, written as the driver writes them), the order alternating; the same seeds,
     so the same work but for the saving."""
-    from probmut.train import run
     from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
+    from probmut.train.finished import save_record
     from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
     from probmut.train.work import Assignment, RunSettings
@@ -173,7 +173,7 @@ def save_overhead(instances: int, epochs: int | None) -> dict:
                 start = time.perf_counter()
                 assignment = Assignment(settings, "healthy", instance, save_model=save)
                 result = train_instance(assignment, dataset=data)
-                run._save_record(Path(tmp) / str(save), result)
+                save_record(Path(tmp) / str(save), result)
                 seconds[save].append(time.perf_counter() - start)
     ratios = sorted(b / a for a, b in zip(seconds[False], seconds[True], strict=True))
     return {"instances": instances, "seconds_without": round(sum(seconds[False]), 2),

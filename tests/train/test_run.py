@@ -251,15 +251,7 @@ def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing made, nothing left
 
 
-def test_the_documented_model_files_are_named_as_they_are_written():
-    """docs/training.md named them models/{population}/{id}.keras; they are zero-padded."""
-    from probmut.train.run import model_path
 
-    written = model_path(Path("runs/digits"), "healthy", 0).as_posix()
-    assert written == "runs/digits/models/healthy/00000.keras"
-    documented = (REPO / "docs" / "training.md").read_text()
-    assert "runs/digits/models/{population}/00000.keras" in documented
-    assert f"`{written.removeprefix('runs/digits/')}`" in documented
 
 
 def test_the_summary_counts_in_words():
@@ -419,31 +411,3 @@ def same_but_seconds(first, second):
     """Two populations' records agree in everything but the measured seconds."""
     strip = lambda records: [repr(dataclasses.replace(r, seconds=0.0)) for r in records]  # noqa: E731
     return strip(first) == strip(second)
-
-
-def test_a_ctrl_c_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
-    """A KeyboardInterrupt raised inside a finalizer (TensorFlow runs many) is only
-    printed by Python; the run remembers the Ctrl-C and stops after the unit, quietly."""
-    from probmut.train.run import _Interrupts
-
-    printed = []  # what Python would print as "Exception ignored in ..."
-    monkeypatch.setattr(sys, "unraisablehook", printed.append)
-    # Python's own handler, as in a terminal (a test runner may have installed another)
-    runner_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    class Finalized:
-        def __del__(self):
-            signal.raise_signal(signal.SIGINT)
-
-    try:
-        interrupts = _Interrupts()
-        try:
-            Finalized()  # collected at once: the KeyboardInterrupt is raised in __del__
-            assert interrupts.requested
-        finally:
-            interrupts.restore()
-        assert printed == []
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        assert sys.unraisablehook == printed.append
-    finally:
-        signal.signal(signal.SIGINT, runner_handler)
