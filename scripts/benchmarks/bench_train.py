@@ -190,13 +190,13 @@ def _seconds_alone(spec, dims, config, x, y, epochs: int) -> float:
     """Training time of one model alone with ``model.fit`` (build excluded)."""
     import keras
 
-    from probmut.train import models
+    from probmut.train import fitting, models
 
     keras.backend.clear_session()
     keras.utils.set_random_seed(0)
     model = models.build_model(spec, dims, config)
     start = time.perf_counter()
-    models.fit(model, x, y, dims, "classification", config.replace(epochs=epochs))
+    fitting.fit(model, x, y, dims, "classification", config.replace(epochs=epochs))
     return time.perf_counter() - start
 
 

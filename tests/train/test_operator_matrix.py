@@ -213,8 +213,8 @@ def _multiset(arrays):
 def _check_layer_mutant(subject, healthy, result, preview):
     """The saved mutant holds the healthy weights, with the target layer's weights gone
     (LD), twice (LAm) or kept (AFRm), and predicts what the run scored."""
+    from probmut.train.fitting import score
     from probmut.train.graph import graph
-    from probmut.train.models import score
 
     mutant = _saved(result)
     index = int(preview["target"].split()[1])

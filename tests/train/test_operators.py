@@ -799,7 +799,7 @@ def test_operators_for_layers_digits_cnn_lacks(keras):
 def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     """remove_validation_set gives training no validation data, as DeepCrime's
     ``validation_data=None``: the validation samples are never trained on."""
-    from probmut.train import models
+    from probmut.train import fitting
 
     calls = []
     model = _model(keras)
@@ -810,11 +810,11 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     x, y = np.zeros((50, 8, 8, 1), np.float32), np.arange(50) % 10
     validation = (np.zeros((7, 8, 8, 1), np.float32), np.arange(7) % 10)
     config = TrainConfig(epochs=2, batch_size=16)
-    models.fit(model, x, y, DIMS["digits_cnn"], "classification", config, validation)
-    models.fit(model, x, y, DIMS["digits_cnn"], "classification",
-               config.replace(full_batch=True, patience=1), validation)
-    models.fit(model, x, y, DIMS["digits_cnn"], "classification",
-               config.replace(validation=False, patience=1), validation)
+    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification", config, validation)
+    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification",
+                config.replace(full_batch=True, patience=1), validation)
+    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification",
+                config.replace(validation=False, patience=1), validation)
     (n1, first), (n2, second), (n3, third) = calls
     stops = [[c for c in kwargs["callbacks"] if isinstance(c, keras.callbacks.EarlyStopping)]
              for kwargs in (first, second, third)]  # beside the symptom watch, always there
@@ -849,16 +849,16 @@ def test_remove_validation_set_trains_on_the_validation_set_too(keras, monkeypat
     """DeepCrime's lenet fits with validation_split=0.1 and its remove_validation_set
     mutant with 0: the mutant trains on all the data, and early stopping, which needs
     the validation loss, is gone. Alone and in a stack, the same samples."""
-    from probmut.train import instance, models
+    from probmut.train import fitting, instance
     from probmut.train.datasets import load_dataset
     from probmut.train.stack.training import member_data
     from probmut.train.work import Assignment, RunSettings
 
     data = load_dataset("digits", validation_split=0.1)  # 1211 + 136
     fitted = []
-    monkeypatch.setattr(instance.models, "fit", lambda model, x, y, dims, task, config,
+    monkeypatch.setattr(instance.fitting, "fit", lambda model, x, y, dims, task, config,
                         validation, deadline: fitted.append((len(y), config, validation))
-                        or models.FitReport((1.0,), 1.0, False))
+                        or fitting.FitReport((1.0,), 1.0, False))
     settings = RunSettings("digits", "digits_cnn", TrainConfig(epochs=1, batch_size=32,
                                                                patience=2))
     mutation = parse_mutations("remove_validation_set")[0]
@@ -871,7 +871,7 @@ def test_remove_validation_set_trains_on_the_validation_set_too(keras, monkeypat
     assert (healthy, mutant) == (1211, 1347) and validation[0].shape[0] == 136
     assert (config.patience, mutated.patience, mutated.validation) == (2, None, False)
     assert [len(y) for y in member_data(assignments, data)[1]] == [1211, 1347]
-    x, y = models.training_data(data, mutated)
+    x, y = fitting.training_data(data, mutated)
     assert np.array_equal(x[1211:], data.x_val) and np.array_equal(y[1211:], data.y_val)
 
 
