@@ -157,15 +157,15 @@ def _against(run: str, strict: bool):
 
 
 def handle(args) -> int:
-    from probmut.train import backends
+    from probmut.train import tf_setup
 
-    backends.require("tensorflow", "train", "probmut coverage")
+    tf_setup.require("tensorflow", "train", "probmut coverage")
     files, source, label = _source(args)
     against = _against(args.against, args.strict) if args.against else None
     from probmut.train.datasets import load_dataset
     from probmut.train.relevance import measure_coverage
 
-    backends.configure_tensorflow(1)
+    tf_setup.configure_tensorflow(1)
     options = {key: value for key, value in data_options(args).items()
                if key not in ("dataset", "data")}
     dataset = load_dataset(source, **options)

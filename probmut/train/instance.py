@@ -3,7 +3,7 @@
 An :class:`~probmut.train.work.Assignment` names the instance; its own seed
 (:func:`~probmut.train.work.instance_seed`) makes its result independent of which
 worker runs it, in what order, or how many workers there are. TensorFlow runs with
-deterministic ops (:func:`probmut.train.backends.configure_tensorflow`), so the same
+deterministic ops (:func:`probmut.train.tf_setup.configure_tensorflow`), so the same
 seed gives the same accuracy.
 """
 

@@ -42,7 +42,7 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory
 from probmut.io.manifest import repeated_magnitudes
 from probmut.seeds import DEFAULT_SEED
-from probmut.train import backends
+from probmut.train import backends, tf_setup
 from probmut.train.datasets import (
     DOWNLOAD_TIMEOUT,
     DataSource,
@@ -244,7 +244,7 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, dataset: str | Non
                                         validation_split)
     keras = any(map(needs_keras, parsed)) or architecture not in MODELS
     if keras:
-        backends.require("tensorflow", "train")
+        tf_setup.require("tensorflow", "train")
     loaded = _load(source, data_options, architecture, threads, download_timeout, keras)
     spec = resolve_model(architecture, loaded.dims)
     config = spec.config.replace(**{key: value for key, value in {
@@ -311,10 +311,10 @@ def _stack_for(timeout: float | None, stack: int | None) -> int | None:
 
 def _check_installed(backend: str, jobs: int, threads: int) -> None:
     """The extras the run needs are installed; a warning when it oversubscribes the CPUs."""
-    backends.require("tensorflow", "train")
-    backends.require("sklearn", "train")
+    tf_setup.require("tensorflow", "train")
+    tf_setup.require("sklearn", "train")
     if backend == "ray":
-        backends.require("ray", "ray")
+        tf_setup.require("ray", "ray")
     if backend == "local" and jobs * threads > backends.cpu_count():
         warnings.warn(f"{jobs} jobs x {threads} threads exceed the {backends.cpu_count()} CPUs "
                       "here; instances will compete for cores", stacklevel=3)
@@ -398,7 +398,7 @@ def _load(source: str, options: dict, model: str, threads: int, download_timeout
     when ``keras`` or the source needs it."""
     kind: DataSource = check_data_arguments(source, **options)
     if keras or kind.keras:
-        backends.configure_tensorflow(threads)
+        tf_setup.configure_tensorflow(threads)
     return load_dataset(source, task=task_of(model), **options,
                         download_timeout=download_timeout)
 

@@ -154,11 +154,11 @@ def save_overhead(instances: int, epochs: int | None) -> dict:
     in this process (one at a time), with and without its model (.keras bytes made as in
     a worker, written as the driver writes them), the order alternating; the same seeds,
     so the same work but for the saving."""
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
     from probmut.train.finished import save_record
     from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)
@@ -220,8 +220,8 @@ def crossover(members: int = 8, steps: int = 40) -> list[dict]:
     inputs; times are differences between 4 epochs and 1, so tracing and start-up
     cancel."""
     from probmut.train import models, stack
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import ModelDims
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     rows = []

@@ -59,9 +59,9 @@ def _scored(task, monkeypatch, tmp_path, npz, model):
     """Train one instance (1 epoch) and return (the scorer's answer, the raw outputs)."""
     pytest.importorskip("tensorflow")
     from probmut.train import fitting, instance, models
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import train_instance
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)

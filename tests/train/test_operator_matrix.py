@@ -68,7 +68,7 @@ _SUBJECTS: dict[str, Subject] = {}
 
 def _subject(shape) -> Subject:
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)  # as a run sizes it, before the first model is built
     if shape not in _SUBJECTS:

@@ -13,8 +13,8 @@ pytestmark = pytest.mark.train
 @pytest.fixture(scope="module")
 def digits():
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     return load_dataset("digits")

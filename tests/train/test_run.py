@@ -91,10 +91,10 @@ def test_strong_mutation_is_killed_by_probmut_kill(digits_run):
 @pytest.mark.slow
 def test_same_seed_same_accuracy_in_process(digits_run):
     """An instance retrained here (one process, no pool) equals the run's (worker pool)."""
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import Assignment, RunSettings
 
     out, _ = digits_run
@@ -264,37 +264,6 @@ def test_the_summary_counts_in_words():
         "  run/healthy.csv: 1 instance", "  run/x_1.csv: 2 instances"]
     assert str(RunReport(trained=2, resumed=0, seconds=2.0)).startswith(
         "trained 2 instances in 2.0 s (60.0/min); 0 were already done")
-
-
-def test_tensorflow_set_up_before_probmut_gets_a_warning():
-    """TensorFlow set up before configure_tensorflow keeps its kernels and pools, and
-    results depend on both: importing it first or asking for other pools warns; asking
-    again for the same set-up does not."""
-    pytest.importorskip("tensorflow")
-    script = (
-        "import warnings, sys\n"
-        "from probmut.train.backends import configure_tensorflow\n"
-        "warnings.simplefilter('error')\n"
-        "if sys.argv[1] == 'early':\n"
-        "    import tensorflow\n"
-        "try:\n"
-        "    configure_tensorflow(1)\n"
-        "    import tensorflow as tf\n"
-        "    tf.constant(1.0) + 1\n"
-        "    configure_tensorflow(1)\n"  # the same set-up again: silent
-        "    configure_tensorflow(2)\n"
-        "except RuntimeWarning as warning:\n"
-        "    print(warning)\n")
-    environment = {key: value for key, value in os.environ.items()
-                   if key != "TF_ENABLE_ONEDNN_OPTS"}
-    printed = {}
-    for when in ("early", "late"):
-        done = subprocess.run([sys.executable, "-c", script, when], capture_output=True,
-                              text=True, cwd=REPO, env={**environment, "PYTHONPATH": str(REPO)})
-        assert done.returncode == 0, done.stderr
-        printed[when] = done.stdout
-    assert "imported before probmut could choose its kernels (oneDNN)" in printed["early"]
-    assert "before probmut could size its thread pools (1 threads, asked 2)" in printed["late"]
 
 
 @pytest.mark.slow

@@ -75,8 +75,8 @@ def draws_from_python_random(input_shape, n_classes):
 @pytest.fixture(scope="module")
 def digits():
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     return load_dataset("digits")
@@ -187,7 +187,7 @@ def test_grouped_convolutions_are_used_exactly_where_tensorflow_trains_them(oned
     gradient, and the probe then sends stacks to patch matrices (tested above)."""
     if trains and platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("oneDNN's grouped convolution gradient is checked on x86-64 only")
-    probe = ("from probmut.train.backends import configure_tensorflow\n"
+    probe = ("from probmut.train.tf_setup import configure_tensorflow\n"
              "configure_tensorflow(1)\n"
              "from probmut.train.stack import grouped_convolution_trains\n"
              "print(grouped_convolution_trains())\n")
