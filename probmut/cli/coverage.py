@@ -7,7 +7,6 @@ Registering the subcommand imports nothing heavy; TensorFlow is imported by the 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
@@ -116,11 +115,13 @@ def _source(args):
             read_instances(healthy, args.strict)
         dataset = given
         if dataset is None:
-            settings = run / ".work" / "settings.json"
-            if not settings.exists():
+            from probmut.io.workdir import read_settings
+
+            settings = read_settings(run)
+            if settings is None:
                 raise ProbmutError(f"{run}: no .work/settings.json to tell the dataset; give "
                                    "--dataset or --data")
-            dataset = json.loads(settings.read_text())["dataset"]
+            dataset = settings["dataset"]
         return model_files([models]), dataset, run.resolve().name
     missing = [source for source in args.source if not Path(source).exists()]
     if missing:

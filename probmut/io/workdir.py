@@ -1,7 +1,8 @@
-"""A training run's working files (``OUT/.work``): one record per finished instance and
-the healthy weights kept for model-level mutants, each a validated ``.npz``
-(:mod:`probmut.io.checked`)::
+"""A training run's working files (``OUT/.work``): the run's settings, one record per
+finished instance and the healthy weights kept for model-level mutants, the last two
+each a validated ``.npz`` (:mod:`probmut.io.checked`)::
 
+    OUT/.work/settings.json                the shared settings and the data's provenance
     OUT/.work/{population}/{id}.npz        one record per finished instance, id in 5 digits
     OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
 
@@ -27,6 +28,7 @@ True
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from pathlib import Path
@@ -34,6 +36,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from probmut.errors import ProbmutError
+from probmut.io.atomic import atomic_write_text
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.records import FAILED, STATUSES, InstanceRecord
 
@@ -56,6 +60,38 @@ class StoredInstance(NamedTuple):
     correct: np.ndarray
     match: str | None = None
     equivalent: bool | None = None
+
+
+def settings_path(out) -> Path:
+    """Where a run keeps the settings it was started with."""
+    return Path(out) / ".work" / "settings.json"
+
+
+def write_settings(out, settings: dict) -> None:
+    """Keep the settings (a JSON object) a run was started with (atomically)."""
+    atomic_write_text(settings_path(out), json.dumps(settings, indent=1))
+
+
+def read_settings(out) -> dict | None:
+    """The settings the run in ``out`` was started with; None when there is none.
+
+    Raises
+    ------
+    ProbmutError
+        The settings file cannot be read or is not a JSON object.
+    """
+    path = settings_path(out)
+    if not path.exists():
+        return None
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ProbmutError(f"{path}: the run's settings cannot be read ({error}); train "
+                           "into another output directory") from None
+    if not isinstance(settings, dict):
+        raise ProbmutError(f"{path}: the run's settings are not a JSON object; train into "
+                           "another output directory")
+    return settings
 
 
 def record_path(out, population: str, instance: int) -> Path:

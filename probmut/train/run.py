@@ -11,8 +11,8 @@ Layout of an output directory ``OUT``::
     OUT/.work/settings.json                the shared settings and the data's provenance;
                                            a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
-    OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs;
-                                           both: probmut.io.workdir)
+    OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
+                                           (.work: probmut.io.workdir)
 
 Every file is written to a temporary name and renamed, so a run killed at any moment,
 or stopped by a full disk, leaves only whole files; running the same command again
@@ -38,7 +38,6 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import (
     DiskFullError,
     LockedError,
-    atomic_write,
     exclusive,
     remove_orphans,
     together,
@@ -47,7 +46,7 @@ from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import save_outcomes
 from probmut.io.populations import write_deepcrime, write_instances
 from probmut.io.records import RETRYABLE, one_line
-from probmut.io.workdir import finished_ids, read_weights
+from probmut.io.workdir import finished_ids, read_settings, read_weights, write_settings
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
 from probmut.train.finished import load_record, model_path, save_record
@@ -72,10 +71,10 @@ def _failure(assignment: Assignment, error: BaseException, seconds: float) -> In
 def recorded_stack(out: Path) -> int | None:
     """The stack size of the run already in ``out`` (1 for runs from before ``--stack``),
     or None when there is none to resume: ``--stack auto`` resumes with it."""
-    path = out / ".work" / "settings.json"
     try:
-        return int(json.loads(path.read_text()).get("stack", 1))
-    except (OSError, ValueError, TypeError, AttributeError):
+        settings = read_settings(out)
+        return None if settings is None else int(settings.get("stack", 1))
+    except (ProbmutError, ValueError, TypeError):
         return None
 
 
@@ -106,19 +105,19 @@ def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
     decide (not, say, the version of the library that loaded it)."""
-    path = out / ".work" / "settings.json"
     identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
     current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity}))
-    if path.exists():
+    recorded = read_settings(out)
+    if recorded is not None:
         # runs from before --stack, or from before the data was recorded (not checked)
-        previous = {"stack": 1, "data": identity} | json.loads(path.read_text())
+        previous = {"stack": 1, "data": identity} | recorded
         if previous != current:
             raise ProbmutError(f"{out} holds a run with other settings: "
                                f"{'; '.join(setting_changes(previous, current))}; use the "
                                "same settings and data to resume, or another output "
                                "directory", option="out")
     else:
-        atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
+        write_settings(out, current)
 
 
 def write_population(path: Path, records, rows, labels) -> None:

@@ -1,6 +1,6 @@
-"""A run's working files (.work): instance records and kept weights written and read
-back exactly, and damaged ones read as missing with a warning (the instance is trained
-again), never as wrong numbers."""
+"""A run's working files (.work): settings, instance records and kept weights written
+and read back exactly; damaged records and weights read as missing with a warning (the
+instance is trained again), never as wrong numbers; damaged settings one clear error."""
 
 import math
 import shutil
@@ -8,16 +8,20 @@ import shutil
 import numpy as np
 import pytest
 
+from probmut.errors import ProbmutError
 from probmut.io.checked import write_checked
 from probmut.io.records import InstanceRecord
 from probmut.io.workdir import (
     DamagedRecordWarning,
     finished_ids,
     read_record,
+    read_settings,
     read_weights,
     record_key,
     record_path,
+    settings_path,
     write_record,
+    write_settings,
     write_weights,
 )
 
@@ -102,3 +106,22 @@ def test_damaged_weights_read_as_missing_with_a_warning(tmp_path):
     _truncate(tmp_path / ".work" / "weights" / "healthy" / "00000.npz")
     with pytest.warns(DamagedRecordWarning, match="damaged weights .*trained again"):
         assert read_weights(tmp_path, 0) is None
+
+
+def test_settings_read_back_as_written(tmp_path):
+    settings = {"dataset": "digits", "seed": 42, "stack": 1, "config": {"epochs": 2},
+                "data": {"fingerprint": "ab12", "train": 1211}}
+    assert read_settings(tmp_path) is None
+    write_settings(tmp_path, settings)
+    assert read_settings(tmp_path) == settings
+    assert settings_path(tmp_path) == tmp_path / ".work" / "settings.json"
+
+
+@pytest.mark.parametrize("text, says", [("{not json", "cannot be read"),
+                                        ("[1, 2]", "are not a JSON object")])
+def test_damaged_settings_are_one_clear_error(tmp_path, text, says):
+    settings_path(tmp_path).parent.mkdir()
+    settings_path(tmp_path).write_text(text)
+    with pytest.raises(ProbmutError, match=f"settings.json: the run's settings {says}") as error:
+        read_settings(tmp_path)
+    assert "\n" not in str(error.value)
