@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from probmut.train.backends import configure_tensorflow, set_tensorflow_environment
+from probmut.train.tf_setup import configure_tensorflow, set_tensorflow_environment
 
 set_tensorflow_environment()  # before any test module imports TensorFlow: the kernels of a run
 

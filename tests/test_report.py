@@ -353,7 +353,7 @@ def test_next_steps_name_the_instances_that_settle_and_the_command(synthetic, pa
     assert unsettled and [s.name for s in steps.steps] == [m.name for m in unsettled]
     for step, m in zip(steps.steps, unsettled, strict=True):
         assert step.needed == m.verdict["needed"]
-    run = {"dataset": "digits", "model": "digits_cnn", "seed": 7, "stack": 1,
+    run = {"dataset": "digits", "architecture": "digits_cnn", "seed": 7, "stack": 1,
            "config": {"epochs": 3, "batch_size": 16, "learning_rate": 0.01, "patience": None}}
     with_settings = replace(found, run_settings=run, mutants=tuple(
         replace(m, status="missing", study=None, verdict=None)

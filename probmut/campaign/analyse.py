@@ -3,7 +3,6 @@ orchestration behind :func:`summarize_campaign`."""
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -25,43 +24,16 @@ from probmut.seeds import DEFAULT_SEED, generator
 
 def _read_run_settings(folder: Path) -> dict | None:
     """The settings a probmut train run in ``folder`` recorded (``.work/settings.json``:
-    data, architecture, training settings, seed), or None."""
-    path = folder / ".work" / "settings.json"
+    data, architecture, training settings, seed), or None: a report of populations that
+    probmut train did not write (or of a damaged settings file) has no next-steps
+    command, and is still a report."""
+    from probmut.io.workdir import read_settings
+
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-        return found if {"dataset", "model", "seed", "config"} <= set(found) else None
-    except (OSError, ValueError, TypeError):
+        found = read_settings(folder)
+    except ProbmutError:
         return None
-
-
-def _read_rounds(path: Path):
-    """The rounds of a run trained until settled (``rounds.json``), or None."""
-    if not path.is_file():
-        return None
-    try:
-        rounds = json.loads(path.read_text(encoding="utf-8"))["rounds"]
-        if not isinstance(rounds, list) or not all(isinstance(r["instances"], dict)
-                                                   for r in rounds):
-            raise TypeError
-    except (OSError, ValueError, KeyError, TypeError):
-        raise ProbmutError(f"{path}: not the rounds file of a run trained until settled "
-                           "(probmut train --until-settled writes it)") from None
-    return rounds
-
-
-def _read_coverage(path) -> dict:
-    path = Path(path)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProbmutError(f"{path}: no such coverage file", option="coverage") from None
-    except (OSError, ValueError) as error:
-        raise ProbmutError(f"{path}: not a JSON document ({error})", option="coverage") from None
-    if not isinstance(document, dict) or "idc" not in document or "layer" not in document:
-        raise ProbmutError(f"{path}: not a coverage result (the JSON document of probmut "
-                           "coverage --json)", option="coverage")
-    return document
-
+    return found if found and {"dataset", "architecture", "seed", "config"} <= set(found) else None
 
 
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,
@@ -188,15 +160,17 @@ class _noted(warnings.catch_warnings):
 
 def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
     from probmut.bagging import bagged_posteriors
+    from probmut.io.coverage import read_coverage
     from probmut.io.populations import has_symptom_records, instances_so_far, read_population
     from probmut.io.records import FAILED
+    from probmut.io.rounds import read_rounds
     from probmut.progress import progress as progress_bar
 
     folder = manifest.path.parent
-    rounds = _read_rounds(folder / "rounds.json")
+    rounds = read_rounds(folder / "rounds.json")
     beside = folder / "coverage.json"
     coverage = coverage or (beside if beside.is_file() else None)
-    coverage = _read_coverage(coverage) if coverage else None
+    coverage = read_coverage(coverage) if coverage else None
     healthy_path = manifest.healthy(model)
     mutations = list(manifest.mutations(model))
     files = [healthy_path] + [f for m in mutations for f in m.files]

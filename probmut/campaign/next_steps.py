@@ -110,7 +110,7 @@ def _settle_command(campaign, steps) -> tuple[str | None, str | None]:
     config = run.get("config", {})
     words = ["probmut", "train", "--out", shown_path(folder),
              "--dataset" if run["dataset"] in DATASETS else "--data", run["dataset"],
-             "--architecture", run["model"], "--seed", str(run["seed"]),
+             "--architecture", run["architecture"], "--seed", str(run["seed"]),
              "--epochs", str(config["epochs"]), "--batch-size", str(config["batch_size"])]
     for option, key in (("--learning-rate", "learning_rate"), ("--patience", "patience")):
         if config.get(key) is not None:

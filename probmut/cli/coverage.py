@@ -7,7 +7,6 @@ Registering the subcommand imports nothing heavy; TensorFlow is imported by the 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
@@ -116,11 +115,13 @@ def _source(args):
             read_instances(healthy, args.strict)
         dataset = given
         if dataset is None:
-            settings = run / ".work" / "settings.json"
-            if not settings.exists():
+            from probmut.io.workdir import read_settings
+
+            settings = read_settings(run)
+            if settings is None:
                 raise ProbmutError(f"{run}: no .work/settings.json to tell the dataset; give "
                                    "--dataset or --data")
-            dataset = json.loads(settings.read_text())["dataset"]
+            dataset = settings["dataset"]
         return model_files([models]), dataset, run.resolve().name
     missing = [source for source in args.source if not Path(source).exists()]
     if missing:
@@ -157,15 +158,15 @@ def _against(run: str, strict: bool):
 
 
 def handle(args) -> int:
-    from probmut.train import backends
+    from probmut.train import tf_setup
 
-    backends.require("tensorflow", "train", "probmut coverage")
+    tf_setup.require("tensorflow", "train", "probmut coverage")
     files, source, label = _source(args)
     against = _against(args.against, args.strict) if args.against else None
     from probmut.train.datasets import load_dataset
     from probmut.train.relevance import measure_coverage
 
-    backends.configure_tensorflow(1)
+    tf_setup.configure_tensorflow(1)
     options = {key: value for key, value in data_options(args).items()
                if key not in ("dataset", "data")}
     dataset = load_dataset(source, **options)

@@ -62,16 +62,16 @@ def register(subparsers) -> None:
 
 
 def handle(args) -> int:
-    from probmut.train import backends
+    from probmut.train import backends, tf_setup
 
-    backends.require("tensorflow", "train", "probmut evaluate")
+    tf_setup.require("tensorflow", "train", "probmut evaluate")
     from probmut.train.datasets import load_dataset, source_of
     from probmut.train.evaluate import evaluate_population, group_models, instance_ids, model_files
 
     files = model_files(args.models)
     options = data_options(args)
     source = source_of(options.pop("dataset"), options.pop("data"))
-    backends.configure_tensorflow(args.threads)  # before Keras loads a data set or a model
+    tf_setup.configure_tensorflow(args.threads)  # before Keras loads a data set or a model
     dataset = load_dataset(source, task=args.task, **options)
     if args.out is not None:  # the population CSV and its outcomes file beside it
         writable_file(args.out, "population file", "out")

@@ -1,6 +1,7 @@
-"""Population files: read and validate accuracy files, write tidy CSV and instance records.
-The population itself (:class:`~probmut.population.Population`, pairing by instance id)
-is :mod:`probmut.population`; saved kill rates are :mod:`probmut.io.arrays`.
+"""Population files: read and validate accuracy files; write tidy CSV, instance records
+and DeepCrime's format. The population itself (:class:`~probmut.population.Population`,
+pairing by instance id) is :mod:`probmut.population`; saved kill rates are
+:mod:`probmut.io.arrays`.
 
 Two formats are read, told apart by their header:
 
@@ -292,6 +293,27 @@ def write_instances(path, records) -> None:
             "" if r.constant is None else int(r.constant), _number(r.initial_loss),
             ";".join(f"{v:.6g}" for v in r.loss_history), r.error])
     atomic_write_text(path, buffer.getvalue())
+
+
+def write_deepcrime(path, records) -> None:
+    """Write instance records in DeepCrime's ``;``-separated format, atomically: a header
+    naming each instance, a last row of their accuracies (written exactly, ``repr``).
+    Failed instances are left out: that format has no status.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "pop.deepcrime.csv")
+    >>> write_deepcrime(path, [InstanceRecord(0, 0.75), InstanceRecord(1, math.nan, status="crashed"),
+    ...                        InstanceRecord(2, 0.5)])
+    >>> print(open(path).read().strip())
+    true_label;pred_label_model_0;pred_label_model_2
+    ;0.75;0.5
+    >>> read_population(path).ids.tolist()
+    [0, 2]
+    """
+    kept = [r for r in records if not r.failed]
+    header = ";".join(["true_label", *(f"pred_label_model_{r.instance}" for r in kept)])
+    values = ";".join(["", *(repr(r.accuracy) for r in kept)])
+    atomic_write_text(path, f"{header}\n{values}\n")
 
 
 def _cell_float(cells: dict, key: str, where: str, instance: int) -> float:

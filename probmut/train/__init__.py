@@ -6,6 +6,7 @@ and returns a :class:`RunReport` (:class:`SettleReport` for a run until settled,
 :func:`preview_mutations` is ``--dry-run``. The rooms below it, bottom up:
 :mod:`~probmut.train.tasks` (how an instance is scored), :mod:`~probmut.train.datasets`
 (a registry of data sources), :mod:`~probmut.train.models`,
+:mod:`~probmut.train.fitting` (one model trained and scored),
 :mod:`~probmut.train.layer_traits` (what is known of Keras layers),
 :mod:`~probmut.train.graph` (a model's layers and what feeds what, read from its graph),
 :mod:`~probmut.train.operators` (the mutation operators' registry),
@@ -15,9 +16,12 @@ and returns a :class:`RunReport` (:class:`SettleReport` for a run until settled,
 DeepMutation's quality control), :mod:`~probmut.train.instance` (one instance),
 :mod:`~probmut.train.stack` (instances trained as one stack),
 :mod:`~probmut.train.preflight` (the checks that need Keras, done where Keras is),
+:mod:`~probmut.train.tf_setup` (TensorFlow set up for training),
 :mod:`~probmut.train.backends` (serial, local processes, Ray),
-:mod:`~probmut.train.run` (resumable population runs), :mod:`~probmut.train.rounds`
-(until settled), :mod:`~probmut.train.until_score` (until the score is settled),
+:mod:`~probmut.train.finished` (what a run keeps of an instance),
+:mod:`~probmut.train.quality` (flags and quality control of assembled populations),
+:mod:`~probmut.train.interrupts` (Ctrl-C), :mod:`~probmut.train.run` (resumable
+population runs), :mod:`~probmut.train.rounds` (until settled), :mod:`~probmut.train.until_score` (until the score is settled),
 :mod:`~probmut.train.search` (the killable magnitude) and
 :mod:`~probmut.train.trainer` (the entry). Importing this package does not import
 TensorFlow, nor the trainer: its names load on first use, so that a command that only

@@ -131,7 +131,7 @@ class DryRun:
     """Every mutation's :class:`Preview`; ``str()`` is the command's text, ``to_dict()``
     its JSON."""
 
-    model: str
+    architecture: str
     seed: int
     mutations: tuple[Preview, ...]
 
@@ -143,12 +143,12 @@ class DryRun:
         return {"mutations": [p.to_dict() for p in self.mutations]}
 
     def __str__(self) -> str:
-        lines = [f"dry run of {self.model}, seed {self.seed}: nothing is trained; counts are "
+        lines = [f"dry run of {self.architecture}, seed {self.seed}: nothing is trained; counts are "
                  "those of instance 0"]
         return "\n".join(lines + [line for p in self.mutations for line in p.lines()])
 
 
-def dry_run(mutations, spec, data, config, *, seed: int, model: str = "") -> DryRun:
+def dry_run(mutations, spec, data, config, *, seed: int, architecture: str = "") -> DryRun:
     """Dry-run ``mutations`` (:class:`~probmut.train.operators.Mutation` objects or
     ``--mutation`` texts) for ``spec``'s model on ``data`` trained per ``config``, with
     the run's base ``seed``. The healthy model is built only for mutations that need
@@ -165,11 +165,11 @@ def dry_run(mutations, spec, data, config, *, seed: int, model: str = "") -> Dry
             bound = check(mutation, spec, data, config, healthy)
         except ProbmutError as error:
             reason = str(error).removeprefix(f"{mutation.label}: ")
-            previews.append(Preview(mutation.stem.rstrip("_"), mutation.operator.name,
+            previews.append(Preview(mutation.population.rstrip("_"), mutation.operator.name,
                                     mutation.magnitude, mutation.operator.level, False, reason))
             continue
         for m in bound:
-            rng = np.random.default_rng(instance_seed(seed, 0, m.stem))
+            rng = np.random.default_rng(instance_seed(seed, 0, m.population))
             if m.operator.level == "data":
                 found = _data_changes(m, data, rng)
             elif m.operator.level == "training":
@@ -177,10 +177,10 @@ def dry_run(mutations, spec, data, config, *, seed: int, model: str = "") -> Dry
             else:
                 found = _model_changes(m, spec, data, config, healthy, rng,
                                        instance_seed(seed, 0, HEALTHY))
-            previews.append(Preview(m.stem, m.operator.name, m.magnitude, m.operator.level,
+            previews.append(Preview(m.population, m.operator.name, m.magnitude, m.operator.level,
                                     True, None, _target(m, healthy), equivalent=m.equivalent,
                                     **found))
-    return DryRun(model or spec.description, seed, tuple(previews))
+    return DryRun(architecture or spec.description, seed, tuple(previews))
 
 
 def _target(mutation: Mutation, healthy) -> str:

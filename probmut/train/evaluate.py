@@ -4,7 +4,7 @@ population files: ``probmut evaluate``.
 Each model file is one instance. Its id is the number at the end of its name
 (``mnist_original_7.h5`` is instance 7, ``models/healthy/00003.keras`` instance 3)
 when every file has a distinct one, else its position in the list. Scoring uses the
-trainer's own :func:`probmut.train.models.score`, so a model saved by ``probmut train
+trainer's own :func:`probmut.train.fitting.score`, so a model saved by ``probmut train
 --save-models`` gets exactly the accuracy and outcomes the trainer wrote.
 
 A file that cannot be loaded or run is an instance with status ``crashed`` (and its
@@ -215,7 +215,7 @@ def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
     """Load one model file and score it on ``dataset``'s test set."""
     import keras
 
-    from probmut.train import models
+    from probmut.train import fitting
 
     if (problem := unreadable(path)) is not None:
         return Evaluation(InstanceRecord(instance, math.nan, status="crashed", error=problem),
@@ -223,7 +223,7 @@ def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
     try:
         keras.backend.clear_session()
         model = keras.saving.load_model(path, compile=False)
-        scored = models.score(model, dataset.x_test, dataset.y_test, dataset.task)
+        scored = fitting.score(model, dataset.x_test, dataset.y_test, dataset.task)
         finite = scored.finite and all(np.isfinite(w).all() for w in model.get_weights())
     except Exception as error:  # the file is the instance: it failed, not the command
         return Evaluation(InstanceRecord(instance, math.nan, status="crashed",

@@ -3,7 +3,7 @@
 An :class:`~probmut.train.work.Assignment` names the instance; its own seed
 (:func:`~probmut.train.work.instance_seed`) makes its result independent of which
 worker runs it, in what order, or how many workers there are. TensorFlow runs with
-deterministic ops (:func:`probmut.train.backends.configure_tensorflow`), so the same
+deterministic ops (:func:`probmut.train.tf_setup.configure_tensorflow`), so the same
 seed gives the same accuracy.
 """
 
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from probmut.io.records import loss_diverged, one_line
-from probmut.train import flags, models
+from probmut.train import fitting, flags, models
 from probmut.train.operators import OPERATORS, population_config
 from probmut.train.stack.eligibility import trains_stacked
 from probmut.train.tasks import TASKS
@@ -35,12 +35,12 @@ def _trained(settings: RunSettings, data, seed: int, operator=None, params=None,
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
     config = population_config(settings.config, operator, params)
-    x, y = models.training_data(data, config)
+    x, y = fitting.training_data(data, config)
     if operator is not None and operator.level == "data":
         x, y = operator.apply(x, y, data.n_classes, params, np.random.default_rng(seed),
                               data.task)
-    model = models.build_model(_spec(settings.model, data.dims), data.dims, config)
-    report = models.fit(model, x, y, data.dims, data.task, config, data.validation, deadline)
+    model = models.build_model(_spec(settings.architecture, data.dims), data.dims, config)
+    report = fitting.fit(model, x, y, data.dims, data.task, config, data.validation, deadline)
     return model, report
 
 
@@ -62,9 +62,9 @@ def _mutate_paired(healthy, operator, params, rng, dataset):
     the same weights; else the same predictions on every training input too; else the
     same on the test inputs only; else different. The training inputs are predicted
     only for a mutant the test inputs cannot tell apart."""
-    weights, outputs = healthy.get_weights(), models.predict(healthy, dataset.x_test)
+    weights, outputs = healthy.get_weights(), fitting.predict(healthy, dataset.x_test)
     mutant = operator.apply(healthy, params, rng)
-    mutant_outputs = models.predict(mutant, dataset.x_test)
+    mutant_outputs = fitting.predict(mutant, dataset.x_test)
     decisions = TASKS[dataset.task].decisions
     if not np.array_equal(decisions(outputs), decisions(mutant_outputs)):
         return mutant, mutant_outputs, flags.DIFFERENT
@@ -72,13 +72,13 @@ def _mutate_paired(healthy, operator, params, rng, dataset):
     if mutant is healthy and all(np.array_equal(a, b) for a, b in zip(weights, mutated,
                                                                        strict=True)):
         return mutant, mutant_outputs, flags.SAME_WEIGHTS
-    on_training = decisions(models.predict(mutant, dataset.x_train))
+    on_training = decisions(fitting.predict(mutant, dataset.x_train))
     if mutant is healthy:  # mutated in place: predict with the healthy weights, then restore
         healthy.set_weights(weights)
-        before = decisions(models.predict(healthy, dataset.x_train))
+        before = decisions(fitting.predict(healthy, dataset.x_train))
         mutant.set_weights(mutated)
     else:
-        before = decisions(models.predict(healthy, dataset.x_train))
+        before = decisions(fitting.predict(healthy, dataset.x_train))
     same = np.array_equal(before, on_training)
     return mutant, mutant_outputs, flags.SAME_PREDICTIONS if same else flags.SAME_TEST_PREDICTIONS
 
@@ -107,7 +107,7 @@ def train_instance(assignment: Assignment, healthy_weights=None, *, dataset) -> 
             if healthy_weights is None:
                 healthy, report = _healthy_model(settings, dataset, assignment.instance, deadline)
             else:
-                spec = _spec(settings.model, dataset.dims)
+                spec = _spec(settings.architecture, dataset.dims)
                 healthy = models.build_model(spec, dataset.dims, settings.config)
                 healthy.set_weights(healthy_weights)
             if report is None or not report.timed_out:
@@ -117,12 +117,12 @@ def train_instance(assignment: Assignment, healthy_weights=None, *, dataset) -> 
         else:
             model, report = _trained(settings, dataset, seed, operator, assignment.params, deadline)
             if not report.timed_out:
-                outputs = models.predict(model, dataset.x_test)
+                outputs = fitting.predict(model, dataset.x_test)
         if report is not None and report.timed_out:
             return result(math.nan, None, time.perf_counter() - start, status="timed out",
                           error=f"stopped after {assignment.timeout:g} s (--timeout)",
                           loss_history=report.losses, initial_loss=report.initial_loss)
-        scored = models.score_outputs(outputs, dataset.y_test, dataset.task)
+        scored = fitting.score_outputs(outputs, dataset.y_test, dataset.task)
     except Exception as error:  # the instance failed, not the run
         losses = () if report is None else report.losses
         return result(math.nan, None, time.perf_counter() - start, status="crashed",
@@ -136,4 +136,4 @@ def train_instance(assignment: Assignment, healthy_weights=None, *, dataset) -> 
         weights=model.get_weights() if assignment.keep_weights else None, match=match,
         status="diverged" if diverged else "ok", loss_history=losses, initial_loss=initial,
         constant=scored.constant,
-        model_bytes=models.keras_bytes(model) if assignment.save_model else None)
+        model_bytes=fitting.keras_bytes(model) if assignment.save_model else None)

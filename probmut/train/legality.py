@@ -84,7 +84,7 @@ def check(mutation: Mutation, spec, data, config, healthy) -> list[Mutation]:
 
 
 def _checked(mutation, spec, data, config, healthy) -> Mutation:
-    from probmut.train import models
+    from probmut.train import fitting, models
 
     operator, params, label = mutation.operator, mutation.params, mutation.label
     if data.task == "classification":
@@ -106,7 +106,7 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
         mutated = operator.apply(config, params)
         try:
             mutant = models.build_model(spec, data.dims, mutated)
-            loss = mutant.test_on_batch(models.keras_inputs(sample), TASKS[data.task].targets(
+            loss = mutant.test_on_batch(fitting.keras_inputs(sample), TASKS[data.task].targets(
                 data.y_train[: n_rows(sample)], data.dims.n_outputs, mutated.loss))
         except Exception as error:  # Keras reports illegal models in many types
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
@@ -126,7 +126,7 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
         try:  # called eagerly on the few samples: no graph traced for them
             mutant = operator.apply(copy, params, np.random.default_rng(0))
             outputs = [np.asarray(o) for o in keras.tree.flatten(
-                mutant(models.keras_inputs(sample), training=False))]
+                mutant(fitting.keras_inputs(sample), training=False))]
         except Exception as error:
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
                                f"; layers: {models.layer_table(healthy)}",

@@ -61,7 +61,7 @@ def preflight(model: str, overrides: dict, checked: list[Mutation], unchecked: l
         stack = choice.size
     unstackable = {}
     if stack > 1:
-        populations = [(HEALTHY, None)] + [(m.stem, m) for m in bound
+        populations = [(HEALTHY, None)] + [(m.population, m) for m in bound
                                            if m.operator.level != "model"]
         for stem, mutation in populations:
             trained_with = population_config(config, mutation and mutation.operator,

@@ -28,13 +28,12 @@ it stopped.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from probmut import seeds
-from probmut.io.atomic import atomic_write_text
+from probmut.io.rounds import write_rounds
 from probmut.train.run import RunReport, run_populations
 from probmut.train.work import HEALTHY
 
@@ -80,9 +79,9 @@ class RoundsReport(RunReport):
                           *(f"  {line}" for line in self.endings())])
 
     def write(self) -> None:
-        """``rounds.json`` and ``rounds.txt`` in the output directory, rewritten whole."""
-        atomic_write_text(self.out / "rounds.json", json.dumps(self.document(), indent=1) + "\n")
-        atomic_write_text(self.out / "rounds.txt", self.table() + "\n")
+        """``rounds.json`` and ``rounds.txt`` in the output directory, rewritten whole
+        (:func:`probmut.io.rounds.write_rounds`)."""
+        write_rounds(self.out, self.document(), self.table())
 
 
 @dataclass
@@ -147,7 +146,7 @@ def _verdict(out: Path, mutation, settings, *, certainty, max_instances, looks, 
     from probmut.recommend import recommend
 
     healthy = read_population(out / f"{HEALTHY}.csv", name=HEALTHY)
-    mutant = read_population(out / f"{mutation.stem}.csv", name=mutation.stem)
+    mutant = read_population(out / f"{mutation.population}.csv", name=mutation.population)
     paired = mutation.operator.paired
     if paired:
         healthy = healthy.subset(mutant.ids)
@@ -161,8 +160,8 @@ def _verdict(out: Path, mutation, settings, *, certainty, max_instances, looks, 
     looks = looks if n in looks else sorted({*looks, n})
     advice = recommend(healthy, mutant, settings, sizes=(), certainty=certainty,
                        max_instances=max_instances, looks=looks, paired=paired,
-                       seed=seeds.seed_of(seed, "verdict", mutation.stem, n), cache=cache,
-                       name=mutation.stem)
+                       seed=seeds.seed_of(seed, "verdict", mutation.population, n), cache=cache,
+                       name=mutation.population)
     reach, message = advice.reach, advice.message  # the plan's last look is max_instances
     if reach is not None and reach < FUTILITY:
         message += (f" Training stops: the chance that {max_instances} instances per side "
@@ -235,10 +234,10 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     out = Path(out)
     certainty = CERTAINTY if certainty is None else certainty
     cache = Cache(out / ".work" / "verdicts")
-    targets = {HEALTHY: 0} | {m.stem: 0 for m in mutations}
+    targets = {HEALTHY: 0} | {m.population: 0 for m in mutations}
     runs, rounds, final = [], [], {}
     looks = _looks(round_size, max_instances, analysis.sample)
-    training = {m.stem: m for m in mutations}
+    training = {m.population: m for m in mutations}
     number = 0
     while training:
         number += 1

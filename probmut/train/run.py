@@ -12,6 +12,7 @@ Layout of an output directory ``OUT``::
                                            a resume must match them
     OUT/.work/{population}/{id}.npz        one record per finished instance
     OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
+                                           (.work: probmut.io.workdir)
 
 Every file is written to a temporary name and renamed, so a run killed at any moment,
 or stopped by a full disk, leaves only whole files; running the same command again
@@ -26,11 +27,8 @@ import contextlib
 import dataclasses
 import json
 import math
-import signal
 import sys
-import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,125 +38,26 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import (
     DiskFullError,
     LockedError,
-    atomic_write,
-    atomic_write_bytes,
     exclusive,
     remove_orphans,
     together,
 )
-from probmut.io.checked import DamagedFile, read_checked, write_checked
-from probmut.io.completeness import IncompleteRunWarning
 from probmut.io.manifest import add_to_manifest
-from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
-from probmut.io.populations import write_instances
-from probmut.io.records import FAILED, RETRYABLE, STATUSES, InstanceRecord, one_line
+from probmut.io.outcomes import save_outcomes
+from probmut.io.populations import write_deepcrime, write_instances
+from probmut.io.records import RETRYABLE, one_line
+from probmut.io.workdir import finished_ids, read_settings, read_weights, write_settings
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
-from probmut.train.flags import (
-    DIFFERENT,
-    SAME_TEST_PREDICTIONS,
-    Flags,
-    error_rates,
-    population_flags,
-    quality_control,
-)
+from probmut.train.finished import load_record, model_path, save_record
+from probmut.train.flags import Flags
 from probmut.train.instance import train_instance
+from probmut.train.interrupts import Interrupts
 from probmut.train.operators import OPERATORS, Mutation, population_config
+from probmut.train.quality import assembled_flags, removed_by_quality_control
 from probmut.train.stack.eligibility import population_problem
-from probmut.train.tasks import TASKS, strata
+from probmut.train.tasks import strata
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings
-
-
-def _record_path(out: Path, population: str, instance: int) -> Path:
-    return out / ".work" / population / f"{instance:05d}.npz"
-
-
-def _weights_path(out: Path, instance: int) -> Path:
-    return out / ".work" / "weights" / HEALTHY / f"{instance:05d}.npz"
-
-
-class DamagedRecordWarning(UserWarning):
-    """A finished instance's record failed its checks; the instance is trained again."""
-
-
-def _record_key(population: str, instance: int) -> str:
-    return f"record {population} {instance}"
-
-
-def model_path(out: Path, population: str, instance: int) -> Path:
-    """Where ``save_models`` keeps an instance's model."""
-    return Path(out) / "models" / population / f"{instance:05d}.keras"
-
-
-def _save_record(out: Path, result: InstanceResult) -> None:
-    correct = np.zeros(0, bool) if result.correct is None else result.correct
-    # the model and the weights before the record: a record means "done", with both
-    if result.model_bytes is not None:
-        atomic_write_bytes(model_path(out, result.population, result.instance),
-                           result.model_bytes)
-    if result.weights is not None:
-        write_checked(_weights_path(out, result.instance), _record_key("weights", result.instance),
-                      **{f"arr_{k}": w for k, w in enumerate(result.weights)})
-    match = {} if result.match is None else {"match": np.array(result.match)}
-    write_checked(_record_path(out, result.population, result.instance),
-                  _record_key(result.population, result.instance),
-                  accuracy=np.float64(result.accuracy), seed=np.int64(result.seed),
-                  seconds=np.float64(result.seconds), correct=np.packbits(correct),
-                  n_inputs=np.int64(correct.size), status=np.array(result.status),
-                  error=np.array(result.error),
-                  loss_history=np.array(result.loss_history, dtype=np.float64),
-                  initial_loss=np.float64(result.initial_loss),
-                  constant=np.int8(-1 if result.constant is None else int(result.constant)),
-                  **match)
-
-
-def _load_record(out: Path, population: str, instance: int):
-    """A finished instance's record, its outcomes (empty when it was not scored) and,
-    for a derived model-level mutant, how closely it matches its healthy instance
-    (:data:`probmut.train.flags.MATCHES`; else None); or None if the record is missing or
-    damaged (warned). Records from before symptoms were recorded read as ``ok`` with
-    unknown symptoms; records from before the training inputs were compared hold only
-    whether the test predictions matched (read as the test predictions only, or
-    different)."""
-    path = _record_path(out, population, instance)
-    if not path.exists():
-        return None
-    try:
-        record = read_checked(path, _record_key(population, instance),
-                              {"seed": (), "n_inputs": (), "correct": None})
-        status = str(record["status"]) if "status" in record else "ok"
-        if status not in STATUSES:
-            raise DamagedFile(f"unknown status {status!r}")
-        scored = status not in FAILED or status == "diverged"
-        n_inputs = int(record["n_inputs"]) if scored else 0
-        if record["correct"].size != (n_inputs + 7) // 8:
-            raise DamagedFile("outcome bits do not fit n_inputs")
-        accuracy = float(record["accuracy"])
-        if scored != math.isfinite(accuracy):
-            raise DamagedFile(f"accuracy {accuracy} for an instance that is {status}")
-    except (DamagedFile, KeyError, ValueError) as problem:
-        warnings.warn(f"{path}: damaged record ({problem}); the instance is trained again",
-                      DamagedRecordWarning, stacklevel=2)
-        return None
-    constant = int(record["constant"]) if "constant" in record else -1
-    return InstanceRecord(
-        instance=instance, accuracy=accuracy, seed=int(record["seed"]), status=status,
-        seconds=float(record["seconds"]),
-        loss_history=tuple(float(v) for v in record.get("loss_history", ())),
-        initial_loss=float(record.get("initial_loss", math.nan)),
-        constant=None if constant < 0 else bool(constant),
-        error=str(record.get("error", ""))), \
-        np.unpackbits(record["correct"], count=n_inputs).astype(bool), \
-        _match(record)
-
-
-def _match(record) -> str | None:
-    """The record's match with its healthy instance (see :func:`_load_record`)."""
-    if "match" in record:
-        return str(record["match"])
-    if "equivalent" in record:  # written before the training inputs were compared
-        return SAME_TEST_PREDICTIONS if bool(record["equivalent"]) else DIFFERENT
-    return None
 
 
 def _failure(assignment: Assignment, error: BaseException, seconds: float) -> InstanceResult:
@@ -169,27 +68,13 @@ def _failure(assignment: Assignment, error: BaseException, seconds: float) -> In
                           None, seconds, status=status, error=one_line(error))
 
 
-def _load_weights(out: Path, instance: int):
-    """Kept healthy weights of one instance, or None (missing or damaged: retrained)."""
-    path = _weights_path(out, instance)
-    if not path.exists():
-        return None
-    try:
-        data = read_checked(path, _record_key("weights", instance))
-    except DamagedFile as problem:
-        warnings.warn(f"{path}: damaged weights ({problem}); the healthy instance is trained "
-                      "again for its mutants", DamagedRecordWarning, stacklevel=2)
-        return None
-    return [data[f"arr_{k}"] for k in range(len(data))]
-
-
 def recorded_stack(out: Path) -> int | None:
     """The stack size of the run already in ``out`` (1 for runs from before ``--stack``),
     or None when there is none to resume: ``--stack auto`` resumes with it."""
-    path = out / ".work" / "settings.json"
     try:
-        return int(json.loads(path.read_text()).get("stack", 1))
-    except (OSError, ValueError, TypeError, AttributeError):
+        settings = read_settings(out)
+        return None if settings is None else int(settings.get("stack", 1))
+    except (ProbmutError, ValueError, TypeError):
         return None
 
 
@@ -220,19 +105,19 @@ def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
     decide (not, say, the version of the library that loaded it)."""
-    path = out / ".work" / "settings.json"
     identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
     current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity}))
-    if path.exists():
+    recorded = read_settings(out)
+    if recorded is not None:
         # runs from before --stack, or from before the data was recorded (not checked)
-        previous = {"stack": 1, "data": identity} | json.loads(path.read_text())
+        previous = {"stack": 1, "data": identity} | recorded
         if previous != current:
             raise ProbmutError(f"{out} holds a run with other settings: "
                                f"{'; '.join(setting_changes(previous, current))}; use the "
                                "same settings and data to resume, or another output "
                                "directory", option="out")
     else:
-        atomic_write(path, lambda handle: handle.write(json.dumps(current, indent=1).encode()))
+        write_settings(out, current)
 
 
 def write_population(path: Path, records, rows, labels) -> None:
@@ -251,12 +136,13 @@ def assemble(out: Path, population: str, instances: int, labels,
              deepcrime: bool = False) -> list[str | None]:
     """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
     ids below ``instances``; returns, for each of them, its match with its healthy
-    instance (see :func:`_load_record`), which the population's flags read. ``deepcrime``
+    instance (see :func:`probmut.train.finished.load_record`), which the population's
+    flags read. ``deepcrime``
     also writes ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
-    (failed instances left out: that format has no status)."""
+    (:func:`probmut.io.populations.write_deepcrime`)."""
     records, rows, matches = [], [], []
     for instance in range(instances):
-        loaded = _load_record(out, population, instance)
+        loaded = load_record(out, population, instance)
         if loaded is not None:
             record, correct, match = loaded
             records.append(record)
@@ -264,11 +150,7 @@ def assemble(out: Path, population: str, instances: int, labels,
             matches.append(match)
     write_population(out / f"{population}.csv", records, rows, labels)
     if deepcrime:
-        kept = [r for r in records if not r.failed]
-        header = ";".join(["true_label", *(f"pred_label_model_{r.instance}" for r in kept)])
-        values = ";".join(["", *(repr(r.accuracy) for r in kept)])
-        atomic_write(out / f"{population}.deepcrime.csv",
-                     lambda h: h.write(f"{header}\n{values}\n".encode()))
+        write_deepcrime(out / f"{population}.deepcrime.csv", records)
     return matches
 
 
@@ -294,7 +176,7 @@ def _units(assignments: list[Assignment], settings: RunSettings, dataset, say,
     def why_alone(population: str, config) -> str | None:
         if unstackable is not None:
             return unstackable.get(population)
-        return population_problem(settings.model, dataset, config)
+        return population_problem(settings.architecture, dataset, config)
 
     units, stacks, told = [], {}, set()
     for assignment in assignments:
@@ -342,59 +224,6 @@ def idle_workers(units: list[tuple], jobs: int) -> str | None:
 def _per_assignment(outcome, count: int) -> list:
     """A unit's results, or its one exception for each of its ``count`` assignments."""
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
-
-
-def assembled_flags(out: Path, population: str, dataset, mutation: Mutation | None,
-                    matches: list[str | None]) -> Flags:
-    """The flags of one assembled population (see :mod:`probmut.train.flags`);
-    ``matches`` are its instances' matches with their healthy ones, as :func:`assemble`
-    returns them (not read again: a fifth of a second per 200 records)."""
-    # crashed and timed-out instances were never scored: not counted either way
-    path = out / f"{population}.outcomes.npz"
-    with warnings.catch_warnings():  # an interrupted run is short here: the analyses say so
-        warnings.simplefilter("ignore", IncompleteRunWarning)
-        _, correct, labels = load_outcomes(path, keep_failed=True)
-    correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
-                               dtype=bool)]
-    chance = TASKS[dataset.task].chance(dataset.y_train, dataset.y_test)
-    return population_flags(correct, labels, chance, dataset.task,
-                            equivalent_before=mutation.equivalent if mutation else "",
-                            matches=matches, training_inputs=len(dataset.y_train))
-
-
-def _usable_outcomes(out: Path, population: str) -> tuple[np.ndarray, np.ndarray]:
-    """Ids and outcome rows of the instances the analyses use (not failed)."""
-    path = out / f"{population}.outcomes.npz"
-    ids, correct, _ = load_outcomes(path, keep_failed=True)
-    usable = np.array([not r.failed for r in load_outcome_records(path)], dtype=bool)
-    return ids[usable], correct[usable]
-
-
-def removed_by_quality_control(out: Path, mutations: list[Mutation], maximum: float,
-                               counts: dict[str, int]) -> dict[str, str]:
-    """DeepMutation's quality control on the assembled populations: mutant population
-    stem -> why it is removed, for those whose mean error rate on the passed tests
-    (:func:`probmut.train.flags.error_rates`; model-level against the healthy instance
-    each derives from) exceeds ``maximum``."""
-    healthy_ids, healthy = _usable_outcomes(out, HEALTHY) if counts.get(HEALTHY) else ((), ())
-    if not len(healthy):  # no original: nothing to measure against
-        return {}
-    removed = {}
-    for mutation in mutations:
-        if not counts.get(mutation.stem):
-            continue
-        ids, correct = _usable_outcomes(out, mutation.stem)
-        if mutation.operator.paired:  # each against the healthy instance it derives from
-            originals = dict(zip(healthy_ids.tolist(), healthy, strict=True))
-            pairs = [(originals[i], row) for i, row in zip(ids.tolist(), correct, strict=True)
-                     if i in originals]
-            rates = error_rates(np.array([h for h, _ in pairs]), np.array([m for _, m in pairs]),
-                                True) if pairs else np.empty(0)
-        else:
-            rates = error_rates(healthy, correct, False)
-        if reason := quality_control(rates, maximum):
-            removed[mutation.stem] = reason
-    return removed
 
 
 @dataclass
@@ -486,8 +315,7 @@ def refuse_shrinking(out: Path, most: dict[str, int], option: str = "instances")
     holds finished instances beyond: its files would drop them (a rerun of a 4-instance
     run with 2 rewrote healthy.csv to 2 rows and the manifest's targets to 2)."""
     for stem, count in most.items():
-        ids = sorted(int(p.stem) for p in (out / ".work" / stem).glob("*.npz")
-                     if p.stem.isdigit())
+        ids = finished_ids(out, stem)
         if ids and ids[-1] >= count:
             raise ProbmutError(
                 f"{out}: {stem} holds {len(ids)} finished instances, up to id {ids[-1]}, more "
@@ -539,7 +367,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     without one is trained again to get it); ``timeout`` stops an instance's training
     after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
     trains crashed and timed-out instances again; ``max_error_rate`` applies
-    DeepMutation's quality control (:func:`removed_by_quality_control`): a removed mutant
+    DeepMutation's quality control
+    (:func:`probmut.train.quality.removed_by_quality_control`): a removed mutant
     keeps its files and is left out of the manifest's magnitudes (listed in its
     ``removed`` table). ``note_resumed``: say on stderr how many instances were already
     done. ``unstackable`` (population stem -> why) names the populations that train one
@@ -576,39 +405,9 @@ def run_lock(out: Path):
                            option="out") from None
 
 
-class _Interrupts:
-    """Ctrl-C stops a run even when TensorFlow swallows it: a KeyboardInterrupt raised
-    inside a finalizer (TensorFlow runs many) is only printed as "Exception ignored", so
-    SIGINT is also remembered (``requested``, which the run checks after each unit), and
-    such a swallowed KeyboardInterrupt is not printed. Only in the main thread, and only
-    over Python's own SIGINT handler; :meth:`restore` puts back what was there."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = None
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            self._previous = signal.signal(signal.SIGINT, self._handler), sys.unraisablehook
-            sys.unraisablehook = self._unraisable
-
-    def _handler(self, signum, frame):
-        self.requested = True
-        raise KeyboardInterrupt
-
-    def _unraisable(self, info):
-        if not issubclass(info.exc_type, KeyboardInterrupt):
-            self._previous[1](info)
-
-    def restore(self) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous[0])
-            sys.unraisablehook = self._previous[1]
-            self._previous = None
-
-
 def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bool:
     """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
-    loaded = _load_record(out, assignment.population, assignment.instance)
+    loaded = load_record(out, assignment.population, assignment.instance)
     if loaded is None:
         return True
     status = loaded[0].status
@@ -627,7 +426,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     _check_settings(out, settings, provenance)
     remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
-    populations = {HEALTHY: None} | {m.stem: m for m in mutations}
+    populations = {HEALTHY: None} | {m.population: m for m in mutations}
     targets = instance_targets(instances, populations)
     refuse_shrinking(out, targets if most is None else dict.fromkeys(targets, most),
                      "instances" if most is None else "max_instances")
@@ -639,9 +438,9 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                           **options)
                      for i in range(max(targets.values())) for stem, m in populations.items()
                      if (m is None or m.operator.level != "model") and i < targets[stem]]
-    derived = [Assignment(settings, m.stem, i, m.operator.name, m.params, **options)
+    derived = [Assignment(settings, m.population, i, m.operator.name, m.params, **options)
                for i in range(max(targets.values())) for m in model_level
-               if i < targets[m.stem]]
+               if i < targets[m.population]]
     todo_keys = {(t.population, t.instance) for t in trained_first + derived
                  if _needs_training(out, t, retry_failed)}
     is_done = lambda assignment: (assignment.population, assignment.instance) not in todo_keys  # noqa: E731
@@ -657,13 +456,13 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     start = time.perf_counter()
     labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
     matches = {}  # per assembled population, its instances' matches (see assemble)
-    interrupts = _Interrupts()
+    interrupts = Interrupts()
     disk_full = False  # the run stopped on a full disk: what follows may meet it again
     try:
         for phase in (trained_first, derived):
             todo = [t for t in phase if not is_done(t)]
             if phase is derived:
-                units = [([t], False, _load_weights(out, t.instance)) for t in todo]
+                units = [([t], False, read_weights(out, t.instance)) for t in todo]
             else:
                 units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr),
                                unstackable)
@@ -680,7 +479,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                     results.append(result)
                 with together():  # a stack's records: all or none (a full disk half-way)
                     for result in results:
-                        _save_record(out, result)
+                        save_record(out, result)
                 for assignment, result in zip(assignments, results, strict=True):
                     report.trained += 1
                     report.trained_per_population[assignment.population] = \
@@ -735,10 +534,10 @@ def _write_manifest(out: Path, name: str, settings: RunSettings, mutations, targ
     cfg = settings.config
     none = Flags()
     found = lambda m: [] if flags is None else [  # noqa: E731
-        list(flags.get(m.stem, none).flags), flags.get(m.stem, none).survivor,
-        (removed or {}).get(m.stem, "")]
+        list(flags.get(m.population, none).flags), flags.get(m.population, none).survivor,
+        (removed or {}).get(m.population, "")]
     add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
-                    f"{settings.model} on {settings.dataset}, {max(targets.values())} instances, "
+                    f"{settings.architecture} on {settings.dataset}, {max(targets.values())} instances, "
                     f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
                     "(probmut train)",
                     [(m.operator.name, m.magnitude, m.operator.paired, *found(m))

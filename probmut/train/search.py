@@ -301,10 +301,10 @@ def run_search(settings, text: str, resolution: float, instances: int, out, back
         report = run_populations(settings, [mutation], instances, out, backend, dataset,
                                  name=name, unstackable=unstackable, **run_options)
         runs.append(report)
-        trained = report.trained_per_population.get(mutation.stem, 0) > 0
+        trained = report.trained_per_population.get(mutation.population, 0) > 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FailedInstanceWarning)  # symptoms report them
-            killed, evidence = _decision(out, mutation.stem, mutation.operator.paired,
+            killed, evidence = _decision(out, mutation.population, mutation.operator.paired,
                                          decision, instances)
         return killed, evidence, trained
 

@@ -43,7 +43,7 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import writable_directory
 from probmut.io.manifest import repeated_magnitudes
 from probmut.seeds import DEFAULT_SEED
-from probmut.train import backends
+from probmut.train import backends, tf_setup
 from probmut.train.datasets import (
     DataSource,
     check_data_arguments,
@@ -162,12 +162,12 @@ def train_populations(
             if found.choice is not None and found.choice.why:
                 print(f"probmut train: automatic stack size: one instance at a time: "
                       f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
-            stems = [m.stem for m in found.mutations]
-            if len(set(stems)) != len(stems):
-                raise ProbmutError(f"a mutation magnitude is given twice: {stems}",
+            names = [m.population for m in found.mutations]
+            if len(set(names)) != len(names):
+                raise ProbmutError(f"a mutation magnitude is given twice: {names}",
                                    option="mutation")
             size = found.stack if stack is None else stack
-            settings = RunSettings(dataset=source, model=architecture, config=found.config,
+            settings = RunSettings(dataset=source, architecture=architecture, config=found.config,
                                    seed=seed, stack=size)
             options = dict(deepcrime=deepcrime, progress=execution.progress,
                            save_models=save_models, timeout=execution.timeout,
@@ -241,11 +241,11 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
                                         data.test_split, validation_split)
     keras = any(map(needs_keras, parsed)) or architecture not in MODELS
     if keras:
-        backends.require("tensorflow", "train")
+        tf_setup.require("tensorflow", "train")
     loaded = _load(source, data_options, architecture, threads, data.download_timeout, keras)
     spec = resolve_model(architecture, loaded.dims)
     config = spec.config.replace(**training.overrides())
-    return dry_run(parsed, spec, loaded, config, seed=seed, model=architecture)
+    return dry_run(parsed, spec, loaded, config, seed=seed, architecture=architecture)
 
 
 def _counts(mode) -> dict:
@@ -302,10 +302,10 @@ def _stack_for(timeout: float | None, stack: int | None) -> int | None:
 
 def _check_installed(backend: str, jobs: int, threads: int) -> None:
     """The extras the run needs are installed; a warning when it oversubscribes the CPUs."""
-    backends.require("tensorflow", "train")
-    backends.require("sklearn", "train")
+    tf_setup.require("tensorflow", "train")
+    tf_setup.require("sklearn", "train")
     if backend == "ray":
-        backends.require("ray", "ray")
+        tf_setup.require("ray", "ray")
     if backend == "local" and jobs * threads > backends.cpu_count():
         warnings.warn(f"{jobs} jobs x {threads} threads exceed the {backends.cpu_count()} CPUs "
                       "here; instances will compete for cores", stacklevel=3)
@@ -389,7 +389,7 @@ def _load(source: str, options: dict, model: str, threads: int, download_timeout
     when ``keras`` or the source needs it."""
     kind: DataSource = check_data_arguments(source, **options)
     if keras or kind.keras:
-        backends.configure_tensorflow(threads)
+        tf_setup.configure_tensorflow(threads)
     return load_dataset(source, task=task_of(model), **options,
                         download_timeout=download_timeout)
 

@@ -325,8 +325,8 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
     from probmut.io.populations import read_population
 
     out = Path(out)
-    targets = pilot_targets([m.stem for m in mutations], analysis.sample, max_instances)
-    paired = {m.stem: m.operator.paired for m in mutations}
+    targets = pilot_targets([m.population for m in mutations], analysis.sample, max_instances)
+    paired = {m.population: m.operator.paired for m in mutations}
     runs, rounds, final, number, memo = [], [], {}, 0, {}
     while True:
         number += 1
@@ -334,9 +334,9 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
                           name=name, most=max_instances, **options)
         if run.failures:
             break
-        left_out = [m.stem for m in mutations if run.flags.get(m.stem) and run.flags[m.stem].flags]
-        scored = {m.stem: (read_population(out / f"{m.stem}.csv", name=m.stem), paired[m.stem])
-                  for m in mutations if m.stem not in left_out}
+        left_out = [m.population for m in mutations if run.flags.get(m.population) and run.flags[m.population].flags]
+        scored = {m.population: (read_population(out / f"{m.population}.csv", name=m.population), paired[m.population])
+                  for m in mutations if m.population not in left_out}
         if not scored:
             final = {"reached": False, "message": "every mutant is flagged (equivalent or "
                      f"broken): no mutation score; flagged: {', '.join(left_out)}"}

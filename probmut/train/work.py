@@ -39,12 +39,12 @@ def instance_seed(base_seed: int, instance: int, population: str) -> int:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What every population of a run shares: data, model, base training settings, seed,
-    and ``stack``: instances of a population trained at once (1: one at a time with
+    """What every population of a run shares: data, architecture, base training settings,
+    seed, and ``stack``: instances of a population trained at once (1: one at a time with
     ``model.fit``; see :mod:`probmut.train.stack`)."""
 
     dataset: str
-    model: str
+    architecture: str
     config: TrainConfig
     seed: int = 0
     stack: int = 1

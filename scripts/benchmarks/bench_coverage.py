@@ -41,9 +41,9 @@ def bench(run: Path, instances: int, epochs: int) -> dict:
                  "--quiet")
     paths = sorted(models.glob("*.keras"))[:instances]
 
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
     from probmut.train.relevance import measure_coverage
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     data = load_dataset("digits")

@@ -4,7 +4,7 @@ job and with two. Each command runs in a fresh process; with ``--baseline DIR`` 
 checkout of probmut) each run of this checkout alternates with one of DIR's, and the
 JSON holds both and their ratio per pair, so that a drift of the machine's load cuts both.
 
-The first training step is the first call of the training loop (``models.fit`` or the
+The first training step is the first call of the training loop (``fitting.fit`` or the
 stack's ``fit_stack``), seen in any process of the run through a ``sitecustomize``
 module this script writes into a temporary folder; the run is stopped there.
 
@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: Where the training loop is, in this checkout and in older ones (stack.py before the
 #: stack package).
-LOOPS = ["probmut.train.models:fit", "probmut.train.stack.training:fit_stack",
-         "probmut.train.stack:fit_stack"]
+LOOPS = ["probmut.train.fitting:fit", "probmut.train.models:fit",  # its home in older checkouts
+         "probmut.train.stack.training:fit_stack", "probmut.train.stack:fit_stack"]
 HOOK = '''
 import os, sys
 if os.environ.get("BENCH_FIRST_STEP"):

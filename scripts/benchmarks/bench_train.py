@@ -154,11 +154,11 @@ def save_overhead(instances: int, epochs: int | None) -> dict:
     in this process (one at a time), with and without its model (.keras bytes made as in
     a worker, written as the driver writes them), the order alternating; the same seeds,
     so the same work but for the saving."""
-    from probmut.train import run
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
+    from probmut.train.finished import save_record
     from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)
@@ -173,7 +173,7 @@ def save_overhead(instances: int, epochs: int | None) -> dict:
                 start = time.perf_counter()
                 assignment = Assignment(settings, "healthy", instance, save_model=save)
                 result = train_instance(assignment, dataset=data)
-                run._save_record(Path(tmp) / str(save), result)
+                save_record(Path(tmp) / str(save), result)
                 seconds[save].append(time.perf_counter() - start)
     ratios = sorted(b / a for a, b in zip(seconds[False], seconds[True], strict=True))
     return {"instances": instances, "seconds_without": round(sum(seconds[False]), 2),
@@ -190,13 +190,13 @@ def _seconds_alone(spec, dims, config, x, y, epochs: int) -> float:
     """Training time of one model alone with ``model.fit`` (build excluded)."""
     import keras
 
-    from probmut.train import models
+    from probmut.train import fitting, models
 
     keras.backend.clear_session()
     keras.utils.set_random_seed(0)
     model = models.build_model(spec, dims, config)
     start = time.perf_counter()
-    models.fit(model, x, y, dims, "classification", config.replace(epochs=epochs))
+    fitting.fit(model, x, y, dims, "classification", config.replace(epochs=epochs))
     return time.perf_counter() - start
 
 
@@ -220,8 +220,8 @@ def crossover(members: int = 8, steps: int = 40) -> list[dict]:
     inputs; times are differences between 4 epochs and 1, so tracing and start-up
     cancel."""
     from probmut.train import models, stack
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import ModelDims
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     rows = []

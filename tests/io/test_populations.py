@@ -7,7 +7,13 @@ import pytest
 
 from probmut.errors import ProbmutError
 from probmut.io.arrays import load_kill_rates
-from probmut.io.populations import MissingAccuracyWarning, read_population, write_tidy
+from probmut.io.populations import (
+    MissingAccuracyWarning,
+    read_population,
+    write_deepcrime,
+    write_tidy,
+)
+from probmut.io.records import InstanceRecord
 from probmut.population import Population, pair
 
 from ..conftest import RAW
@@ -26,6 +32,16 @@ def test_tidy_round_trip_keeps_ids(tmp_path):
     back = read_population(tmp_path / "p.csv")
     assert dict(zip(back.ids.tolist(), back.values.tolist(), strict=True)) == {
         7: 0.5, 3: 0.25, 11: 0.125}
+
+
+def test_deepcrime_round_trip_keeps_ids_and_every_digit(tmp_path):
+    records = [InstanceRecord(0, 0.991699993610382), InstanceRecord(4, 0.25),
+               InstanceRecord(5, float("nan"), status="crashed"),
+               InstanceRecord(7, 0.125, status="diverged")]
+    write_deepcrime(tmp_path / "p.deepcrime.csv", records)
+    back = read_population(tmp_path / "p.deepcrime.csv")
+    # failed instances are left out: DeepCrime's format has no status
+    assert back.ids.tolist() == [0, 4] and back.values.tolist() == [0.991699993610382, 0.25]
 
 
 def test_instances_are_kept_in_the_order_of_their_ids():

@@ -61,21 +61,3 @@ def test_ray_that_cannot_start_is_one_line_naming_the_cause(monkeypatch):
     monkeypatch.setattr(ray, "init", refuse)
     with pytest.raises(ProbmutError, match="cannot start Ray: validate_socket_filename.*TMPDIR"):
         RayBackend(None, 1, 0, 1, {})
-
-
-def test_tensorflow_is_imported_without_the_packages_training_does_not_use():
-    """configure_tensorflow imports TensorFlow with scikit-learn, matplotlib and pandas
-    hidden (Keras imports them for features training does not use: a second of
-    start-up), and they import as usual afterwards."""
-    import subprocess
-    import sys
-
-    pytest.importorskip("tensorflow")
-    code = ("import sys; from probmut.train.backends import configure_tensorflow; "
-            "configure_tensorflow(1); "
-            "print(sorted(n for n in ('sklearn', 'matplotlib', 'pandas') if n in sys.modules)); "
-            "import sklearn, matplotlib.pyplot, pandas; print('imported')")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["[]", "imported"]

@@ -38,7 +38,7 @@ def api():
     def run(model, texts, data="digits", **options):
         spec = MODELS[model]
         config = spec.config.replace(**options)
-        return dry_run(texts, spec, load_dataset(str(data)), config, seed=42, model=model)
+        return dry_run(texts, spec, load_dataset(str(data)), config, seed=42, architecture=model)
     return run
 
 

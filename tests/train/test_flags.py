@@ -120,26 +120,6 @@ def test_error_rates_on_the_passed_tests_and_the_quality_control():
     assert quality_control(np.empty(0), 0.0) == ""
 
 
-def test_instance_records_keep_the_match_and_old_records_are_never_equivalent(tmp_path):
-    """A derived instance's match survives its record; a record from before the training
-    inputs were compared ("equivalent": the test predictions matched) reads as a match on
-    the test predictions only, never as the same model."""
-    from probmut.io.checked import write_checked
-    from probmut.train.run import _load_record, _record_key, _record_path, _save_record
-    from probmut.train.work import InstanceResult
-
-    correct = np.array([True, False, True])
-    _save_record(tmp_path, InstanceResult("wf", 0, 5, 2 / 3, correct, 0.1,
-                                          match=SAME_TEST_PREDICTIONS))
-    assert _load_record(tmp_path, "wf", 0)[2] == SAME_TEST_PREDICTIONS
-    for old, read in ((True, SAME_TEST_PREDICTIONS), (False, DIFFERENT)):
-        write_checked(_record_path(tmp_path, "old", 0), _record_key("old", 0),
-                      accuracy=np.float64(2 / 3), seed=np.int64(5), seconds=np.float64(0.1),
-                      correct=np.packbits(correct), n_inputs=np.int64(3),
-                      equivalent=np.bool_(old))
-        assert _load_record(tmp_path, "old", 0)[2] == read
-
-
 @pytest.fixture
 def checked_run(tmp_path):
     """A run directory written as probmut train writes it, without training: a healthy
@@ -189,11 +169,11 @@ def test_the_quality_control_removes_a_population_from_the_manifest(checked_run,
     from probmut.cli.main import main
     from probmut.io.manifest import Manifest, add_to_manifest
     from probmut.train.operators import parse_mutations
-    from probmut.train.run import removed_by_quality_control
+    from probmut.train.quality import removed_by_quality_control
 
     mutations = parse_mutations("delete_training_data:50") + parse_mutations(
         "weights_fuzzing:0.01_1,0_1")
-    counts = dict.fromkeys(["healthy", *(m.stem for m in mutations)], 6)
+    counts = dict.fromkeys(["healthy", *(m.population for m in mutations)], 6)
     removed = removed_by_quality_control(checked_run, mutations, 0.2, counts)
     assert list(removed) == ["delete_training_data_50"]
     assert removed["delete_training_data_50"].startswith("mean error rate 0.3")

@@ -58,16 +58,16 @@ def test_angle_error_agrees_with_an_independent_formula():
 def _scored(task, monkeypatch, tmp_path, npz, model):
     """Train one instance (1 epoch) and return (the scorer's answer, the raw outputs)."""
     pytest.importorskip("tensorflow")
-    from probmut.train import instance, models
-    from probmut.train.backends import configure_tensorflow
+    from probmut.train import fitting, instance, models
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import train_instance
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)
     outputs = []
-    real = models.predict
-    monkeypatch.setattr(instance.models, "predict",
+    real = fitting.predict
+    monkeypatch.setattr(instance.fitting, "predict",
                         lambda m, x: outputs.append(real(m, x)) or outputs[-1])
     data = load_dataset(str(npz), task=task)
     settings = RunSettings(str(npz), model, models.MODELS[model].config.replace(epochs=1))

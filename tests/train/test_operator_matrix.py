@@ -58,7 +58,7 @@ class Subject:
             from probmut.train.dryrun import dry_run
 
             report = dry_run(MODEL_LEVEL, self.spec, self.data, self.config, seed=SEED,
-                             model=self.model)
+                             architecture=self.model)
             self._preview = {p["operator"]: p for p in report.to_dict()["mutations"]}
         return self._preview
 
@@ -68,7 +68,7 @@ _SUBJECTS: dict[str, Subject] = {}
 
 def _subject(shape) -> Subject:
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)  # as a run sizes it, before the first model is built
     if shape not in _SUBJECTS:
@@ -175,7 +175,7 @@ def test_each_mutant_of_a_trained_instance_changes_what_the_dry_run_showed(subje
     previews = subject.preview()
     for name, mutation in subject.mutations.items():
         operator = mutation.operator
-        result = train_instance(Assignment(settings, mutation.stem, 0, name, mutation.params,
+        result = train_instance(Assignment(settings, mutation.population, 0, name, mutation.params,
                                            keep_weights=True,
                                            save_model=name in LAYER_OPERATORS),
                                 healthy.weights, dataset=subject.data)
@@ -213,8 +213,8 @@ def _multiset(arrays):
 def _check_layer_mutant(subject, healthy, result, preview):
     """The saved mutant holds the healthy weights, with the target layer's weights gone
     (LD), twice (LAm) or kept (AFRm), and predicts what the run scored."""
+    from probmut.train.fitting import score
     from probmut.train.graph import graph
-    from probmut.train.models import score
 
     mutant = _saved(result)
     index = int(preview["target"].split()[1])

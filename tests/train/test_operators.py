@@ -46,21 +46,21 @@ def test_both_catalogues_are_in_the_registry():
 
 
 def test_aliases_and_defaults():
-    assert [m.stem for m in parse_mutations("LE:10")] == ["change_label_10@all"]
-    assert [m.stem for m in parse_mutations("LE:10@3")] == ["change_label_10@3"]
+    assert [m.population for m in parse_mutations("LE:10")] == ["change_label_10@all"]
+    assert [m.population for m in parse_mutations("LE:10@3")] == ["change_label_10@3"]
     # DeepMutation's data level: 1% of the training data (section V-B); DeepCrime's own
     # names keep their default
-    assert [m.stem for m in parse_mutations("DR")] == ["data_repetition_1"]
-    assert [m.stem for m in parse_mutations("DM") + parse_mutations("delete_training_data")] \
+    assert [m.population for m in parse_mutations("DR")] == ["data_repetition_1"]
+    assert [m.population for m in parse_mutations("DM") + parse_mutations("delete_training_data")] \
         == ["delete_training_data_1", "delete_training_data_10"]
-    assert [m.stem for m in parse_mutations("LE") + parse_mutations("change_label")] == [
+    assert [m.population for m in parse_mutations("LE") + parse_mutations("change_label")] == [
         "change_label_1@all", "change_label_10"]
-    assert [m.stem for m in parse_mutations("DF") + parse_mutations("NP")] == [
+    assert [m.population for m in parse_mutations("DF") + parse_mutations("NP")] == [
         "data_shuffle_1", "noise_perturbation_1"]
     assert parse_mutations("weights_fuzzing")[0].params == {"ratio": 0.05, "scale": 1.0,
                                                             "layer": None}  # PMT's 0.05_1
-    assert [m.stem for m in parse_mutations("disable_batching")] == ["disable_batching_on"]
-    assert [m.stem for m in parse_mutations("change_earlystopping_patience:3")] == [
+    assert [m.population for m in parse_mutations("disable_batching")] == ["disable_batching_on"]
+    assert [m.population for m in parse_mutations("change_earlystopping_patience:3")] == [
         "change_patience_3"]
     assert parse_mutations("LD")[0].params == {"layer": None}  # bound later to a layer
     # DeepMutation's model level: 1% of the network; GF as the paper's N(w, sd^2)
@@ -448,7 +448,7 @@ def test_default_targets(keras, text, layer):
     mutation, = _bound(text, _model(keras))
     assert mutation.params["layer"] == layer
     if mutation.operator.parse is ops.magnitudes.layer_only:  # the index is the magnitude
-        assert mutation.stem == f"{mutation.operator.name}_{layer}"
+        assert mutation.population == f"{mutation.operator.name}_{layer}"
 
 
 @pytest.mark.train
@@ -462,7 +462,7 @@ def test_default_targets_follow_the_subjects_published_configurations(keras):
     model = mnist.build(DIMS["deepcrime_mnist"])
     bound, = _bound("change_activation_function:elu", model, published=mnist.layers)
     assert bound.params["layer"] == 5 and _table(model)[5] == "Dense"
-    assert model.layers[5].units == 128 and bound.stem == "change_activation_function_elu"
+    assert model.layers[5].units == 128 and bound.population == "change_activation_function_elu"
     assert _bound("change_activation_function:elu@0", model, published=mnist.layers)[0] \
         .params["layer"] == 0  # an explicit target wins
     gaze = MODELS["gaze_lenet"]
@@ -478,9 +478,9 @@ def test_default_targets_follow_the_subjects_published_configurations(keras):
 def test_each_makes_one_mutant_per_layer_that_fits_as_deepcrime_loops(keras):
     model = _model(keras)
     each = _bound("remove_bias:each", model)
-    assert [m.stem for m in each] == ["remove_bias_0", "remove_bias_2", "remove_bias_4",
+    assert [m.population for m in each] == ["remove_bias_0", "remove_bias_2", "remove_bias_4",
                                       "remove_bias_6"]  # the output layer too
-    assert [m.stem for m in _bound("change_activation_function:tanh@each", model)] == [
+    assert [m.population for m in _bound("change_activation_function:tanh@each", model)] == [
         f"change_activation_function_tanh@{i}" for i in (0, 2, 4, 6)]
 
 
@@ -799,7 +799,7 @@ def test_operators_for_layers_digits_cnn_lacks(keras):
 def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     """remove_validation_set gives training no validation data, as DeepCrime's
     ``validation_data=None``: the validation samples are never trained on."""
-    from probmut.train import models
+    from probmut.train import fitting
 
     calls = []
     model = _model(keras)
@@ -810,11 +810,11 @@ def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
     x, y = np.zeros((50, 8, 8, 1), np.float32), np.arange(50) % 10
     validation = (np.zeros((7, 8, 8, 1), np.float32), np.arange(7) % 10)
     config = TrainConfig(epochs=2, batch_size=16)
-    models.fit(model, x, y, DIMS["digits_cnn"], "classification", config, validation)
-    models.fit(model, x, y, DIMS["digits_cnn"], "classification",
-               config.replace(full_batch=True, patience=1), validation)
-    models.fit(model, x, y, DIMS["digits_cnn"], "classification",
-               config.replace(validation=False, patience=1), validation)
+    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification", config, validation)
+    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification",
+                config.replace(full_batch=True, patience=1), validation)
+    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification",
+                config.replace(validation=False, patience=1), validation)
     (n1, first), (n2, second), (n3, third) = calls
     stops = [[c for c in kwargs["callbacks"] if isinstance(c, keras.callbacks.EarlyStopping)]
              for kwargs in (first, second, third)]  # beside the symptom watch, always there
@@ -849,21 +849,21 @@ def test_remove_validation_set_trains_on_the_validation_set_too(keras, monkeypat
     """DeepCrime's lenet fits with validation_split=0.1 and its remove_validation_set
     mutant with 0: the mutant trains on all the data, and early stopping, which needs
     the validation loss, is gone. Alone and in a stack, the same samples."""
-    from probmut.train import instance, models
+    from probmut.train import fitting, instance
     from probmut.train.datasets import load_dataset
     from probmut.train.stack.training import member_data
     from probmut.train.work import Assignment, RunSettings
 
     data = load_dataset("digits", validation_split=0.1)  # 1211 + 136
     fitted = []
-    monkeypatch.setattr(instance.models, "fit", lambda model, x, y, dims, task, config,
+    monkeypatch.setattr(instance.fitting, "fit", lambda model, x, y, dims, task, config,
                         validation, deadline: fitted.append((len(y), config, validation))
-                        or models.FitReport((1.0,), 1.0, False))
+                        or fitting.FitReport((1.0,), 1.0, False))
     settings = RunSettings("digits", "digits_cnn", TrainConfig(epochs=1, batch_size=32,
                                                                patience=2))
     mutation = parse_mutations("remove_validation_set")[0]
     assignments = [Assignment(settings, "healthy", 0),
-                   Assignment(settings, mutation.stem, 0, mutation.operator.name,
+                   Assignment(settings, mutation.population, 0, mutation.operator.name,
                               mutation.params)]
     for assignment in assignments:
         instance.train_instance(assignment, dataset=data)
@@ -871,7 +871,7 @@ def test_remove_validation_set_trains_on_the_validation_set_too(keras, monkeypat
     assert (healthy, mutant) == (1211, 1347) and validation[0].shape[0] == 136
     assert (config.patience, mutated.patience, mutated.validation) == (2, None, False)
     assert [len(y) for y in member_data(assignments, data)[1]] == [1211, 1347]
-    x, y = models.training_data(data, mutated)
+    x, y = fitting.training_data(data, mutated)
     assert np.array_equal(x[1211:], data.x_val) and np.array_equal(y[1211:], data.y_val)
 
 

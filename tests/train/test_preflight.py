@@ -13,8 +13,8 @@ pytestmark = pytest.mark.train
 @pytest.fixture(scope="module")
 def digits():
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     return load_dataset("digits")
@@ -36,7 +36,7 @@ def test_preflight_binds_in_order_chooses_the_stack_and_finds_what_cannot_stack(
                  for m in parse_mutations(text)]
     found = preflight("digits_cnn", {"epochs": 1}, checked, unchecked, None, dataset=digits)
     assert found.config.epochs == 1 and found.stack == 20  # digits_cnn: small, stacked
-    assert [m.stem for m in found.mutations] == [
+    assert [m.population for m in found.mutations] == [
         "delete_training_data_10", "add_weights_regularisation_l2", "weights_fuzzing_0.1_1"]
     # the regularised mutant trains alone, named as in a fresh session; model-level
     # mutants derive from healthy instances and are not asked

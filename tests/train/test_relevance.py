@@ -11,7 +11,7 @@ pytestmark = pytest.mark.train
 @pytest.fixture(scope="module")
 def keras_setup():
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     import keras

@@ -91,10 +91,10 @@ def test_strong_mutation_is_killed_by_probmut_kill(digits_run):
 @pytest.mark.slow
 def test_same_seed_same_accuracy_in_process(digits_run):
     """An instance retrained here (one process, no pool) equals the run's (worker pool)."""
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import Assignment, RunSettings
 
     out, _ = digits_run
@@ -251,15 +251,7 @@ def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing made, nothing left
 
 
-def test_the_documented_model_files_are_named_as_they_are_written():
-    """docs/training.md named them models/{population}/{id}.keras; they are zero-padded."""
-    from probmut.train.run import model_path
 
-    written = model_path(Path("runs/digits"), "healthy", 0).as_posix()
-    assert written == "runs/digits/models/healthy/00000.keras"
-    documented = (REPO / "docs" / "training.md").read_text()
-    assert "runs/digits/models/{population}/00000.keras" in documented
-    assert f"`{written.removeprefix('runs/digits/')}`" in documented
 
 
 def test_the_summary_counts_in_words():
@@ -272,37 +264,6 @@ def test_the_summary_counts_in_words():
         "  run/healthy.csv: 1 instance", "  run/x_1.csv: 2 instances"]
     assert str(RunReport(trained=2, resumed=0, seconds=2.0)).startswith(
         "trained 2 instances in 2.0 s (60.0/min); 0 were already done")
-
-
-def test_tensorflow_set_up_before_probmut_gets_a_warning():
-    """TensorFlow set up before configure_tensorflow keeps its kernels and pools, and
-    results depend on both: importing it first or asking for other pools warns; asking
-    again for the same set-up does not."""
-    pytest.importorskip("tensorflow")
-    script = (
-        "import warnings, sys\n"
-        "from probmut.train.backends import configure_tensorflow\n"
-        "warnings.simplefilter('error')\n"
-        "if sys.argv[1] == 'early':\n"
-        "    import tensorflow\n"
-        "try:\n"
-        "    configure_tensorflow(1)\n"
-        "    import tensorflow as tf\n"
-        "    tf.constant(1.0) + 1\n"
-        "    configure_tensorflow(1)\n"  # the same set-up again: silent
-        "    configure_tensorflow(2)\n"
-        "except RuntimeWarning as warning:\n"
-        "    print(warning)\n")
-    environment = {key: value for key, value in os.environ.items()
-                   if key != "TF_ENABLE_ONEDNN_OPTS"}
-    printed = {}
-    for when in ("early", "late"):
-        done = subprocess.run([sys.executable, "-c", script, when], capture_output=True,
-                              text=True, cwd=REPO, env={**environment, "PYTHONPATH": str(REPO)})
-        assert done.returncode == 0, done.stderr
-        printed[when] = done.stdout
-    assert "imported before probmut could choose its kernels (oneDNN)" in printed["early"]
-    assert "before probmut could size its thread pools (1 threads, asked 2)" in printed["late"]
 
 
 @pytest.mark.slow
@@ -419,31 +380,3 @@ def same_but_seconds(first, second):
     """Two populations' records agree in everything but the measured seconds."""
     strip = lambda records: [repr(dataclasses.replace(r, seconds=0.0)) for r in records]  # noqa: E731
     return strip(first) == strip(second)
-
-
-def test_a_ctrl_c_swallowed_by_a_finalizer_still_stops_the_run(monkeypatch):
-    """A KeyboardInterrupt raised inside a finalizer (TensorFlow runs many) is only
-    printed by Python; the run remembers the Ctrl-C and stops after the unit, quietly."""
-    from probmut.train.run import _Interrupts
-
-    printed = []  # what Python would print as "Exception ignored in ..."
-    monkeypatch.setattr(sys, "unraisablehook", printed.append)
-    # Python's own handler, as in a terminal (a test runner may have installed another)
-    runner_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    class Finalized:
-        def __del__(self):
-            signal.raise_signal(signal.SIGINT)
-
-    try:
-        interrupts = _Interrupts()
-        try:
-            Finalized()  # collected at once: the KeyboardInterrupt is raised in __del__
-            assert interrupts.requested
-        finally:
-            interrupts.restore()
-        assert printed == []
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        assert sys.unraisablehook == printed.append
-    finally:
-        signal.signal(signal.SIGINT, runner_handler)

@@ -75,8 +75,8 @@ def draws_from_python_random(input_shape, n_classes):
 @pytest.fixture(scope="module")
 def digits():
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
+    from probmut.train.tf_setup import configure_tensorflow
 
     configure_tensorflow(1)
     return load_dataset("digits")
@@ -187,7 +187,7 @@ def test_grouped_convolutions_are_used_exactly_where_tensorflow_trains_them(oned
     gradient, and the probe then sends stacks to patch matrices (tested above)."""
     if trains and platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("oneDNN's grouped convolution gradient is checked on x86-64 only")
-    probe = ("from probmut.train.backends import configure_tensorflow\n"
+    probe = ("from probmut.train.tf_setup import configure_tensorflow\n"
              "configure_tensorflow(1)\n"
              "from probmut.train.stack import grouped_convolution_trains\n"
              "print(grouped_convolution_trains())\n")
@@ -204,7 +204,7 @@ def test_each_member_gets_its_own_mutated_training_set(digits):
 
     settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config, stack=3)
     mutation = parse_mutations("delete_training_data:30")[0]
-    assignments = [Assignment(settings, mutation.stem, i, mutation.operator.name,
+    assignments = [Assignment(settings, mutation.population, i, mutation.operator.name,
                               mutation.params) for i in range(3)]
     xs, ys = member_data(assignments, digits)
     assert len({len(y) for y in ys}) == 1 and len(ys[0]) < len(digits.y_train)
@@ -230,7 +230,7 @@ def test_a_stack_reusing_the_previous_ones_model_and_step_trains_as_a_new_one(di
     mutation = parse_mutations("delete_training_data:30")[0]  # data differ per member
 
     def train(instances):
-        return training.train_stack([Assignment(settings, mutation.stem, i,
+        return training.train_stack([Assignment(settings, mutation.population, i,
                                                 mutation.operator.name, mutation.params)
                                      for i in instances], dataset=digits)
 

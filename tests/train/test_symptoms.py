@@ -105,12 +105,13 @@ class _LostMutantWorkers:
 @pytest.mark.slow
 def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_path):
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import Serial, configure_tensorflow
+    from probmut.train.backends import Serial
     from probmut.train.datasets import load_dataset
     from probmut.train.legality import prepare
     from probmut.train.models import MODELS
     from probmut.train.operators import parse_mutations
     from probmut.train.run import run_populations
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import RunSettings
 
     configure_tensorflow(1)
@@ -179,10 +180,10 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
 
 def test_an_instance_past_its_timeout_stops_and_is_recorded_as_timed_out():
     pytest.importorskip("tensorflow")
-    from probmut.train.backends import configure_tensorflow
     from probmut.train.datasets import load_dataset
     from probmut.train.instance import train_instance
     from probmut.train.models import MODELS
+    from probmut.train.tf_setup import configure_tensorflow
     from probmut.train.work import Assignment, RunSettings
 
     configure_tensorflow(1)

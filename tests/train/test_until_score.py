@@ -82,7 +82,7 @@ def test_rounds_train_what_weighs_on_the_score_and_stop_at_the_width(tmp_path, c
     rounds = document["rounds"]
     assert document["rounds"] == json.loads(json.dumps(report.rounds))
     assert report.to_dict()["final"] == document["final"]
-    assert rounds[0]["instances"] == pilot_targets([m.stem for m in MUTATIONS], 5, 80)
+    assert rounds[0]["instances"] == pilot_targets([m.population for m in MUTATIONS], 5, 80)
     # It stops at the first round whose interval is at most the width.
     widths = [r["score"]["width"] for r in rounds]
     assert widths[-1] <= 0.24 < min(widths[:-1]) and document["final"]["reached"]

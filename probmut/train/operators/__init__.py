@@ -22,13 +22,13 @@ raise :class:`ProbmutError` from :func:`parse_mutations`/:func:`bind` before tra
 
 Examples
 --------
->>> [m.stem for m in parse_mutations("delete_training_data:3.1,9.29")]
+>>> [m.population for m in parse_mutations("delete_training_data:3.1,9.29")]
 ['delete_training_data_3.1', 'delete_training_data_9.29']
->>> [m.stem for m in parse_mutations("LE:10")]   # DeepMutation's label error: all labels
+>>> [m.population for m in parse_mutations("LE:10")]   # DeepMutation's label error: all labels
 ['change_label_10@all']
->>> [m.stem for m in parse_mutations("LE") + parse_mutations("DR")]  # the paper's 1%
+>>> [m.population for m in parse_mutations("LE") + parse_mutations("DR")]  # the paper's 1%
 ['change_label_1@all', 'data_repetition_1']
->>> parse_mutations("change_gradient_clip")[0].stem    # DeepCrime's name
+>>> parse_mutations("change_gradient_clip")[0].population    # DeepCrime's name
 'change_gradient_clipping_0.5'
 """
 
@@ -323,7 +323,8 @@ class Mutation:
     equivalent: str = field(default="", compare=False)
 
     @property
-    def stem(self) -> str:
+    def population(self) -> str:
+        """The name of its population: ``OPERATOR_MAGNITUDE``."""
         return f"{self.operator.name}_{self.magnitude}"
 
     @property

@@ -152,7 +152,7 @@ def population_problem(model_name: str, dataset, config: models.TrainConfig) -> 
 def trains_stacked(settings, dataset, config: models.TrainConfig) -> bool:
     """Whether a population of a run (:class:`~probmut.train.work.RunSettings`) trained
     with ``config`` trains in stacks."""
-    return settings.stack > 1 and population_problem(settings.model, dataset, config) is None
+    return settings.stack > 1 and population_problem(settings.architecture, dataset, config) is None
 
 
 def sample_floats(model) -> int:

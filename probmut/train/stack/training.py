@@ -14,7 +14,7 @@ import numpy as np
 
 from probmut import seeds
 from probmut.io.records import loss_diverged
-from probmut.train import models
+from probmut.train import fitting, models
 from probmut.train.operators import OPERATORS, population_config
 from probmut.train.stack.eligibility import sample_floats
 from probmut.train.stack.model import StackedModel
@@ -298,7 +298,7 @@ def fit_stack(stack: StackedModel, xs: list, ys: list, n_classes: int,
     """Train ``stack`` in place: member k on ``(xs[k], ys[k])`` in the order ``orders[k]``
     (epochs x n). All members have the same number of samples. Returns the members'
     mean training loss per epoch, shape (K, epochs), and each member's loss on its first
-    batch, before any update (its untrained loss, as :func:`probmut.train.models.fit`
+    batch, before any update (its untrained loss, as :func:`probmut.train.fitting.fit`
     reports it), shape (K,)."""
     import tensorflow as tf
 
@@ -358,13 +358,13 @@ def predict_classes(stack: StackedModel, x_test) -> np.ndarray:
 
 def member_data(assignments: list[Assignment], dataset) -> tuple[list, list]:
     """Each assignment's training set: the dataset's (with its validation set for a
-    population trained without one, :func:`probmut.train.models.training_data`), or the
+    population trained without one, :func:`probmut.train.fitting.training_data`), or the
     data mutation drawn with the instance's own seed (exactly the set it gets when
     trained alone)."""
     xs, ys = [], []
     for assignment in assignments:
         operator = OPERATORS[assignment.operator] if assignment.operator else None
-        x, y = models.training_data(dataset, population_config(
+        x, y = fitting.training_data(dataset, population_config(
             assignment.settings.config, operator, assignment.params))
         if operator is not None and operator.level == "data":
             x, y = operator.apply(x, y, dataset.n_classes, assignment.params,
@@ -416,14 +416,14 @@ def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResul
         config = operator.apply(config, assignments[0].params)
     seeds = [assignment.seed for assignment in assignments]
     xs, ys = member_data(assignments, dataset)
-    spec = models.resolve_model(settings.model, dataset.dims)
+    spec = models.resolve_model(settings.architecture, dataset.dims)
     results = [None] * len(assignments)
     by_size = {}  # a stack trains members with equally many samples together
     for k, y in enumerate(ys):
         by_size.setdefault(len(y), []).append(k)
     for members in by_size.values():
         member_seeds = [seeds[k] for k in members]
-        stack = _stacked_model(settings.model, spec, dataset.dims, config, member_seeds)
+        stack = _stacked_model(settings.architecture, spec, dataset.dims, config, member_seeds)
         orders = [data_order(s, len(ys[members[0]]), config.epochs) for s in member_seeds]
         history, initial = fit_stack(stack, [xs[k] for k in members], [ys[k] for k in members],
                                      dataset.n_classes, config, orders)
@@ -437,7 +437,7 @@ def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResul
                 keras.backend.clear_session(free_memory=False)  # named as if built alone
                 solo = models.build_model(spec, dataset.dims, config)
                 solo.set_weights(weights)
-                model_bytes = models.keras_bytes(solo)
+                model_bytes = fitting.keras_bytes(solo)
             results[k] = dict(
                 correct=predicted[j] == dataset.y_test, loss_history=losses,
                 initial_loss=float(initial[j]),
@@ -452,7 +452,7 @@ def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResul
 def stacked_model(settings, dataset, instance: int, population: str):
     """Solo Keras model holding the weights ``instance`` of ``population`` gets when
     trained in a stack (for model-level mutants whose healthy weights were not kept)."""
-    spec = models.resolve_model(settings.model, dataset.dims)
+    spec = models.resolve_model(settings.architecture, dataset.dims)
     result = train_stack([Assignment(settings, population, instance, keep_weights=True)],
                          dataset=dataset)[0]
     model = models.build_model(spec, dataset.dims, settings.config)

@@ -1,0 +1,50 @@
+"""What a run keeps of each finished instance: its record and, when asked for, its
+model and its trained weights (the files: :mod:`probmut.io.workdir`; the models:
+``OUT/models/{population}/{id}.keras``). A record means the instance is done.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from probmut.io.atomic import atomic_write_bytes
+from probmut.io.records import InstanceRecord
+from probmut.io.workdir import read_record, write_record, write_weights
+from probmut.train.flags import DIFFERENT, SAME_TEST_PREDICTIONS
+from probmut.train.work import InstanceResult
+
+
+def model_path(out: Path, population: str, instance: int) -> Path:
+    """Where ``save_models`` keeps an instance's model."""
+    return Path(out) / "models" / population / f"{instance:05d}.keras"
+
+
+def save_record(out: Path, result: InstanceResult) -> None:
+    """Keep a finished instance: its model (``save_models``), its weights (healthy
+    instances of model-level runs), then its record, which means "done" with both."""
+    if result.model_bytes is not None:
+        atomic_write_bytes(model_path(out, result.population, result.instance),
+                           result.model_bytes)
+    if result.weights is not None:
+        write_weights(out, result.instance, result.weights)
+    record = InstanceRecord(
+        instance=result.instance, accuracy=result.accuracy, seed=result.seed,
+        status=result.status, seconds=result.seconds, loss_history=result.loss_history,
+        initial_loss=result.initial_loss, constant=result.constant, error=result.error)
+    write_record(out, result.population, record, result.correct, result.match)
+
+
+def load_record(out: Path, population: str, instance: int):
+    """A finished instance's record, its outcomes (empty when it was not scored) and,
+    for a derived model-level mutant, how closely it matches its healthy instance
+    (:data:`probmut.train.flags.MATCHES`; else None); or None if the record is missing or
+    damaged (warned: :func:`probmut.io.workdir.read_record`). Records from before the
+    training inputs were compared hold only whether the test predictions matched (read
+    as the test predictions only, or different)."""
+    stored = read_record(out, population, instance)
+    if stored is None:
+        return None
+    match = stored.match
+    if stored.equivalent is not None:  # written before the training inputs were compared
+        match = SAME_TEST_PREDICTIONS if stored.equivalent else DIFFERENT
+    return stored.record, stored.correct, match
