@@ -28,10 +28,7 @@ from numba import prange
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import KillCriterion
 from probmut.killtest.dispatch import decide
-from probmut.seeds import (
-    kernel_key,
-    seed_sequence,  # noqa: F401  (bayes.py's import, until its streams use probmut.seeds)
-)
+from probmut.seeds import kernel_key
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 #: Largest bootstraps, trials, repetitions or sample size (32-bit draws, int64 counts).

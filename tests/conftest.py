@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from probmut.io.manifest import Manifest, write_manifest
-from probmut.io.populations import pair, read_population
+from probmut.io.populations import read_population
 from probmut.io.records import InstanceRecord
+from probmut.population import pair
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from probmut.bagging import (
     study_from_kill_counts,
 )
 from probmut.beta import fit_beta_batch
-from probmut.io.populations import load_kill_rates
+from probmut.io.arrays import load_kill_rates
 
 # METHOD.md, "Reference values": (H_s, H_m, ratio) for healthy and each magnitude.
 REFERENCE_TABLE = {

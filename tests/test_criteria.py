@@ -363,7 +363,8 @@ def test_paired_criteria_refuse_independent_populations(mnist_delete):
 
 @pytest.mark.parametrize("kind", ["paired-t", "wilcoxon"])
 def test_engine_with_paired_criteria(manifest, kind):
-    from probmut.io.populations import pair, read_population
+    from probmut.io.populations import read_population
+    from probmut.population import pair
 
     mutation = manifest.mutation("mnist", "weights_fuzzing")
     healthy, mutant = pair(read_population(mutation.healthy), read_population(mutation.files[1]))

@@ -83,7 +83,8 @@ def _reference_kill_rate(healthy, mutant, rng, bootstraps, trials, paired):
 
 @pytest.mark.parametrize("paired", [False, True])
 def test_kill_rate_matches_a_plain_implementation(mnist_delete, manifest, paired):
-    from probmut.io.populations import pair, read_population
+    from probmut.io.populations import read_population
+    from probmut.population import pair
 
     if paired:
         mutation = manifest.mutation("mnist", "weights_fuzzing")
@@ -143,7 +144,9 @@ def test_bootstrap_spread_and_posterior_variance_match_the_papers_runs(
     # weights_fuzzing 0.05_1 falls from 62.7 to 58.2. Tolerance: 4 standard errors of the
     # difference of the two averages over repetitions.
     from probmut import paper
-    from probmut.io.populations import load_kill_rates, pair, read_population
+    from probmut.io.arrays import load_kill_rates
+    from probmut.io.populations import read_population
+    from probmut.population import pair
 
     spec = manifest.mutation("mnist", mutation)
     healthy = read_population(spec.healthy)

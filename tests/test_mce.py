@@ -9,7 +9,8 @@ from scipy import optimize, special, stats
 
 from probmut import paper
 from probmut.beta import fit_beta_batch, fit_least_squares, fit_moments
-from probmut.io.populations import load_kill_rates, read_population
+from probmut.io.arrays import load_kill_rates
+from probmut.io.populations import read_population
 from probmut.mce import jackknife_se, mce_from_kill_counts, monte_carlo_error
 
 from .conftest import MCE_LABEL_312, REFERENCE, needs_mce_reference

@@ -11,7 +11,8 @@ import pytest
 import probmut.engine
 from probmut.bagging import PosteriorSettings, bagged_posteriors
 from probmut.io.cache import Cache
-from probmut.io.populations import pair, read_population
+from probmut.io.populations import read_population
+from probmut.population import pair
 from probmut.recommend import _fresh_instances, recommend
 from probmut.seeds import seed_of
 from probmut.sequential import CERTAINTY, SPEND, settle_threshold

@@ -38,7 +38,7 @@ def test_curve_approaches_the_papers_values_within_monte_carlo_error(healthy, re
     # of the bootstrap's MC error). References: the paper's n = 25 median (METHOD.md
     # section 6) and the 200-instance value the curve must approach, from the paper's own
     # 100 repetitions (rep_mce; METHOD.md section 5: 0.36883, MCE 0.00155).
-    from probmut.io.populations import load_kill_rates
+    from probmut.io.arrays import load_kill_rates
     from probmut.mce import mce_from_kill_counts
 
     mutant = _population("change_label_mutated0_MP_3.12")

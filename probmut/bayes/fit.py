@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from probmut import seeds
 from probmut.bayes.diagnostics import ConvergenceWarning, arviz, diagnostics_of
 from probmut.bayes.kill import simulated_kill_rates
 from probmut.bayes.model import scaled_data
@@ -18,7 +19,7 @@ from probmut.bayes.pymc_sampler import sample as pymc_sample
 from probmut.bayes.results import BayesComparison, BayesStudy
 from probmut.bayes.settings import BayesSettings
 from probmut.errors import ProbmutError
-from probmut.io.populations import aligned, as_population
+from probmut.population import aligned, as_population
 
 #: Each sampler's ``sample(first, second, paired, settings, seed, progressbar)``.
 _SAMPLERS = {"nutpie": nutpie_sample, "pymc": pymc_sample}
@@ -115,8 +116,6 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     >>> res.kill_mean > 0.5, res.p_mutant_worse > 0.99, res.diagnostics.converged
     (True, True, True)
     """
-    from probmut.engine import seed_sequence
-
     settings = settings or BayesSettings()
     settings.criterion.require_pairing(paired)
     arviz()  # missing: say so now, not after minutes of sampling
@@ -124,9 +123,8 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
     smallest = min(len(healthy), len(mutant))
     if smallest < 3:
         raise ProbmutError(f"the model needs at least 3 instances per population, got {smallest}")
-    sequence = seed_sequence(seed)
-    sampler_stream, simulation_stream = sequence.spawn(2)
-    sampler_seed = int(sampler_stream.generate_state(1)[0])
+    root = seeds.seed_sequence(seed)
+    sampler_seed = seeds.seed_of(root, "bayes sampler")
     h, m = healthy.values, mutant.values
     first, second, (c, s, r) = scaled_data(h, m, paired)
     idata = _sample(paired, first, second, settings, sampler_seed, progressbar)
@@ -148,7 +146,7 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
         diff, sigma_m = mu_2 - mu_h, sigma_2
     cohens_d = -diff / np.sqrt((sigma_h**2 + sigma_m**2) / 2)
     params = [a.ravel() for a in (mu_h, sigma_h, nu_1, mu_2, sigma_2, nu_2)]
-    rates = simulated_kill_rates(params, paired, settings, simulation_stream).reshape(shape)
+    rates = simulated_kill_rates(params, paired, settings, root).reshape(shape)
     diagnostics = diagnostics_of(idata, settings.chains, settings.draws)
     label = name or mutant.name
     if not diagnostics.converged:
@@ -189,7 +187,6 @@ def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
     """
     import sys
 
-    from probmut.engine import seed_sequence
     from probmut.progress import progress as progress_display
 
     settings = settings or BayesSettings()
@@ -198,7 +195,7 @@ def model_posteriors(healthy, mutants, settings: BayesSettings | None = None, *,
         raise ProbmutError("give at least one mutant population")
     arviz()  # missing: say so before the progress display starts
     names = list(names) if names else [m.name for m in mutants]
-    shared = seed_sequence(seed).entropy  # one seed for all, also when seed is None
+    shared = seeds.seed_sequence(seed).entropy  # one seed for all, also when seed is None
     comparisons = []
     with progress_display(len(mutants), "bayes: model fits", enabled=progress) as bar:
         for m, label in zip(mutants, names, strict=True):

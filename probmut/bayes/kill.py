@@ -7,6 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from probmut import seeds
+
 #: Posterior draws simulated per block; each block has its own random stream.
 DRAW_CHUNK = 250
 
@@ -22,12 +24,13 @@ def _student_t(rng, nu, size):
 
 
 def simulated_kill_rates(params, paired: bool, settings,
-                          stream: np.random.SeedSequence) -> np.ndarray:
+                          root: np.random.SeedSequence) -> np.ndarray:
     """Share of ``trials`` simulated k-vs-k tests killed, for each posterior draw.
 
-    The draws are simulated in blocks of ``DRAW_CHUNK``, each from its own child of
-    ``stream``, on ``settings.cores`` threads (NumPy's generators release the GIL): the
-    same numbers for any number of threads.
+    The draws are simulated in blocks of ``DRAW_CHUNK``, each from its own stream (the
+    ``"bayes tests"`` role of :mod:`probmut.seeds` under ``root``), on ``settings.cores``
+    threads (NumPy's generators release the GIL): the same numbers for any number of
+    threads.
     """
     from probmut.killtest import kill_test_batch
 
@@ -49,7 +52,7 @@ def simulated_kill_rates(params, paired: bool, settings,
                                             settings.criterion)
         rates[part] = killed.reshape(count, tests).mean(axis=1)
 
-    children = stream.spawn(len(starts))
+    children = [seeds.stream(root, "bayes tests", i) for i in range(len(starts))]
     with ThreadPoolExecutor(max(1, min(settings.cores, len(starts)))) as pool:
         list(pool.map(simulate, starts, children))
     return rates

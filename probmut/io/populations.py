@@ -37,25 +37,11 @@ import warnings
 from pathlib import Path
 
 from probmut.errors import ProbmutError
-from probmut.io.arrays import load_kill_rates, text_start
 from probmut.io.atomic import atomic_write_text
-from probmut.io.completeness import (
-    Completeness,
-    IncompleteRunWarning,
-    check_complete,
-    noted_completeness,
-    noting_completeness,
-)
+from probmut.io.completeness import check_complete
 from probmut.io.files import read_input_text
 from probmut.io.records import STATUSES, AllFailedError, FailedInstanceWarning, InstanceRecord
-from probmut.population import Population, aligned, as_population, pair
-
-#: What this module defines, and the names that moved out of it but stay importable here
-#: (the Population type, completeness checks, kill rates).
-__all__ = ["COLUMNS", "Completeness", "IncompleteRunWarning", "MissingAccuracyWarning",
-           "Population", "aligned", "as_population", "check_complete", "has_symptom_records",
-           "load_kill_rates", "noted_completeness", "noting_completeness", "pair",
-           "read_instances", "read_population", "text_start", "write_instances", "write_tidy"]
+from probmut.population import Population
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
 

@@ -133,9 +133,8 @@ def _degenerate(diff, scale_x, squares_x, k_x, scale_y, squares_y, k_y):
 def _moments(x, y):
     # Means and sums of squared deviations of both samples, each summed in index order.
     # The two samples' sums run in one loop: two independent chains of additions, which
-    # the core overlaps (each addition waits for the one before it in its own chain).
-    # The same sums, bit for bit, and the engine 2 to 3% faster than with four loops one
-    # after the other.
+    # the core overlaps (each addition waits for the one before it in its own chain); the
+    # sums are those of four loops one after the other, bit for bit (docs/benchmarks.md).
     kx = x.shape[0]
     ky = y.shape[0]
     both = min(kx, ky)
@@ -162,7 +161,7 @@ def _moments(x, y):
     return mx, ssx, my, ssy
 
 
-# inlined where the dispatch calls it: the engine's default test, 5 to 10% faster so
+# inlined where the dispatch calls it: the engine's default test (docs/benchmarks.md)
 @numba.njit(cache=True, nogil=True, inline="always")
 def pooled_z_test(x, y):
     """DeepCrime's test for two 1-D float arrays (compiled): p-value, Cohen's d, -d."""

@@ -87,8 +87,8 @@ def bench_engine(healthy, mutant, jobs):
 
 
 def bench_criteria():
-    from probmut.io.populations import pair
     from probmut.killtest import CRITERIA, KillCriterion
+    from probmut.population import pair
 
     unpaired = (read_population(HEALTHY).values, read_population(MUTANT).values)
     healthy, fuzzed = pair(read_population(HEALTHY), read_population(

@@ -29,8 +29,9 @@ import sys
 import numpy as np
 
 from probmut.io.manifest import Manifest
-from probmut.io.populations import pair, read_population
+from probmut.io.populations import read_population
 from probmut.killtest import CRITERIA, KillCriterion, kill_test, kill_test_batch
+from probmut.population import pair
 
 MUTATIONS = [(model, name) for model in ("mnist", "lenet")
              for name in ("weights_fuzzing", "neurons_freezing")]

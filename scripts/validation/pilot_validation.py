@@ -54,7 +54,8 @@ from probmut.beta import beta_mean_var, fit_beta_batch
 from probmut.engine import kill_counts
 from probmut.io.cache import Cache, cache_key
 from probmut.io.manifest import Manifest
-from probmut.io.populations import pair, read_population
+from probmut.io.populations import read_population
+from probmut.population import pair
 from probmut.recommend import recommend
 from probmut.sequential import POWER
 
