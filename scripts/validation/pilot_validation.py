@@ -26,7 +26,7 @@ where fresh instances can be drawn.
     real data, once with pilots, reference and measured bands all drawn fresh. What
     these miss, a pilot cannot know; the gap to the real data is shape or measurement.
 
-The verdict's level (probmut.sequential.LEVEL) was chosen on the MNIST magnitudes; the tables show
+The verdict's certainty (probmut.sequential.CERTAINTY) was chosen on the MNIST magnitudes; the tables show
 MNIST (where it was chosen) and the other models (not seen) separately.
 
 Every block is cached under --out (default validation_results/.cache): an interrupted run
@@ -126,7 +126,7 @@ def run(args, found, desc="pilots"):
             order_m = order_h if paired else rng.permutation(m.size)
             for p in PILOT_SIZES:
                 ids_h, ids_m = order_h[:p], order_m[:p]
-                advice = recommend(h[ids_h], m[ids_m], sizes=BAND_SIZES, draws=args.draws,
+                advice = recommend(h[ids_h], m[ids_m], sizes=BAND_SIZES, populations=args.draws,
                                    paired=paired, seed=args.seed + j, jobs=args.jobs,
                                    cache=cache, name=label)
                 entry["pilots"][str(p)].append({
@@ -170,7 +170,7 @@ def report_verdicts(results):
     print("## (a) Verdicts against the whole-population decision\n")
     print("| pilot | models | pilots | settled | settled verdicts agreeing | wrong |")
     print("|---|---|---|---|---|---|")
-    groups = (("MNIST (level chosen here)", lambda e: e["model"] == "mnist"),
+    groups = (("MNIST (certainty chosen here)", lambda e: e["model"] == "mnist"),
               ("movie_recomm + lenet (not seen)", lambda e: e["model"] != "mnist"),
               ("all 77", lambda e: True))
     summary = {}
@@ -186,26 +186,26 @@ def report_verdicts(results):
             print(f"| {p} | {name} | {total} | {settled / total:.1%} | "
                   f"{agree / max(settled, 1):.1%} ({agree} of {settled}) | {settled - agree} |")
             summary[f"{p} {name}"] = {"pilots": total, "settled": settled, "agree": agree}
-    from probmut.sequential import LEVEL
+    from probmut.sequential import CERTAINTY
 
-    print(f"\nOther levels (the default is {LEVEL}, chosen on MNIST): settled share and "
+    print(f"\nOther certainties (the default is {CERTAINTY}, chosen on MNIST): settled share and "
           "agreement of settled verdicts, MNIST / the other models / all 77; p_killed read "
           "alone, without the Monte-Carlo bound the verdict also asks (so at the default "
-          "level a few more pilots settle than in the table above).\n")
-    print("| level | pilot | MNIST settled | MNIST agreeing | others settled | "
+          "certainty a few more pilots settle than in the table above).\n")
+    print("| certainty | pilot | MNIST settled | MNIST agreeing | others settled | "
           "others agreeing | all settled | all agreeing |")
     print("|---|---|---|---|---|---|---|---|")
-    for level in (0.8, 0.85, 0.9, 0.925, 0.95, 0.975):
+    for certainty in (0.8, 0.85, 0.9, 0.925, 0.95, 0.975):
         for p in PILOT_SIZES:
             cells = []
             for _, keep in groups:
-                calls = [(x["p_killed"] >= level, entry["reference_killed"])
+                calls = [(x["p_killed"] >= certainty, entry["reference_killed"])
                          for entry in filter(keep, results) for x in entry["pilots"][str(p)]
-                         if x["p_killed"] >= level or x["p_killed"] <= 1 - level]
+                         if x["p_killed"] >= certainty or x["p_killed"] <= 1 - certainty]
                 total = sum(len(e["pilots"][str(p)]) for e in filter(keep, results))
                 agree = sum(a == b for a, b in calls)
                 cells += [f"{len(calls) / total:.1%}", f"{agree / max(len(calls), 1):.1%}"]
-            print(f"| {level} | {p} | " + " | ".join(cells) + " |")
+            print(f"| {certainty} | {p} | " + " | ".join(cells) + " |")
     print("\nWrong settled verdicts (magnitude: whole-population posterior mean and decision; "
           "verdicts of its pilots):\n")
     for p in PILOT_SIZES:
@@ -251,7 +251,7 @@ def needed_check(args, results):
                 order_h = rng.permutation(h.size)
                 order_m = order_h if paired else rng.permutation(m.size)
                 advice = recommend(h[order_h[:needed]], m[order_m[:needed]],
-                                   sizes=(SETTINGS.sample,), draws=args.draws, paired=paired,
+                                   sizes=(SETTINGS.sample,), populations=args.draws, paired=paired,
                                    seed=args.seed + j, jobs=args.jobs, cache=cache,
                                    name=entry["magnitude"])
                 grown.append({"pilot": p, "magnitude": entry["magnitude"], "needed": needed,
@@ -409,7 +409,7 @@ def smoothing_ablation(args, results):
     resampled one: its verdicts and its predicted bands at n = 25 and 50, reported next
     to the resampled shape's with the same measures."""
     from probmut.recommend import _analyse, _populations
-    from probmut.sequential import LEVEL, REFERENCE_SIZE
+    from probmut.sequential import CERTAINTY, REFERENCE_SIZE
 
     cache = Cache(Path(args.out) / ".cache")
     sizes = (REFERENCE_SIZE, 25, 50)
@@ -444,8 +444,8 @@ def smoothing_ablation(args, results):
                     cell[n] = stored
                 p_killed = float(np.mean(cell[REFERENCE_SIZE]["killed"]))
                 entry["pilots"][str(p)].append({
-                    "verdict": ("killed" if p_killed >= LEVEL else "not killed"
-                                if p_killed <= 1 - LEVEL else "not settled"),
+                    "verdict": ("killed" if p_killed >= CERTAINTY else "not killed"
+                                if p_killed <= 1 - CERTAINTY else "not settled"),
                     "bands": {str(n): band(cell[n]["means"]) for n in (25, 50)}})
             bar.update()
         smoothed.append(entry)
@@ -453,7 +453,7 @@ def smoothing_ablation(args, results):
     print("\n## (d) Resampled or smoothed: the pilot's shape\n")
     print("The pilots of (a) and (b) again, fresh instances drawn from the smoothed shape (a "
           "resampled pilot instance plus a normal kernel jitter of Silverman's bandwidth, "
-          "shrunk to keep the covariance) instead of the resampled one; the same level, "
+          "shrunk to keep the covariance) instead of the resampled one; the same certainty, "
           "draws, measures and measured bands.\n")
     _comparison_header("shape")
     rows = {}
@@ -543,7 +543,7 @@ def normal_floor(args, results):
             healthy, mutant = _normal_rows(rng, model, 1, max(PILOT_SIZES))
             for p in PILOT_SIZES:
                 advice = recommend(healthy[0, :p], mutant[0, :p], sizes=(25, 50),
-                                   draws=args.draws, paired=paired, seed=args.seed + j,
+                                   populations=args.draws, paired=paired, seed=args.seed + j,
                                    jobs=args.jobs, cache=cache)
                 pilots[str(p)].append({"verdict": advice.verdict,
                                        "bands": {str(s.n): s.mean_band for s in advice.sizes}})
@@ -636,9 +636,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.pilots, args.draws, args.measured = 2, args.draws or 30, 10
-    from probmut.recommend import DRAWS
+    from probmut.recommend import POPULATIONS
 
-    args.draws = args.draws or DRAWS
+    args.draws = args.draws or POPULATIONS
     started = time.perf_counter()
     results = run(args, selected(args))
     print(f"{len(results)} magnitudes x {args.pilots} pilots of {' and '.join(map(str, PILOT_SIZES))} "

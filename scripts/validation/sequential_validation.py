@@ -56,11 +56,11 @@ from probmut.bagging import PosteriorSettings
 from probmut.beta import beta_mean_var, fit_beta_batch, ratio_of
 from probmut.engine import kill_counts
 from probmut.io.cache import Cache, cache_key
-from probmut.recommend import DRAWS, simulate_block
+from probmut.recommend import POPULATIONS, simulate_block
 from probmut.seeds import seed_of
 from probmut.sequential import (
+    CERTAINTY,
     CONFIDENCE,
-    LEVEL,
     REFERENCE_SIZE,
     killed_of,
     plan_thresholds,
@@ -181,7 +181,7 @@ class Trajectory:
     seed: int
     settings: PosteriorSettings
     cache: Memo
-    draws: int = DRAWS
+    draws: int = POPULATIONS
     jobs: int | None = None
 
     def verdict(self, n: int, threshold: float, confidence: float):
@@ -221,10 +221,10 @@ def replay(trajectory: Trajectory, rule: Rule) -> dict:
 
 def most_settled(q: float) -> float:
     """The largest share of paths that any rule may settle on a mutant whose fresh
-    populations are judged killed with probability q, if at most 1 - LEVEL of them may
+    populations are judged killed with probability q, if at most 1 - CERTAINTY of them may
     end wrongly settled: a settled verdict is wrong with probability min(q, 1 - q) at
     best."""
-    return min(1.0, (1 - LEVEL) / max(min(q, 1 - q), 1e-12))
+    return min(1.0, (1 - CERTAINTY) / max(min(q, 1 - q), 1e-12))
 
 
 def summarise(paths) -> dict:
@@ -319,7 +319,7 @@ def report_a(cells, args):
           f"interval). Paths stop as the command stops them (settled, at {MAXIMUM}, or when "
           f"the chance of settling by {MAXIMUM} is under {FUTILITY:g}: 'stopped'). 'Most any "
           "rule may settle': a settled verdict is wrong with probability min(q, 1 - q) at "
-          f"best, so no rule keeping wrong settled verdicts under {1 - LEVEL:.0%} settles "
+          f"best, so no rule keeping wrong settled verdicts under {1 - CERTAINTY:.0%} settles "
           "more.\n")
     pooled = {}
     for shape in dict.fromkeys(c["shape"] for c in cells):
@@ -432,7 +432,7 @@ def report_b(paths):
     print("\nBy q, the share of populations of 200 resampled from the magnitude's whole "
           "populations that are judged killed (a bootstrap reading of the chance that a "
           "fresh population is), with the most any rule keeping wrong settled verdicts under "
-          f"{1 - LEVEL:.0%} may settle (mean over the paths of min(1, {1 - LEVEL:g} / "
+          f"{1 - CERTAINTY:.0%} may settle (mean over the paths of min(1, {1 - CERTAINTY:g} / "
           "min(q, 1 - q))):\n")
     print("| q | paths | settled | most any rule may settle | wrong | mean instances per side "
           "| settled at the first or second look |")
@@ -559,8 +559,8 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=100,
                         help="populations of 200 resampled per bundled magnitude for its q in "
                              "(b) (100)")
-    parser.add_argument("--draws", type=int, default=DRAWS,
-                        help=f"the verdict's first block of simulated populations ({DRAWS})")
+    parser.add_argument("--draws", type=int, default=POPULATIONS,
+                        help=f"the verdict's first block of simulated populations ({POPULATIONS})")
     parser.add_argument("--seed", type=int, default=2025)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--out", default="validation_results")
@@ -605,8 +605,8 @@ def main() -> None:
     print(f"Paths: looks at {LOOKS[0]}, {LOOKS[1]}, ..., {LOOKS[-1]} instances per side "
           f"({len(LOOKS)} looks); probmut's thresholds {rule.thresholds[0]:.4f}, "
           f"{rule.thresholds[1]:.4f}, ..., {rule.thresholds[-1]:.4f} (latent-model error "
-          f"{sequential_error(rule.thresholds, LOOKS):.3f}; a fixed {LEVEL} would give "
-          f"{sequential_error(LEVEL, LOOKS):.3f}), Monte-Carlo bound of confidence "
+          f"{sequential_error(rule.thresholds, LOOKS):.3f}; a fixed {CERTAINTY} would give "
+          f"{sequential_error(CERTAINTY, LOOKS):.3f}), Monte-Carlo bound of confidence "
           f"{rule.confidence:g}; bagged posteriors B = {settings.bootstraps}, "
           f"N = {settings.trials}, k = {settings.sample}; seed {args.seed}\n")
     cells = cells_a(args, settings, cache) if "a" in args.only else []
