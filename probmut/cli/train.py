@@ -256,22 +256,23 @@ def _mode(args):
     if not args.search and (args.resolution is not None or args.decision is not None):
         raise ProbmutError("a resolution and a decision are for a search",
                            option="resolution" if args.resolution is not None else "decision")
-    given = [flag(f) for f in ("criterion", "bootstraps", "trials") if getattr(args, f)]
-    if given and not until:
-        raise ProbmutError(f"{', '.join(given)}: the verdicts' and the score's settings are "
-                           "for training until settled or until the score is",
-                           option=given[0].removeprefix("--"))
-    instances = 20 if args.instances is None else args.instances
+    analysis_flags = [flag(f) for f in ("criterion", "bootstraps", "trials") if getattr(args, f)]
+    if analysis_flags and not until:
+        raise ProbmutError(f"{', '.join(analysis_flags)}: the verdicts' and the score's "
+                           "settings are for training until settled or until the score is",
+                           option=analysis_flags[0].removeprefix("--"))
+    def given(**values):  # the flags given; the mode's own defaults for the rest
+        return {key: value for key, value in values.items() if value is not None}
+
     if args.search:
-        return Search(magnitudes=args.search, resolution=args.resolution,
-                      decision=args.decision or "posterior", instances=instances)
+        return Search(magnitudes=args.search, **given(resolution=args.resolution,
+                                                      decision=args.decision,
+                                                      instances=args.instances))
     if not until:
-        return Instances(count=instances, max_error_rate=args.max_error_rate)
-    defaults = PosteriorSettings()
-    analysis = PosteriorSettings(sample=args.sample,
-                                 bootstraps=args.bootstraps or defaults.bootstraps,
-                                 trials=args.trials or defaults.trials,
-                                 criterion=KillCriterion(kind=args.criterion or KINDS[0]))
+        return Instances(**given(count=args.instances, max_error_rate=args.max_error_rate))
+    analysis = PosteriorSettings(sample=args.sample, **given(
+        bootstraps=args.bootstraps, trials=args.trials,
+        criterion=args.criterion and KillCriterion(kind=args.criterion)))
     if args.until_settled:
         return UntilSettled(round_size=args.round_size, max_instances=args.max_instances,
                             certainty=args.certainty, analysis=analysis)
