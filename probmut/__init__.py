@@ -15,7 +15,7 @@ out, each printing a readable table and converting with ``to_frame()`` and ``to_
 
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _API = {
     # populations and files

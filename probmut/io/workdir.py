@@ -41,6 +41,13 @@ from probmut.io.atomic import atomic_write_text
 from probmut.io.checked import DamagedFile, read_checked, write_checked
 from probmut.io.records import FAILED, STATUSES, InstanceRecord
 
+#: Settings every run of probmut 0.2 records: 0.1 called the architecture "model" and
+#: ran without ``--stack`` or a record of the data.
+_SETTINGS_SINCE_0_2 = frozenset({"architecture", "stack", "data"})
+
+#: Fields every record holds since symptoms were recorded (probmut 0.2).
+_RECORD_FIELDS = ("status", "error", "loss_history", "initial_loss", "constant")
+
 #: The population whose trained weights are kept for the model-level mutants.
 _WEIGHTS_OF = "healthy"
 
@@ -52,14 +59,11 @@ class DamagedRecordWarning(UserWarning):
 class StoredInstance(NamedTuple):
     """A finished instance as its record holds it: the symptom record, the outcome on
     each test input (empty when it was not scored), and its ``match`` with its healthy
-    instance (None when it was not derived). ``equivalent`` is set instead of ``match``
-    in records from before the training inputs were compared: whether the test
-    predictions matched."""
+    instance (None when it was not derived)."""
 
     record: InstanceRecord
     correct: np.ndarray
     match: str | None = None
-    equivalent: bool | None = None
 
 
 def settings_path(out) -> Path:
@@ -78,7 +82,8 @@ def read_settings(out) -> dict | None:
     Raises
     ------
     ProbmutError
-        The settings file cannot be read or is not a JSON object.
+        The settings file cannot be read, is not a JSON object, or was written by
+        probmut 0.1 (which 0.2 does not resume: see CHANGELOG.md).
     """
     path = settings_path(out)
     if not path.exists():
@@ -91,8 +96,12 @@ def read_settings(out) -> dict | None:
     if not isinstance(settings, dict):
         raise ProbmutError(f"{path}: the run's settings are not a JSON object; train into "
                            "another output directory")
-    if "model" in settings and "architecture" not in settings:  # written before 0.2.0
-        settings["architecture"] = settings.pop("model")
+    missing = sorted(_SETTINGS_SINCE_0_2 - settings.keys())
+    if missing:
+        raise ProbmutError(f"{path}: a run started by probmut 0.1 (its settings have no "
+                           f"{', '.join(missing)}); probmut 0.2 does not resume it. "
+                           "Its finished population files are read as they are; train more "
+                           "instances into another output directory")
     return settings
 
 
@@ -139,15 +148,17 @@ def write_record(out, population: str, record: InstanceRecord, correct: np.ndarr
 
 def read_record(out, population: str, instance: int) -> StoredInstance | None:
     """A finished instance's record; None if it is missing or damaged (warned with a
-    :class:`DamagedRecordWarning`: the instance is trained again). Records from before
-    symptoms were recorded read as ``ok`` with unknown symptoms."""
+    :class:`DamagedRecordWarning`: the instance is trained again)."""
     path = record_path(out, population, instance)
     if not path.exists():
         return None
     try:
         record = read_checked(path, record_key(population, instance),
                               {"seed": (), "n_inputs": (), "correct": None})
-        status = str(record["status"]) if "status" in record else "ok"
+        missing = [field for field in _RECORD_FIELDS if field not in record]
+        if missing:
+            raise DamagedFile(f"no {', '.join(missing)}")
+        status = str(record["status"])
         if status not in STATUSES:
             raise DamagedFile(f"unknown status {status!r}")
         scored = status not in FAILED or status == "diverged"
@@ -161,17 +172,16 @@ def read_record(out, population: str, instance: int) -> StoredInstance | None:
         warnings.warn(f"{path}: damaged record ({problem}); the instance is trained again",
                       DamagedRecordWarning, stacklevel=3)
         return None
-    constant = int(record["constant"]) if "constant" in record else -1
+    constant = int(record["constant"])
     return StoredInstance(
         InstanceRecord(instance=instance, accuracy=accuracy, seed=int(record["seed"]),
                        status=status, seconds=float(record["seconds"]),
-                       loss_history=tuple(float(v) for v in record.get("loss_history", ())),
-                       initial_loss=float(record.get("initial_loss", math.nan)),
+                       loss_history=tuple(float(v) for v in record["loss_history"]),
+                       initial_loss=float(record["initial_loss"]),
                        constant=None if constant < 0 else bool(constant),
-                       error=str(record.get("error", ""))),
+                       error=str(record["error"])),
         np.unpackbits(record["correct"], count=n_inputs).astype(bool),
-        str(record["match"]) if "match" in record else None,
-        bool(record["equivalent"]) if "equivalent" in record else None)
+        str(record["match"]) if "match" in record else None)
 
 
 def write_weights(out, instance: int, weights: list) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from probmut.io.atomic import atomic_write_bytes
 from probmut.io.records import InstanceRecord
 from probmut.io.workdir import read_record, write_record, write_weights
-from probmut.train.flags import DIFFERENT, SAME_TEST_PREDICTIONS
 from probmut.train.work import InstanceResult
 
 
@@ -38,13 +37,8 @@ def load_record(out: Path, population: str, instance: int):
     """A finished instance's record, its outcomes (empty when it was not scored) and,
     for a derived model-level mutant, how closely it matches its healthy instance
     (:data:`probmut.train.flags.MATCHES`; else None); or None if the record is missing or
-    damaged (warned: :func:`probmut.io.workdir.read_record`). Records from before the
-    training inputs were compared hold only whether the test predictions matched (read
-    as the test predictions only, or different)."""
+    damaged (warned: :func:`probmut.io.workdir.read_record`)."""
     stored = read_record(out, population, instance)
     if stored is None:
         return None
-    match = stored.match
-    if stored.equivalent is not None:  # written before the training inputs were compared
-        match = SAME_TEST_PREDICTIONS if stored.equivalent else DIFFERENT
-    return stored.record, stored.correct, match
+    return stored.record, stored.correct, stored.match

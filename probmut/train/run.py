@@ -69,11 +69,11 @@ def _failure(assignment: Assignment, error: BaseException, seconds: float) -> In
 
 
 def recorded_stack(out: Path) -> int | None:
-    """The stack size of the run already in ``out`` (1 for runs from before ``--stack``),
-    or None when there is none to resume: ``--stack auto`` resumes with it."""
+    """The stack size of the run already in ``out``, or None when there is none to
+    resume: ``--stack auto`` resumes with it."""
     try:
         settings = read_settings(out)
-        return None if settings is None else int(settings.get("stack", 1))
+        return None if settings is None else int(settings["stack"])
     except (ProbmutError, ValueError, TypeError):
         return None
 
@@ -109,11 +109,9 @@ def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
     current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity}))
     recorded = read_settings(out)
     if recorded is not None:
-        # runs from before --stack, or from before the data was recorded (not checked)
-        previous = {"stack": 1, "data": identity} | recorded
-        if previous != current:
+        if recorded != current:
             raise ProbmutError(f"{out} holds a run with other settings: "
-                               f"{'; '.join(setting_changes(previous, current))}; use the "
+                               f"{'; '.join(setting_changes(recorded, current))}; use the "
                                "same settings and data to resume, or another output "
                                "directory", option="out")
     else:

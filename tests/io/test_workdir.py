@@ -43,7 +43,7 @@ def test_a_record_reads_back_as_written(tmp_path, record, correct, match):
     assert repr(stored.record) == repr(record)  # every field, NaN for NaN
     expected = np.zeros(0, bool) if correct is None else correct
     assert stored.correct.dtype == bool and stored.correct.tolist() == expected.tolist()
-    assert stored.match == match and stored.equivalent is None
+    assert stored.match == match
     assert finished_ids(tmp_path, "pop") == [record.instance]
 
 
@@ -62,18 +62,16 @@ def test_weights_read_back_in_order(tmp_path):
                                                                               strict=True))
 
 
-def test_old_records_keep_what_they_knew(tmp_path):
-    """A record from before symptoms: ok, symptoms unknown; from before the training
-    inputs were compared: whether the test predictions matched."""
+def test_a_record_of_probmut_0_1_is_trained_again(tmp_path):
+    """0.1 recorded no symptoms (and "equivalent" where 0.2 records the match): such a
+    record is not guessed at but read as missing, with the fields it lacks said."""
     write_checked(record_path(tmp_path, "old", 0), record_key("old", 0),
                   accuracy=np.float64(2 / 3), seed=np.int64(5), seconds=np.float64(0.1),
                   correct=np.packbits(CORRECT[:3]), n_inputs=np.int64(3),
                   equivalent=np.bool_(True))
-    stored = read_record(tmp_path, "old", 0)
-    assert stored.record.status == "ok" and stored.record.constant is None
-    assert math.isnan(stored.record.initial_loss) and stored.record.loss_history == ()
-    assert stored.correct.tolist() == [True, False, True]
-    assert stored.match is None and stored.equivalent is True
+    with pytest.warns(DamagedRecordWarning, match="damaged record .no status, error, "
+                                                  "loss_history, initial_loss, constant."):
+        assert read_record(tmp_path, "old", 0) is None
 
 
 def _truncate(path):
@@ -92,12 +90,18 @@ def test_a_damaged_record_reads_as_missing_with_a_warning(tmp_path, damage):
         shutil.move(record_path(tmp_path, "pop", 0), path)
     else:
         fields = dict(accuracy=np.float64(5 / 9), seed=np.int64(1), seconds=np.float64(1),
-                      correct=np.packbits(CORRECT), n_inputs=np.int64(9))
+                      correct=np.packbits(CORRECT), n_inputs=np.int64(9),
+                      status=np.array("ok"), error=np.array(""), loss_history=np.zeros(0),
+                      initial_loss=np.float64(2.3), constant=np.int8(0))
         fields |= {"bad status": {"status": np.array("exploded")},
                    "bits not fitting": {"n_inputs": np.int64(30)},
-                   "accuracy of a crash": {"status": np.array("crashed")}}[damage]
+                   "accuracy of a crash": {"status": np.array("crashed"),
+                                           "correct": np.packbits(CORRECT[:0])}}[damage]
         write_checked(path, record_key("pop", 1), **fields)
-    with pytest.warns(DamagedRecordWarning, match="00001.npz: damaged record .*trained again"):
+    says = {"bad status": "unknown status", "bits not fitting": "outcome bits do not fit",
+            "accuracy of a crash": "accuracy 0.5555"}.get(damage, "")
+    with pytest.warns(DamagedRecordWarning,
+                      match=f"00001.npz: damaged record .{says}.*trained again"):
         assert read_record(tmp_path, "pop", 1) is None
 
 
@@ -109,20 +113,24 @@ def test_damaged_weights_read_as_missing_with_a_warning(tmp_path):
 
 
 def test_settings_read_back_as_written(tmp_path):
-    settings = {"dataset": "digits", "seed": 42, "stack": 1, "config": {"epochs": 2},
-                "data": {"fingerprint": "ab12", "train": 1211}}
+    settings = {"dataset": "digits", "architecture": "digits_cnn", "seed": 42, "stack": 1,
+                "config": {"epochs": 2}, "data": {"fingerprint": "ab12", "train": 1211}}
     assert read_settings(tmp_path) is None
     write_settings(tmp_path, settings)
     assert read_settings(tmp_path) == settings
     assert settings_path(tmp_path) == tmp_path / ".work" / "settings.json"
 
 
-def test_the_settings_of_a_run_from_before_0_2_name_its_architecture(tmp_path):
-    """Runs of 0.1 recorded the architecture as "model": read as "architecture", so that
-    they resume and report their next steps."""
-    write_settings(tmp_path, {"dataset": "digits", "model": "digits_cnn", "seed": 42})
-    assert read_settings(tmp_path) == {"dataset": "digits", "architecture": "digits_cnn",
-                                       "seed": 42}
+@pytest.mark.parametrize("settings, lacks", [
+    ({"dataset": "digits", "model": "digits_cnn", "seed": 42}, "architecture, data, stack"),
+    ({"architecture": "digits_cnn", "data": {}}, "stack")])
+def test_a_run_of_probmut_0_1_is_one_clear_error(tmp_path, settings, lacks):
+    """0.1 called the architecture "model" and ran without --stack or a record of the
+    data: 0.2 does not resume such a run, and says so instead of guessing."""
+    write_settings(tmp_path, settings)
+    with pytest.raises(ProbmutError, match=f"a run started by probmut 0.1 .its settings have "
+                                           f"no {lacks}.; probmut 0.2 does not resume it"):
+        read_settings(tmp_path)
 
 
 @pytest.mark.parametrize("text, says", [("{not json", "cannot be read"),

@@ -6,29 +6,22 @@ from pathlib import Path
 
 import numpy as np
 
-from probmut.io.checked import write_checked
-from probmut.io.workdir import record_key, record_path
 from probmut.train.finished import load_record, model_path, save_record
-from probmut.train.flags import DIFFERENT, SAME_TEST_PREDICTIONS
+from probmut.train.flags import SAME_TEST_PREDICTIONS
 from probmut.train.work import InstanceResult
 
 from .commands import REPO
 
 
-def test_instance_records_keep_the_match_and_old_records_are_never_equivalent(tmp_path):
-    """A derived instance's match survives its record; a record from before the training
-    inputs were compared ("equivalent": the test predictions matched) reads as a match on
-    the test predictions only, never as the same model."""
+def test_instance_records_keep_the_match(tmp_path):
+    """A derived instance's match survives its record; an instance that was not derived
+    has none."""
     correct = np.array([True, False, True])
     save_record(tmp_path, InstanceResult("wf", 0, 5, 2 / 3, correct, 0.1,
                                          match=SAME_TEST_PREDICTIONS))
     assert load_record(tmp_path, "wf", 0)[2] == SAME_TEST_PREDICTIONS
-    for old, read in ((True, SAME_TEST_PREDICTIONS), (False, DIFFERENT)):
-        write_checked(record_path(tmp_path, "old", 0), record_key("old", 0),
-                      accuracy=np.float64(2 / 3), seed=np.int64(5), seconds=np.float64(0.1),
-                      correct=np.packbits(correct), n_inputs=np.int64(3),
-                      equivalent=np.bool_(old))
-        assert load_record(tmp_path, "old", 0)[2] == read
+    save_record(tmp_path, InstanceResult("healthy", 0, 5, 2 / 3, correct, 0.1))
+    assert load_record(tmp_path, "healthy", 0)[2] is None
 
 
 def test_the_documented_model_files_are_named_as_they_are_written():
