@@ -42,8 +42,9 @@ if TYPE_CHECKING:  # the command line reads this module's defaults without the h
 DEFAULT_SIZES = (25, 50, 100, 200, 400)
 #: Simulated populations per block (per size, and for the verdict's first block).
 POPULATIONS = 100
-#: Largest population per side ``needed`` may propose.
-MAX_INSTANCES = 1000
+#: Largest population per side ``needed`` may propose (a run's cap when there is one:
+#: training in rounds passes its ``max_instances``).
+NEEDED_UP_TO = 1000
 #: Largest number of simulated accuracies per side of one size (populations x instances), checked
 #: before any is drawn: a few arrays of this many take a few hundred MiB.
 MAX_SIMULATED = 2**24
@@ -117,7 +118,7 @@ class Recommendation(Result):
     settings: PosteriorSettings
     certainty: float = CERTAINTY
     reference: int = REFERENCE_SIZE
-    max_instances: int = MAX_INSTANCES
+    needed_up_to: int = NEEDED_UP_TO
     populations: int = POPULATIONS
     paired: bool = False
     seed: int | None = None
@@ -160,7 +161,7 @@ class Recommendation(Result):
                 "predicted_mean": self.predicted_mean, "reference_size": self.reference,
                 "pilot": list(self.pilot), "population": min(self.pilot),
                 "per_size": self.rows(), "message": self.message,
-                "max_instances": self.max_instances, "populations": self.populations,
+                "needed_up_to": self.needed_up_to, "populations": self.populations,
                 "populations_used": self.populations_used,
                 "paired": self.paired, "seed": self.seed, "settings": self.settings.describe()}
 
@@ -284,7 +285,7 @@ def _boundary(settings: PosteriorSettings, variance: float) -> float:
 
 
 def _message(verdict, p_killed, se, threshold, looks, certainty, needed, mean, boundary,
-             reference, max_instances, pilot, needed_chance):
+             reference, needed_up_to, pilot, needed_chance):
     band = f"{mean['median']:.2f} [{mean['low']:.2f}, {mean['high']:.2f}]"
     over_looks = (f" (this look's threshold in a plan that keeps wrong settled verdicts at "
                   f"most {1 - certainty:.2g} over {looks} looks)" if looks > 1 else "")
@@ -306,15 +307,15 @@ def _message(verdict, p_killed, se, threshold, looks, certainty, needed, mean, b
     odds = (f"(with probability {POWER:g} if the kill probability is the pilot's estimate; "
             f"about {needed_chance:.2f} for this pilot grown to that size, its uncertainty "
             "included)")
-    if needed <= max_instances:
+    if needed <= needed_up_to:
         return why + f" About {needed} instances per side would settle it {odds}."
     return (why + f" It would take about {needed} instances per side {odds}, more than "
-            f"{max_instances}: report the posterior mean and its interval instead.")
+            f"{needed_up_to}: report the posterior mean and its interval instead.")
 
 
 def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
               sizes=DEFAULT_SIZES, populations: int = POPULATIONS, certainty: float = CERTAINTY,
-              reference: int = REFERENCE_SIZE, max_instances: int = MAX_INSTANCES,
+              reference: int = REFERENCE_SIZE, needed_up_to: int = NEEDED_UP_TO,
               looks=None, paired: bool = False, seed=None, jobs: int | None = None,
               cache: Cache | None = None, progress: bool = False,
               name: str | None = None) -> Recommendation:
@@ -332,7 +333,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     certainty : with one look, the predicted probability at which the verdict is settled;
         over ``looks``, ``1 - certainty`` bounds the chance of a wrong settled verdict.
     reference : size of "a large population", whose decision the verdict predicts.
-    max_instances : largest population per side ``needed`` may propose.
+    needed_up_to : largest population per side ``needed`` may propose.
     looks : the instances per side at which the verdict is looked at, in increasing
         order, this pilot's size (the smaller side) among them (default: this pilot
         only); see :func:`probmut.sequential.settle_threshold`.
@@ -350,7 +351,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     ------
     ProbmutError
         For a pilot smaller than k per side (a paired one: under 3 instances), sizes,
-        reference or max_instances under k, fewer than 10 populations, more simulated accuracies
+        reference or needed_up_to under k, fewer than 10 populations, more simulated accuracies
         than :data:`MAX_SIMULATED`, a plan of looks out of order, under k or without this
         pilot's size, a certainty outside (0.5, 1), a threshold that ``MORE_POPULATIONS`` times the
         populations cannot reach, populations that do not pair, or an unusable seed.
@@ -367,7 +368,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     from probmut.progress import progress as progress_display
 
     settings, h, m, name, sizes, looks, threshold, last_threshold = _recommend_iv(
-        healthy, mutant, settings, sizes, populations, certainty, reference, max_instances, looks,
+        healthy, mutant, settings, sizes, populations, certainty, reference, needed_up_to, looks,
         paired, name)
     pilot = min(h.size, m.size)
     root = seeds.seed_sequence(seed)
@@ -402,7 +403,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     if verdict == "not settled":
         effective = 2 / (1 / h.size + 1 / m.size)  # the pilot's size for a difference
         needed = sequential.needed(p_killed, used, effective, threshold, reference,
-                                   max_instances)
+                                   needed_up_to)
         if needed is not None:
             needed_chance = float(sequential.settle_chance(
                 p_killed, used, effective, threshold, reference, needed, grown=True))
@@ -410,21 +411,21 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
             reach = float(sequential.settle_chance(p_killed, used, effective, last_threshold,
                                                    reference, looks[-1], grown=True))
     message = _message(verdict, p_killed, se, threshold, len(looks), certainty, needed,
-                       _median_and_band(means), boundary, reference, max_instances, pilot,
+                       _median_and_band(means), boundary, reference, needed_up_to, pilot,
                        needed_chance)
-    if needed is not None and needed > max_instances:
+    if needed is not None and needed > needed_up_to:
         needed, needed_chance = None, None
     return Recommendation(
         name=name, verdict=verdict, needed=needed, p_killed=p_killed, reference_means=means,
         sizes=tuple(predictions), pilot=(h.size, m.size), message=message, settings=settings,
-        certainty=certainty, reference=reference, max_instances=max_instances,
+        certainty=certainty, reference=reference, needed_up_to=needed_up_to,
         populations=populations,
         paired=paired, seed=seed, needed_chance=needed_chance, p_killed_se=se,
         threshold=threshold, looks=len(looks), last_threshold=last_threshold, reach=reach)
 
 
 def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, reference,
-                  max_instances, looks, paired, name):
+                  needed_up_to, looks, paired, name):
     """:func:`recommend`'s input validation, in the order its errors are reported: the
     pilot, the sizes and populations, the plan of looks and its thresholds. Returns the
     settings, the pilot's healthy and mutant accuracies, the name, the sorted sizes, the
@@ -465,8 +466,8 @@ def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, refe
             f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
             "the populations", option="populations" if fewer[0] * fewer[1] <= MAX_SIMULATED else
             "reference" if largest == reference else "sizes")
-    if reference < k or max_instances < k:
-        raise ProbmutError(f"the reference size and max instances must be at least k = {k}")
+    if reference < k or needed_up_to < k:
+        raise ProbmutError(f"the reference size and needed-up-to must be at least k = {k}")
     pilot = min(h.size, m.size)
     looks = sequential.planned((pilot,) if looks is None else looks)
     if looks[0] < k:

@@ -387,10 +387,10 @@ def settle_chance(p_killed: float, populations: int, pilot: float, threshold: fl
 
 
 def needed(p_killed: float, populations: int, pilot: float, threshold: float, reference: int,
-           max_instances: int) -> int | None:
+           needed_up_to: int) -> int | None:
     """Instances per side at which a verdict would settle with probability :data:`POWER`
     if the truth is the pilot's estimate (:func:`settle_chance`, not ``grown``), searched
-    up to ``_SEARCH`` times the larger of the pilot and ``max_instances``.
+    up to ``_SEARCH`` times the larger of the pilot and ``needed_up_to``.
 
     Returns
     -------
@@ -404,7 +404,7 @@ def needed(p_killed: float, populations: int, pilot: float, threshold: float, re
     >>> needed(0.10, 100, 25, 0.95, 200, 1000), needed(0.35, 100, 25, 0.95, 200, 1000)
     (114, None)
     """
-    n = np.arange(math.floor(pilot) + 1, _SEARCH * max(max_instances, math.ceil(pilot)) + 1)
+    n = np.arange(math.floor(pilot) + 1, _SEARCH * max(needed_up_to, math.ceil(pilot)) + 1)
     chance = settle_chance(p_killed, populations, pilot, threshold, reference, n, grown=False)
     reached = np.flatnonzero(chance >= POWER)
     return int(n[reached[0]]) if reached.size else None

@@ -87,7 +87,7 @@ def test_unsettled_verdict_says_how_many_or_why_not(healthy):
     else:
         assert ambiguous.needed > 25 and f"About {ambiguous.needed}" in ambiguous.message
         capped = recommend(healthy.values[25:50], _dtd("9.29").values[25:50], sizes=(25, 50),
-                           seed=7, max_instances=ambiguous.needed - 1)
+                           seed=7, needed_up_to=ambiguous.needed - 1)
         assert capped.verdict == "not settled" and capped.needed is None
         assert f"It would take about {ambiguous.needed} instances" in capped.message
     weak = recommend(healthy.values[50:75], _dtd("3.1").values[50:75], sizes=(25,), seed=7)
@@ -97,7 +97,7 @@ def test_unsettled_verdict_says_how_many_or_why_not(healthy):
     assert 0 < weak.needed_chance < 0.8
     assert f"about {weak.needed_chance:.2f} for this pilot grown" in weak.message
     capped = recommend(healthy.values[50:75], _dtd("3.1").values[50:75], sizes=(25,), seed=7,
-                       max_instances=weak.needed - 1)
+                       needed_up_to=weak.needed - 1)
     assert capped.needed is None and f"It would take about {weak.needed}" in capped.message
     assert capped.needed_chance is None
 
@@ -161,7 +161,7 @@ def _normal_pair(rng, effect, count=1, n=200):
 def _path(h, m, looks, settings, seed):
     """The verdict after each look until settled: (verdict, instances per side)."""
     for n in looks:
-        advice = recommend(h[:n], m[:n], settings, sizes=(), looks=looks, max_instances=200,
+        advice = recommend(h[:n], m[:n], settings, sizes=(), looks=looks, needed_up_to=200,
                            seed=seed)
         if advice.verdict != "not settled":
             break

@@ -72,11 +72,11 @@ def next_steps_of(campaign) -> NextSteps:
         if m.flags or m.outcome not in LEFT_TO_DO:
             continue
         if m.outcome == "not settled":
-            from probmut.recommend import MAX_INSTANCES
+            from probmut.recommend import NEEDED_UP_TO
 
             needed = m.verdict["needed"]
             why = (f"about {needed} per side would settle it" if needed is not None else
-                   f"no population of up to {MAX_INSTANCES} per side would settle it (see "
+                   f"no population of up to {NEEDED_UP_TO} per side would settle it (see "
                    "its verdict): report its posterior mean and interval instead")
         elif m.status == "failed":
             needed, why = None, "every instance failed: more of them would fail too (see its symptoms)"

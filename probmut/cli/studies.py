@@ -127,7 +127,7 @@ def _run_recommend(args) -> int:
         results.append(recommend(
             _first(healthy, args.pilot), _first(mutant, args.pilot), settings, sizes=sizes,
             populations=args.populations, certainty=args.certainty, reference=args.reference,
-            max_instances=args.max_instances, looks=args.looks, paired=inputs.paired,
+            needed_up_to=args.needed_up_to, looks=args.looks, paired=inputs.paired,
             seed=args.seed,
             jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
     emit_many(args, results)
@@ -211,9 +211,10 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--reference", type=integer(2), default=defaults.REFERENCE_SIZE,
                        help="instances per side of the large population whose decision the "
                             f"verdict predicts (default: {defaults.REFERENCE_SIZE})")
-    group.add_argument("--max-instances", type=integer(2), default=defaults.MAX_INSTANCES,
-                       help="largest population per side to propose for an unsettled verdict "
-                            f"(default: {defaults.MAX_INSTANCES})")
+    group.add_argument("--needed-up-to", type=integer(2), default=defaults.NEEDED_UP_TO,
+                       metavar="N", help="largest population per side to propose for an "
+                                         "unsettled verdict; beyond it, needed is null "
+                                         f"(default: {defaults.NEEDED_UP_TO})")
     _add_cache_arguments(group)
     add_run_arguments(parser)
 

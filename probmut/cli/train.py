@@ -73,7 +73,7 @@ def _stack(text: str) -> int | None:
 def register(subparsers) -> None:
     from probmut.recommend import CERTAINTY
     from probmut.train.models import MODELS
-    from probmut.train.options import WIDTH
+    from probmut.train.options import MAX_INSTANCES, WIDTH
 
     p = subparsers.add_parser(
         "train", help="train healthy and mutant populations (needs the train extra)",
@@ -184,8 +184,8 @@ def register(subparsers) -> None:
                         help="instances added per round to each mutant in training "
                              "(--until-settled); the step of a round's plan (--until-score) "
                              "(default: 10)")
-    settle.add_argument("--max-instances", type=integer(2), default=200, metavar="N",
-                        help="most instances per population (default: 200)")
+    settle.add_argument("--max-instances", type=integer(2), default=MAX_INSTANCES, metavar="N",
+                        help=f"most instances per population (default: {MAX_INSTANCES})")
     settle.add_argument("--sample", type=integer(2), default=20, metavar="K",
                         help="k instances per side in the kill tests of the verdicts and the "
                              "score; the first verdict needs K per side, the score's pilot 5K "

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from probmut.bagging import PosteriorSettings
 from probmut.train.datasets.download import DOWNLOAD_TIMEOUT
 
+#: The most instances per population that training in rounds trains (``--max-instances``).
+MAX_INSTANCES = 200
 #: The width of the score's 95% interval that ``--until-score`` trains for (±0.05).
 WIDTH = 0.10
 #: How a search decides that a magnitude is killed: the bagged posterior's ratio, or
@@ -115,7 +117,7 @@ class UntilSettled:
     wrong settled verdict, for any true effect)."""
 
     round_size: int = 10
-    max_instances: int = 200
+    max_instances: int = MAX_INSTANCES
     certainty: float | None = None
     analysis: PosteriorSettings = field(default_factory=PosteriorSettings)
 
@@ -129,7 +131,7 @@ class UntilScore:
 
     width: float = WIDTH
     round_size: int = 10
-    max_instances: int = 200
+    max_instances: int = MAX_INSTANCES
     analysis: PosteriorSettings = field(default_factory=PosteriorSettings)
 
 

@@ -159,7 +159,7 @@ def _verdict(out: Path, mutation, settings, *, certainty, max_instances, looks, 
     # more look of the plan, which only raises every threshold
     looks = looks if n in looks else sorted({*looks, n})
     advice = recommend(healthy, mutant, settings, sizes=(), certainty=certainty,
-                       max_instances=max_instances, looks=looks, paired=paired,
+                       needed_up_to=max_instances, looks=looks, paired=paired,
                        seed=seeds.seed_of(seed, "verdict", mutation.population, n), cache=cache,
                        name=mutation.population)
     reach, message = advice.reach, advice.message  # the plan's last look is max_instances
