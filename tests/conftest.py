@@ -327,9 +327,13 @@ class Cli:
 
     def ok(self, *argv) -> str:
         """What ``probmut ARGV`` prints; it must succeed."""
-        code, out, err = self(*argv)
-        assert code == 0, err
-        return out
+        return self.run(*argv).out
+
+    def run(self, *argv) -> Ran:
+        """``probmut ARGV``, which must succeed: what it printed on both streams."""
+        ran = self(*argv)
+        assert ran.code == 0, ran.err
+        return ran
 
     def json(self, *argv):
         """The JSON document of ``probmut ARGV --json``; it must succeed."""
@@ -353,7 +357,8 @@ CLI = Cli()
 
 @pytest.fixture
 def cli() -> Cli:
-    """Run ``probmut`` commands: ``cli(*argv)``, ``cli.ok``, ``cli.json``, ``cli.refused``."""
+    """Run ``probmut`` commands: ``cli(*argv)``, ``cli.run``, ``cli.ok``, ``cli.json``,
+    ``cli.refused``."""
     return CLI
 
 

@@ -1,8 +1,8 @@
 """End-to-end population runs on digits: files, kill decision, resume, determinism, Ray.
 
-Runs go through the real command (``python -m probmut.cli train``) in a subprocess,
-with 2 epochs and a handful of instances to stay CPU-cheap; the runs that take more
-than ~20 s (process start-up and TensorFlow import dominate) are marked slow.
+Runs go through the command line (the ``cli`` fixture; a process of their own where a
+run is killed or interrupted), with 2 epochs and a handful of instances to stay
+CPU-cheap; the runs that take more than ~20 s are marked slow.
 """
 
 import dataclasses
@@ -21,8 +21,8 @@ import pytest
 from probmut.io.outcomes import load_outcomes
 from probmut.io.populations import COLUMNS, read_instances
 
-from ..conftest import interruptible
-from .commands import REPO, env, probmut
+from ..conftest import CLI, interruptible
+from .commands import REPO, env
 
 pytestmark = pytest.mark.train
 FAST = ["--dataset", "digits", "--architecture", "digits_cnn", "--epochs", "2", "--quiet"]
@@ -40,7 +40,7 @@ def digits_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "digits"
     # One instance at a time (--stack 1): test_same_seed_same_accuracy_in_process compares
     # with train_instance; stacked runs are tested in test_stack.py.
-    result = probmut("train", *FAST, "--instances", 4, "--jobs", 2, "--stack", 1,
+    result = CLI.run("train", *FAST, "--instances", 4, "--jobs", 2, "--stack", 1,
                      "--mutation", "delete_training_data:90",
                      "--mutation", "neurons_freezing:0.5", "--mutation", "weights_fuzzing:0_1",
                      "--format", "deepcrime",
@@ -51,7 +51,7 @@ def digits_run(tmp_path_factory):
 @pytest.mark.slow
 def test_run_writes_valid_populations_and_manifest(digits_run):
     out, result = digits_run
-    assert "trained 16 instances" in result.stdout
+    assert "trained 16 instances" in result.out
     for stem in ["healthy", "delete_training_data_90", "neurons_freezing_0.5"]:
         header, ids, acc = read_population(out / f"{stem}.csv")
         assert header.split(",") == list(COLUMNS)
@@ -76,16 +76,16 @@ def test_run_writes_valid_populations_and_manifest(digits_run):
 
 
 @pytest.mark.slow
-def test_strong_mutation_is_killed_by_probmut_kill(digits_run):
+def test_strong_mutation_is_killed_by_probmut_kill(digits_run, cli):
     out, _ = digits_run
-    verdict = json.loads(probmut("kill", out / "healthy.csv", out / "delete_training_data_90.csv",
-                                 "--json").stdout)
+    verdict = json.loads(cli.run("kill", out / "healthy.csv", out / "delete_training_data_90.csv",
+                                 "--json").out)
     assert verdict["killed"] is True and verdict["p_value"] < 0.05
     assert verdict["effect_size"] >= 0.5
     # the analysis finds the populations through the manifest too
-    by_name = probmut("kill", "--manifest", out / "manifest.toml", "--model", "digits",
+    by_name = cli.run("kill", "--manifest", out / "manifest.toml", "--model", "digits",
                       "--mutation", "delete_training_data")
-    assert "KILLED" in by_name.stdout
+    assert "KILLED" in by_name.out
 
 
 @pytest.mark.slow
@@ -108,7 +108,7 @@ def test_same_seed_same_accuracy_in_process(digits_run):
 
 
 @pytest.mark.slow
-def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
+def test_resume_after_kill_trains_only_the_missing_instances(tmp_path, cli):
     pytest.importorskip("tensorflow")
     out = tmp_path / "resume"
     # Stacks of two: the kill lands between stacks, and resume must finish the rest.
@@ -125,24 +125,24 @@ def test_resume_after_kill_trains_only_the_missing_instances(tmp_path):
     before = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")}
     assert 2 <= len(before) < 6
     # the manifest, written before training, knows the population is not written yet
-    unfinished = probmut("symptoms", out, "--no-plot", check=False)
-    assert unfinished.returncode == 2
-    assert "resume: healthy has 0 of 6 instances (the run stopped early" in unfinished.stderr
+    unfinished = cli("symptoms", out, "--no-plot")
+    assert unfinished.code == 2
+    assert "resume: healthy has 0 of 6 instances (the run stopped early" in unfinished.err
 
-    result = probmut("train", *stacked, "--instances", 6, "--out", out)
-    assert f"trained {6 - len(before)} instance" in result.stdout  # or instances
-    assert f"{len(before)} were already done" in result.stdout
+    result = cli.run("train", *stacked, "--instances", 6, "--out", out)
+    assert f"trained {6 - len(before)} instance" in result.out  # or instances
+    assert f"{len(before)} were already done" in result.out
     assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz")
             if p.name in before} == before  # finished instances were not retrained
     _, ids, _ = read_population(out / "healthy.csv")
     assert ids == list(range(6))
     assert not list(out.rglob("*.tmp"))
-    again = probmut("train", *stacked, "--instances", 6, "--out", out)
-    assert "trained 0 instances" in again.stdout and "6 were already done" in again.stdout
+    again = cli.run("train", *stacked, "--instances", 6, "--out", out)
+    assert "trained 0 instances" in again.out and "6 were already done" in again.out
 
 
 @pytest.mark.slow
-def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_path):
+def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_path, cli):
     """Ctrl-C in the middle of a run (issue 32): the analyses name each population short
     of its target, --strict refuses, the JSON says so; the same command finishes the run
     and the analyses read it as complete."""
@@ -167,33 +167,33 @@ def test_an_interrupted_run_is_analysed_as_unfinished_until_it_is_resumed(tmp_pa
 
     by_name = ["--manifest", out / "manifest.toml", "--model", "rs3",
                "--mutation", "delete_training_data"]
-    result = probmut("kill", *by_name, "--json")
-    assert [line.removeprefix("probmut: warning: ") for line in result.stderr.splitlines()
+    result = cli.run("kill", *by_name, "--json")
+    assert [line.removeprefix("probmut: warning: ") for line in result.err.splitlines()
             if "stopped early" in line] == [
         f"rs3: {stem} has {n} of 4 instances (the run stopped early: rerun the same "
         "`probmut train` command to finish it)" for stem, n in counts.items()]
-    document = json.loads(result.stdout)
+    document = json.loads(result.out)
     assert document["complete"] is False
     assert {e["population"]: e["instances"] for e in document["completeness"]} == counts
-    strict = probmut("kill", *by_name, "--strict", check=False)
-    assert strict.returncode == 2 and strict.stdout == ""
-    assert "probmut kill: error: rs3: healthy has" in strict.stderr
+    strict = cli("kill", *by_name, "--strict")
+    assert strict.code == 2 and strict.out == ""
+    assert "probmut kill: error: rs3: healthy has" in strict.err
 
-    probmut(*train)  # the same command finishes the run
-    finished = probmut("kill", *by_name, "--json", "--strict")
-    assert "stopped early" not in finished.stderr
-    document = json.loads(finished.stdout)
+    cli.run(*train)  # the same command finishes the run
+    finished = cli.run("kill", *by_name, "--json", "--strict")
+    assert "stopped early" not in finished.err
+    document = json.loads(finished.out)
     assert document["complete"] is True
     assert [e["instances"] for e in document["completeness"]] == [4, 4, 4]
 
 
 @pytest.mark.slow
-def test_resume_refuses_other_settings(digits_run):
+def test_resume_refuses_other_settings(digits_run, cli):
     out, _ = digits_run
-    result = probmut("train", "--dataset", "digits", "--epochs", "3", "--instances", 4,
-                     "--out", out, check=False)
-    assert result.returncode == 2  # which settings differ, before and now (issue 44)
-    assert "holds a run with other settings: config.epochs 2 before, 3 now; use" in result.stderr
+    result = cli("train", "--dataset", "digits", "--epochs", "3", "--instances", 4,
+                     "--out", out)
+    assert result.code == 2  # which settings differ, before and now (issue 44)
+    assert "holds a run with other settings: config.epochs 2 before, 3 now; use" in result.err
 
 
 @pytest.mark.parametrize("args, message", [
@@ -221,14 +221,10 @@ def test_resume_refuses_other_settings(digits_run):
     (["--mutation", "delete_training_data:10", "--mutation", "delete_training_data:10.0"],
      "are the same number"),
 ])
-def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsys, args, message):
+def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, cli, args, message):
     pytest.importorskip("tensorflow")
-    from probmut.cli import main
-
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "empty_keras_home"))
-    assert main(["train", "--out", str(tmp_path / "out"), *args]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and message in err[0], err
+    cli.refused("train", "--out", tmp_path / "out", *args, says=message)
     assert not (tmp_path / "out").exists()  # nothing trained, nothing written
 
 
@@ -239,15 +235,12 @@ def test_bad_input_is_a_clear_error_before_training(tmp_path, monkeypatch, capsy
                                   "place for the output directory (--out)"),
     ("a_file/run", "cannot write there (Not a directory)"),
 ])
-def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path, capsys,
+def test_an_out_that_cannot_hold_a_run_is_refused_before_anything_else(tmp_path, cli,
                                                                       monkeypatch, out, says):
-    from probmut.cli import main
-
     monkeypatch.chdir(tmp_path)
     Path("a_file").write_text("not a folder")
-    assert main(["train", "--out", out, "--instances", "1"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("probmut train: error: ") and says in err[0], err
+    error = cli.refused("train", "--out", out, "--instances", "1", says=says)
+    assert error.startswith("probmut train: error: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing made, nothing left
 
 
@@ -311,10 +304,10 @@ def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path, stack):
 
 
 @pytest.mark.slow
-def test_a_damaged_record_is_trained_again_and_the_others_kept(tmp_path):
+def test_a_damaged_record_is_trained_again_and_the_others_kept(tmp_path, cli):
     pytest.importorskip("tensorflow")
     out = tmp_path / "damaged"
-    probmut("train", *FAST, "--instances", 3, "--stack", 1, "--out", out)
+    cli.run("train", *FAST, "--instances", 3, "--stack", 1, "--out", out)
     records = out / ".work" / "healthy"
     _, _, accuracies = read_population(out / "healthy.csv")
     damaged = records / "00001.npz"
@@ -322,38 +315,37 @@ def test_a_damaged_record_is_trained_again_and_the_others_kept(tmp_path):
     data[len(data) // 2] ^= 0x01
     damaged.write_bytes(bytes(data))
     kept = {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz") if p != damaged}
-    result = probmut("train", *FAST, "--instances", 3, "--stack", 1, "--out", out)
-    assert "00001.npz: damaged record" in result.stderr
-    assert "trained 1 instance in" in result.stdout and "2 were already done" in result.stdout
+    result = cli.run("train", *FAST, "--instances", 3, "--stack", 1, "--out", out)
+    assert "00001.npz: damaged record" in result.err
+    assert "trained 1 instance in" in result.out and "2 were already done" in result.out
     assert {p.name: p.stat().st_mtime_ns for p in records.glob("*.npz") if p != damaged} == kept
     assert np.array_equal(read_population(out / "healthy.csv")[2], accuracies)  # same seed
 
 
 @pytest.mark.slow
-def test_a_full_disk_stops_a_run_that_resumes_to_the_same_files(tmp_path, capsys, full_disk):
+def test_a_full_disk_stops_a_run_that_resumes_to_the_same_files(tmp_path, cli, full_disk):
     """OSError 28 while saving an instance ended train in a traceback (issue 44): now one
     line naming the file, exit 2; the stacks saved before are kept, the stack being saved
     is not half-kept (its records appear together), and once space is freed the same
     command gives the files of a run that never stopped."""
     pytest.importorskip("tensorflow")
-    from probmut.cli import main
     from probmut.io.populations import read_instances
 
     train = ["train", *FAST, "--instances", "4", "--stack", "2", "--out"]  # 2 stacks
-    assert main([*train, str(tmp_path / "whole")]) == 0
+    cli.run(*train, tmp_path / "whole")
     out = tmp_path / "full"
     full_disk(f"{out}/.work/weights/healthy/00003.npz")  # the second stack's last write
-    assert main([*train, str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"probmut train: error: {out}/.work/weights/healthy/00003.npz: cannot write "
-                   "it: No space left on device; free some space and try again, or write "
-                   "elsewhere; completed work is kept: the same command resumes"]
+    stopped = cli(*train, out)
+    assert stopped.code == 2
+    assert stopped.err.strip().splitlines() == [
+        f"probmut train: error: {out}/.work/weights/healthy/00003.npz: cannot write it: No "
+        "space left on device; free some space and try again, or write elsewhere; completed "
+        "work is kept: the same command resumes"]
     assert sorted(p.name for p in (out / ".work" / "healthy").glob("*.npz")) == [
         "00000.npz", "00001.npz"]
     assert not list(out.rglob("*.tmp*"))
     full_disk.free()
-    assert main([*train, str(out)]) == 0
-    assert "2 were already done" in capsys.readouterr().out
+    assert "2 were already done" in cli.ok(*train, out)
     assert same_but_seconds(read_instances(out / "healthy.csv"),
                             read_instances(tmp_path / "whole" / "healthy.csv"))
 
@@ -370,10 +362,10 @@ def test_two_runs_on_one_output_directory_do_not_interleave(tmp_path):
     with exclusive(out / ".work", "lock"):  # as if another probmut train were running
         result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env(),
                                 capture_output=True, text=True, timeout=600)
-    assert result.returncode == 2
-    assert "another probmut train is writing to this directory" in result.stderr
-    assert f"locked by process {os.getpid()}" in result.stderr
-    assert result.stdout == "False\n"  # refused before TensorFlow was imported
+    assert result.code == 2
+    assert "another probmut train is writing to this directory" in result.err
+    assert f"locked by process {os.getpid()}" in result.err
+    assert result.out == "False\n"  # refused before TensorFlow was imported
 
 
 def same_but_seconds(first, second):

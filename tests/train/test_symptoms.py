@@ -11,7 +11,7 @@ import pytest
 from probmut.io.outcomes import load_outcome_records, load_outcomes
 from probmut.io.populations import read_instances
 
-from .commands import probmut
+from ..conftest import CLI
 
 pytestmark = pytest.mark.train
 FAST = ["--dataset", "digits", "--architecture", "digits_cnn", "--epochs", "1", "--instances", "3",
@@ -27,17 +27,17 @@ def symptoms_run(tmp_path_factory):
     pytest.importorskip("tensorflow")
     out = tmp_path_factory.mktemp("runs") / "digits"
     # default --stack auto: the three instances of a population train as one stack
-    result = probmut("train", *FAST, "--save-models", "--mutation", DIVERGE,
+    result = CLI.run("train", *FAST, "--save-models", "--mutation", DIVERGE,
                      "--mutation", BENIGN, "--mutation", "neurons_freezing:0.5",
                      "--out", out)
     return out, result
 
 
 @pytest.mark.slow
-def test_symptoms_classifies_divergence_and_a_benign_mutation(symptoms_run):
+def test_symptoms_classifies_divergence_and_a_benign_mutation(symptoms_run, cli):
     out, result = symptoms_run
-    assert "3 instances diverged" in result.stderr
-    document = json.loads(probmut("symptoms", out, "--json", "--no-plot").stdout)
+    assert "3 instances diverged" in result.err
+    document = json.loads(cli.run("symptoms", out, "--json", "--no-plot").out)
     symptoms = {p["name"]: p for p in document["results"]}
     assert symptoms["change_learning_rate_1000"]["symptom"] == "nan"
     assert symptoms["change_learning_rate_1000"]["constant"] == 3  # one-class predictors
@@ -51,19 +51,18 @@ def test_symptoms_classifies_divergence_and_a_benign_mutation(symptoms_run):
     stored = load_outcome_records(out / "change_learning_rate_1000.outcomes.npz")
     assert [r.status for r in stored] == ["diverged"] * 3
     # the kill analyses refuse the diverged population instead of counting it
-    refused = probmut("kill", out / "healthy.csv", out / "change_learning_rate_1000.csv",
-                      check=False)
-    assert refused.returncode == 2 and "every instance failed" in refused.stderr
+    refused = cli("kill", out / "healthy.csv", out / "change_learning_rate_1000.csv")
+    assert refused.code == 2 and "every instance failed" in refused.err
 
 
 @pytest.mark.slow
-def test_evaluate_reproduces_the_accuracies_and_outcomes_train_wrote(symptoms_run, tmp_path):
+def test_evaluate_reproduces_the_accuracies_and_outcomes_train_wrote(symptoms_run, tmp_path, cli):
     out, _ = symptoms_run
     # the run's saved models (healthy, model-level mutant saved after mutation, diverged)
     # scored again, grouped into populations with a manifest
     manifest = tmp_path / "rescored" / "manifest.toml"
-    doc = json.loads(probmut("evaluate", out / "models", "--dataset", "digits", "--write-manifest",
-                             manifest, "--json", "--quiet").stdout)
+    doc = json.loads(cli.run("evaluate", out / "models", "--dataset", "digits", "--write-manifest",
+                             manifest, "--json", "--quiet").out)
     populations = ["healthy", "neurons_freezing_0.5", "change_learning_rate_1000",
                    "delete_training_data_10"]
     assert sorted(Path(p["file"]).stem for p in doc["results"]) == sorted(populations)
@@ -79,8 +78,8 @@ def test_evaluate_reproduces_the_accuracies_and_outcomes_train_wrote(symptoms_ru
     # the saved diverged models have finite weights: evaluate sees one-class predictors
     rescored = read_instances(manifest.parent / "change_learning_rate_1000.csv")
     assert all(r.constant for r in rescored)
-    kill = json.loads(probmut("kill", "--manifest", manifest, "--model", "rescored",
-                              "--mutation", "neurons_freezing", "--json").stdout)
+    kill = json.loads(cli.run("kill", "--manifest", manifest, "--model", "rescored",
+                              "--mutation", "neurons_freezing", "--json").out)
     assert kill["n_healthy"] == kill["n_mutant"] == 3
 
 
@@ -103,7 +102,7 @@ class _LostMutantWorkers:
 
 
 @pytest.mark.slow
-def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_path):
+def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_path, cli):
     pytest.importorskip("tensorflow")
     from probmut.train.backends import Serial
     from probmut.train.datasets import load_dataset
@@ -126,7 +125,7 @@ def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_
         stored = load_outcome_records(tmp_path / "delete_training_data_10.outcomes.npz")
         assert [r.status for r in stored] == ["crashed"] * 3  # each member of the stack
         assert "exit code -9" in stored[0].error
-        document = json.loads(probmut("symptoms", tmp_path, "--json", "--no-plot").stdout)
+        document = json.loads(cli.run("symptoms", tmp_path, "--json", "--no-plot").out)
         assert document["results"][0]["symptom"] == "crash"
         healthy = read_instances(tmp_path / "healthy.csv")
         assert all(r.status == "ok" and len(r.loss_history) == 1 for r in healthy)
@@ -143,11 +142,11 @@ def test_a_crashed_stack_records_each_member_once_and_is_retried_on_request(tmp_
 
 
 @pytest.mark.slow
-def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
+def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run, cli):
     out, _ = symptoms_run
     # DeepCrime's bound for the operator: 99 (at 100 no training data is left, refused)
-    text = probmut("train", *FAST, "--search", "delete_training_data:0,99", "--resolution",
-                   "50", "--decision", "deepcrime", "--out", out).stdout
+    text = cli.run("train", *FAST, "--search", "delete_training_data:0,99", "--resolution",
+                   "50", "--decision", "deepcrime", "--out", out).out
     assert "trained 3 magnitudes (at most 3 = " in text  # ceil(log2(99 / 50)) + 2
     lines = text.splitlines()
     decided = [line.split()[:2] for line in lines[2:5]]
@@ -170,9 +169,9 @@ def test_search_brackets_the_killable_magnitude_within_the_bound(symptoms_run):
     assert str(again.search).splitlines()[-2] in lines
     assert again.to_dict()["search"]["killable_magnitude"] == again.search.bracket[1]
     # a range whose strong end leaves no training data is refused before training
-    refused = probmut("train", *FAST, "--search", "delete_training_data:0,100",
-                      "--out", out, check=False)
-    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1] == (
+    refused = cli("train", *FAST, "--search", "delete_training_data:0,100",
+                      "--out", out)
+    assert refused.code == 2 and refused.err.strip().splitlines()[-1] == (
         "probmut train: error: delete_training_data:100: the mutated training set holds no "
         "samples (magnitude 100 of the search delete_training_data:0,100: narrow its range) "
         "(--search)")
@@ -196,12 +195,12 @@ def test_an_instance_past_its_timeout_stops_and_is_recorded_as_timed_out():
 
 
 @pytest.mark.slow
-def test_coverage_on_the_saved_healthy_models_against_the_runs_mutants(symptoms_run, tmp_path):
+def test_coverage_on_the_saved_healthy_models_against_the_runs_mutants(symptoms_run, tmp_path, cli):
     out, _ = symptoms_run
     figure = tmp_path / "coverage.png"
-    result = probmut("coverage", out, "--against", out, "--neurons", "2,3", "--subsets", 20,
+    result = cli.run("coverage", out, "--against", out, "--neurons", "2,3", "--subsets", 20,
                      "--sanity", 5, "--json", "--plot", figure, "--quiet")
-    doc = json.loads(result.stdout)
+    doc = json.loads(result.out)
     assert doc["layer"].startswith("dense") and doc["neurons"] == 2 and doc["test_inputs"] == 450
     assert len(doc["idc"]["per_instance"]) == 3 and 0 < doc["idc"]["mean"] <= 1
     assert set(doc["idc_by_neurons"]) == {"2", "3"}
@@ -212,119 +211,5 @@ def test_coverage_on_the_saved_healthy_models_against_the_runs_mutants(symptoms_
     assert {"tau", "p_value", "ci_low", "ci_high"} <= set(correlation)
     assert doc["sanity"]["draws"] == 5 and len(doc["sanity"]["per_instance"]) == 3
     # the crashed and diverged populations cannot be killed on any subset: left out
-    assert "every instance failed; left out" in result.stderr
+    assert "every instance failed; left out" in result.err
     assert figure.read_bytes()[:4] == b"\x89PNG"
-
-
-def test_coverage_needs_saved_models(tmp_path, capsys):
-    pytest.importorskip("tensorflow")
-    from probmut.cli import main
-
-    (tmp_path / "manifest.toml").write_text('[models.x]\nhealthy = "healthy.csv"\n')
-    assert main(["coverage", str(tmp_path), "--no-plot"]) == 2
-    assert "--save-models" in capsys.readouterr().err
-
-
-@pytest.fixture
-def model_folder(tmp_path):
-    """A folder of two files named as models (their content is not read before the
-    checks below)."""
-    folder = tmp_path / "models" / "healthy"
-    folder.mkdir(parents=True)
-    for i in range(2):
-        (folder / f"{i:05d}.keras").write_bytes(b"PK")
-    return folder
-
-
-@pytest.mark.parametrize("argv, says", [
-    (["{m}/00000.keras", "{m}/00000.keras", "--out", "{t}/p.csv"],
-     "{m}/00000.keras: given twice; each model file is one instance, name it once"),
-    (["{m}", "{m}/00001.keras", "--out", "{t}/p.csv"], "{m}/00001.keras: given twice"),
-    (["{m}/00000.keras", "{m}/../healthy/00000.keras", "--out", "{t}/p.csv"],
-     "{m}/../healthy/00000.keras: given twice (as {m}/00000.keras)"),
-    (["{m}/00000.keras", "--out", "{t}"],
-     "{t}: is a directory; give a file name for the population file (--out)"),
-    (["{m}/00000.keras", "--out", "{t}/" + "p" * 300 + ".csv"], "File name too long"),
-    (["{m}/00000.keras", "--out", "{t}/" + "p" * 246 + ".csv"],
-     "p.outcomes.npz: File name too long"),  # the CSV's name fits, its outcomes file's not
-    (["{m}", "--write-manifest", "{t}"],
-     "{t}: is a directory; give a file name for the manifest (--write-manifest)"),
-    (["{m}", "--manifest", "{t}"], "one of the arguments --out --write-manifest is required"),  # --manifest: its name before 0.2.0
-])
-def test_evaluate_refuses_what_it_cannot_score_or_write(tmp_path, capsys, model_folder, argv,
-                                                        says):
-    pytest.importorskip("tensorflow")
-    from probmut.cli import main
-
-    fill = {"m": model_folder, "t": tmp_path}
-    assert main(["evaluate", *(a.format(**fill) for a in argv), "--dataset", "digits"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("probmut evaluate: error: "), err
-    assert says.format(**fill) in err[0], err[0]
-    assert not list(tmp_path.glob("p*"))  # nothing written
-
-
-@pytest.mark.parametrize("content, says", [
-    (b"", "the file is empty"),
-    (b"random bytes, not a zip archive",
-     "not a .keras model (a .keras file is a zip archive; this one is damaged or another kind "
-     "of file)"),
-])
-def test_evaluate_says_what_is_wrong_with_a_damaged_model_file(tmp_path, capsys, content, says):
-    pytest.importorskip("tensorflow")
-    from probmut.cli import main
-
-    model = tmp_path / "m.keras"
-    model.write_bytes(content)
-    assert main(["evaluate", str(model), "--dataset", "digits", "--out", str(tmp_path / "p.csv"),
-                 "--quiet"]) == 1  # a model that cannot be scored is a crashed instance
-    assert f"1 model failed (recorded in the population files):\n  {model}: crashed: {says}" \
-        in capsys.readouterr().err
-    assert [(r.status, r.error) for r in read_instances(tmp_path / "p.csv")] == [("crashed", says)]
-
-
-def test_evaluate_says_how_many_failed_and_over_how_many_the_mean_is(tmp_path, capsys):
-    """'5 instances, mean accuracy 0.9' with 4 of 5 crashed, and 'nan' when all did
-    (issue 44): the count that failed, how, and the instances the mean is over."""
-    pytest.importorskip("tensorflow")
-    from probmut.cli import main
-    from probmut.train.datasets import load_dataset
-    from probmut.train.models import MODELS
-
-    folder = tmp_path / "models"
-    folder.mkdir()
-    for i in (1, 2):
-        (folder / f"{i:05d}.keras").write_bytes(b"")  # crashes when loaded
-    assert main(["evaluate", str(folder), "--dataset", "digits", "--out",
-                 str(tmp_path / "none.csv"), "--quiet"]) == 1
-    assert capsys.readouterr().out == (f"{tmp_path}/none.csv: 2 instances, all failed (2 "
-                                       "crashed): no accuracy to average, on 450 test inputs "
-                                       "of digits\n")
-    MODELS["digits_cnn"].build(load_dataset("digits").dims).save(folder / "00000.keras")
-    assert main(["evaluate", str(folder), "--dataset", "digits", "--out",
-                 str(tmp_path / "p.csv"), "--quiet", "--json"]) == 1
-    document = json.loads(capsys.readouterr().out)
-    assert (document["instances"], document["scored"]) == (3, 1)
-    accuracy = read_instances(tmp_path / "p.csv")[0].accuracy
-    assert document["accuracy_mean"] == accuracy  # the one scored
-    assert main(["evaluate", str(folder), "--dataset", "digits", "--out",
-                 str(tmp_path / "p.csv"), "--quiet"]) == 1
-    assert capsys.readouterr().out == (f"{tmp_path}/p.csv: 3 instances, 2 failed (2 crashed), "
-                                       f"mean accuracy {accuracy:.6g} over the 1 scored, on 450 "
-                                       "test inputs of digits\n")
-
-
-def test_coverage_says_a_truncated_model_file_is_damaged(tmp_path, capsys):
-    """Keras called a truncated .keras file "File not found" (issue 44)."""
-    pytest.importorskip("tensorflow")
-    from probmut.cli import main
-
-    (tmp_path / "manifest.toml").write_text('[models.x]\nhealthy = "healthy.csv"\n')
-    models = tmp_path / "models" / "healthy"
-    models.mkdir(parents=True)
-    (models / "00000.keras").write_bytes(b"PK\x03\x04" + bytes(200))  # a zip cut short
-    assert main(["coverage", str(tmp_path), "--dataset", "digits", "--no-plot", "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"probmut coverage: error: {models / '00000.keras'}: cannot load the model: "
-                   "not a .keras model (a .keras file is a zip archive; this one is damaged or "
-                   "another kind of file)"]
