@@ -354,7 +354,8 @@ def test_next_steps_name_the_instances_that_settle_and_the_command(synthetic, pa
     for step, m in zip(steps.steps, unsettled, strict=True):
         assert step.needed == m.verdict["needed"]
     run = {"dataset": "digits", "architecture": "digits_cnn", "seed": 7, "stack": 1,
-           "config": {"epochs": 3, "batch_size": 16, "learning_rate": 0.01, "patience": None}}
+           "config": {"epochs": 3, "batch_size": 16, "learning_rate": 0.01, "patience": None},
+           "data": {"option": "dataset"}}
     with_settings = replace(found, run_settings=run, mutants=tuple(
         replace(m, status="missing", study=None, verdict=None)
         if m.name == "delete_training_data_50" else m for m in found.mutants))
@@ -373,6 +374,11 @@ def test_next_steps_name_the_instances_that_settle_and_the_command(synthetic, pa
     page = page_of(with_settings)
     assert html.escape(steps.command) in page and 'id="next-steps"' in page
     assert steps.command in str(with_settings)
+    # data from files: the option the run recorded, even for a path spelled like a data set
+    from_files = replace(with_settings, run_settings=run | {"dataset": "./digits",
+                                                            "data": {"option": "data"}})
+    args = build_parser().parse_args(shlex.split(from_files.next_steps().command)[1:])
+    assert (args.data, args.dataset) == ("./digits", None)
 
 
 # --- the figures --------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ def _read_run_settings(folder: Path) -> dict | None:
         found = read_settings(folder)
     except ProbmutError:
         return None
-    return found if found and {"dataset", "architecture", "seed", "config"} <= set(found) else None
+    recorded = {"dataset", "architecture", "seed", "config", "data"}
+    return found if found and recorded <= set(found) and "option" in found["data"] else None
 
 
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,

@@ -104,12 +104,10 @@ def _settle_command(campaign, steps) -> tuple[str | None, str | None]:
                       "tool that made them, then report again")
     if not steps:
         return None, "nothing to train: no population within reach settles them"
-    from probmut.train.datasets import DATASETS
-
     folder = Path(campaign.manifest).parent
     config = run.get("config", {})
     words = ["probmut", "train", "--out", shown_path(folder),
-             "--dataset" if run["dataset"] in DATASETS else "--data", run["dataset"],
+             f"--{run['data']['option']}", run["dataset"],
              "--architecture", run["architecture"], "--seed", str(run["seed"]),
              "--epochs", str(config["epochs"]), "--batch-size", str(config["batch_size"])]
     for option, key in (("--learning-rate", "learning_rate"), ("--patience", "patience")):

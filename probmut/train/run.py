@@ -49,6 +49,7 @@ from probmut.io.records import RETRYABLE, one_line
 from probmut.io.workdir import finished_ids, read_settings, read_weights, write_settings
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
+from probmut.train.datasets import DATASETS
 from probmut.train.finished import load_record, model_path, save_record
 from probmut.train.flags import Flags
 from probmut.train.instance import train_instance
@@ -104,8 +105,11 @@ def setting_changes(before: dict, now: dict) -> list[str]:
 def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
-    decide (not, say, the version of the library that loaded it)."""
+    decide (not, say, the version of the library that loaded it). The settings also say
+    which option named the data (``option``: ``dataset`` or ``data``), so that a report can
+    write the command that trains the run on."""
     identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
+    identity["option"] = "dataset" if settings.dataset in DATASETS else "data"
     current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity}))
     recorded = read_settings(out)
     if recorded is not None:
