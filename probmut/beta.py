@@ -198,6 +198,11 @@ def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
     ``H^2 = 1 - exp(L)``, ``L = ln B((a1+a2)/2, (b1+b2)/2) - (ln B(a1,b1) + ln B(a2,b2))/2``
     (the log of the Bhattacharyya coefficient), clipped to [0, 1].
 
+    Returns
+    -------
+    float
+        H in [0, 1], for positive shapes (not checked).
+
     Notes
     -----
     For nearby Betas ``L`` is tiny while the log-Beta functions are made of log-gamma
@@ -271,6 +276,13 @@ def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
     singularity. Agrees with the closed form for integer shapes of Y to about 1e-11 for
     shapes from 0.03 to 1000, U-shaped Betas included (tests/test_beta.py).
 
+    Returns
+    -------
+    float
+        P(X > Y) in [0, 1].
+
+    Examples
+    --------
     >>> round(prob_greater(2, 1, 1, 1), 12)     # max of two uniforms vs one: 2/3
     0.666666666667
     >>> round(prob_greater(0.5, 0.5, 1, 1), 12)  # arcsine vs uniform: 1/2 by symmetry

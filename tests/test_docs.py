@@ -432,3 +432,36 @@ def test_the_vocabulary_is_one_word_for_one_idea():
         assert not stray, f"{word!r} is used in {stray}, outside its row's {allowed}"
     retired = re.findall(r"`(\w+)`", text.split("Retired:")[1].split("(now")[0]) + ["draws_used"]
     assert not [w for w in retired if w in usage], [w for w in retired if w in usage]
+
+
+def _public_functions():
+    """The functions a user is pointed to: probmut's API table, probmut.train's names,
+    and probmut.recommend.recommend."""
+    import importlib
+    import inspect
+
+    import probmut
+    import probmut.train
+
+    named = [(name, home) for name, home in probmut._API.items()]
+    named += [(name, probmut.train._HOMES[name]) for name in probmut.train.__all__]
+    named.append(("recommend", "probmut.recommend"))
+    found = [getattr(importlib.import_module(home), name, None) for name, home in named]
+    return [f for f in found if inspect.isfunction(f)]  # not the classes, nor probmut.paper
+
+
+@pytest.mark.parametrize("function", _public_functions(), ids=lambda f: f.__name__)
+def test_a_public_function_documents_what_it_returns_and_raises(function):
+    """Issue 45 item 8, numpydoc as scipy.stats writes it: a ``Returns`` section when the
+    function returns a value, a ``Raises`` section when it raises."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    doc = inspect.getdoc(function) or ""
+    returns = any(isinstance(node, ast.Return) and node.value is not None
+                  for node in ast.walk(tree))
+    raises = any(isinstance(node, ast.Raise) for node in ast.walk(tree))
+    assert not returns or "\nReturns\n-------\n" in doc, f"{function.__name__}: no Returns"
+    assert not raises or "\nRaises\n------\n" in doc, f"{function.__name__}: no Raises"

@@ -85,17 +85,8 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     >>> report.complete is None       # the bundled manifest records no targets
     True
     """
-    from probmut.bagging import PosteriorSettings
-    from probmut.io.manifest import Manifest
-
-    manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
-    model = model or manifest.model_names()[0]
-    healthy_path = manifest.healthy(model)
-    settings = settings or PosteriorSettings()
-    if not healthy_path.is_file():
-        raise ProbmutError(f"{manifest.path}: model {model!r} has no population files yet "
-                           f"({healthy_path.name} is missing): nothing to report")
-    earlier = (str(compare), read_report(compare)) if compare else None
+    manifest, model, settings, coverage, earlier = _summarize_iv(manifest, model, settings,
+                                                                coverage, compare)
     notes: list[str] = []
     with _noted(notes):
         result = _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes)
@@ -103,6 +94,29 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     result = replace(result, notes=tuple(dict.fromkeys(notes)), earlier=earlier,
                      verdicts=False)
     return with_verdicts(result, jobs=jobs, progress=progress) if verdicts else result
+
+
+def _summarize_iv(manifest, model, settings, coverage, compare):
+    """:func:`summarize_campaign`'s input validation, every file it is given read before
+    any population is analysed: the manifest, the model and its healthy population, the
+    coverage document (given, or ``coverage.json`` beside the manifest) and the earlier
+    report. Returns the manifest, the model's name, the settings, the coverage document
+    (or None) and the earlier report as (its name, its document) (or None)."""
+    from probmut.bagging import PosteriorSettings
+    from probmut.io.coverage import read_coverage
+    from probmut.io.manifest import Manifest
+
+    manifest = manifest if isinstance(manifest, Manifest) else Manifest.load(manifest)
+    model = model or manifest.model_names()[0]
+    healthy_path = manifest.healthy(model)
+    if not healthy_path.is_file():
+        raise ProbmutError(f"{manifest.path}: model {model!r} has no population files yet "
+                           f"({healthy_path.name} is missing): nothing to report")
+    beside = manifest.path.parent / "coverage.json"
+    coverage = coverage or (beside if beside.is_file() else None)
+    coverage = read_coverage(coverage) if coverage else None
+    earlier = (str(compare), read_report(compare)) if compare else None
+    return manifest, model, settings or PosteriorSettings(), coverage, earlier
 
 
 def with_verdicts(campaign: Campaign, *, jobs: int | None = None,
@@ -161,7 +175,6 @@ class _noted(warnings.catch_warnings):
 
 def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
     from probmut.bagging import bagged_posteriors
-    from probmut.io.coverage import read_coverage
     from probmut.io.populations import has_symptom_records, instances_so_far, read_population
     from probmut.io.records import FAILED
     from probmut.io.rounds import read_rounds
@@ -169,9 +182,6 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
 
     folder = manifest.path.parent
     rounds = read_rounds(folder / "rounds.json")
-    beside = folder / "coverage.json"
-    coverage = coverage or (beside if beside.is_file() else None)
-    coverage = read_coverage(coverage) if coverage else None
     healthy_path = manifest.healthy(model)
     mutations = list(manifest.mutations(model))
     files = [healthy_path] + [f for m in mutations for f in m.files]

@@ -40,9 +40,21 @@ def text_start(path, length: int = 40) -> str | None:
 def load_kill_rates(path, trials: int) -> np.ndarray:
     """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
 
-    Accepts ``.npy`` arrays of float rates in [0, 1] or of integer counts in [0, N];
-    returns an int array of counts, same shape. Rates that are not multiples of 1/N are
-    an error.
+    Parameters
+    ----------
+    path : a ``.npy`` array of float rates in [0, 1] or of integer counts in [0, N].
+    trials : N, the kill tests behind each rate.
+
+    Returns
+    -------
+    numpy.ndarray
+        The kill counts (int64), of the array's shape.
+
+    Raises
+    ------
+    ProbmutError
+        A missing, text or ``.npz`` file; non-numeric, empty, NaN or infinite values;
+        rates that are not multiples of 1/N in [0, 1].
     """
     path = Path(path)
     what = "a NumPy .npy array of kill rates"

@@ -201,6 +201,19 @@ def read_population(path, name: str | None = None, strict: bool = False,
     manifest : the :class:`~probmut.io.manifest.Manifest` that names the file, if any:
         where its run's target is looked up first.
 
+    Returns
+    -------
+    Population
+        The scored instances (failed and missing ones dropped, with a warning), ids as
+        written, ``name`` and the file as ``source``.
+
+    Raises
+    ------
+    ProbmutError
+        A missing, unreadable or malformed file; an accuracy outside [0, 1]; a repeated
+        or out-of-range id; with ``strict``, a missing accuracy, a failed instance or an
+        unfinished run.
+
     Examples
     --------
     >>> import tempfile, os
@@ -232,6 +245,13 @@ def read_population(path, name: str | None = None, strict: bool = False,
 def write_tidy(population: Population, path) -> None:
     """Write a population as tidy CSV (``instance,accuracy``), atomically.
 
+    Raises
+    ------
+    ProbmutError
+        The file cannot be written (:func:`probmut.io.atomic.atomic_write_text`).
+
+    Examples
+    --------
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "pop.csv")
     >>> write_tidy(Population.from_values([0.5, 0.75]), path)

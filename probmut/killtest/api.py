@@ -153,11 +153,21 @@ def kill_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTe
 def kill_test_batch(healthy, mutant, criterion: KillCriterion | None = None):
     """Many kill tests at once: row t of ``healthy`` against row t of ``mutant``.
 
-    Returns ``(p_value, effect_size, killed)`` arrays of shape ``(T,)``; p is exact
-    (the decision applies the criterion's rounding); the effect size is the
-    criterion's (Cohen's d, A12, d_z or r_rb). A row holding NaN or an infinite value is
-    an error naming the first such row.
+    Returns
+    -------
+    p_value, effect_size, killed : numpy.ndarray
+        Arrays of shape ``(T,)``; p is exact (the decision applies the criterion's
+        rounding); the effect size is the criterion's (Cohen's d, A12, d_z or r_rb).
 
+    Raises
+    ------
+    ProbmutError
+        Samples that are not 2-D with as many rows, or hold fewer than 2 values per row,
+        or unequal rows for a paired criterion; a row holding NaN or an infinite value
+        (the first such row is named).
+
+    Examples
+    --------
     >>> rng = np.random.default_rng(0)
     >>> p, d, killed = kill_test_batch(rng.normal(0.9, 0.01, (3, 20)),
     ...                                     rng.normal(0.89, 0.01, (3, 20)))

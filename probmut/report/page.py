@@ -52,8 +52,20 @@ def check_replaceable(path, identity: str) -> bool:
 def write_report(campaign: Campaign, path, *, command: str | None = None,
                  created: datetime.datetime | None = None, jobs: int | None = None,
                  figures: dict | None = None) -> Path:
-    """Write :func:`render_html`'s page to ``path`` (atomically); returns the path. It
-    replaces an earlier page of the same campaign only (:func:`check_replaceable`)."""
+    """Write :func:`render_html`'s page to ``path`` (atomically). It replaces an earlier
+    page of the same campaign only (:func:`check_replaceable`).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ProbmutError
+        ``path`` holds a page of another campaign or another kind of file, or cannot be
+        written.
+    """
     from probmut.io.atomic import atomic_write_text
 
     path = Path(path)
