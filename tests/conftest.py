@@ -402,3 +402,16 @@ def full_disk(monkeypatch):
 
     monkeypatch.setattr(atomic, "_temporary", temporary)
     return disk
+
+
+def damage_file(path, case):
+    """Damage a file as a disk or a killed writer can: ``truncated``, ``emptied`` or one
+    ``bit flip`` in the middle."""
+    data = path.read_bytes()
+    if case == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif case == "emptied":
+        path.write_bytes(b"")
+    elif case == "bit flip":
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:])

@@ -16,10 +16,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from probmut.io.cache import Cache, DamagedCacheWarning, cache_key
 from probmut.io.outcomes import save_outcomes
 
-from ..conftest import FULL_RUN, RAW, write_run
+from ..conftest import FULL_RUN, RAW, damage_file, write_run
 
 HEALTHY = RAW / "mnist" / "results_mnist_original.csv"
 MUTANT = RAW / "mnist" / "results_mnist_delete_training_data_mutated0_MP_9.29.csv"
@@ -281,58 +280,13 @@ def test_mce_needs_two_repetitions(cli):
 
 # --- damaged caches ---------------------------------------------------------------------------------
 
-def _damage(path, case):
-    data = path.read_bytes()
-    if case == "truncated":
-        path.write_bytes(data[: len(data) // 2])
-    elif case == "emptied":
-        path.write_bytes(b"")
-    elif case == "bit flip":
-        middle = len(data) // 2
-        path.write_bytes(data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:])
-
-
-@pytest.mark.parametrize("case", ["truncated", "emptied", "bit flip"])
-def test_a_damaged_cache_file_is_recomputed_with_a_warning(tmp_path, case):
-    cache = Cache(tmp_path)
-    key = cache_key("chunk", 1)
-    cache.put(key, means=np.linspace(0, 1, 6).reshape(2, 3))
-    _damage(next(tmp_path.rglob("*.npz")), case)
-    with pytest.warns(DamagedCacheWarning, match="damaged cache entry"):
-        assert cache.get(key, shapes={"means": (2, 3)}) is None
-
-
-@pytest.mark.parametrize("arrays, says", [
-    ({"other": np.zeros((2, 3))}, "expected array 'means'"),
-    ({"means": np.zeros((3, 2))}, "expected array 'means' of shape"),
-    ({"means": np.full((2, 3), np.nan)}, "NaN"),
-])
-def test_a_well_formed_cache_file_with_the_wrong_content_is_not_used(tmp_path, arrays, says):
-    cache = Cache(tmp_path)
-    key = cache_key("chunk", 2)
-    cache.put(key, **arrays)
-    with pytest.warns(DamagedCacheWarning, match=says):
-        assert cache.get(key, shapes={"means": (2, 3)}) is None
-
-
-def test_a_cache_file_written_for_another_key_is_not_used(tmp_path):
-    cache = Cache(tmp_path)
-    one, two = cache_key("a"), cache_key("b")
-    cache.put(one, means=np.zeros((2, 3)))
-    target = cache._path(two)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    cache._path(one).rename(target)
-    with pytest.warns(DamagedCacheWarning, match="another key"):
-        assert cache.get(two) is None
-
-
 def test_a_study_on_a_damaged_cache_gives_the_fresh_numbers(cli, tmp_path):
     argv = ["sample-size", HEALTHY, MUTANT, "--sizes", "25", "--subpopulations", "2",
             "--repetitions", "2", "--no-plot", "--json", "--cache", tmp_path, *FAST]
     code, fresh, _ = cli(*argv)
     assert code == 0
     for path in tmp_path.rglob("*.npz"):
-        _damage(path, "bit flip")
+        damage_file(path, "bit flip")
     code, again, err = cli(*argv)
     assert code == 0 and "damaged cache entry" in err
     assert strict_json(again)["sizes"] == strict_json(fresh)["sizes"]

@@ -2,11 +2,9 @@
 
 import warnings
 
-import numpy as np
 import pytest
 
 from probmut.errors import ProbmutError
-from probmut.io.arrays import load_kill_rates
 from probmut.io.populations import (
     MissingAccuracyWarning,
     read_population,
@@ -106,11 +104,3 @@ def test_pair_aligns_and_reports_unpaired_ids():
     assert aligned.values.tolist() == [0.4, 0.5, 0.6]
     with pytest.raises(ProbmutError, match=r"ids only in h: \[2\]; ids only in m: \[5\]"):
         pair(h, Population.from_values([0.6, 0.5, 0.4], ids=[0, 1, 5], name="m"))
-
-
-def test_kill_rates_become_counts(tmp_path, reference):
-    counts = load_kill_rates(reference / "kill_rates" / "mnist_orig.npy", 100)
-    assert counts.dtype == np.int64 and counts.shape == (100,) and counts[0] == 7
-    np.save(tmp_path / "odd.npy", np.array([0.123, 0.5]))
-    with pytest.raises(ProbmutError, match="not kill rates of 100 trials"):
-        load_kill_rates(tmp_path / "odd.npy", 100)
