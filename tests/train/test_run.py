@@ -356,16 +356,17 @@ def test_two_runs_on_one_output_directory_do_not_interleave(tmp_path):
     from probmut.io.atomic import exclusive
 
     out = tmp_path / "busy"
+    # A fresh interpreter, not the cli fixture: this one may have imported TensorFlow.
     script = ("import sys\nfrom probmut.cli import main\n"
               f"code = main({['train', *FAST, '--instances', '2', '--out', str(out)]!r})\n"
               "print('tensorflow' in sys.modules)\nsys.exit(code)")
     with exclusive(out / ".work", "lock"):  # as if another probmut train were running
         result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env(),
                                 capture_output=True, text=True, timeout=600)
-    assert result.code == 2
-    assert "another probmut train is writing to this directory" in result.err
-    assert f"locked by process {os.getpid()}" in result.err
-    assert result.out == "False\n"  # refused before TensorFlow was imported
+    assert result.returncode == 2
+    assert "another probmut train is writing to this directory" in result.stderr
+    assert f"locked by process {os.getpid()}" in result.stderr
+    assert result.stdout == "False\n"  # refused before TensorFlow was imported
 
 
 def same_but_seconds(first, second):
