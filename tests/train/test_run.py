@@ -111,7 +111,8 @@ def test_same_seed_same_accuracy_in_process(digits_run):
 def test_resume_after_kill_trains_only_the_missing_instances(tmp_path, cli):
     pytest.importorskip("tensorflow")
     out = tmp_path / "resume"
-    # Stacks of two: the kill lands between stacks, and resume must finish the rest.
+    # A process of its own, killed (SIGKILL) mid-run; stacks of two: the kill lands between
+    # stacks, and resume must finish the rest.
     stacked = [*FAST, "--stack", "2"]
     args = [sys.executable, "-m", "probmut", "train", *stacked, "--instances", 6, "--out", out]
     process = subprocess.Popen(list(map(str, args)), cwd=REPO, env=env(),
