@@ -340,15 +340,15 @@ class Cli:
         return json.loads(self.ok(*argv, "--json"))
 
     def refused(self, *argv, says: str = "") -> str:
-        """The command exits 2 with exactly one line ``probmut CMD: error: ...`` containing
-        ``says``, no traceback and nothing on stdout; returns that line."""
+        """The command exits 2 and prints one line, ``probmut CMD: error: ...`` containing
+        ``says``, on stderr (no traceback, no note or progress before it) and nothing on
+        stdout; returns that line. (A refusal after other output: ``cli(*argv)``.)"""
         code, out, err = self(*argv)
-        errors = [line for line in err.strip().splitlines() if ": error: " in line]
-        assert code == 2, err
-        assert len(errors) == 1 and errors[0].startswith("probmut"), err
-        assert "Traceback" not in err and out == ""
-        assert says in errors[0], errors[0]
-        return errors[0]
+        lines = err.strip().splitlines()
+        assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
+        assert lines[0].startswith("probmut") and ": error: " in lines[0], err
+        assert says in lines[0], lines[0]
+        return lines[0]
 
 
 #: The command line, for module fixtures (tests take the ``cli`` fixture).

@@ -12,7 +12,8 @@ from ..conftest import normal_accuracies
 
 def test_core_and_parser_import_without_pymc():
     # The parser takes the bayes command's choices from probmut.bayes, which must import
-    # without the extra; running the command then says what to install, in one line.
+    # without the extra; running the command then says what to install, in one line. A
+    # fresh interpreter, not the cli fixture: in this one the extra may be imported already.
     code = ("import sys\n"
             "for name in ('pymc', 'arviz', 'nutpie'): sys.modules[name] = None\n"
             "import probmut.cli, probmut.bagging\n"

@@ -78,15 +78,14 @@ def test_offline_download_is_one_clear_line(keras_home, offline, name):
 
 @pytest.mark.train
 @pytest.mark.parametrize("command", ["train", "evaluate"])
-def test_the_command_stops_with_exit_2_before_training(keras_home, offline, tmp_path, capsys,
+def test_the_command_stops_with_exit_2_before_training(keras_home, offline, tmp_path, cli,
                                                        command):
-    from probmut.cli.main import main
-
     out = tmp_path / "out"
     (tmp_path / "m.keras").write_bytes(b"")
-    models = [str(tmp_path / "m.keras")] if command == "evaluate" else []
-    assert main([command, *models, "--dataset", "fashion_mnist", "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    models = [tmp_path / "m.keras"] if command == "evaluate" else []
+    ran = cli(command, *models, "--dataset", "fashion_mnist", "--out", out)
+    assert ran.code == 2 and ran.out == ""
+    err = ran.err.strip().splitlines()
     assert err[-1].startswith(f"probmut {command}: error: dataset 'fashion_mnist': "
                               "fashion-mnist/train-labels-idx1-ubyte.gz is not in the Keras cache")
     assert "and the other 3 files of fashion_mnist" in err[-1]
@@ -252,6 +251,7 @@ def test_data_argument_problems_are_clear_errors(source, args, message, option):
 
 
 def test_data_arguments_are_checked_before_tensorflow_is_imported(tmp_path):
+    # A fresh interpreter, not the cli fixture: this one may have imported TensorFlow.
     code = ("import sys; from probmut.cli.main import main; "
             f"code = main(['train', '--data', {str(tmp_path)!r}, '--out', 'x']); "
             "assert code == 2, code; assert 'tensorflow' not in sys.modules, 'imported'")
@@ -387,18 +387,14 @@ def _plain_npy(path):
     (_plain_npy, "a .npy array, not an .npz archive"),
 ], ids=["nan pixel", "inf in x_test", "one class", "empty x_test", "strings", "empty file",
         "random bytes", "truncated", "plain npy"])
-def test_data_that_cannot_train_is_refused_in_one_line(tmp_path, capsys, write, says):
+def test_data_that_cannot_train_is_refused_in_one_line(tmp_path, cli, write, says):
     pytest.importorskip("tensorflow")
-    from probmut.cli import main
-
     path = tmp_path / "data.npz"
     write(path)
     load_dataset.cache_clear()
-    assert main(["train", "--data", str(path), "--out", str(tmp_path / "out"),
-                 "--instances", "1", "--epochs", "1"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"probmut train: error: {path}: ")
-    assert says in err[0] and err[0].endswith(" (--data)"), err[0]
+    error = cli.refused("train", "--data", path, "--out", tmp_path / "out", "--instances", 1,
+                        "--epochs", 1, says=says)
+    assert error.startswith(f"probmut train: error: {path}: ") and error.endswith(" (--data)")
     assert not (tmp_path / "out").exists()  # nothing trained, nothing written
 
 
@@ -425,20 +421,17 @@ def test_an_image_folder_with_a_corrupt_image_names_it(tmp_path):
                                    "two (--mutation)"),
 ])
 def test_a_mutation_that_leaves_nothing_to_learn_is_refused_before_training(
-        tmp_path, capsys, mutation, says):
+        tmp_path, cli, mutation, says):
     pytest.importorskip("tensorflow")
-    from probmut.cli import main
-
     path = tmp_path / "two_classes.npz"
     arrays = _digits_arrays()
     keep = arrays["y_train"] < 2
     np.savez(path, x_train=arrays["x_train"][keep], y_train=arrays["y_train"][keep],
              x_test=arrays["x_test"], y_test=arrays["y_test"] % 2)
     load_dataset.cache_clear()
-    assert main(["train", "--data", str(path), "--out", str(tmp_path / "out"),
-                 "--instances", "1", "--epochs", "1", "--mutation", mutation]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"probmut train: error: {says}"]
+    error = cli.refused("train", "--data", path, "--out", tmp_path / "out", "--instances", 1,
+                        "--epochs", 1, "--mutation", mutation)
+    assert error == f"probmut train: error: {says}"
     assert not (tmp_path / "out").exists()
 
 

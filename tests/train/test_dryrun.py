@@ -5,8 +5,6 @@ rule computed here (``int(n * share)`` of the layer or of the whole network); th
 dry run itself finds them by comparing the mutant with the healthy model, so the two
 are independent. Nothing is trained."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -156,42 +154,37 @@ def test_deepmutations_data_operators_default_to_the_papers_1_percent(api):
 
 
 def test_gaze_lenet_holds_out_deepcrimes_tenth_and_remove_validation_set_trains_on_it(
-        tmp_path, capsys):
+        tmp_path, cli):
     """DeepCrime's lenet fits with validation_split=0.1: gaze_lenet's runs hold out 0.1
     unless told otherwise, and the remove_validation_set mutant trains on it too."""
-    from probmut.cli.main import main
     from probmut.train.datasets import load_dataset
     from tests.train.test_models import _gaze_npz
 
     gaze = _gaze_npz(tmp_path / "gaze.npz", n_train=200, n_test=20)
-    base = ["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--dry-run", "--json",
+    base = ["train", "--architecture", "gaze_lenet", "--data", gaze, "--dry-run",
             "--mutation", "remove_validation_set"]
-    assert main(base) == 0
-    (preview,) = json.loads(capsys.readouterr().out)["mutations"]
+    (preview,) = cli.json(*base)["mutations"]
     assert preview["changes"]["samples"] == {"changed": 0, "added": 20, "removed": 0, "of": 180}
     assert preview["equivalent"] is None
-    assert main([*base, "--validation-split", "0.25", "--patience", "3"]) == 0
-    (preview,) = json.loads(capsys.readouterr().out)["mutations"]
+    (preview,) = cli.json(*base, "--validation-split", "0.25", "--patience", "3")["mutations"]
     held = load_dataset(str(gaze), task="regression", validation_split=0.25)  # per bucket
     assert preview["changes"]["samples"] == {"changed": 0, "added": len(held.y_val),
                                              "removed": 0, "of": len(held.y_train)}
     assert preview["changes"]["settings"] == {"validation": [True, False], "patience": [3, None]}
 
 
-def test_gaze_lenets_graph_two_inputs_and_a_concatenate(tmp_path, capsys):
+def test_gaze_lenets_graph_two_inputs_and_a_concatenate(tmp_path, cli):
     """Issue 42 on gaze_lenet (its second input listed after the image branch, joined by
     a Concatenate, compiled with angular_error): AFRm copies the model without compiling
     it from its config; NEB's network is every layer whose neurons reach a weighted
     layer: the two convolutions (through pooling and Flatten) and the dense layer
     (through the Concatenate, after the pose's two columns), 20 + 50 + 500 neurons."""
-    from probmut.cli.main import main
     from tests.train.test_models import _gaze_npz
 
     gaze = _gaze_npz(tmp_path / "gaze.npz", n_train=40, n_test=10)
-    assert main(["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--dry-run",
-                 "--json", "--mutation", "AFRm:3", "--mutation", "NEB", "--mutation",
-                 "NEB:0.01@3"]) == 0
-    trained, blocked, at_layer = json.loads(capsys.readouterr().out)["mutations"]
+    trained, blocked, at_layer = cli.json(
+        "train", "--architecture", "gaze_lenet", "--data", gaze, "--dry-run", "--mutation",
+        "AFRm:3", "--mutation", "NEB", "--mutation", "NEB:0.01@3")["mutations"]
     assert trained["changes"]["settings"] == {"layer 3 conv2d_1: activation": ["relu", "linear"]}
     assert [(c["index"], c["of"]) for c in blocked["changes"]["layers"]] == [
         (1, 20), (3, 50), (7, 500)]
@@ -226,14 +219,10 @@ def test_each_is_one_entry_per_layer_and_the_json_has_exactly_the_issues_keys(ap
     assert [p.name for p in report.illegal] == ["change_patience_1"]
 
 
-def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shaped, capsys):
+def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shaped, cli):
     pytest.importorskip("tensorflow")
-    from probmut.cli.main import main
-
-    base = ["train", "--architecture", "deepcrime_mnist", "--data", str(mnist_shaped), "--dry-run"]
-    assert main([*base, "--mutation", "neurons_freezing:0.05", "--json"]) == 0
-    out, err = capsys.readouterr()
-    assert json.loads(out) == {"mutations": [{
+    base = ["train", "--architecture", "deepcrime_mnist", "--data", mnist_shaped, "--dry-run"]
+    assert cli.json(*base, "--mutation", "neurons_freezing:0.05") == {"mutations": [{
         "name": "neurons_freezing_0.05", "operator": "neurons_freezing", "magnitude": "0.05",
         "level": "model", "legal": True, "reason": None, "target": "layer 0 conv2d (Conv2D)",
         "equivalent": None,
@@ -241,15 +230,14 @@ def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shape
                     "layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32}],
                     "samples": None, "settings": {}}}]}
 
-    assert main([*base, "--mutation", "GF", "--mutation", "change_gradient_clip"]) == 2
-    out, err = capsys.readouterr()
+    code, out, err = cli(*base, "--mutation", "GF", "--mutation", "change_gradient_clip")
+    assert code == 2  # after printing the preview
     assert "change_gradient_clipping_0.5 (training level): ILLEGAL: the healthy optimizer " \
            "does not clip gradients" in out
     assert "weights changed: 0 conv2d" in out and "(11996 of 1199648)" in out
-    errors = err.strip().splitlines()
-    assert errors == ["probmut train: error: change_gradient_clipping:0.5: the healthy "
-                      "optimizer does not clip gradients (DeepCrime changes an existing "
-                      "clipnorm or clipvalue) (--mutation)"]
+    assert err.strip().splitlines() == [
+        "probmut train: error: change_gradient_clipping:0.5: the healthy optimizer does not "
+        "clip gradients (DeepCrime changes an existing clipnorm or clipvalue) (--mutation)"]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -257,9 +245,5 @@ def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shape
     (["--dry-run", "--search", "change_epochs:1,5"], "leave out --search"),
     (["--dry-run", "--mutation", "GF:2_sd0.1"], "ratio must be between 0 and 1"),
 ])
-def test_bad_dry_runs_exit_2_with_one_line(argv, message, capsys):
-    from probmut.cli.main import main
-
-    assert main(["train", *argv]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and message in err[0]
+def test_bad_dry_runs_exit_2_with_one_line(argv, message, cli):
+    cli.refused("train", *argv, says=message)

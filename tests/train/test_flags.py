@@ -147,26 +147,21 @@ def checked_run(tmp_path):
     return tmp_path
 
 
-def test_exclude_flagged_never_drops_a_survivor(checked_run, capsys):
-    from probmut.cli.main import main
-
-    by_name = ["--manifest", str(checked_run / "manifest.toml"), "--model", "m", "--mutation",
+def test_exclude_flagged_never_drops_a_survivor(checked_run, cli):
+    by_name = ["--manifest", checked_run / "manifest.toml", "--model", "m", "--mutation",
                "weights_fuzzing"]
-    assert main(["kill", *by_name, "--exclude-flagged", "--json"]) == 0
-    captured = capsys.readouterr()
-    document = json.loads(captured.out)
+    excluded = cli.run("kill", *by_name, "--exclude-flagged", "--json")
+    document = json.loads(excluded.out)
     assert document["flags"] == [] and document["survivor"].startswith("all 6 instances")
     assert document["killed"] is False  # the test set cannot tell it apart
-    assert "excluded flagged populations: 0_1 (equivalent)" in captured.err
-    assert main(["kill", *by_name]) == 0
-    assert capsys.readouterr().out.strip().splitlines()[-2:] == [
+    assert "excluded flagged populations: 0_1 (equivalent)" in excluded.err
+    assert cli.ok("kill", *by_name).strip().splitlines()[-2:] == [
         "flags (probmut train's checks, from the manifest): 0_1: equivalent",
         "survivors (every instance predicts on the test set what its healthy instance "
         "predicts; never excluded): 0.01_1"]
 
 
-def test_the_quality_control_removes_a_population_from_the_manifest(checked_run, capsys):
-    from probmut.cli.main import main
+def test_the_quality_control_removes_a_population_from_the_manifest(checked_run, cli):
     from probmut.io.manifest import Manifest, add_to_manifest
     from probmut.train.operators import parse_mutations
     from probmut.train.quality import removed_by_quality_control
@@ -183,17 +178,14 @@ def test_the_quality_control_removes_a_population_from_the_manifest(checked_run,
                       removed["delete_training_data_50"])])
     mutation = Manifest.load(checked_run / "manifest.toml").mutation("m", "delete_training_data")
     assert mutation.magnitudes == () and "50" in mutation.removed
-    by_name = ["--manifest", str(checked_run / "manifest.toml"), "--model", "m"]
-    assert main(["kill", *by_name, "--mutation", "delete_training_data"]) == 2
-    assert "every magnitude was removed by probmut train's quality control: 50: mean error " \
-        "rate 0.3" in capsys.readouterr().err
-    assert main(["kill", *by_name, "--mutation", "delete_training_data",
-                 "--magnitudes", "50"]) == 2
-    assert "delete_training_data 50: removed by probmut train's quality control" in \
-        capsys.readouterr().err
-    assert main(["symptoms", "--manifest", str(checked_run / "manifest.toml"), "--json",
-                 "--no-plot"]) == 0
-    names = [p["name"] for p in json.loads(capsys.readouterr().out)["results"]]
+    by_name = ["--manifest", checked_run / "manifest.toml", "--model", "m"]
+    cli.refused("kill", *by_name, "--mutation", "delete_training_data",
+                says="every magnitude was removed by probmut train's quality control: 50: "
+                     "mean error rate 0.3")
+    cli.refused("kill", *by_name, "--mutation", "delete_training_data", "--magnitudes", "50",
+                says="delete_training_data 50: removed by probmut train's quality control")
+    document = cli.json("symptoms", "--manifest", checked_run / "manifest.toml", "--no-plot")
+    names = [p["name"] for p in document["results"]]
     assert names == ["weights_fuzzing_0.01_1", "weights_fuzzing_0_1"]
 
 
@@ -317,13 +309,9 @@ def test_a_mutant_the_test_set_cannot_tell_apart_is_not_equivalent(in_place):
      "the quality control applies to a run of a number of instances, not to a search or "
      "training until settled"),
 ])
-def test_bad_max_error_rates_are_refused(argv, says, tmp_path, capsys):
+def test_bad_max_error_rates_are_refused(argv, says, tmp_path, cli):
     pytest.importorskip("tensorflow")
-    from probmut.cli.main import main
-
-    assert main(["train", "--out", str(tmp_path / "x"), *argv]) == 2
-    err = capsys.readouterr().err
-    assert says in err and len(err.strip().splitlines()) == 1, err
+    cli.refused("train", "--out", tmp_path / "x", *argv, says=says)
     assert not (tmp_path / "x").exists()
 
 
@@ -335,22 +323,18 @@ def flagged_run(tmp_path_factory):
     (change_epochs:1 = the run's epochs), weights fuzzed at ratio 0 (weights unchanged),
     all 64 dense units frozen (constant predictions) and a real mutant."""
     pytest.importorskip("tensorflow")
-    from probmut.cli.main import main
-
     out = tmp_path_factory.mktemp("flags") / "flags"
-    args = ["train", "--instances", "3", "--epochs", "1", "--out", str(out), "--quiet",
+    args = ["train", "--instances", "3", "--epochs", "1", "--out", out, "--quiet",
             "--mutation", "change_epochs:1", "--mutation", "weights_fuzzing:0_1",
-            "--mutation", "neurons_freezing:1@4", "--mutation", "delete_training_data:50",
-            "--json"]
-    return out, main, args
+            "--mutation", "neurons_freezing:1@4", "--mutation", "delete_training_data:50"]
+    return out, args
 
 
 @pytest.mark.train
 @pytest.mark.slow
-def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
-    out, main, args = flagged_run
-    assert main(args) == 0
-    summary = json.loads(capsys.readouterr().out)
+def test_flags_in_summary_manifest_and_analysis(flagged_run, cli):
+    out, args = flagged_run
+    summary = cli.json(*args)
     flags = {p["name"]: p["flags"] for p in summary["results"]}
     assert flags == {"healthy": [], "change_epochs_1": ["equivalent"],
                      "weights_fuzzing_0_1": ["equivalent"],
@@ -367,25 +351,21 @@ def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
     assert manifest["mutations"]["change_epochs"]["flags"] == {"1": ["equivalent"]}
     assert manifest["mutations"]["delete_training_data"]["flags"] == {"50": []}
 
-    by_name = ["--manifest", str(out / "manifest.toml"), "--model", "flags", "--mutation"]
-    assert main(["kill", *by_name, "neurons_freezing", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["flags"] == ["broken"]
-    assert main(["kill", *by_name, "weights_fuzzing"]) == 0
-    assert capsys.readouterr().out.strip().endswith(
+    by_name = ["--manifest", out / "manifest.toml", "--model", "flags", "--mutation"]
+    assert cli.json("kill", *by_name, "neurons_freezing")["flags"] == ["broken"]
+    assert cli.ok("kill", *by_name, "weights_fuzzing").strip().endswith(
         "flags (probmut train's checks, from the manifest): 0_1: equivalent")
-    assert main(["posterior", *by_name, "delete_training_data", "--no-plot", "--json",
-                 "--bootstraps", "5", "--trials", "5", "--sample", "2"]) == 0
-    document = json.loads(capsys.readouterr().out)
+    document = cli.json("posterior", *by_name, "delete_training_data", "--no-plot",
+                        "--bootstraps", "5", "--trials", "5", "--sample", "2")
     assert [p.get("flags") for p in document["results"]] == [None, []]
-    assert main(["kill", *by_name, "change_epochs", "--exclude-flagged"]) == 2
-    err = capsys.readouterr().err
-    assert "excluded flagged populations: 1 (equivalent)" in err
-    assert "--exclude-flagged left no mutant population" in err
+    refusal = cli("kill", *by_name, "change_epochs", "--exclude-flagged")
+    assert refusal.code == 2 and refusal.out == ""  # the exclusion is said before the error
+    assert "excluded flagged populations: 1 (equivalent)" in refusal.err
+    assert "--exclude-flagged left no mutant population" in refusal.err
 
     # DeepMutation's quality control on the finished run (nothing is trained again): the
     # one-class predictors get wrong most of what their originals get right
-    assert main([*args, "--max-error-rate", "0.5"]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    summary = cli.json(*args, "--max-error-rate", "0.5")
     assert summary["trained"] == 0
     removed = {p["name"]: p["removed"] for p in summary["results"] if p["removed"]}
     assert list(removed) == ["neurons_freezing_1@4"]
@@ -393,20 +373,17 @@ def test_flags_in_summary_manifest_and_analysis(flagged_run, capsys):
     manifest = tomllib.loads((out / "manifest.toml").read_text())["models"]["flags"]
     assert manifest["mutations"]["neurons_freezing"]["removed"] == {"1@4": removed[
         "neurons_freezing_1@4"]}
-    assert main(["kill", *by_name, "neurons_freezing"]) == 2
-    assert "every magnitude was removed" in capsys.readouterr().err
-    assert main(args) == 0  # without the option the population is back
+    cli.refused("kill", *by_name, "neurons_freezing", says="every magnitude was removed")
+    cli.run(*args)  # without the option the population is back
     assert "removed" not in tomllib.loads((out / "manifest.toml").read_text())[
         "models"]["flags"]["mutations"]["neurons_freezing"]
 
 
 @pytest.mark.train
-def test_list_operators_json(capsys):
-    from probmut.cli.main import main
+def test_list_operators_json(cli):
     from probmut.train.operators import OPERATORS
 
-    assert main(["train", "--list-operators", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = cli.json("train", "--list-operators")
     assert [r["name"] for r in rows] == list(OPERATORS)
     assert set(rows[0]) >= {"name", "aliases", "level", "magnitude", "default_target", "source"}
     neb = next(r for r in rows if r["name"] == "neuron_effect_blocking")

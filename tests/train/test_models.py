@@ -3,7 +3,6 @@ LeNet) and a recommender (DeepCrime's MovieLens model), on small synthetic data 
 here. How an instance is scored is checked against an independent computation from
 the model's own outputs."""
 
-import json
 import tomllib
 
 import numpy as np
@@ -116,32 +115,28 @@ def test_task_data_problems_are_clear_errors(tmp_path):
 
 
 @pytest.mark.slow
-def test_gaze_and_recommender_runs_through_the_command(tmp_path, capsys):
-    from probmut.cli.main import main
-
+def test_gaze_and_recommender_runs_through_the_command(tmp_path, cli):
     gaze, ratings = _gaze_npz(tmp_path / "gaze.npz"), _ratings_npz(tmp_path / "ratings.npz")
-    assert main(["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--instances", "2",
-                 "--epochs", "1", "--out", str(tmp_path / "gaze"), "--quiet", "--json",
-                 "--mutation", "change_label:20", "--mutation", "delete_training_data:30",
-                 "--mutation", "neurons_freezing:0.2"]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    summary = cli.json("train", "--architecture", "gaze_lenet", "--data", gaze, "--instances", 2,
+                       "--epochs", 1, "--out", tmp_path / "gaze", "--quiet",
+                       "--mutation", "change_label:20", "--mutation", "delete_training_data:30",
+                       "--mutation", "neurons_freezing:0.2")
     assert [p["instances"] for p in summary["results"]] == [2, 2, 2, 2]
     data = tomllib.loads((tmp_path / "gaze" / "manifest.toml").read_text())["models"]["gaze"][
         "data"]
     assert data["task"] == "regression" and data["input_shape"] == [[20, 28, 1], [2]]
-    assert main(["train", "--architecture", "recommender", "--data", str(ratings), "--instances", "2",
-                 "--epochs", "1", "--out", str(tmp_path / "movies"), "--quiet",
-                 "--mutation", "unbalance_train_data:50", "--mutation", "change_label:10"]) == 0
-    capsys.readouterr()
+    cli.run("train", "--architecture", "recommender", "--data", ratings, "--instances", 2,
+            "--epochs", 1, "--out", tmp_path / "movies", "--quiet",
+            "--mutation", "unbalance_train_data:50", "--mutation", "change_label:10")
     # operators that only make sense for classes or image inputs say so
-    assert main(["train", "--architecture", "gaze_lenet", "--data", str(gaze), "--out",
-                 str(tmp_path / "x"), "--mutation", "make_output_classes_overlap"]) == 2
-    assert "only for classification and recommendation models; this is a regression model" \
-        in capsys.readouterr().err
-    assert main(["train", "--architecture", "recommender", "--data", str(ratings), "--out",
-                 str(tmp_path / "x"), "--mutation", "add_noise"]) == 2
-    assert "only for classification and regression models; this is a recommendation model" \
-        in capsys.readouterr().err
-    assert main(["train", "--architecture", "recommender", "--data", str(ratings), "--out",
-                 str(tmp_path / "x"), "--mutation", "neurons_freezing"]) == 2
-    assert "no hidden layer that is a layer with a kernel" in capsys.readouterr().err
+    on_gaze = ["train", "--architecture", "gaze_lenet", "--data", gaze, "--out", tmp_path / "x"]
+    on_ratings = ["train", "--architecture", "recommender", "--data", ratings,
+                  "--out", tmp_path / "x"]
+    cli.refused(*on_gaze, "--mutation", "make_output_classes_overlap",
+                says="only for classification and recommendation models; this is a "
+                     "regression model")
+    cli.refused(*on_ratings, "--mutation", "add_noise",
+                says="only for classification and regression models; this is a "
+                     "recommendation model")
+    cli.refused(*on_ratings, "--mutation", "neurons_freezing",
+                says="no hidden layer that is a layer with a kernel")

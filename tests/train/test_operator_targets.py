@@ -3,7 +3,6 @@ gives a mutant that is neither equivalent nor broken unless the docs say so, the
 operators with no legal target on digits_cnn say so before training, and the README's
 operator table lists every operator with its test."""
 
-import json
 import re
 from pathlib import Path
 
@@ -26,38 +25,30 @@ NEEDS_A_SETTING = {"change_gradient_clipping": "does not clip gradients",
 
 @pytest.mark.train
 @pytest.mark.parametrize("name", sorted(NOT_ON_DIGITS_CNN))
-def test_operators_without_a_target_on_digits_cnn_stop_before_training(name, tmp_path, capsys):
+def test_operators_without_a_target_on_digits_cnn_stop_before_training(name, tmp_path, cli):
     pytest.importorskip("tensorflow")
-    from probmut.cli.main import main
-
-    assert main(["train", "--mutation", name, "--out", str(tmp_path / "x")]) == 2
-    err = capsys.readouterr().err
-    assert "the model has no hidden layer that is" in err and "layers: 0 conv2d" in err
+    error = cli.refused("train", "--mutation", name, "--out", tmp_path / "x",
+                        says="the model has no hidden layer that is")
+    assert "layers: 0 conv2d" in error
     assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.train
 @pytest.mark.parametrize("name", sorted(NEEDS_A_SETTING))
-def test_change_operators_without_their_setting_stop_before_training(name, tmp_path, capsys):
+def test_change_operators_without_their_setting_stop_before_training(name, tmp_path, cli):
     pytest.importorskip("tensorflow")
-    from probmut.cli.main import main
-
-    assert main(["train", "--mutation", name, "--validation-split", "0.1",
-                 "--out", str(tmp_path / "x")]) == 2
-    err = capsys.readouterr().err
-    assert NEEDS_A_SETTING[name] in err and len(err.strip().splitlines()) == 1
+    cli.refused("train", "--mutation", name, "--validation-split", "0.1", "--out",
+                tmp_path / "x", says=NEEDS_A_SETTING[name])
     assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.train
 @pytest.mark.slow
-def test_every_operator_at_its_default_is_a_real_mutant_on_digits_cnn(tmp_path, capsys):
+def test_every_operator_at_its_default_is_a_real_mutant_on_digits_cnn(tmp_path, cli):
     """2 instances x 2 epochs per population (one run, and one with a validation split
     and early stopping for the operators that need them); flags must be exactly the
     documented ones."""
     pytest.importorskip("tensorflow")
-    from probmut.cli.main import main
-
     applicable = [op for op in OPERATORS.values()
                   if op.name not in NOT_ON_DIGITS_CNN | {"change_gradient_clipping"}]
     flags = {}
@@ -65,10 +56,10 @@ def test_every_operator_at_its_default_is_a_real_mutant_on_digits_cnn(tmp_path, 
         chosen = [op.name for op in applicable
                   if (op.needs_validation or op.name == "change_patience") == validation]
         args = ["train", "--instances", "2", "--epochs", "2", "--jobs", "2", "--quiet",
-                "--json", "--out", str(tmp_path / f"run{validation}")]
+                "--out", tmp_path / f"run{validation}"]
         args += ["--validation-split", "0.1", "--patience", "0"] if validation else []
-        assert main(args + [a for name in chosen for a in ("--mutation", name)]) == 0
-        for population in json.loads(capsys.readouterr().out)["results"]:
+        summary = cli.json(*args, *(a for name in chosen for a in ("--mutation", name)))
+        for population in summary["results"]:
             flags[population["name"]] = population["flags"]
     assert len(flags) == len(applicable) + 1  # + healthy (twice, same name)
     expected = {name: [] for name in flags}

@@ -8,8 +8,6 @@ One end-to-end run on digits goes through the real trainer and command.
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +20,6 @@ from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
 from probmut.train.rounds import FUTILITY, train_until_settled
 from probmut.train.work import HEALTHY, InstanceResult, RunSettings, instance_seed
-
-from .commands import REPO, env
 
 LABELS = np.zeros(2000, dtype=np.int64)
 #: Mean accuracy per population: a clear mutant, an ambiguous one, a paired one.
@@ -206,30 +202,27 @@ def test_resume_after_an_interruption_gives_the_same_rounds(tmp_path):
 
 @pytest.mark.train
 @pytest.mark.slow
-def test_train_until_settled_on_digits(tmp_path):
+def test_train_until_settled_on_digits(tmp_path, cli):
     """One round of 4 instances per side (k = 4) through the real trainer and command: 90%
     of the training data deleted is killed at once; 20% of the labels changed is near the
     boundary, stops at the cap, and the output says why it is not settled. (Resuming is
     the synthetic test's; the trainer's own resume is test_run's.)"""
     pytest.importorskip("tensorflow")
     out = tmp_path / "settle"
-    result = subprocess.run(
-        [sys.executable, "-m", "probmut", "train", "--dataset", "digits", "--architecture",
-         "digits_cnn", "--epochs", "2", "--quiet", "--until-settled", "--round", "4",
-         "--max-instances", "4", "--sample", "4", "--mutation", "delete_training_data:90",
-         "--mutation", "change_label:20", "--out", str(out)],
-        cwd=REPO, env=env(), capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr
+    result = cli.run("train", "--dataset", "digits", "--architecture", "digits_cnn", "--epochs", 2,
+                     "--quiet", "--until-settled", "--round", 4, "--max-instances", 4,
+                     "--sample", 4, "--mutation", "delete_training_data:90",
+                     "--mutation", "change_label:20", "--out", out)
     rounds = json.loads((out / "rounds.json").read_text())
     (first,) = rounds["rounds"]
     assert first["instances"] == {HEALTHY: 4, "delete_training_data_90": 4,
                                   "change_label_20": 4}
     assert first["verdicts"]["delete_training_data_90"]["verdict"] == "killed"
-    assert "round 1: healthy 4; delete_training_data_90 4 KILLED" in result.stderr
+    assert "round 1: healthy 4; delete_training_data_90 4 KILLED" in result.err
     label = rounds["final"]["change_label_20"]
     assert label["verdict"] == "not settled"
-    assert f"change_label_20: not settled with 4 instances: {label['message']}" in result.stdout
-    assert "rounds: " in result.stdout and (out / "rounds.txt").exists()
+    assert f"change_label_20: not settled with 4 instances: {label['message']}" in result.out
+    assert "rounds: " in result.out and (out / "rounds.txt").exists()
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -242,12 +235,8 @@ def test_train_until_settled_on_digits(tmp_path):
     (["--mutation", "change_label:20", "--round", "0"], "argument --round: must be at least 1"),
     (["--mutation", "change_label:20", "--certainty", "1.5"], "argument --certainty: must be"),
 ])
-def test_until_settled_refuses_contradictions(capsys, tmp_path, argv, says):
-    from probmut.cli import main
-
-    code = main(["train", "--until-settled", "--out", str(tmp_path / "x"), *argv])
-    err = capsys.readouterr().err
-    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+def test_until_settled_refuses_contradictions(cli, tmp_path, argv, says):
+    cli.refused("train", "--until-settled", "--out", tmp_path / "x", *argv, says=says)
 
 
 def test_each_mutant_and_look_draws_its_own_stream(tmp_path, monkeypatch):

@@ -111,7 +111,8 @@ def test_same_seed_same_accuracy_in_process(digits_run):
 def test_resume_after_kill_trains_only_the_missing_instances(tmp_path, cli):
     pytest.importorskip("tensorflow")
     out = tmp_path / "resume"
-    # Stacks of two: the kill lands between stacks, and resume must finish the rest.
+    # A process of its own, killed (SIGKILL) mid-run; stacks of two: the kill lands between
+    # stacks, and resume must finish the rest.
     stacked = [*FAST, "--stack", "2"]
     args = [sys.executable, "-m", "probmut", "train", *stacked, "--instances", 6, "--out", out]
     process = subprocess.Popen(list(map(str, args)), cwd=REPO, env=env(),
@@ -356,16 +357,17 @@ def test_two_runs_on_one_output_directory_do_not_interleave(tmp_path):
     from probmut.io.atomic import exclusive
 
     out = tmp_path / "busy"
+    # A fresh interpreter, not the cli fixture: this one may have imported TensorFlow.
     script = ("import sys\nfrom probmut.cli import main\n"
               f"code = main({['train', *FAST, '--instances', '2', '--out', str(out)]!r})\n"
               "print('tensorflow' in sys.modules)\nsys.exit(code)")
     with exclusive(out / ".work", "lock"):  # as if another probmut train were running
         result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env(),
                                 capture_output=True, text=True, timeout=600)
-    assert result.code == 2
-    assert "another probmut train is writing to this directory" in result.err
-    assert f"locked by process {os.getpid()}" in result.err
-    assert result.out == "False\n"  # refused before TensorFlow was imported
+    assert result.returncode == 2
+    assert "another probmut train is writing to this directory" in result.stderr
+    assert f"locked by process {os.getpid()}" in result.stderr
+    assert result.stdout == "False\n"  # refused before TensorFlow was imported
 
 
 def same_but_seconds(first, second):

@@ -326,22 +326,21 @@ def test_auto_stacks_small_models_and_trains_large_ones_alone(digits):
 
 @pytest.mark.slow
 def test_auto_says_why_it_trains_one_at_a_time_and_a_resume_keeps_its_size(
-        tmp_path, capsys, monkeypatch):
+        tmp_path, cli, monkeypatch):
     """The command says why auto trains one at a time, and a resumed run keeps the stack
     size it began with: with another (auto's 20 here) its settings would differ and the
     resume be refused."""
-    from probmut.cli.main import main
     from probmut.train import preflight
 
     monkeypatch.setattr(preflight, "gpu_budget", lambda: None)  # the CPU rule, on any machine
     common = ["train", "--instances", "1", "--epochs", "1", "--quiet"]
-    assert main([*common, "--batch-size", "1347", "--out", str(tmp_path / "large")]) == 0
+    large = cli.run(*common, "--batch-size", "1347", "--out", tmp_path / "large")
     assert ("automatic stack size: one instance at a time: a training step of this model "
-            "costs about 940 MFLOP per instance" in capsys.readouterr().err)
+            "costs about 940 MFLOP per instance" in large.err)
     out = tmp_path / "resumed"
-    assert main([*common, "--stack", "4", "--out", str(out)]) == 0
+    cli.run(*common, "--stack", "4", "--out", out)
     shutil.rmtree(out / ".work" / "healthy")  # the instance trains again, under auto
-    assert main([*common, "--out", str(out)]) == 0, capsys.readouterr().err
+    cli.run(*common, "--out", out)
     assert json.loads((out / ".work" / "settings.json").read_text())["stack"] == 4
 
 
@@ -405,15 +404,12 @@ def test_on_a_real_gpu_the_budget_is_read():
 
 
 @pytest.mark.slow
-def test_a_run_leaving_workers_idle_says_which_stack_size_keeps_them_busy(tmp_path, capsys):
+def test_a_run_leaving_workers_idle_says_which_stack_size_keeps_them_busy(tmp_path, cli):
     """One population of 4 with --jobs 2 is one stack (auto): the run names --stack 2,
     with which it gets no such line."""
     pytest.importorskip("tensorflow")
-    from probmut.cli.main import main
-
     common = ["train", "--instances", "4", "--epochs", "1", "--jobs", "2", "--quiet"]
-    assert main([*common, "--out", str(tmp_path / "auto")]) == 0
+    auto = cli.run(*common, "--out", tmp_path / "auto")
     assert ("1 stack of 4 instances for --jobs 2 leaves 1 worker idle; --stack 2 keeps 2 "
-            "busy" in capsys.readouterr().err)
-    assert main([*common, "--stack", "2", "--out", str(tmp_path / "two")]) == 0
-    assert "idle" not in capsys.readouterr().err
+            "busy" in auto.err)
+    assert "idle" not in cli.run(*common, "--stack", "2", "--out", tmp_path / "two").err

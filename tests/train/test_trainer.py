@@ -33,20 +33,17 @@ def _files(out):
 
 
 @pytest.mark.slow
-def test_the_library_writes_what_the_command_writes(tmp_path, monkeypatch, capsys):
+def test_the_library_writes_what_the_command_writes(tmp_path, monkeypatch, cli):
     """The same call from Python (one job: its checks in this process) and from the
     command (two jobs: the checks that need Keras in a worker): the same files byte for
     byte (every population trains stacked here, so no wall-clock seconds are recorded),
     and the report prints the command's summary."""
-    from probmut.cli.main import main
-
     for side in ("library", "command"):
         (tmp_path / side).mkdir()
     monkeypatch.chdir(tmp_path / "command")
     argv = ["train", "--out", "run", "--instances", "2", "--epochs", "1", "--jobs", "2",
             "--format", "deepcrime", "--quiet"]
-    assert main([*argv, *(f"--mutation={m}" for m in MUTATIONS)]) == 0
-    printed = capsys.readouterr().out
+    printed = cli.ok(*argv, *(f"--mutation={m}" for m in MUTATIONS))
     monkeypatch.chdir(tmp_path / "library")
     report = train_populations("run", MUTATIONS, mode=Instances(count=2),
                                training=TrainingOptions(epochs=1), deepcrime=True,
@@ -63,7 +60,8 @@ def test_the_library_writes_what_the_command_writes(tmp_path, monkeypatch, capsy
 def test_with_workers_the_driver_never_imports_tensorflow(tmp_path):
     """--jobs 2: the legality of a training-level mutation and the stack size are decided
     in a worker; the driver trains the run, and refuses an illegal mutation with the same
-    one line as in one process, without importing TensorFlow."""
+    one line as in one process, without importing TensorFlow (so in a fresh interpreter:
+    this one has imported it)."""
     code = ("import sys; from probmut.cli.main import main\n"
             f"out = {str(tmp_path)!r}\n"
             "common = ['train', '--instances', '2', '--epochs', '1', '--jobs', '2', '--quiet']\n"
@@ -89,6 +87,7 @@ def test_with_workers_the_driver_never_imports_tensorflow(tmp_path):
     ["--jobs", "0", "--out", "{out}"],
 ])
 def test_what_needs_no_keras_imports_no_tensorflow(tmp_path, argv):
+    # A fresh interpreter, not the cli fixture: this one has imported TensorFlow.
     argv = [a.format(out=tmp_path / "run") for a in argv]
     code = ("import sys; from probmut.cli.main import main\n"
             f"code = main(['train', *{argv!r}])\n"

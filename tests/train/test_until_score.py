@@ -226,10 +226,6 @@ def test_score_shares_add_up_to_the_variance_of_the_score_draws():
       "change_label:20"], "the sample size k = 30 is more than the maximum of 20 instances: "
                           "no score could be read (--sample)"),
 ])
-def test_until_score_refuses_contradictions(capsys, tmp_path, argv, says):
-    from probmut.cli import main
-
-    code = main(["train", "--out", str(tmp_path / "x"), *argv])
-    err = capsys.readouterr().err
-    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+def test_until_score_refuses_contradictions(cli, tmp_path, argv, says):
+    cli.refused("train", "--out", tmp_path / "x", *argv, says=says)
     assert not (tmp_path / "x").exists()
