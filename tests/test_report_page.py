@@ -27,8 +27,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -337,18 +335,14 @@ def _visible_text(page) -> str:
 
 
 @pytest.mark.slow
-def test_mnist_report_in_a_real_browser(browser, tmp_path):
+def test_mnist_report_in_a_real_browser(browser, tmp_path, cli):
     """`probmut report --model mnist` (the README's example and screenshot) in the
     browser; the screenshot of its header and summary must show what the committed
     one shows (module notes)."""
     from PIL import Image, PngImagePlugin
 
     out = tmp_path / "mnist.html"
-    result = subprocess.run([sys.executable, "-m", "probmut", "report", "--model", "mnist",
-                             "--out", str(out), "--quiet", "--json"], cwd=REPO,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
+    document = cli.json("report", "--model", "mnist", "--out", out, "--quiet")
     assert document["complete"] is None and len(document["mutants"]) == 30
     check_in_browser(browser, out, document)
     browser.evaluate("window.scrollTo(0, 0)")
@@ -372,7 +366,7 @@ def test_mnist_report_in_a_real_browser(browser, tmp_path):
 
 @pytest.mark.train
 @pytest.mark.slow
-def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path):
+def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path, cli):
     """A tiny real run trained until settled (4 instances per side, 2 epochs): a
     source-level, a model-level and an equivalent-by-design mutant, with their outcomes,
     symptom records and rounds, reported and checked in the browser; the next steps'
@@ -381,13 +375,10 @@ def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path):
     from probmut.cli.main import build_parser
 
     run = tmp_path / "tiny"
-    trained = subprocess.run(
-        [sys.executable, "-m", "probmut", "train", "--dataset", "digits", "--architecture",
-         "digits_cnn", "--epochs", "2", "--quiet", "--until-settled", "--round", "4",
-         "--max-instances", "4", "--sample", "4", "--mutation", "delete_training_data:50",
-         "--mutation", "neurons_freezing:0.1", "--mutation", "data_shuffle",
-         "--out", str(run)], cwd=REPO, capture_output=True, text=True, timeout=900)
-    assert trained.returncode == 0, trained.stderr
+    cli.run("train", "--dataset", "digits", "--architecture", "digits_cnn", "--epochs", "2",
+            "--quiet", "--until-settled", "--round", "4", "--max-instances", "4", "--sample",
+            "4", "--mutation", "delete_training_data:50", "--mutation", "neurons_freezing:0.1",
+            "--mutation", "data_shuffle", "--out", run)
     out = run / "report.html"
     document = report_json(run, out, "--sample", "4")
     assert document["complete"] is True and document["rounds"]
