@@ -48,3 +48,17 @@ def test_the_mode_and_its_settings_come_from_the_flags():
 def test_flags_of_another_mode_are_refused(cli, tmp_path, argv, says):
     cli.refused("train", "--out", tmp_path / "run", *argv, says=says)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.train
+def test_a_run_of_probmut_0_1_is_not_resumed(cli, tmp_path):
+    """0.2 does not guess at a 0.1 run's settings (CHANGELOG.md): one line, exit 2,
+    nothing trained."""
+    pytest.importorskip("tensorflow")
+    from probmut.io.workdir import write_settings
+
+    write_settings(tmp_path, {"dataset": "digits", "model": "digits_cnn", "seed": 42})
+    cli.refused("train", "--out", tmp_path, "--instances", "1", "--epochs", "1", "--quiet",
+                says="a run started by probmut 0.1 (its settings have no architecture, "
+                     "data, stack); probmut 0.2 does not resume it")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".work"]
