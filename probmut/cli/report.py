@@ -88,8 +88,10 @@ def _run_report(args, parser) -> int:
     out, again, most = _out(args, manifest, model)
     settings = posterior_settings_from(args)
     # The workers start now, importing matplotlib while the campaign is computed; they draw
-    # the mutants' and operators' figures, which do not depend on the verdicts, meanwhile.
-    with Drawing(args.jobs, most) as drawing:
+    # the mutants' and operators' figures, which do not depend on the verdicts, meanwhile
+    # (one worker fewer beside the verdicts' threads: on 2 cores one worker draws them
+    # all before the verdicts end, and a second's import of matplotlib is CPU spent).
+    with Drawing(args.jobs, most, alongside=not args.no_verdicts) as drawing:
         result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
                                     verdicts=False, coverage=args.coverage,
                                     compare=args.compare, progress=not args.quiet)

@@ -105,10 +105,11 @@ class Drawing:
     """Worker processes that draw a campaign's figures: ``jobs`` of them (None: one per
     core; for ``figures`` figures at most, one per :data:`PARALLEL_FIGURES` / 2), started
     at once, so that they import matplotlib while this process computes the campaign,
-    and draw while it goes on (computing the verdicts, say); with one job, or where
-    workers cannot be forked safely (:func:`_workers_context`), the figures are drawn
-    here, on :meth:`wait`. The same images either way. A context manager: leaving it
-    early stops the workers.
+    and draw while it goes on (computing the verdicts, say); ``alongside`` that work,
+    which keeps a core busy, one worker fewer (and one worker, not none, for two jobs).
+    With one job, or where workers cannot be forked safely (:func:`_workers_context`),
+    the figures are drawn here, on :meth:`wait`. The same images either way. A context
+    manager: leaving it early stops the workers.
 
     >>> from probmut.campaign import summarize_campaign
     >>> with Drawing() as drawing:
@@ -119,11 +120,13 @@ class Drawing:
     ([('operator', 0), ('operator', 1), ('operator', 2), ('operator', 3)], 346)
     """
 
-    def __init__(self, jobs: int | None = None, figures: int | None = None):
-        self.workers = jobs or os.cpu_count() or 1
+    def __init__(self, jobs: int | None = None, figures: int | None = None,
+                 alongside: bool = False):
+        jobs = jobs or os.cpu_count() or 1
+        self.workers = jobs - 1 if alongside else jobs
         if figures is not None:
             self.workers = min(self.workers, 2 * figures // PARALLEL_FIGURES)
-        context = _workers_context() if self.workers >= 2 else None
+        context = _workers_context() if self.workers >= 1 and jobs >= 2 else None
         self.pool, self.pending = None, []
         if context is not None:
             import warnings
