@@ -26,6 +26,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from probmut.bagging import PosteriorStudy
 from probmut.beta import beta_pdf, mixture_pdf, resample_posteriors
+from probmut.campaign.summary import OUTCOME_COLORS
 
 #: One place for the look of every figure.
 STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
@@ -37,9 +38,7 @@ STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
                                               "axes.labelsize": 8, "legend.fontsize": 7.5,
                                               "xtick.labelsize": 7.5, "ytick.labelsize": 7.5},
          # The report's outcomes (probmut.campaign.OUTCOMES), in its figures and on its page.
-         "outcome_colors": {"killed": "#2e7d32", "not killed": "#1565c0",
-                            "not settled": "#ef6c00", "flagged": "#6a1b9a",
-                            "not analysed": "#757575"},
+         "outcome_colors": OUTCOME_COLORS,
          # Figures 4/5: the estimate and its lower/upper MCE bounds, side by side.
          "estimate_color": "tab:blue", "lower_color": "tab:green", "upper_color": "tab:orange",
          "bound_offset": 0.25,

@@ -266,11 +266,12 @@ def bounds(killed: int, populations: int, confidence: float = CONFIDENCE) -> tup
     >>> [round(b, 4) for b in bounds(100, 100)]
     [0.9705, 1.0]
     """
-    from scipy.stats import beta
+    from scipy import special  # betaincinv: the Beta quantile, without scipy.stats's import
 
-    low = 0.0 if killed == 0 else float(beta.ppf(1 - confidence, killed, populations - killed + 1))
+    low = (0.0 if killed == 0
+           else float(special.betaincinv(killed, populations - killed + 1, 1 - confidence)))
     high = (1.0 if killed == populations
-            else float(beta.ppf(confidence, killed + 1, populations - killed)))
+            else float(special.betaincinv(killed + 1, populations - killed, confidence)))
     return low, high
 
 

@@ -464,21 +464,28 @@ def test_a_u_shaped_posterior_keeps_its_curve_and_interval_in_view(mnist_dc):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
 def test_drawing_workers_draw_the_same_figures_as_one_process():
-    """In a process with no other Python thread (the command line; the engine's native
-    threads started), the figures are drawn by forked workers, and are the figures one
+    """In a process with no other Python thread (the command line), the figures are drawn
+    by forked workers, started before the campaign is computed (as the command line
+    does) or after (the engine's native threads started), and are the figures one
     process draws, byte for byte. (A test runner's process has threads of its own, where
     the page's figures are drawn in-process: this runs in a fresh one.)"""
     script = "\n".join([
         "from probmut.campaign import summarize_campaign",
         "from probmut.report import Drawing",
-        "campaign = summarize_campaign(model='mnist_dc', verdicts=False)",
-        "with Drawing(campaign, jobs=2) as drawing:",
+        "with Drawing(jobs=2) as drawing:",
         "    assert drawing.pool is not None",
-        "    several = drawing.wait()",
-        "with Drawing(campaign, jobs=1) as drawing:",
+        "    campaign = summarize_campaign(model='mnist_dc', verdicts=False)",
+        "    drawing.draw(campaign, ('mutant',))",
+        "    drawing.draw(campaign, ('overview', 'operator'))",
+        "    before = drawing.wait()",
+        "with Drawing(jobs=2) as drawing:",
+        "    drawing.draw(campaign)",
+        "    after = drawing.wait()",
+        "with Drawing(jobs=1) as drawing:",
         "    assert drawing.pool is None",
+        "    drawing.draw(campaign)",
         "    one = drawing.wait()",
-        "print(len(one), several == one)"])
+        "print(len(one), before == one, after == one)"])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)
-    assert done.stdout.split() == ["25", "True"], done.stderr
+    assert done.stdout.split() == ["25", "True", "True"], done.stderr

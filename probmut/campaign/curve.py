@@ -173,11 +173,21 @@ class KillCurve(Result):
         return f"{self.mutation}: {self.describe_threshold()}"
 
 
+def _average_ranks(values) -> np.ndarray:
+    """Ranks from 1, ties given their average rank (``scipy.stats.rankdata``'s default,
+    without importing scipy.stats: a second of the report's start-up).
+
+    >>> _average_ranks([0.3, 0.1, 0.3, 0.2]).tolist()
+    [3.5, 1.0, 3.5, 2.0]
+    """
+    _, inverse, counts = np.unique(np.asarray(values), return_inverse=True,
+                                   return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2)[inverse.ravel()]
+
+
 def _spearman_sign(x, y) -> float:
     """Sign of the rank correlation of x and y (average ranks for ties; 0 if undefined)."""
-    from scipy.stats import rankdata
-
-    rx, ry = rankdata(x), rankdata(y)
+    rx, ry = _average_ranks(x), _average_ranks(y)
     rx, ry = rx - rx.mean(), ry - ry.mean()
     return float(np.sign(np.sum(rx * ry)))
 

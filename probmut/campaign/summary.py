@@ -13,6 +13,10 @@ from probmut.results import Result, plain
 
 #: What each mutant's summary outcome can be, in the order of the summary's counts.
 OUTCOMES = ("killed", "not killed", "not settled", "flagged", "not analysed")
+#: Their colours, in the report's figures and on its page (here, not among the figures'
+#: looks in :data:`probmut.plots.STYLE`: the page's style sheet needs no matplotlib).
+OUTCOME_COLORS = {"killed": "#2e7d32", "not killed": "#1565c0", "not settled": "#ef6c00",
+                  "flagged": "#6a1b9a", "not analysed": "#757575"}
 
 
 @dataclass(frozen=True)

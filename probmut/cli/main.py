@@ -1,7 +1,7 @@
 """The ``probmut`` command: parse arguments, call the API, print.
 
 Each feature module registers its own subcommands through a ``register(subparsers)``
-function listed in ``_COMMAND_MODULES``; a handler returns the exit code. Bad input
+function, named for each command in ``_COMMANDS``; a handler returns the exit code. Bad input
 (a bad option value, or :class:`probmut.errors.ProbmutError` from anywhere below) is
 reported in one line without a traceback, with exit code 2, and so are a request too large
 for the memory (numpy's MemoryError) and an operating-system error on a named file (a
@@ -23,17 +23,22 @@ from probmut import __version__
 from probmut.cli.args import flag
 from probmut.errors import EXIT_BAD_INPUT, ProbmutError
 
-_COMMAND_MODULES = [
-    "probmut.cli.analysis",
-    "probmut.cli.train",
-    "probmut.cli.evaluate",
-    "probmut.cli.studies",
-    "probmut.cli.bayes",
-    "probmut.cli.inputs",
-    "probmut.cli.symptoms",
-    "probmut.cli.coverage",
-    "probmut.cli.report",
-]
+#: Each command and the module that registers it, in the order ``probmut --help`` lists
+#: them. A command given on the command line imports its own module only: the others'
+#: registration imports (their settings, their choices) would only delay its start.
+_COMMANDS = {
+    "kill": "probmut.cli.analysis", "repeat": "probmut.cli.analysis",
+    "posterior": "probmut.cli.analysis",
+    "train": "probmut.cli.train",
+    "evaluate": "probmut.cli.evaluate",
+    "mce": "probmut.cli.studies", "sample-size": "probmut.cli.studies",
+    "recommend": "probmut.cli.studies", "replicate": "probmut.cli.studies",
+    "bayes": "probmut.cli.bayes",
+    "inputs": "probmut.cli.inputs",
+    "symptoms": "probmut.cli.symptoms",
+    "coverage": "probmut.cli.coverage",
+    "report": "probmut.cli.report",
+}
 
 #: Exit code when the reader of our output went away (``probmut ... | head``): 128 + SIGPIPE.
 EXIT_BROKEN_PIPE = 141
@@ -60,7 +65,9 @@ class Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command, or with ``command`` (one of them) the
+    commands of its module only."""
     parser = Parser(
         prog="probmut",
         description="Probabilistic mutation testing for deep neural networks: kill decisions "
@@ -68,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"probmut {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name in _COMMAND_MODULES:
+    modules = [_COMMANDS[command]] if command in _COMMANDS else dict.fromkeys(_COMMANDS.values())
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     parser.set_defaults(commands=subparsers.choices)
     return parser
@@ -116,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     _SHOWN.clear()
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; no display needed
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words[0] if words else None)
     try:
         args = _parse(parser, argv)
     except SystemExit as stop:  # --help, --version, or a bad option (already reported)

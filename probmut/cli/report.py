@@ -63,10 +63,11 @@ def command_line(args, parser) -> str:
     return shlex.join(words)
 
 
-def _out(args, manifest: Path | None, model: str | None) -> tuple[Path, bool]:
+def _out(args, manifest: Path | None, model: str | None) -> tuple[Path, bool, int]:
     """Where the page goes (``--out``; by default ``report.html`` in the run's folder, or in
-    the current one for ``--model``), and whether it replaces an earlier page of the same
-    campaign; refused when the file holds anything else."""
+    the current one for ``--model``), whether it replaces an earlier page of the same
+    campaign (refused when the file holds anything else), and how many figures the page
+    can have at most (one per mutant and per operator, and the overview)."""
     from probmut.io.manifest import Manifest
     from probmut.report import campaign_id, check_replaceable
 
@@ -75,7 +76,8 @@ def _out(args, manifest: Path | None, model: str | None) -> tuple[Path, bool]:
     loaded = Manifest.load(manifest)
     model = model or loaded.model_names()[0]
     loaded.healthy(model)  # an unknown model is said before anything else
-    return out, check_replaceable(out, campaign_id(loaded.path, model, out.parent))
+    figures = 1 + sum(1 + len(entry.magnitudes) for entry in loaded.mutations(model))
+    return out, check_replaceable(out, campaign_id(loaded.path, model, out.parent)), figures
 
 
 def _run_report(args, parser) -> int:
@@ -83,18 +85,21 @@ def _run_report(args, parser) -> int:
     from probmut.report import Drawing, write_report
 
     manifest, model = _source(args)
-    out, again = _out(args, manifest, model)
+    out, again, most = _out(args, manifest, model)
     settings = posterior_settings_from(args)
-    result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
-                                verdicts=False, coverage=args.coverage, compare=args.compare,
-                                progress=not args.quiet)
-    # The mutants' and operators' figures do not depend on the verdicts: drawn meanwhile.
-    with Drawing(result, ("operator", "mutant"), args.jobs) as drawing:
+    # The workers start now, importing matplotlib while the campaign is computed; they draw
+    # the mutants' and operators' figures, which do not depend on the verdicts, meanwhile
+    # (one worker fewer beside the verdicts' threads: on 2 cores one worker draws them
+    # all before the verdicts end, and a second's import of matplotlib is CPU spent).
+    with Drawing(args.jobs, most, alongside=not args.no_verdicts) as drawing:
+        result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
+                                    verdicts=False, coverage=args.coverage,
+                                    compare=args.compare, progress=not args.quiet)
+        drawing.draw(result, ("operator", "mutant"))
         if not args.no_verdicts:
             result = with_verdicts(result, jobs=args.jobs, progress=not args.quiet)
+        drawing.draw(result, ("overview",))
         figures = drawing.wait()
-    with Drawing(result, ("overview",), 1) as drawing:
-        figures |= drawing.wait()
     write_report(result, out, command=command_line(args, parser), figures=figures)
     where = shown_path(out)
     if args.json:

@@ -6,10 +6,10 @@ from probmut.report.text import slug
 
 
 def style_sheet() -> str:
-    from probmut.plots import STYLE
+    from probmut.campaign.summary import OUTCOME_COLORS
 
     tags = "".join(f".tag.{slug(o)}{{border-color:{colour};color:{colour}}}"
-                   for o, colour in STYLE["outcome_colors"].items())
+                   for o, colour in OUTCOME_COLORS.items())
     return STYLE_SHEET + tags
 
 

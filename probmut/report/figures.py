@@ -57,21 +57,17 @@ def _figure(campaign: Campaign, key: tuple[str, int]) -> Image:
                                    legend=False))
 
 
-_ADOPTED: Campaign | None = None  # the campaign a worker process draws
-
-
-def _adopt(campaign: Campaign) -> None:
-    global _ADOPTED
-    _ADOPTED = campaign
+def _start_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the drawing process's to handle
+    import probmut.plots  # noqa: F401  matplotlib's import, while the campaign is computed
 
 
-def _draw_share(keys) -> list[Image]:
-    return [_figure(_ADOPTED, key) for key in keys]
+def _draw_share(campaign: Campaign, keys) -> list[Image]:
+    return [_figure(campaign, key) for key in keys]
 
 
-#: Fewer figures than this are drawn in this process (starting workers would cost
-#: more), and each worker draws at least half as many.
+#: Each drawing worker is there for at least half this many figures (fewer: drawn by
+#: fewer workers, or here: starting a worker costs about as much as drawing a few).
 PARALLEL_FIGURES = 8
 #: The kinds of figures of the page; of them only the overview, coloured by outcome,
 #: depends on the verdicts.
@@ -95,8 +91,8 @@ def _workers_context():
     """Where drawing workers start from: forks of this process, when it runs no other
     Python thread (a test runner's, a notebook's kernel: one of them may hold a lock that
     a forked child would then wait on forever; a worker of a test run did) and the system
-    forks (Linux); else None, and the figures are drawn here. The engine's native threads
-    are idle then and the workers never call it."""
+    forks (Linux); else None, and the figures are drawn here. The engine's native threads,
+    if started, are idle then and the workers never call it."""
     import multiprocessing
     import threading
 
@@ -106,48 +102,64 @@ def _workers_context():
 
 
 class Drawing:
-    """Figures of a campaign being drawn: by ``jobs`` worker processes (None: one per
-    core), which draw while this process goes on (computing the verdicts, say); here, on
-    :meth:`wait`, for a few figures or where workers cannot be forked safely
-    (:func:`_workers_context`). The same images either way. A context manager: leaving
-    it early stops the workers.
+    """Worker processes that draw a campaign's figures: ``jobs`` of them (None: one per
+    core; for ``figures`` figures at most, one per :data:`PARALLEL_FIGURES` / 2), started
+    at once, so that they import matplotlib while this process computes the campaign,
+    and draw while it goes on (computing the verdicts, say); ``alongside`` that work,
+    which keeps a core busy, one worker fewer (and one worker, not none, for two jobs).
+    With one job, or where workers cannot be forked safely (:func:`_workers_context`),
+    the figures are drawn here, on :meth:`wait`. The same images either way. A context
+    manager: leaving it early stops the workers.
 
     >>> from probmut.campaign import summarize_campaign
-    >>> campaign = summarize_campaign(model="mnist_dc", verdicts=False)
-    >>> with Drawing(campaign, ("operator",)) as drawing:
+    >>> with Drawing() as drawing:
+    ...     campaign = summarize_campaign(model="mnist_dc", verdicts=False)
+    ...     drawing.draw(campaign, ("operator",))
     ...     figures = drawing.wait()
     >>> sorted(figures), figures["operator", 0].width
     ([('operator', 0), ('operator', 1), ('operator', 2), ('operator', 3)], 346)
     """
 
-    def __init__(self, campaign: Campaign, kinds=KINDS, jobs: int | None = None):
-        self.campaign, self.keys = campaign, figure_keys(campaign, kinds)
-        workers = min(jobs or os.cpu_count() or 1, 2 * len(self.keys) // PARALLEL_FIGURES)
-        context = _workers_context() if workers >= 2 else None
-        self.pool = None
+    def __init__(self, jobs: int | None = None, figures: int | None = None,
+                 alongside: bool = False):
+        jobs = jobs or os.cpu_count() or 1
+        self.workers = jobs - 1 if alongside else jobs
+        if figures is not None:
+            self.workers = min(self.workers, 2 * figures // PARALLEL_FIGURES)
+        context = _workers_context() if self.workers >= 1 and jobs >= 2 else None
+        self.pool, self.pending = None, []
         if context is not None:
             import warnings
 
-            import probmut.plots  # noqa: F401  here, once: the workers inherit it
-
-            self.shares = [self.keys[i::workers] for i in range(workers)]
             with warnings.catch_warnings():
                 # Python 3.12 warns on forking a process with threads: the engine's
                 # native ones, idle (see _workers_context).
                 warnings.simplefilter("ignore", DeprecationWarning)
-                self.pool = context.Pool(workers, initializer=_adopt, initargs=(campaign,))
-            self.pending = self.pool.map_async(_draw_share, self.shares)
+                self.pool = context.Pool(self.workers, initializer=_start_worker)
+
+    def draw(self, campaign: Campaign, kinds=KINDS) -> None:
+        """Start drawing the figures of these ``kinds`` (:func:`figure_keys`); :meth:`wait`
+        gives them."""
+        keys = figure_keys(campaign, kinds)
+        if self.pool is None:
+            self.pending.append((campaign, keys, None))
+            return
+        shares = [keys[i::self.workers] for i in range(self.workers)]
+        shares = [share for share in shares if share]
+        self.pending.append((campaign, shares, self.pool.starmap_async(
+            _draw_share, [(campaign, share) for share in shares])))
 
     def wait(self) -> dict:
-        """Every figure, by key."""
-        if self.pool is None:
-            return {key: _figure(self.campaign, key) for key in self.keys}
-        drawn = self.pending.get()
-        self.pool.close()
-        self.pool.join()
-        self.pool = None
-        return {key: image for share, images in zip(self.shares, drawn, strict=True)
-                for key, image in zip(share, images, strict=True)}
+        """Every figure asked for since the last wait, by key."""
+        figures = {}
+        for campaign, keys, drawn in self.pending:
+            if drawn is None:
+                figures |= {key: _figure(campaign, key) for key in keys}
+                continue
+            figures |= {key: image for share, images in zip(keys, drawn.get(), strict=True)
+                        for key, image in zip(share, images, strict=True)}
+        self.pending = []
+        return figures
 
     def __enter__(self):
         return self
@@ -156,11 +168,13 @@ class Drawing:
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
+            self.pool = None
         return False
 
 
 def draw_figures(campaign: Campaign, jobs: int | None = None, kinds=KINDS) -> dict:
     """Every figure of the page (of these ``kinds``), by key (:func:`figure_keys`), drawn
     by ``jobs`` processes where the system forks them (:class:`Drawing`)."""
-    with Drawing(campaign, kinds, jobs) as drawing:
+    with Drawing(jobs, len(figure_keys(campaign, kinds))) as drawing:
+        drawing.draw(campaign, kinds)
         return drawing.wait()
