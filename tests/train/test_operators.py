@@ -6,7 +6,6 @@ operators act on data arrays, training settings, built models or weights. The co
 user sees (``probmut train --dry-run``) are tested in tests/train/test_dryrun.py.
 """
 
-import types
 
 import numpy as np
 import pytest
@@ -793,36 +792,6 @@ def test_operators_for_layers_digits_cnn_lacks(keras):
         assert mutation.params["layer"] == 1
         assert check(build_model(spec, DIMS["digits_cnn"],
                                  mutation.operator.apply(spec.config, mutation.params))), text
-
-
-@pytest.mark.train
-def test_fit_honours_batching_validation_and_patience(keras, monkeypatch):
-    """remove_validation_set gives training no validation data, as DeepCrime's
-    ``validation_data=None``: the validation samples are never trained on."""
-    from probmut.train import fitting
-
-    calls = []
-    model = _model(keras)
-    model.compile(optimizer="adam", loss="categorical_crossentropy")
-    history = types.SimpleNamespace(history={"loss": [2.0, 1.0]})
-    monkeypatch.setattr(model, "fit", lambda x, y, **kwargs: calls.append((len(x), kwargs))
-                        or history)
-    x, y = np.zeros((50, 8, 8, 1), np.float32), np.arange(50) % 10
-    validation = (np.zeros((7, 8, 8, 1), np.float32), np.arange(7) % 10)
-    config = TrainConfig(epochs=2, batch_size=16)
-    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification", config, validation)
-    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification",
-                config.replace(full_batch=True, patience=1), validation)
-    fitting.fit(model, x, y, DIMS["digits_cnn"], "classification",
-                config.replace(validation=False, patience=1), validation)
-    (n1, first), (n2, second), (n3, third) = calls
-    stops = [[c for c in kwargs["callbacks"] if isinstance(c, keras.callbacks.EarlyStopping)]
-             for kwargs in (first, second, third)]  # beside the symptom watch, always there
-    assert (n1, first["batch_size"], first["validation_data"][0].shape[0]) == (50, 16, 7)
-    assert stops[0] == []
-    assert (n2, second["batch_size"]) == (50, 50)
-    assert stops[1][0].patience == 1
-    assert (n3, third["validation_data"], stops[2]) == (50, None, [])
 
 
 @pytest.mark.train
