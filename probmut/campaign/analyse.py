@@ -39,7 +39,8 @@ def _read_run_settings(folder: Path) -> dict | None:
 
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,
                        seed=DEFAULT_SEED, jobs: int | None = None, verdicts: bool = True,
-                       coverage=None, compare=None, progress: bool = False) -> Campaign:
+                       coverage=None, compare=None, progress: bool = False,
+                       cache=None) -> Campaign:
     """Analyse every mutant of one model of a manifest: the campaign's whole answer.
 
     Parameters
@@ -58,6 +59,8 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     compare : an earlier report's JSON document (``probmut report --json``): which
         outcomes changed since (:class:`Comparison`).
     progress : progress lines on stderr.
+    cache : a :class:`~probmut.io.cache.Cache` for the verdicts' simulated blocks: a
+        rerun reads them instead of simulating them again (the same numbers).
 
     A population file not written yet, or holding only its header (a run stopped
     early), counts 0 instances and its mutant is not analysed; the rest is. Warnings
@@ -93,7 +96,8 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     notes += [note for m in result.mutants for note in m.notes]
     result = replace(result, notes=tuple(dict.fromkeys(notes)), earlier=earlier,
                      verdicts=False)
-    return with_verdicts(result, jobs=jobs, progress=progress) if verdicts else result
+    return (with_verdicts(result, jobs=jobs, progress=progress, cache=cache) if verdicts
+            else result)
 
 
 def _summarize_iv(manifest, model, settings, coverage, compare):
@@ -120,11 +124,13 @@ def _summarize_iv(manifest, model, settings, coverage, compare):
 
 
 def with_verdicts(campaign: Campaign, *, jobs: int | None = None,
-                  progress: bool = False) -> Campaign:
+                  progress: bool = False, cache=None) -> Campaign:
     """The campaign with every analysed mutant's verdict (:func:`probmut.recommend.recommend`
     on its instances, the pilot being the whole populations; the campaign's settings and
     seed): what ``summarize_campaign(verdicts=True)`` gives, in a second step (the figures
-    of the page can be drawn meanwhile).
+    of the page can be drawn meanwhile). ``cache``: a :class:`~probmut.io.cache.Cache` of
+    the verdicts' simulated blocks (recommend's own keys: a mutant whose populations,
+    settings and seed are unchanged is not simulated again).
     """
     from probmut.progress import progress as progress_bar
     from probmut.recommend import recommend
@@ -141,7 +147,7 @@ def with_verdicts(campaign: Campaign, *, jobs: int | None = None,
             with _noted(own):
                 # The verdict alone (no table of sizes): its blocks do not depend on them.
                 advice = recommend(*m.populations, settings, sizes=(), paired=m.paired,
-                                   seed=campaign.seed, jobs=jobs, name=m.name)
+                                   seed=campaign.seed, jobs=jobs, cache=cache, name=m.name)
             verdict = {"verdict": advice.verdict, "p_killed": advice.p_killed,
                        "needed": advice.needed, "message": advice.message}
             mutants.append(replace(m, verdict=verdict,

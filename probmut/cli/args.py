@@ -27,6 +27,8 @@ from probmut.seeds import DEFAULT_SEED
 PLOT_DIR = Path("plot_results")
 #: Where the other commands draw by default, so they never overwrite the paper's figures.
 FIGURE_DIR = Path("figures")
+#: Where the studies keep their completed chunks, and the report its verdicts' blocks.
+DEFAULT_CACHE = Path(".probmut_cache")
 #: The largest count an option takes: more bootstraps, trials or tests than this could
 #: not finish anyway, and it keeps every index within 64-bit arithmetic.
 MAX_COUNT = 10**9
@@ -435,3 +437,22 @@ def manifest_magnitudes(args):
     magnitudes = Manifest.load(args.manifest).mutation(args.model, args.mutation).magnitudes
     return list(args.magnitudes or magnitudes)
 
+
+
+def add_cache_arguments(group, what: str = "chunks", default: str = str(DEFAULT_CACHE)):
+    """``--cache DIR`` and ``--no-cache``: where completed work is kept, so that a rerun
+    reads it instead of computing it again and an interrupted run resumes."""
+    group.add_argument("--cache", help=f"directory of cached {what}: a rerun does not compute "
+                                       "them again and an interrupted run resumes (default: "
+                                       f"{default})")
+    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+
+
+def cache_from(args, default: Path = DEFAULT_CACHE):
+    """The :class:`~probmut.io.cache.Cache` the options ask for (``--cache``, else
+    ``default``; ``--no-cache``: one that stores nothing)."""
+    from probmut.io.cache import Cache
+
+    if args.no_cache:
+        return Cache(None)
+    return Cache(writable_directory(Path(args.cache or default), "cache", "cache"))

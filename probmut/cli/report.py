@@ -9,9 +9,11 @@ from pathlib import Path
 
 from probmut.cli.args import (
     PAPER_HELP_POSTERIOR,
+    add_cache_arguments,
     add_criterion_arguments,
     add_posterior_arguments,
     add_run_arguments,
+    cache_from,
     posterior_settings_from,
     writable_file,
 )
@@ -27,7 +29,10 @@ EXAMPLE = """examples:
 
 #: Options that change where or how the report is written, not its numbers: left out of
 #: the command shown in its header.
-_OUTPUT_ONLY = {"out", "json", "quiet", "jobs"}
+_OUTPUT_ONLY = {"out", "json", "quiet", "jobs", "cache", "no_cache"}
+#: The verdicts' cache, in the folder of the page: a report written again (after another
+#: round of training, say) simulates only the mutants whose populations changed.
+CACHE = ".probmut_cache"
 
 
 def _source(args) -> tuple[Path | None, str | None]:
@@ -52,7 +57,8 @@ def _source(args) -> tuple[Path | None, str | None]:
 def command_line(args, parser) -> str:
     """The command that gives the report's numbers: ``probmut report`` with every
     option given that differs from its default (not ``--out``, ``--json``, ``--quiet``,
-    ``--jobs``: they change where and how it is written, not what it says)."""
+    ``--jobs``, ``--cache``, ``--no-cache``: they change where and how it is written, not
+    what it says)."""
     defaults = vars(parser.parse_args([]))
     words = ["probmut", "report"] + ([args.run] if args.run else [])
     for key, value in vars(args).items():
@@ -87,6 +93,8 @@ def _run_report(args, parser) -> int:
     manifest, model = _source(args)
     out, again, most = _out(args, manifest, model)
     settings = posterior_settings_from(args)
+    args.resumes = not args.no_verdicts  # the verdicts' blocks are the work a rerun reads
+    cache = None if args.no_verdicts else cache_from(args, out.parent / CACHE)
     # The workers start now, importing matplotlib while the campaign is computed; they draw
     # the mutants' and operators' figures, which do not depend on the verdicts, meanwhile
     # (one worker fewer beside the verdicts' threads: on 2 cores one worker draws them
@@ -97,7 +105,8 @@ def _run_report(args, parser) -> int:
                                     compare=args.compare, progress=not args.quiet)
         drawing.draw(result, ("operator", "mutant"))
         if not args.no_verdicts:
-            result = with_verdicts(result, jobs=args.jobs, progress=not args.quiet)
+            result = with_verdicts(result, jobs=args.jobs, progress=not args.quiet,
+                                   cache=cache)
         drawing.draw(result, ("overview",))
         figures = drawing.wait()
     write_report(result, out, command=command_line(args, parser), figures=figures)
@@ -142,7 +151,8 @@ def register(subparsers) -> None:
                         help="skip each mutant's verdict (killed / not killed / not settled: "
                              "probmut recommend's, the longest part of the report); the counts "
                              "then use the bagged posterior's decisions")
+    add_cache_arguments(parser, "verdicts' simulated blocks", default=f"{CACHE} beside the page")
     add_criterion_arguments(parser, PAPER_HELP_POSTERIOR)
     add_posterior_arguments(parser)
     add_run_arguments(parser, "print the summary as one JSON document")
-    parser.set_defaults(func=lambda args: _run_report(args, parser))
+    parser.set_defaults(resumes=True, func=lambda args: _run_report(args, parser))

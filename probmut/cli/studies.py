@@ -14,11 +14,13 @@ from probmut.cli.analysis import SAVED_RATES_FIX, saved_rates_reason
 from probmut.cli.args import (
     PAPER_HELP_MCE,
     PLOT_DIR,
+    add_cache_arguments,
     add_criterion_arguments,
     add_plot_arguments,
     add_population_arguments,
     add_posterior_arguments,
     add_run_arguments,
+    cache_from,
     comma_list,
     figure_path,
     integer,
@@ -31,9 +33,6 @@ from probmut.cli.args import (
 from probmut.cli.emit import emit, emit_many, emit_with_figure, tests_progress
 from probmut.errors import ProbmutError
 from probmut.results import listing
-
-DEFAULT_CACHE = Path(".probmut_cache")
-
 
 # --- mce ------------------------------------------------------------------------------------
 
@@ -59,7 +58,7 @@ def _run_mce(args) -> int:
         return 0
     inputs = resolve_inputs(args)
     inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
-    cache = _cache(args)
+    cache = cache_from(args)
     total = len(inputs.mutants) * args.repetitions * settings.bootstraps * settings.trials
     with tests_progress(args, total, "mce") as bar:
         results = [monte_carlo_error(inputs.healthy, mutant, settings,
@@ -73,20 +72,13 @@ def _run_mce(args) -> int:
 
 # --- sample-size and recommend ---------------------------------------------------------------
 
-def _cache(args):
-    from probmut.io.cache import Cache
-
-    return Cache(None if args.no_cache else
-                 writable_directory(Path(args.cache), "cache", "cache"))
-
-
 def _run_sample_size(args) -> int:
     from probmut.sample_size import default_sizes, sample_size_study
 
     inputs = resolve_inputs(args)
     settings = posterior_settings_from(args, "study_settings")
     inputs.require(settings.sample, f"the sample size k = {settings.sample}", "sample")
-    cache = _cache(args)
+    cache = cache_from(args)
     studies = []
     for healthy, mutant in inputs.pairs():
         sizes = args.sizes or default_sizes(min(len(healthy), len(mutant)), settings.sample)
@@ -121,7 +113,7 @@ def _run_recommend(args) -> int:
     inputs = resolve_inputs(args)
     settings = posterior_settings_from(args, "study_settings")
     sizes = args.sizes or DEFAULT_SIZES
-    cache = _cache(args)
+    cache = cache_from(args)
     results = []
     for healthy, mutant in inputs.pairs():
         results.append(recommend(
@@ -152,13 +144,6 @@ def _run_replicate(args) -> int:
 
 # --- registration -----------------------------------------------------------------------------
 
-def _add_cache_arguments(group, what: str = "chunks"):
-    group.add_argument("--cache", default=str(DEFAULT_CACHE),
-                       help=f"directory of cached {what}: a rerun does not compute them again "
-                            f"and an interrupted run resumes (default: {DEFAULT_CACHE})")
-    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-
-
 def _add_sample_size_arguments(parser: argparse.ArgumentParser):
     add_population_arguments(parser)
     add_criterion_arguments(parser, PAPER_HELP_MCE)
@@ -173,7 +158,7 @@ def _add_sample_size_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--repetitions", type=integer(2), default=paper.REPETITIONS,
                        help="R repetitions of the whole bagging per sub-population, for its "
                             f"Monte-Carlo error (default: {paper.REPETITIONS}, the paper's R)")
-    _add_cache_arguments(group)
+    add_cache_arguments(group)
     add_run_arguments(parser)
 
 
@@ -215,7 +200,7 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
                        metavar="N", help="largest population per side to propose for an "
                                          "unsettled verdict; beyond it, needed is null "
                                          f"(default: {defaults.NEEDED_UP_TO})")
-    _add_cache_arguments(group)
+    add_cache_arguments(group)
     add_run_arguments(parser)
 
 
@@ -238,7 +223,7 @@ def register(subparsers) -> None:
     group.add_argument("--repetitions", type=integer(2), default=paper.REPETITIONS,
                        help=f"R repetitions of the whole bagging (default: "
                             f"{paper.REPETITIONS}, the paper's R)")
-    _add_cache_arguments(group, "each mutant's kill counts")
+    add_cache_arguments(group, "each mutant's kill counts")
     add_run_arguments(mce)
     mce.set_defaults(resumes=True, func=_run_mce)
 
@@ -280,9 +265,7 @@ def register(subparsers) -> None:
     rep.add_argument("--only", type=comma_list(str, "parts"),
                      help="comma-separated parts: figure3 (with the ratio table), "
                                     "deepcrime, motivating, sample-size (default: all)")
-    rep.add_argument("--cache", default=None,
-                     help="cache directory (default: OUT/.probmut_cache)")
-    rep.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    add_cache_arguments(rep, "results", default="OUT/.probmut_cache")
     rep.add_argument("--manifest", help="manifest TOML (default: the bundled raw_data)")
     add_run_arguments(rep, json_help="print the list of files written as JSON")
     rep.set_defaults(resumes=True, func=_run_replicate)

@@ -100,6 +100,35 @@ def test_the_page_goes_into_the_run_and_replaces_only_its_own(cli, tmp_path, mon
     assert here.splitlines()[-1] == "report: report.html"          # no run folder: here
 
 
+def test_a_report_written_again_reads_its_verdicts_from_the_cache(cli, tmp_path,
+                                                                  monkeypatch):
+    """The verdicts' simulated blocks are kept beside the page (.probmut_cache): written
+    again, the report simulates nothing and says the same; --no-cache and --no-verdicts
+    keep nothing; --cache DIR puts them there."""
+    import probmut.recommend
+
+    folder = write_run(tmp_path / "run", FULL_RUN)
+    small = ["--sample", "5", "--bootstraps", "20", "--trials", "20", "--quiet"]
+    first = cli.json("report", folder, *small)
+    assert any((folder / ".probmut_cache").iterdir())
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("a cached block was simulated again")
+
+    monkeypatch.setattr(probmut.recommend, "_analyse", no_simulation)
+    again = cli.json("report", folder, *small)
+    assert [m["outcome"] for m in again["mutants"]] == [m["outcome"] for m in first["mutants"]]
+    assert again["mutants"] == first["mutants"]
+    with pytest.raises(AssertionError, match="simulated again"):
+        cli("report", folder, *small, "--no-cache")
+    monkeypatch.undo()
+    elsewhere = tmp_path / "elsewhere"
+    assert cli.json("report", folder, *small, "--cache", elsewhere)["mutants"] == first["mutants"]
+    assert any(elsewhere.iterdir())
+    cli.ok("report", folder, *small, "--no-verdicts", "--out", tmp_path / "nv" / "r.html")
+    assert not (tmp_path / "nv" / ".probmut_cache").exists()
+
+
 def test_compare_says_which_outcomes_changed(cli, tmp_path):
     """`--compare OLD.json` (an earlier `probmut report --json`): the outcomes that
     changed, the mutants new and gone, the score then and now, in the text, the JSON and
