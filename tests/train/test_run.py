@@ -261,8 +261,9 @@ def test_the_summary_counts_in_words():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stack", [1, 3], ids=["one at a time", "stacked"])
-def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path, stack):
+def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path):
+    """One instance at a time and in stacks of 3, on one Ray cluster (started once: its
+    start is a third of the test's time)."""
     ray = pytest.importorskip("ray")
     pytest.importorskip("tensorflow")
     from probmut.train.backends import LocalPool, RayBackend
@@ -273,35 +274,43 @@ def test_ray_backend_writes_the_same_files_as_the_local_one(tmp_path, stack):
     from probmut.train.work import RunSettings
 
     data = load_dataset("digits")
-    settings = RunSettings("digits", "digits_cnn", MODELS["digits_cnn"].config.replace(epochs=1), stack=stack)
+    config = MODELS["digits_cnn"].config.replace(epochs=1)
     mutations = [m for text in ["change_label:60", "weights_fuzzing:0.5_2@4"]
                  for m in parse_mutations(text)]
     ray.init(num_cpus=2, include_dashboard=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
     try:
-        # Both sides in fresh processes: this one's TensorFlow may already run with other
-        # pools, and stacked kernels add in an order that depends on their size.
-        for name, backend in [("ray", RayBackend(None, 1, 0, 1, {"dataset": data})),
-                              ("local", LocalPool(1, 1, {"dataset": data}))]:
-            with backend:
-                run_populations(settings, mutations, 3, tmp_path / name, backend, data,
-                                name="digits", progress=False)
+        for stack in (1, 3):
+            settings = RunSettings("digits", "digits_cnn", config, stack=stack)
+            # Both sides in fresh processes: this one's TensorFlow may already run with other
+            # pools, and stacked kernels add in an order that depends on their size.
+            for name, backend in [("ray", RayBackend(None, 1, 0, 1, {"dataset": data})),
+                                  ("local", LocalPool(1, 1, {"dataset": data}))]:
+                with backend:
+                    run_populations(settings, mutations, 3, tmp_path / f"{name}{stack}",
+                                    backend, data, name="digits", progress=False)
     finally:
         ray.shutdown()
-    files = sorted(p.name for p in (tmp_path / "local").iterdir() if p.is_file())
-    assert len(files) == 7  # 3 populations x (csv, outcomes) + manifest
-    for name in files:
-        local, remote = tmp_path / "local" / name, tmp_path / "ray" / name
-        if name.endswith(".csv"):  # the same but for the wall time of each instance
-            assert same_but_seconds(read_instances(local), read_instances(remote)), name
-        elif name.endswith(".npz"):
-            with np.load(local) as a, np.load(remote) as b:
-                assert sorted(a.files) == sorted(b.files)
-                for key in a.files:
-                    assert key == "seconds" or np.array_equal(a[key], b[key], equal_nan=
-                                                              a[key].dtype.kind == "f"), key
-        else:
-            assert local.read_bytes() == remote.read_bytes(), name
+    for stack in (1, 3):
+        local, remote = tmp_path / f"local{stack}", tmp_path / f"ray{stack}"
+        files = sorted(p.name for p in local.iterdir() if p.is_file())
+        assert len(files) == 7  # 3 populations x (csv, outcomes) + manifest
+        for name in files:
+            assert_same_but_seconds(local / name, remote / name)
+
+
+def assert_same_but_seconds(local: Path, remote: Path) -> None:
+    """Two runs' files equal but for the wall time of each instance."""
+    if local.suffix == ".csv":
+        assert same_but_seconds(read_instances(local), read_instances(remote)), local.name
+    elif local.suffix == ".npz":
+        with np.load(local) as a, np.load(remote) as b:
+            assert sorted(a.files) == sorted(b.files)
+            for key in a.files:
+                assert key == "seconds" or np.array_equal(a[key], b[key], equal_nan=
+                                                          a[key].dtype.kind == "f"), key
+    else:
+        assert local.read_bytes() == remote.read_bytes(), local.name
 
 
 @pytest.mark.slow
