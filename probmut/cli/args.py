@@ -438,7 +438,6 @@ def manifest_magnitudes(args):
     return list(args.magnitudes or magnitudes)
 
 
-
 def add_cache_arguments(group, what: str = "chunks", default: str = str(DEFAULT_CACHE)):
     """``--cache DIR`` and ``--no-cache``: where completed work is kept, so that a rerun
     reads it instead of computing it again and an interrupted run resumes."""

@@ -15,6 +15,7 @@ from probmut.cli.args import (
     add_run_arguments,
     cache_from,
     posterior_settings_from,
+    refuse_given,
     writable_file,
 )
 from probmut.errors import ProbmutError
@@ -93,6 +94,8 @@ def _run_report(args, parser) -> int:
     manifest, model = _source(args)
     out, again, most = _out(args, manifest, model)
     settings = posterior_settings_from(args)
+    if args.no_verdicts:
+        refuse_given(args, ("cache",), "with --no-verdicts: only the verdicts are cached")
     args.resumes = not args.no_verdicts  # the verdicts' blocks are the work a rerun reads
     cache = None if args.no_verdicts else cache_from(args, out.parent / CACHE)
     # The workers start now, importing matplotlib while the campaign is computed; they draw

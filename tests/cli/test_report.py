@@ -104,7 +104,7 @@ def test_a_report_written_again_reads_its_verdicts_from_the_cache(cli, tmp_path,
                                                                   monkeypatch):
     """The verdicts' simulated blocks are kept beside the page (.probmut_cache): written
     again, the report simulates nothing and says the same; --no-cache and --no-verdicts
-    keep nothing; --cache DIR puts them there."""
+    keep nothing (--cache with --no-verdicts is refused); --cache DIR puts them there."""
     import probmut.recommend
 
     folder = write_run(tmp_path / "run", FULL_RUN)
@@ -127,6 +127,8 @@ def test_a_report_written_again_reads_its_verdicts_from_the_cache(cli, tmp_path,
     assert any(elsewhere.iterdir())
     cli.ok("report", folder, *small, "--no-verdicts", "--out", tmp_path / "nv" / "r.html")
     assert not (tmp_path / "nv" / ".probmut_cache").exists()
+    cli.refused("report", folder, *small, "--no-verdicts", "--cache", elsewhere,
+                says="--cache cannot apply with --no-verdicts: only the verdicts are cached")
 
 
 def test_compare_says_which_outcomes_changed(cli, tmp_path):
