@@ -84,3 +84,23 @@ def test_a_run_trained_until_settled_is_complete_at_its_last_rounds_targets(tmp_
     write_run(tmp_path, sizes | {"healthy": 10, "neurons_freezing_0.1": 10}, rounds=rounds,
               targets=rounds[-1]["instances"])
     assert not summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False).complete
+
+
+def test_verdicts_from_a_cache_are_the_verdicts_computed(tmp_path, monkeypatch):
+    """summarize_campaign(cache=...): the second campaign reads every verdict's blocks
+    (the simulation patched to fail) and gives the same verdicts."""
+    import probmut.recommend
+    from probmut.io.cache import Cache
+
+    folder = write_run(tmp_path / "run", FULL_RUN)
+    cache = Cache(tmp_path / "cache")
+    first = summarize_campaign(folder / "manifest.toml", settings=FAST, seed=5, cache=cache)
+    assert any((tmp_path / "cache").iterdir())
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("a cached block was simulated again")
+
+    monkeypatch.setattr(probmut.recommend, "_analyse", no_simulation)
+    again = summarize_campaign(folder / "manifest.toml", settings=FAST, seed=5, cache=cache)
+    assert [m.verdict for m in again.mutants] == [m.verdict for m in first.mutants]
+    assert all(m.verdict is not None for m in first.mutants if m.populations is not None)
