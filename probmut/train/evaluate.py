@@ -211,18 +211,77 @@ def unreadable(path) -> str | None:
     return None
 
 
-def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
-    """Load one model file and score it on ``dataset``'s test set."""
+def _architecture(path) -> str | None:
+    """A ``.keras`` file's architecture (its ``config.json``, with the ids that Keras
+    gives shared objects numbered in order of appearance: they are addresses in memory
+    of the process that saved it) when loading only its weights into a model of that
+    architecture gives the whole model: no assets (a lookup layer's vocabulary is not a
+    weight); None otherwise (``.h5`` files, archives with assets)."""
+    import json
+    import zipfile
+
+    if Path(path).suffix != ".keras":
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            if "config.json" not in names or any(n.startswith("assets/") for n in names):
+                return None
+            config = json.loads(archive.read("config.json"))
+    except (OSError, ValueError, zipfile.BadZipFile):  # damaged: Keras' full load says how
+        return None
+    shared: dict = {}
+
+    def numbered(node):
+        if isinstance(node, dict):
+            return {key: shared.setdefault(value, len(shared)) if key == "shared_object_id"
+                    else numbered(value) for key, value in node.items()}
+        return [numbered(item) for item in node] if isinstance(node, list) else node
+
+    return json.dumps(numbered(config))
+
+
+class _LastModel:
+    """The last model :func:`load_model` built in this process, with its architecture."""
+
+    architecture: str | None = None
+    model = None
+
+
+def load_model(path):
+    """The model saved in ``path`` (not compiled). A population's files share one
+    architecture: a ``.keras`` file whose architecture is the last loaded one's only
+    loads its weights into that model object (Keras' ``load_model`` rebuilds it, about
+    ten times as long on a small network, and its first ``predict`` traces again), so
+    loading the next file changes the model returned before: use each model before
+    loading the next. A file that fails that way is loaded in full, which says what is
+    wrong with it."""
     import keras
 
+    architecture = _architecture(path)
+    if architecture is not None and architecture == _LastModel.architecture:
+        try:
+            _LastModel.model.load_weights(path)
+            return _LastModel.model
+        except Exception:  # damaged weights: the full load below gives Keras' own error
+            pass
+    _LastModel.architecture = _LastModel.model = None
+    keras.backend.clear_session()
+    model = keras.saving.load_model(path, compile=False)
+    if architecture is not None:
+        _LastModel.architecture, _LastModel.model = architecture, model
+    return model
+
+
+def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
+    """Load one model file and score it on ``dataset``'s test set."""
     from probmut.train import fitting
 
     if (problem := unreadable(path)) is not None:
         return Evaluation(InstanceRecord(instance, math.nan, status="crashed", error=problem),
                           None)
     try:
-        keras.backend.clear_session()
-        model = keras.saving.load_model(path, compile=False)
+        model = load_model(path)
         scored = fitting.score(model, dataset.x_test, dataset.y_test, dataset.task)
         finite = scored.finite and all(np.isfinite(w).all() for w in model.get_weights())
     except Exception as error:  # the file is the instance: it failed, not the command

@@ -231,25 +231,22 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
 
     ``sanity_draws`` > 0 also runs DeepImportance's RQ1 check on each instance
     (:func:`sanity_check`) for the first number of neurons."""
-    import keras
-
     from probmut.coverage import CoverageStudy, instance_coverage
     from probmut.progress import progress as progress_bar
-    from probmut.train.evaluate import instance_ids, unreadable
+    from probmut.train.evaluate import instance_ids, load_model, unreadable
 
     neurons = tuple(neurons)
     if not paths:
         raise ProbmutError("no saved models to measure coverage on (give .keras or .h5 files "
                            "of healthy instances, e.g. a run trained with --save-models)")
     instances, names = [], {}
-    keras.backend.clear_session()
     pairs = list(zip(paths, instance_ids(paths), strict=True))
     bar = progress_bar(len(pairs), "coverage", enabled=progress, unit="model")
     for path, instance in pairs:
         if (problem := unreadable(path)) is not None:  # Keras calls a truncated file "not found"
             raise ProbmutError(f"{path}: cannot load the model: {problem}")
         try:
-            model = keras.saving.load_model(path, compile=False)
+            model = load_model(path)
         except Exception as error:
             raise ProbmutError(f"{path}: cannot load the model ({error})") from None
         subject = default_layer(model) if layer is None else layer

@@ -90,3 +90,40 @@ def test_evaluate_says_how_many_failed_and_over_how_many_the_mean_is(tmp_path, c
     assert ran.code == 1 and ran.out == (f"{tmp_path}/p.csv: 3 instances, 2 failed (2 crashed), "
                                          f"mean accuracy {accuracy:.6g} over the 1 scored, on "
                                          "450 test inputs of digits\n")
+
+
+def test_models_of_one_architecture_share_one_model_object_with_each_files_weights(tmp_path):
+    """load_model builds a population's architecture once and then loads only weights: each
+    file still gives its own weights and outputs, and a file whose weights are damaged is
+    loaded in full, so its error is Keras' own."""
+    keras = pytest.importorskip("keras")
+    import zipfile
+
+    import numpy as np
+
+    from probmut.train import evaluate
+
+    files, weights = [], []
+    for i in range(3):
+        keras.backend.clear_session()  # the same names: the same architecture
+        keras.utils.set_random_seed(i)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+        files.append(tmp_path / f"{i:05d}.keras")
+        model.save(files[-1])
+        weights.append(model.get_weights())
+    evaluate._LastModel.architecture = evaluate._LastModel.model = None
+    loaded = [evaluate.load_model(path) for path in files[:2]]
+    assert loaded[0] is loaded[1]  # one object: the second file loaded only its weights
+    for path, expected in zip(files, weights, strict=True):
+        got = evaluate.load_model(path).get_weights()
+        assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+    damaged = tmp_path / "damaged.keras"
+    with zipfile.ZipFile(files[0]) as source, zipfile.ZipFile(damaged, "w") as target:
+        for name in source.namelist():
+            target.writestr(name, b"not HDF5" if name.endswith(".h5") else source.read(name))
+    with pytest.raises(Exception) as reused:
+        evaluate.load_model(damaged)
+    evaluate._LastModel.architecture = evaluate._LastModel.model = None
+    with pytest.raises(Exception) as fresh:
+        evaluate.load_model(damaged)
+    assert str(reused.value) == str(fresh.value)
