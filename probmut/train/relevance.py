@@ -181,29 +181,43 @@ def _backward(layer, a, r, epsilon: float):
     return a * tape.gradient(total, a)
 
 
-def knockout_effect(model, x, layer: int, neurons, batch_size: int = 1024):
-    """What silencing the given neurons of ``layer`` (their outputs set to zero) does to
-    the model on the inputs ``x`` (DeepImportance's RQ1 perturbation): ``(mean drop of the
-    model's output for its originally predicted class, share of inputs whose predicted
-    class changes)``. For a softmax output the first is a drop in probability."""
-    import tensorflow as tf
-
-    keep = np.ones(model.layers[layer].output.shape[-1], dtype=np.float32)
-    keep[list(neurons)] = 0.0
-    drop, changed = 0.0, 0
+def layer_and_output(model, x, layer: int, batch_size: int = 1024) -> list:
+    """Per batch of the inputs ``x``: ``layer``'s output (a tensor) and the model's
+    output (an array), computed once for every knockout of :func:`knockout_effect`."""
+    parts = []
     for rows in _batches(len(x), batch_size):
         a = x[rows]
         for item in model.layers[:layer + 1]:
             a = _call(item, a)
-        before, after = a, a * tf.constant(keep)
+        output = a
         for item in model.layers[layer + 1:]:
-            before, after = _call(item, before), _call(item, after)
-        before, after = np.asarray(before), np.asarray(after)
+            output = _call(item, output)
+        parts.append((a, np.asarray(output)))
+    return parts
+
+
+def knockout_effect(model, layer: int, neurons, batches) -> tuple[float, float]:
+    """What silencing the given neurons of ``layer`` (their outputs set to zero) does to
+    the model on the inputs of ``batches`` (:func:`layer_and_output`; DeepImportance's RQ1
+    perturbation): ``(mean drop of the model's output for its originally predicted
+    class, share of inputs whose predicted class changes)``. For a softmax output the
+    first is a drop in probability. Only the layers after ``layer`` run again."""
+    import tensorflow as tf
+
+    keep = np.ones(model.layers[layer].output.shape[-1], dtype=np.float32)
+    keep[list(neurons)] = 0.0
+    drop, changed, inputs = 0.0, 0, 0
+    for a, before in batches:
+        after = a * tf.constant(keep)
+        for item in model.layers[layer + 1:]:
+            after = _call(item, after)
+        after = np.asarray(after)
         predicted = before.argmax(axis=1)
         picked = np.arange(len(predicted))
         drop += float(np.sum(before[picked, predicted] - after[picked, predicted]))
         changed += int(np.sum(after.argmax(axis=1) != predicted))
-    return drop / len(x), changed / len(x)
+        inputs += len(predicted)
+    return drop / inputs, changed / inputs
 
 
 def sanity_check(model, x, layer: int, important, draws: int = 50, seed: int = 0):
@@ -214,9 +228,11 @@ def sanity_check(model, x, layer: int, important, draws: int = 50, seed: int = 0
 
     rng = np.random.default_rng(seed)
     units = model.layers[layer].output.shape[-1]
-    drop, changed = knockout_effect(model, x, layer, important)
-    random = np.array([knockout_effect(model, x, layer,
-                                       rng.choice(units, len(important), replace=False))
+    batches = layer_and_output(model, x, layer)
+    drop, changed = knockout_effect(model, layer, important, batches)
+    random = np.array([knockout_effect(model, layer,
+                                       rng.choice(units, len(important), replace=False),
+                                       batches)
                        for _ in range(draws)])
     return Sanity(len(important), drop, float(random[:, 0].mean()),
                   float(np.mean(random[:, 0] >= drop)), changed, float(random[:, 1].mean()), draws)
