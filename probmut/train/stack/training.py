@@ -428,14 +428,16 @@ def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResul
         history, initial = fit_stack(stack, [xs[k] for k in members], [ys[k] for k in members],
                                      dataset.n_classes, config, orders)
         predicted = predict_classes(stack, dataset.x_test)
+        solo = None  # one solo model per stack, saved with each member's weights in turn
         for j, k in enumerate(members):
             losses = tuple(float(v) for v in history[j])
             keep = assignments[k].keep_weights or assignments[k].save_model
             weights = stack.member_weights(j) if keep else None
             model_bytes = None
-            if assignments[k].save_model:  # a solo model with the member's weights, its layers
-                keras.backend.clear_session(free_memory=False)  # named as if built alone
-                solo = models.build_model(spec, dataset.dims, config)
+            if assignments[k].save_model:
+                if solo is None:  # its layers named as if built alone
+                    keras.backend.clear_session(free_memory=False)
+                    solo = models.build_model(spec, dataset.dims, config)
                 solo.set_weights(weights)
                 model_bytes = fitting.keras_bytes(solo)
             results[k] = dict(
