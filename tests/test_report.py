@@ -489,29 +489,3 @@ def test_drawing_workers_draw_the_same_figures_as_one_process():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)
     assert done.stdout.split() == ["25", "True", "True"], done.stderr
-
-
-def test_the_drawing_process_draws_what_its_workers_have_not():
-    """On wait, this process draws the figures its workers have not drawn yet, from the
-    last: with its one worker stuck, every figure is still drawn, the same as one
-    process's, and leaving the context stops the worker (fresh interpreter, as above)."""
-    script = "\n".join([
-        "import time",
-        "from probmut.campaign import summarize_campaign",
-        "from probmut.report import Drawing, figures",
-        "campaign = summarize_campaign(model='mnist_dc', verdicts=False)",
-        "with Drawing(jobs=1) as drawing:",
-        "    drawing.draw(campaign)",
-        "    one = drawing.wait()",
-        "def stuck(task):",
-        "    time.sleep(3600)",
-        "stuck.__module__, stuck.__qualname__ = figures.__name__, '_draw'  # sent by name",
-        "figures._draw = stuck  # the worker forks with it",
-        "with Drawing(jobs=2, alongside=True) as drawing:",
-        "    assert drawing.workers == 1 and drawing.pool is not None",
-        "    drawing.draw(campaign)",
-        "    stuck = drawing.wait()",
-        "print(len(stuck), stuck == one)"])
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)  # about 6 s; waiting for the stuck worker: never
-    assert done.stdout.split() == ["25", "True"], done.stderr

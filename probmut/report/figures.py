@@ -62,21 +62,8 @@ def _start_worker() -> None:
     import probmut.plots  # noqa: F401  matplotlib's import, while the campaign is computed
 
 
-def _draw(task: tuple[Campaign, tuple[str, int]]) -> Image:
-    return _figure(*task)
-
-
-def _ready(drawn) -> Image | None:
-    """The workers' next image (``drawn``: their results in order), or None when it is
-    not drawn yet or there are no workers."""
-    import multiprocessing
-
-    if drawn is None:
-        return None
-    try:
-        return drawn.next(timeout=0)
-    except multiprocessing.TimeoutError:
-        return None
+def _draw_share(campaign: Campaign, keys) -> list[Image]:
+    return [_figure(campaign, key) for key in keys]
 
 
 #: Each drawing worker is there for at least half this many figures (fewer: drawn by
@@ -120,12 +107,9 @@ class Drawing:
     at once, so that they import matplotlib while this process computes the campaign,
     and draw while it goes on (computing the verdicts, say); ``alongside`` that work,
     which keeps a core busy, one worker fewer (and one worker, not none, for two jobs).
-    On :meth:`wait` this process draws too: the workers take the figures from the first,
-    this process from the last, until they meet (when the work beside took no time, a
-    page rewritten from its cache, say, the core it left is not idle). With one job, or
-    where workers cannot be forked safely (:func:`_workers_context`), the figures are
-    all drawn here. The same images either way. A context manager: leaving it stops the
-    workers, also those still drawing figures this process drew.
+    With one job, or where workers cannot be forked safely (:func:`_workers_context`),
+    the figures are drawn here, on :meth:`wait`. The same images either way. A context
+    manager: leaving it early stops the workers.
 
     >>> from probmut.campaign import summarize_campaign
     >>> with Drawing() as drawing:
@@ -157,22 +141,23 @@ class Drawing:
         """Start drawing the figures of these ``kinds`` (:func:`figure_keys`); :meth:`wait`
         gives them."""
         keys = figure_keys(campaign, kinds)
-        drawn = (None if self.pool is None
-                 else self.pool.imap(_draw, [(campaign, key) for key in keys]))
-        self.pending.append((campaign, keys, drawn))
+        if self.pool is None:
+            self.pending.append((campaign, keys, None))
+            return
+        shares = [keys[i::self.workers] for i in range(self.workers)]
+        shares = [share for share in shares if share]
+        self.pending.append((campaign, shares, self.pool.starmap_async(
+            _draw_share, [(campaign, share) for share in shares])))
 
     def wait(self) -> dict:
         """Every figure asked for since the last wait, by key."""
         figures = {}
         for campaign, keys, drawn in self.pending:
-            first, last = 0, len(keys)  # the workers' images come in the keys' order
-            while first < last:
-                if (image := _ready(drawn)) is not None:
-                    figures[keys[first]] = image
-                    first += 1
-                else:  # the workers' next image is not drawn yet: draw one from the end
-                    last -= 1
-                    figures[keys[last]] = _figure(campaign, keys[last])
+            if drawn is None:
+                figures |= {key: _figure(campaign, key) for key in keys}
+                continue
+            figures |= {key: image for share, images in zip(keys, drawn.get(), strict=True)
+                        for key, image in zip(share, images, strict=True)}
         self.pending = []
         return figures
 
