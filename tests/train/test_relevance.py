@@ -99,6 +99,35 @@ def test_unsupported_models_and_layers_are_clear_errors(keras_setup):
         check_model(_bias_free_relu_net(keras), 6, np.zeros((4, 8, 8, 1), np.float32))
 
 
+def test_a_knockout_is_the_model_with_those_neurons_zeroed(keras_setup):
+    """knockout_effect against the same model with the silenced neurons' weights and biases
+    set to zero (a ReLU of 0 is 0: their outputs are zero), run whole by Keras; the same
+    with the inputs split into batches of 7."""
+    from probmut.train.relevance import knockout_effect, layer_and_output
+
+    keras = keras_setup
+    layers = keras.layers
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([layers.Input((6,)), layers.Dense(8, activation="relu"),
+                              layers.Dense(4, activation="softmax")])
+    x = np.random.default_rng(0).normal(size=(20, 6)).astype(np.float32)
+    silenced = [0, 3, 5]
+    zeroed = keras.models.clone_model(model)
+    kernel, bias = model.layers[0].get_weights()
+    kernel, bias = kernel.copy(), bias.copy()
+    kernel[:, silenced], bias[silenced] = 0, 0
+    zeroed.set_weights([kernel, bias, *model.layers[1].get_weights()])
+    before, after = np.asarray(model(x)), np.asarray(zeroed(x))
+    predicted = before.argmax(axis=1)
+    rows = np.arange(len(x))
+    expected = (np.mean(before[rows, predicted] - after[rows, predicted]),
+                np.mean(after.argmax(axis=1) != predicted))
+    assert abs(expected[0]) > 1e-4  # the knockout changes the output
+    for size in (1024, 7):
+        drop, changed = knockout_effect(model, 0, silenced, layer_and_output(model, x, 0, size))
+        assert drop == pytest.approx(expected[0], rel=1e-5) and changed == expected[1]
+
+
 @pytest.mark.slow
 def test_rq1_the_important_neurons_matter_more_than_random_ones(keras_setup):
     """DeepImportance's RQ1 on a trained digits_cnn: silencing the 6 most relevant neurons
