@@ -27,7 +27,7 @@ from numba import prange
 
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import KillCriterion
-from probmut.killtest.dispatch import decide
+from probmut.killtest.dispatch import DEEPCRIME, decide, deepcrime_killed
 from probmut.seeds import kernel_key
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -142,18 +142,34 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
         x, y = h_draw[:sample], m_draw[:sample]
         kills = 0
         for _ in range(trials_from, trials_to):
+            # Each side's sum is added up as its sample is drawn, in index order: the
+            # sums DeepCrime's test takes, without a pass of its own over the samples.
+            sum_x = 0.0
+            sum_y = 0.0
             for i in range(sample):
                 j, s0, s1, s2, s3 = _below(n_h - i, s0, s1, s2, s3)
                 j += i
-                h_draw[i], h_draw[j] = h_draw[j], h_draw[i]
+                value = h_draw[j]
+                h_draw[j] = h_draw[i]
+                h_draw[i] = value
+                sum_x += value
                 if paired:  # the same k ids on both sides
-                    m_draw[i], m_draw[j] = m_draw[j], m_draw[i]
+                    value = m_draw[j]
+                    m_draw[j] = m_draw[i]
+                    m_draw[i] = value
+                    sum_y += value
             if not paired:
                 for i in range(sample):
                     j, s0, s1, s2, s3 = _below(n_m - i, s0, s1, s2, s3)
                     j += i
-                    m_draw[i], m_draw[j] = m_draw[j], m_draw[i]
-            kills += decide(kind, x, y, p_max, effect, direction)[2]
+                    value = m_draw[j]
+                    m_draw[j] = m_draw[i]
+                    m_draw[i] = value
+                    sum_y += value
+            if kind == DEEPCRIME:
+                kills += deepcrime_killed(x, y, sum_x, sum_y, p_max, effect, direction)
+            else:
+                kills += decide(kind, x, y, p_max, effect, direction)[2]
         if kept:
             states[slot, 0], states[slot, 1], states[slot, 2], states[slot, 3] = s0, s1, s2, s3
         out[task] += kills

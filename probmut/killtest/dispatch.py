@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numba
 
-from probmut.killtest.criteria import CRITERIA
+from probmut.killtest.criteria import CRITERIA, KINDS
+from probmut.killtest.kernels import pooled_z_of_sums
 
 
 def _dispatch_chain(kernels, index: int = 0):
@@ -60,4 +61,32 @@ def decide(kind, x, y, p_max, effect, direction):
     (0.0284, 1.0, True)
     """
     p, up, down = _dispatch(kind, x, y)
-    return p, up, p <= p_max and _effect_passes(up, down, effect, direction)
+    return p, up, _killed(p, up, down, p_max, effect, direction)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _killed(p, up, down, p_max, effect, direction):
+    # The criterion's rule: the p-value low enough and the effect large enough.
+    return p <= p_max and _effect_passes(up, down, effect, direction)
+
+
+#: The kernel id of DeepCrime's test, the default criterion.
+DEEPCRIME = KINDS.index("deepcrime")
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def deepcrime_killed(x, y, sum_x, sum_y, p_max, effect, direction):
+    """``decide(DEEPCRIME, x, y, ...)[2]`` given the sums of ``x`` and ``y`` (in index
+    order), which the engine adds up while it draws the samples: the same verdict, bit
+    for bit, without a pass over the samples (docs/benchmarks.md).
+
+    >>> import numpy as np
+    >>> from probmut.killtest import KillCriterion
+    >>> x, y = np.array([0.90, 0.91, 0.92, 0.91]), np.array([0.85, 0.86, 0.84, 0.86])
+    >>> kind, p_max, effect, direction = KillCriterion().kernel_args()
+    >>> killed = deepcrime_killed(x, y, x.sum(), y.sum(), p_max, effect, direction)
+    >>> kind == DEEPCRIME, killed == decide(kind, x, y, p_max, effect, direction)[2]
+    (True, True)
+    """
+    p, up, down = pooled_z_of_sums(x, y, sum_x, sum_y)
+    return _killed(p, up, down, p_max, effect, direction)

@@ -130,25 +130,32 @@ def _degenerate(diff, scale_x, squares_x, k_x, scale_y, squares_y, k_y):
 # --- compiled kernels: (x, y) -> (p, effect, effect in the mutant-better sense) ------------
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _moments(x, y):
-    # Means and sums of squared deviations of both samples, each summed in index order.
-    # The two samples' sums run in one loop: two independent chains of additions, which
-    # the core overlaps (each addition waits for the one before it in its own chain); the
-    # sums are those of four loops one after the other, bit for bit (docs/benchmarks.md).
+def _sums(x, y):
+    # The sums of both samples, each in index order. The two run in one loop: two
+    # independent chains of additions, which the core overlaps (each addition waits for
+    # the one before it in its own chain); the sums are those of two loops one after the
+    # other, bit for bit (docs/benchmarks.md).
     kx = x.shape[0]
     ky = y.shape[0]
     both = min(kx, ky)
-    mx = 0.0
-    my = 0.0
+    sx = 0.0
+    sy = 0.0
     for i in range(both):
-        mx += x[i]
-        my += y[i]
+        sx += x[i]
+        sy += y[i]
     for i in range(both, kx):
-        mx += x[i]
+        sx += x[i]
     for i in range(both, ky):
-        my += y[i]
-    mx /= kx
-    my /= ky
+        sy += y[i]
+    return sx, sy
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _squares(x, y, mx, my):
+    # The sums of squared deviations from mx and my, each in index order, in one loop.
+    kx = x.shape[0]
+    ky = y.shape[0]
+    both = min(kx, ky)
     ssx = 0.0
     ssy = 0.0
     for i in range(both):
@@ -158,6 +165,16 @@ def _moments(x, y):
         ssx += (x[i] - mx) * (x[i] - mx)
     for i in range(both, ky):
         ssy += (y[i] - my) * (y[i] - my)
+    return ssx, ssy
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _moments(x, y):
+    # Means and sums of squared deviations of both samples.
+    sx, sy = _sums(x, y)
+    mx = sx / x.shape[0]
+    my = sy / y.shape[0]
+    ssx, ssy = _squares(x, y, mx, my)
     return mx, ssx, my, ssy
 
 
@@ -165,9 +182,19 @@ def _moments(x, y):
 @numba.njit(cache=True, nogil=True, inline="always")
 def pooled_z_test(x, y):
     """DeepCrime's test for two 1-D float arrays (compiled): p-value, Cohen's d, -d."""
+    sx, sy = _sums(x, y)
+    return pooled_z_of_sums(x, y, sx, sy)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def pooled_z_of_sums(x, y, sum_x, sum_y):
+    """:func:`pooled_z_test` given the sums of ``x`` and ``y`` (in index order): the
+    engine adds them up while it draws the samples (docs/benchmarks.md)."""
     kx = x.shape[0]
     ky = y.shape[0]
-    mx, ssx, my, ssy = _moments(x, y)
+    mx = sum_x / kx
+    my = sum_y / ky
+    ssx, ssy = _squares(x, y, mx, my)
     diff = mx - my
     degenerate, p, d = _degenerate(diff, mx, ssx, kx, my, ssy, ky)
     if degenerate:
