@@ -11,11 +11,12 @@ posterior, decision, verdict, P(killed) and instances needed), and that this
 checkout's page is the same, byte for byte but the date, drawn by one process and by
 several (``--jobs 1`` against the default).
 
-This checkout's timed rounds keep no cache (``--no-cache``): each computes every
-verdict, as the earlier code does. Apart, the script times this checkout's report written
-again with its cache of the verdicts' blocks (``--cache``, filled by one untimed run:
-what a user meets rewriting the page after a change that leaves the populations as they
-were), checks that it gives the same page, and says whether that rerun met the target.
+The timed rounds keep no cache (``--no-cache``, where the checkout has it; the code
+before the report's cache keeps none): each computes every verdict. Apart, the script
+times this checkout's report written again with its cache of the verdicts' blocks
+(``--cache``, filled by one untimed run: what a user meets rewriting the page after a
+change that leaves the populations as they were), checks that it gives the same page,
+and says whether that rerun met the target.
 
 The earlier checkout is a git revision of this repository (default: the code before
 issue 41's report work; ``--baseline 3f92dcd``: the code before the start-up and drawing
@@ -59,9 +60,17 @@ def checkout(revision: str, folder: Path) -> Path:
     return folder
 
 
-#: This checkout's options for a report that computes every verdict (the earlier code
-#: keeps no cache and has no such option).
+#: The options for a report that computes every verdict (code before the report's cache
+#: keeps none and has no such option: :func:`cold`).
 COLD = ("--no-cache",)
+
+
+def cold(source: Path) -> tuple[str, ...]:
+    """The options of ``source``'s report that compute every verdict: :data:`COLD` where
+    its command has them (a baseline with the cache would otherwise read its verdicts
+    from the cache its first run left beside the page)."""
+    command = source / "probmut" / "cli" / "report.py"
+    return COLD if command.is_file() and COLD[0] in command.read_text() else ()
 
 
 def run(source: Path, out: Path, *extra: str) -> tuple[float, float, dict]:
@@ -114,7 +123,7 @@ def main(argv=None) -> int:
         if not before.is_dir():
             before = checkout(args.baseline, top / "before")
         sides = {"before": before, "now": ROOT}
-        options = {"before": (), "now": COLD}
+        options = {side: cold(source) for side, source in sides.items()}
         pages = {side: top / f"{side}.html" for side in sides}
         documents = {side: run(source, pages[side], *options[side])[2]
                      for side, source in sides.items()}
