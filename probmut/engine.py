@@ -28,6 +28,7 @@ from numba import prange
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import KillCriterion
 from probmut.killtest.dispatch import DEEPCRIME, decide, deepcrime_killed
+from probmut.killtest.kernels import normal_tail_bounds
 from probmut.seeds import kernel_key
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -118,6 +119,7 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
     n_h = healthy.shape[1]
     n_m = mutant.shape[1]
     kept = states.shape[0] > 0
+    tail = normal_tail_bounds(p_max)  # where DeepCrime's p-value must be computed
     for slot in prange(count):
         task = first_task + slot
         s = task // per_set
@@ -167,7 +169,7 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
                     m_draw[i] = value
                     sum_y += value
             if kind == DEEPCRIME:
-                kills += deepcrime_killed(x, y, sum_x, sum_y, p_max, effect, direction)
+                kills += deepcrime_killed(x, y, sum_x, sum_y, p_max, effect, direction, tail)
             else:
                 kills += decide(kind, x, y, p_max, effect, direction)[2]
         if kept:

@@ -183,13 +183,15 @@ def _moments(x, y):
 def pooled_z_test(x, y):
     """DeepCrime's test for two 1-D float arrays (compiled): p-value, Cohen's d, -d."""
     sx, sy = _sums(x, y)
-    return pooled_z_of_sums(x, y, sx, sy)
+    z, d = pooled_z_of_sums(x, y, sx, sy)
+    return math.erfc(abs(z) / math.sqrt(2.0)), d, -d
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def pooled_z_of_sums(x, y, sum_x, sum_y):
-    """:func:`pooled_z_test` given the sums of ``x`` and ``y`` (in index order): the
-    engine adds them up while it draws the samples (docs/benchmarks.md)."""
+    """DeepCrime's z statistic and Cohen's d given the sums of ``x`` and ``y`` (in index
+    order; the engine adds them up while it draws the samples, docs/benchmarks.md). Both
+    samples constant: z = d = 0 for equal means (p = 1), else both infinite (p = 0)."""
     kx = x.shape[0]
     ky = y.shape[0]
     mx = sum_x / kx
@@ -198,10 +200,39 @@ def pooled_z_of_sums(x, y, sum_x, sum_y):
     diff = mx - my
     degenerate, p, d = _degenerate(diff, mx, ssx, kx, my, ssy, ky)
     if degenerate:
-        return p, d, -d
+        return d, d
     sp = math.sqrt((ssx + ssy) / (kx + ky - 2))
-    z = diff / (sp * math.sqrt(1.0 / kx + 1.0 / ky))
-    return math.erfc(abs(z) / math.sqrt(2.0)), diff / sp, -diff / sp
+    return diff / (sp * math.sqrt(1.0 / kx + 1.0 / ky)), diff / sp
+
+
+@numba.njit(cache=True, nogil=True)
+def normal_tail_bounds(p_max):
+    """``(low, high)``: ``erfc(a) <= p_max`` holds for every ``a`` above ``high`` and fails
+    for every ``a`` below ``low`` (NaN fails both), so that DeepCrime's p-value
+    ``erfc(|z| / sqrt(2))`` need only be computed between them, for the same answer.
+
+    The crossing is found by bisection on ``math.erfc`` itself and widened by a relative
+    1e-9: erfc moves by more than 1e-9 of itself across that margin, ten million times its
+    rounding error, so the floats on either side cannot disagree with the crossing.
+
+    >>> low, high = normal_tail_bounds(0.05)
+    >>> math.erfc(high) <= 0.05 < math.erfc(low), round(high * math.sqrt(2), 4)
+    (True, 1.96)
+    """
+    low, high = 0.0, 40.0  # erfc(40) is 0 in double precision
+    if math.erfc(low) <= p_max:
+        return -1.0, 0.0  # every a >= 0 passes; a = 0 only by erfc(0) = 1 <= p_max
+    if not math.erfc(high) <= p_max:
+        return high, math.inf  # none passes beyond 40; below, erfc decides
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if middle <= low or middle >= high:
+            break
+        if math.erfc(middle) <= p_max:
+            high = middle
+        else:
+            low = middle
+    return low * (1.0 - 1e-9), high * (1.0 + 1e-9)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
