@@ -10,7 +10,8 @@ from probmut import paper
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
 from probmut.killtest import DIRECTIONS, KillCriterion, kill_test, kill_test_batch
-from probmut.killtest.kernels import betainc, pooled_z_test
+from probmut.killtest.dispatch import decide, deepcrime_killed
+from probmut.killtest.kernels import betainc, normal_tail_bounds, pooled_z_test
 
 from .conftest import real_draws, real_paired_draws
 
@@ -436,3 +437,51 @@ def test_a_new_criterion_is_one_entry_and_its_kernel():
     x, y = np.array([0.9, 0.8, 0.7]), np.array([0.5, 0.6, 0.4])
     assert dispatch(len(CRITERIA), x, y) == (0.0, pytest.approx(0.3), pytest.approx(-0.3))
     assert dispatch(0, x, y) == pooled_z_test(x, y)
+
+
+@pytest.mark.parametrize("p_max", [1e-300, 0.0001, 0.0495, 0.05, 0.5, 0.999999])
+def test_normal_tail_bounds_bracket_the_p_value_crossing_tightly(p_max):
+    """The engine skips DeepCrime's erfc outside these bounds: above ``high`` the p-value
+    passes, below ``low`` it fails, and between them is a sliver (the few ``|z|`` whose
+    p-value is computed)."""
+    low, high = normal_tail_bounds(p_max)
+    crossing = special.erfcinv(p_max)
+    assert low < crossing < high and high - low < 1e-8 * crossing
+    for a in np.linspace(high, 2 * high, 50):
+        assert math.erfc(a) <= p_max
+    for a in np.linspace(low / 2, low, 50):
+        assert math.erfc(a) > p_max
+
+
+def test_normal_tail_bounds_at_the_ends_keep_every_verdict():
+    assert normal_tail_bounds(1.0) == (-1.0, 0.0)  # every p-value passes, erfc(0) = 1 too
+    low, high = normal_tail_bounds(-0.5)             # none passes, not even p = 0
+    assert math.erfc(low) > -0.5 and high == math.inf
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_the_engines_deepcrime_shortcut_gives_the_rules_verdict(direction):
+    """The engine's DeepCrime verdict (sums taken while drawing, erfc only near the
+    crossing) equals ``decide`` on samples crowded around the boundary |z| = 1.96 and the
+    effect threshold, constant ones included."""
+    rng = np.random.default_rng(7)
+    criterion = KillCriterion(direction=direction)
+    args = criterion.kernel_args()
+    tail = normal_tail_bounds(args[1])
+    checked = 0
+    for shift in np.linspace(-0.012, 0.012, 241):
+        x = rng.normal(0.97, 0.01, 20)
+        y = np.round(rng.normal(0.97 + shift, 0.01, 20), 3 if shift > 0.01 else 12)
+        for a, b in ((x, y), (np.full(20, 0.9), np.full(20, 0.9)), (np.full(20, 0.9), y)):
+            expected = decide(*args[:1], a, b, *args[1:])[2]
+            assert deepcrime_killed(a, b, _in_order(a), _in_order(b), *args[1:], tail) \
+                == expected
+            checked += 1
+    assert checked == 3 * 241
+
+
+def _in_order(values) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total
