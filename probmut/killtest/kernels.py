@@ -211,9 +211,10 @@ def normal_tail_bounds(p_max):
     for every ``a`` below ``low`` (NaN fails both), so that DeepCrime's p-value
     ``erfc(|z| / sqrt(2))`` need only be computed between them, for the same answer.
 
-    The crossing is found by bisection on ``math.erfc`` itself and widened by a relative
-    1e-9: erfc moves by more than 1e-9 of itself across that margin, ten million times its
-    rounding error, so the floats on either side cannot disagree with the crossing.
+    The crossing is found by bisection on ``math.erfc`` itself and widened by 1e-9 of it
+    (1e-9 below 1): erfc moves by more than 1e-9 of itself across that margin (its
+    logarithm's slope is at least 2 / sqrt(pi) everywhere, and above 2.6 beyond 1), a
+    million times its rounding error, so the floats outside cannot disagree with it.
 
     >>> low, high = normal_tail_bounds(0.05)
     >>> math.erfc(high) <= 0.05 < math.erfc(low), round(high * math.sqrt(2), 4)
@@ -232,7 +233,8 @@ def normal_tail_bounds(p_max):
             high = middle
         else:
             low = middle
-    return low * (1.0 - 1e-9), high * (1.0 + 1e-9)
+    margin = 1e-9 * max(high, 1.0)
+    return low - margin, high + margin
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
