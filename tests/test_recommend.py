@@ -264,6 +264,15 @@ def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_pat
     (row,) = json.loads((tmp_path / "sequential_validation.json").read_text())["calibration"]
     assert row["thresholds"] == pytest.approx(document["thresholds"])
     assert [c["summary"] for c in row["cells"]] == [c["summary"] for c in document["synthetic"]]
+    # (b) alone: the bundled paths replayed without (a)'s cells.
+    only_b = subprocess.run(command + ["--calibrate", "--only", "b", "--budgets",
+                                       str(SPEND * (1 - CERTAINTY)), "--rule-shapes", "0"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert only_b.returncode == 0, only_b.stderr
+    (row,) = json.loads((tmp_path / "sequential_validation.json").read_text())["calibration"]
+    assert "cells" not in row
+    assert {k: row["b"][k] for k in ("paths", "settled", "wrong", "instances")} == {
+        k: document["bundled"]["all"][k] for k in ("paths", "settled", "wrong", "instances")}
 
 
 def test_a_verdict_seed_keys_its_own_stream():

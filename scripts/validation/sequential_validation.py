@@ -519,26 +519,28 @@ def calibrate(cells, items, rules, settings, cache, args) -> list[dict]:
     print("|---|---|---|---|---|---|---|---|---|")
     table = []
     for rule in rules:
-        replayed = run_a(cells, rule, progress=f"calibrate {rule.label}")
-        worst = max(replayed, key=lambda c: c["summary"]["expected_wrong"])
-        every = [p for c in replayed for p in c["paths"]]
-        pooled = summarise(every)
+        replayed = run_a(cells, rule, progress=f"calibrate {rule.label}") if cells else []
         b = summarise(run_b(items, rule, settings, cache, args.jobs)) if items else None
         picked = [rule.thresholds[LOOKS.index(n)] for n in (20, 30, 100, 200)]
-        s = worst["summary"]
         row = {"rule": rule.label, "thresholds": list(rule.thresholds),
-               "confidence": rule.confidence, "worst": s, "worst_effect": worst["effect"],
-               "worst_shape": worst["shape"], "settled_a": pooled["settled"],
-               "instances_a": pooled["instances"], "b": b,
-               "cells": [{k: c[k] for k in ("shape", "effect", "q", "summary")}
-                         for c in replayed]}
+               "confidence": rule.confidence, "b": b}
+        a_cells = "- | - | - | -"
+        if replayed:  # (a) run too (--only a or ab)
+            worst = max(replayed, key=lambda c: c["summary"]["expected_wrong"])
+            pooled = summarise([p for c in replayed for p in c["paths"]])
+            s = worst["summary"]
+            row |= {"worst": s, "worst_effect": worst["effect"], "worst_shape": worst["shape"],
+                    "settled_a": pooled["settled"], "instances_a": pooled["instances"],
+                    "cells": [{k: c[k] for k in ("shape", "effect", "q", "summary")}
+                              for c in replayed]}
+            a_cells = (f"{s['expected_wrong']:.1%} ({s['expected_wrong_se']:.1%}) "
+                       f"[{s['expected_wrong_high']:.1%}] | {worst['effect']:.2f}, "
+                       f"{worst['shape']} | {pooled['settled']:.1%} | {pooled['instances']:.0f}")
         table.append(row)
         b_cells = (f"{b['settled']:.1%} | {b['wrong']:.1%} | {b['instances']:.0f}" if b else
                    "- | - | -")
-        print(f"| {rule.label} | {', '.join(f'{t:.4f}' for t in picked)} | "
-              f"{s['expected_wrong']:.1%} ({s['expected_wrong_se']:.1%}) "
-              f"[{s['expected_wrong_high']:.1%}] | {worst['effect']:.2f}, {worst['shape']} | "
-              f"{pooled['settled']:.1%} | {pooled['instances']:.0f} | {b_cells} |")
+        print(f"| {rule.label} | {', '.join(f'{t:.4f}' for t in picked)} | {a_cells} | "
+              f"{b_cells} |")
     print()
     return table
 
