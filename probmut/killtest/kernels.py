@@ -198,8 +198,8 @@ def pooled_z_of_sums(x, y, sum_x, sum_y):
     my = sum_y / ky
     ssx, ssy = _squares(x, y, mx, my)
     diff = mx - my
-    degenerate, p, d = _degenerate(diff, mx, ssx, kx, my, ssy, ky)
-    if degenerate:
+    degenerate, _, d = _degenerate(diff, mx, ssx, kx, my, ssy, ky)
+    if degenerate:  # d = 0 (p = 1) or infinite (p = 0): z says the same
         return d, d
     sp = math.sqrt((ssx + ssy) / (kx + ky - 2))
     return diff / (sp * math.sqrt(1.0 / kx + 1.0 / ky)), diff / sp
