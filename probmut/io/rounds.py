@@ -43,15 +43,29 @@ def read_rounds(path) -> list[dict] | None:
     ProbmutError
         The file is not a rounds file (not JSON, or no list of rounds with instances).
     """
+    document = read_rounds_document(path)
+    return None if document is None else document["rounds"]
+
+
+def read_rounds_document(path) -> dict | None:
+    """The whole of ``path`` (a ``rounds.json``): the run's plan, its ``rounds`` and how it
+    ended (``final``), from which a resumed run goes on; None when there is no such file.
+
+    Raises
+    ------
+    ProbmutError
+        As :func:`read_rounds`.
+    """
     path = Path(path)
     if not path.is_file():
         return None
     try:
-        rounds = json.loads(path.read_text(encoding="utf-8"))["rounds"]
+        document = json.loads(path.read_text(encoding="utf-8"))
+        rounds = document["rounds"]
         if not isinstance(rounds, list) or not all(isinstance(r["instances"], dict)
                                                    for r in rounds):
             raise TypeError
-    except (OSError, ValueError, KeyError, TypeError):
-        raise ProbmutError(f"{path}: not the rounds file of a run trained until settled "
-                           "(probmut train --until-settled writes it)") from None
-    return rounds
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        raise ProbmutError(f"{path}: not the rounds file of a run trained in rounds "
+                           "(probmut train --until-settled or --until-score writes it)") from None
+    return document

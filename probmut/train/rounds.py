@@ -20,20 +20,27 @@ verdict on at most ``1 - certainty`` of the runs (docs/recommend.md).
 
 The output directory gains ``rounds.json`` and ``rounds.txt`` (one row per round: the
 instances of each population and each verdict, with p_killed, its Monte-Carlo standard
-error and the threshold it had to clear), rewritten after every round. A resumed
-run replays the rounds from the records on disk: finished instances are not retrained
-and the verdicts, cached under ``.work/verdicts``, are the same, so it continues where
-it stopped.
+error and the threshold it had to clear), rewritten after every round. A resumed run
+goes on from the last round ``rounds.json`` holds (:func:`recorded_rounds`): its files
+never go back to a smaller round, and what the rounds decide is recorded with the run's
+settings (:func:`rounds_plan`), so that a resume with other options (another certainty,
+k, round size, ...) is refused rather than ending at other targets than the instances
+done. Without ``rounds.json`` (a run stopped in its first round) the rounds start again
+from the records on disk: finished instances are not retrained and the verdicts, cached
+under ``.work/verdicts``, are the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from probmut import seeds
-from probmut.io.rounds import write_rounds
+from probmut.errors import ProbmutError
+from probmut.io.rounds import read_rounds_document, write_rounds
 from probmut.train.run import RunReport, run_populations
 from probmut.train.work import HEALTHY
 
@@ -176,6 +183,46 @@ def _verdict(out: Path, mutation, settings, *, certainty, max_instances, looks, 
             "instances": len(mutant), "message": message}
 
 
+def rounds_plan(mode: str, analysis, **options) -> dict:
+    """What decides a run's rounds, recorded with its settings (a resume with another plan
+    is refused: :func:`probmut.train.run.run_populations`): its ``mode`` (the option that
+    asks for rounds), the ``options`` of its rounds and the ``analysis`` of its verdicts
+    or score, as JSON values.
+
+    >>> from probmut.bagging import PosteriorSettings
+    >>> plan = rounds_plan("--until-settled", PosteriorSettings(sample=3), round=2)
+    >>> plan["mode"], plan["round"], plan["analysis"]["sample"]
+    ('--until-settled', 2, 3)
+    """
+    return json.loads(json.dumps({"mode": mode, **options,
+                                  "analysis": dataclasses.asdict(analysis)}))
+
+
+def recorded_rounds(out: Path, populations) -> dict | None:
+    """The ``rounds.json`` of the run in ``out`` a resume goes on from: its plan, its
+    ``rounds`` (at least one) and ``final``; None when it holds no round yet. The plan's
+    options are checked with the run's settings; the populations are checked here.
+
+    Raises
+    ------
+    ProbmutError
+        The file holds the rounds of other populations (a mutation added or left out).
+    """
+    document = read_rounds_document(Path(out) / "rounds.json")
+    if document is None or not document["rounds"]:
+        return None
+    recorded = set(document["rounds"][-1]["instances"])
+    if recorded != {HEALTHY, *populations}:
+        added, missing = sorted(set(populations) - recorded), sorted(recorded - {HEALTHY,
+                                                                                  *populations})
+        changes = [f"{', '.join(added)} added"] * bool(added) + \
+            [f"{', '.join(missing)} left out"] * bool(missing)
+        raise ProbmutError(f"{out} holds the rounds of other mutations ({'; '.join(changes)}): "
+                           "resume with the same mutations, or train into another output "
+                           "directory", option="mutation")
+    return document
+
+
 def train_round(number: int, runs: list[RunReport], settings, mutations, targets: dict,
                 out: Path, backend, dataset, *, name: str, **options) -> RunReport:
     """Round ``number``: every population up to its target (stem -> instances); its run
@@ -196,6 +243,13 @@ def train_round(number: int, runs: list[RunReport], settings, mutations, targets
         print(f"round {number}: {run.resumed - on_disk} instances were already done in {out}",
               file=sys.stderr)
     return run
+
+
+def _stops(verdict: dict, instances: int, max_instances: int) -> bool:
+    """Whether a mutant trains no more after ``verdict`` on ``instances`` instances:
+    settled, at the cap, or out of reach of settling by it."""
+    return (verdict["verdict"] in ("killed", "not killed") or instances >= max_instances
+            or (verdict["reach"] is not None and verdict["reach"] < FUTILITY))
 
 
 def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
@@ -238,11 +292,24 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     out = Path(out)
     certainty = CERTAINTY if certainty is None else certainty
     cache = Cache(out / ".work" / "verdicts")
-    targets = {HEALTHY: 0} | {m.population: 0 for m in mutations}
-    runs, rounds, final = [], [], {}
+    options["rounds"] = rounds_plan("--until-settled", analysis, round=round_size,
+                                    max_instances=max_instances, certainty=certainty)
     looks = _looks(round_size, max_instances, analysis.sample)
     training = {m.population: m for m in mutations}
-    number = 0
+    targets = {HEALTHY: 0} | dict.fromkeys(training, 0)
+    runs, rounds, final, number = [], [], {}, 0
+    if (document := recorded_rounds(out, training)) is not None:
+        rounds = document["rounds"]
+        for record in rounds:
+            final |= record["verdicts"]
+        number, targets = rounds[-1]["round"], dict(rounds[-1]["instances"])
+        training = {stem: m for stem, m in training.items()
+                    if stem in rounds[-1]["verdicts"]
+                    and not _stops(rounds[-1]["verdicts"][stem], targets[stem], max_instances)}
+        print(f"resuming after round {number} of {out / 'rounds.json'}", file=sys.stderr)
+        if not training:  # it had ended: its files, as they are
+            train_round(number, runs, settings, mutations, targets, out, backend, dataset,
+                        name=name, most=max_instances, **options)
     while training:
         number += 1
         for stem in training:
@@ -258,8 +325,7 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
                                                 max_instances=max_instances, looks=looks,
                                                 seed=seed, cache=cache)
             final[stem] = verdict
-            if (verdict["verdict"] in ("killed", "not killed") or targets[stem] >= max_instances
-                    or (verdict["reach"] is not None and verdict["reach"] < FUTILITY)):
+            if _stops(verdict, targets[stem], max_instances):
                 del training[stem]
         rounds.append({"round": number, "instances": dict(targets), "verdicts": verdicts})
         SettleReport(rounds=rounds, final=final, looks=looks, max_instances=max_instances,
@@ -270,4 +336,3 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
                           for stem, v in verdicts.items()), file=sys.stderr)
     return SettleReport.of_runs(runs, rounds=rounds, final=final, looks=looks,
                                 max_instances=max_instances)
-

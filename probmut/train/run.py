@@ -102,24 +102,53 @@ def setting_changes(before: dict, now: dict) -> list[str]:
             for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)]
 
 
-def _check_settings(out: Path, settings: RunSettings, data: dict) -> None:
+def _check_settings(out: Path, settings: RunSettings, data: dict,
+                    rounds: dict | None = None) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
     decide (not, say, the version of the library that loaded it). The settings also say
     which option named the data (``option``: ``dataset`` or ``data``), so that a report can
-    write the command that trains the run on."""
+    write the command that trains the run on. ``rounds`` is the plan of a run trained in
+    rounds (None: a number of instances, or a search), checked by :func:`_check_rounds`."""
     identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
     identity["option"] = "dataset" if settings.dataset in DATASETS else "data"
-    current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity}))
+    current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity,
+                                     "rounds": rounds}))
     recorded = read_settings(out)
-    if recorded is not None:
-        if recorded != current:
-            raise ProbmutError(f"{out} holds a run with other settings: "
-                               f"{'; '.join(setting_changes(recorded, current))}; use the "
-                               "same settings and data to resume, or another output "
-                               "directory", option="out")
-    else:
+    if recorded is None:
         write_settings(out, current)
+        return
+    legacy = "rounds" not in recorded  # probmut 0.2.0 kept no plan: a resume records it
+    recorded = {**recorded, "rounds": current["rounds"]} if legacy else recorded
+    _check_rounds(out, recorded["rounds"], current["rounds"])
+    if recorded != current:
+        raise ProbmutError(f"{out} holds a run with other settings: "
+                           f"{'; '.join(setting_changes(recorded, current))}; use the "
+                           "same settings and data to resume, or another output "
+                           "directory", option="out")
+    if legacy:
+        write_settings(out, current)
+
+
+def _check_rounds(out: Path, before: dict | None, now: dict | None) -> None:
+    """Refuse to go on with a run of another plan: rounds replayed with other decisions
+    (another certainty, k, round size, ...) would end at other targets than the instances
+    done, and a run of a number of instances continued in rounds would start from rounds
+    smaller than what is done; either would rewrite its files with fewer instances."""
+    if before == now:
+        return
+    if before is None:
+        raise ProbmutError(f"{out} holds a run of a number of instances, not trained in "
+                           "rounds: train in rounds into another output directory (or give "
+                           "--instances to extend this run)", option="out")
+    if now is None:
+        raise ProbmutError(f"{out} holds a run trained in rounds ({before['mode']}): resume "
+                           "it with the same options, or train into another output "
+                           "directory", option="out")
+    raise ProbmutError(f"{out} holds a run trained in rounds with other options: "
+                       f"{'; '.join(setting_changes(before, now))}; they decide which "
+                       "instances each round trains: resume with the same options, or train "
+                       "into another output directory", option="out")
 
 
 def write_population(path: Path, records, rows, labels) -> None:
@@ -353,7 +382,7 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     timeout: float | None = None, retry_failed: bool = False,
                     note_resumed: bool = True, max_error_rate: float | None = None,
                     unstackable: dict[str, str] | None = None,
-                    most: int | None = None) -> RunReport:
+                    most: int | None = None, rounds: dict | None = None) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
     A population with finished instances beyond its target is refused (a rerun never
@@ -376,7 +405,9 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     done. ``unstackable`` (population stem -> why) names the populations that train one
     instance at a time although ``settings.stack`` is above 1, when that was decided
     before the run (where Keras is, :func:`probmut.train.trainer.train_populations`);
-    by default it is decided here.
+    by default it is decided here. ``rounds`` is the plan of a run in rounds (its mode and
+    the options that decide its rounds), recorded with the run's settings: a resume with
+    another plan is refused.
     """
     out = Path(out)
     if timeout is not None and settings.stack > 1:
@@ -387,7 +418,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                            option="max_error_rate")
     options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
                    timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed,
-                   max_error_rate=max_error_rate, unstackable=unstackable, most=most)
+                   max_error_rate=max_error_rate, unstackable=unstackable, most=most,
+                   rounds=rounds)
     with run_lock(out):
         return _run_populations(settings, mutations, instances, out, backend, dataset, name,
                                 **options)
@@ -421,11 +453,11 @@ def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bo
 
 def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
                      progress, save_models, timeout, retry_failed, note_resumed,
-                     max_error_rate, unstackable, most) -> RunReport:
+                     max_error_rate, unstackable, most, rounds) -> RunReport:
     from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
-    _check_settings(out, settings, provenance)
+    _check_settings(out, settings, provenance, rounds)
     remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
     populations = {HEALTHY: None} | {m.population: m for m in mutations}

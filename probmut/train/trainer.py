@@ -172,37 +172,40 @@ def train_populations(
             options = dict(deepcrime=deepcrime, progress=execution.progress,
                            save_models=save_models, timeout=execution.timeout,
                            retry_failed=execution.retry_failed)
-            if isinstance(mode, Search):
-                from probmut.train.search import run_search
+            # the whole run under its lock, its rounds and a search's magnitudes included:
+            # another train into out is refused until this one ends
+            with run_lock(out):
+                if isinstance(mode, Search):
+                    from probmut.train.search import run_search
 
-                def check(mutations):  # each magnitude, bound and checked as a mutation is
-                    more = _preflight(runner, architecture, overrides,
-                                      *_checked_here(mutations, loaded), size)
-                    return list(more.mutations), more.unstackable
+                    def check(mutations):  # each magnitude, bound and checked as a mutation is
+                        more = _preflight(runner, architecture, overrides,
+                                          *_checked_here(mutations, loaded), size)
+                        return list(more.mutations), more.unstackable
 
-                return run_search(settings, mode.magnitudes, resolution, mode.instances, out,
-                                  runner, loaded, check, name=name, decision=mode.decision,
-                                  **options)
-            options["unstackable"] = found.unstackable
-            if isinstance(mode, UntilSettled):
-                from probmut.train.rounds import train_until_settled
+                    return run_search(settings, mode.magnitudes, resolution, mode.instances, out,
+                                      runner, loaded, check, name=name, decision=mode.decision,
+                                      **options)
+                options["unstackable"] = found.unstackable
+                if isinstance(mode, UntilSettled):
+                    from probmut.train.rounds import train_until_settled
 
-                return train_until_settled(settings, list(found.mutations), out, runner, loaded,
-                                           name=name, analysis=mode.analysis,
-                                           round_size=mode.round_size,
-                                           max_instances=mode.max_instances,
-                                           certainty=mode.certainty, seed=seed, **options)
-            if isinstance(mode, UntilScore):
-                from probmut.train.until_score import train_until_score
+                    return train_until_settled(settings, list(found.mutations), out, runner, loaded,
+                                               name=name, analysis=mode.analysis,
+                                               round_size=mode.round_size,
+                                               max_instances=mode.max_instances,
+                                               certainty=mode.certainty, seed=seed, **options)
+                if isinstance(mode, UntilScore):
+                    from probmut.train.until_score import train_until_score
 
-                return train_until_score(settings, list(found.mutations), out, runner, loaded,
-                                         name=name, analysis=mode.analysis, width=mode.width,
-                                         round_size=mode.round_size,
-                                         max_instances=mode.max_instances, seed=seed,
-                                         **options)
-            return run_populations(settings, list(found.mutations), mode.count, out, runner,
-                                   loaded, name=name, max_error_rate=mode.max_error_rate,
-                                   **options)
+                    return train_until_score(settings, list(found.mutations), out, runner, loaded,
+                                             name=name, analysis=mode.analysis, width=mode.width,
+                                             round_size=mode.round_size,
+                                             max_instances=mode.max_instances, seed=seed,
+                                             **options)
+                return run_populations(settings, list(found.mutations), mode.count, out, runner,
+                                       loaded, name=name, max_error_rate=mode.max_error_rate,
+                                       **options)
 
 
 def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions | None = None,

@@ -28,9 +28,11 @@ instances of each population and in all, the score with its interval and width, 
 parts of its variance, the widths predicted after the next round and with every
 population at the cap, and what the next round trains), rewritten after every round,
 and the manifest's targets are those of each round (a population short of the cap is
-short on purpose). A resumed run replays the rounds from the records on disk: every
-number is seeded, so each round's score and plan come out the same, and only what is
-missing is trained.
+short on purpose). A resumed run goes on from the last round ``rounds.json`` holds, and a
+resume with other options is refused (:func:`probmut.train.rounds.recorded_rounds`);
+stopped in its first round, it starts again from the records on disk: every number is
+seeded, so the round's score and plan come out the same, and only what is missing is
+trained.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pathlib import Path
 
 from probmut.errors import ProbmutError
 from probmut.train.options import WIDTH
-from probmut.train.rounds import RoundsReport, train_round
+from probmut.train.rounds import RoundsReport, recorded_rounds, rounds_plan, train_round
 from probmut.train.work import HEALTHY
 
 #: Instances of every mutant population before the score is first read, in multiples
@@ -325,10 +327,20 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
     from probmut.io.populations import read_population
 
     out = Path(out)
+    options["rounds"] = rounds_plan("--until-score", analysis, until_score=width,
+                                    round=round_size, max_instances=max_instances)
     targets = pilot_targets([m.population for m in mutations], analysis.sample, max_instances)
     paired = {m.population: m.operator.paired for m in mutations}
-    runs, rounds, final, number, memo = [], [], {}, 0, {}
-    while True:
+    runs, rounds, final, number, memo = [], [], None, 0, {}
+    if (document := recorded_rounds(out, paired)) is not None:
+        rounds, final = document["rounds"], document["final"] or None
+        number, targets = rounds[-1]["round"], {**rounds[-1]["instances"],
+                                                **rounds[-1]["next"]}
+        print(f"resuming after round {number} of {out / 'rounds.json'}", file=sys.stderr)
+        if final is not None:  # it had ended: its files, as they are
+            train_round(number, runs, settings, mutations, targets, out, backend, dataset,
+                        name=name, most=max_instances, **options)
+    while final is None:
         number += 1
         run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
                           name=name, most=max_instances, **options)

@@ -33,7 +33,7 @@ def test_a_run_without_rounds_has_none(tmp_path):
 def test_a_file_that_is_not_a_rounds_file_is_refused(tmp_path, text):
     path = tmp_path / "rounds.json"
     path.write_text(text)
-    with pytest.raises(ProbmutError, match="not the rounds file of a run trained until "
-                                           "settled") as error:
+    with pytest.raises(ProbmutError, match="not the rounds file of a run trained in "
+                                           "rounds") as error:
         read_rounds(path)
     assert "\n" not in str(error.value)

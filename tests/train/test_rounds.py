@@ -200,6 +200,98 @@ def test_resume_after_an_interruption_gives_the_same_rounds(tmp_path):
         assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
 
 
+class Watching(SyntheticBackend):
+    """Before every unit it trains, the population files must hold at least as many
+    instances as they ever did: a resume never writes fewer than are done."""
+
+    def __init__(self, out, **kwargs):
+        super().__init__(**kwargs)
+        self.out, self.most = Path(out), {}
+
+    def map_unordered(self, fn, calls):
+        for csv in self.out.glob("*.csv"):
+            rows = len(_ids(csv))
+            assert rows >= self.most.get(csv.name, 0), f"{csv.name} shrank"
+            self.most[csv.name] = rows
+        yield from super().map_unordered(fn, calls)
+
+
+def _files(out):
+    return {p.name: p.read_bytes() for p in Path(out).iterdir() if p.is_file()}
+
+
+def test_a_resume_goes_on_from_its_last_round_and_never_shrinks_the_files(tmp_path):
+    """Interrupted after its first rounds, the run goes on from rounds.json's last round:
+    it neither replays smaller rounds (which rewrote the files with fewer instances,
+    issue 57) nor trains a finished instance again, and ends as the uninterrupted run."""
+    reference = _run(tmp_path / "whole", SyntheticBackend())
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "cut", SyntheticBackend(interrupt_after=40))
+    watching = Watching(tmp_path / "cut")
+    watching.most = {p.name: len(_ids(p)) for p in (tmp_path / "cut").glob("*.csv")}
+    resumed = _run(tmp_path / "cut", watching)
+    assert (resumed.rounds, resumed.final) == (reference.rounds, reference.final)
+    assert len(watching.trained) == reference.trained - 40
+    assert _files(tmp_path / "cut") == _files(tmp_path / "whole")
+    again = Watching(tmp_path / "cut")
+    assert _run(tmp_path / "cut", again).trained == 0 and again.trained == []
+    assert _files(tmp_path / "cut") == _files(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("change, says", [
+    (dict(certainty=0.6), "certainty 0.95 before, 0.6 now"),
+    (dict(analysis=dataclasses.replace(ANALYSIS, sample=4)), "analysis.sample 5 before, 4 now"),
+    (dict(round_size=4), "round 5 before, 4 now"),
+    (dict(max_instances=30), "max_instances 20 before, 30 now"),
+])
+def test_a_resume_with_other_round_options_is_refused_and_writes_nothing(tmp_path, change,
+                                                                         says):
+    """Another certainty, k, round size or cap decides other rounds: resumed with them, a
+    run ended at other targets than its instances done and rewrote its files and rounds
+    with fewer (issue 57). It is refused, naming each option that differs."""
+    from probmut.errors import ProbmutError
+
+    options = dict(analysis=ANALYSIS, round_size=5, max_instances=20, certainty=CERTAINTY)
+    _run(tmp_path, SyntheticBackend())
+    files = _files(tmp_path)
+    with pytest.raises(ProbmutError, match=f"holds a run trained in rounds with other "
+                                           f"options: {says}; they decide") as refused:
+        train_until_settled(SETTINGS, MUTATIONS, tmp_path, SyntheticBackend(), SyntheticData(),
+                            name="synthetic", seed=1, progress=False, **(options | change))
+    assert refused.value.option == "out" and _files(tmp_path) == files
+
+
+def test_a_run_of_a_number_of_instances_is_not_continued_in_rounds(tmp_path):
+    """Its first round would be smaller than the instances done."""
+    from probmut.errors import ProbmutError
+    from probmut.train.run import run_populations
+
+    run_populations(SETTINGS, MUTATIONS[:1], 8, tmp_path, SyntheticBackend(), SyntheticData(),
+                    name="synthetic", progress=False)
+    files = _files(tmp_path)
+    with pytest.raises(ProbmutError, match="holds a run of a number of instances, not trained "
+                                           "in rounds: train in rounds into another"):
+        _run(tmp_path, SyntheticBackend())
+    with pytest.raises(ProbmutError, match="holds a run trained in rounds "
+                                           r"\(--until-settled\): resume it with the same"):
+        _run(tmp_path / "rounds", SyntheticBackend())
+        run_populations(SETTINGS, MUTATIONS[:1], 20, tmp_path / "rounds", SyntheticBackend(),
+                        SyntheticData(), name="synthetic", progress=False)
+    assert _files(tmp_path) == files
+
+
+def test_a_resume_with_other_mutations_is_refused(tmp_path):
+    from probmut.errors import ProbmutError
+
+    _run(tmp_path, SyntheticBackend())
+    with pytest.raises(ProbmutError, match="holds the rounds of other mutations "
+                                           r"\(change_label_20 left out\)"):
+        train_until_settled(SETTINGS, [MUTATIONS[0], MUTATIONS[2]], tmp_path,
+                            SyntheticBackend(), SyntheticData(), name="synthetic",
+                            analysis=ANALYSIS, round_size=5, max_instances=20, seed=1,
+                            progress=False)
+
+
 @pytest.mark.train
 @pytest.mark.slow
 def test_train_until_settled_on_digits(tmp_path, cli):

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from probmut.bagging import PosteriorSettings
 from probmut.errors import ProbmutError
 from probmut.train import train_populations
 from probmut.train.options import (
@@ -130,3 +131,24 @@ def test_bad_arguments_are_refused_with_the_setting_at_fault(tmp_path, options, 
     assert refused.value.option == option
     assert "--" not in str(refused.value)  # the library never names a flag itself
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("mode", [UntilSettled, UntilScore])
+def test_a_run_in_rounds_holds_its_lock_from_start_to_end(tmp_path, monkeypatch, mode):
+    """A fresh run in rounds dropped its lock between rounds (while its verdicts were read),
+    so a second identical command was admitted and the first then died (issue 57): the
+    lock is held for the whole run, a new run's too."""
+    import probmut.train.rounds
+    import probmut.train.until_score
+    from probmut.io.atomic import _HELD
+
+    lock = str((tmp_path / "run" / ".work" / "lock").resolve())
+    held = []
+    for module, name in ((probmut.train.rounds, "train_until_settled"),
+                         (probmut.train.until_score, "train_until_score")):
+        monkeypatch.setattr(module, name, lambda *args, **kwargs: held.append(lock in _HELD))
+    small = PosteriorSettings(sample=2)
+    train_populations(tmp_path / "run", ["delete_training_data:50"],
+                      mode=mode(round_size=2, max_instances=4, analysis=small),
+                      execution=ExecutionOptions(stack=1, progress=False))
+    assert held == [True]

@@ -229,3 +229,16 @@ def test_score_shares_add_up_to_the_variance_of_the_score_draws():
 def test_until_score_refuses_contradictions(cli, tmp_path, argv, says):
     cli.refused("train", "--out", tmp_path / "x", *argv, says=says)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_resume_with_another_width_is_refused_and_writes_nothing(tmp_path):
+    """Another width plans other rounds: resumed with it, a run rewrote its files with the
+    instances of a smaller round (issue 57). Refused, naming the option; the same
+    options go on from the last round and train nothing more once it has ended."""
+    _run(tmp_path, Backend())
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    with pytest.raises(ProbmutError, match="other options: until_score 0.24 before, 0.3 now"):
+        _run(tmp_path, Backend(), width=0.3)
+    again = Backend()
+    assert _run(tmp_path, again).trained == 0 and again.trained == []
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == files
