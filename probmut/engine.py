@@ -25,6 +25,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from probmut.compiled import compiled
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import KillCriterion
 from probmut.killtest.dispatch import DEEPCRIME, decide, deepcrime_killed
@@ -46,12 +47,12 @@ CALL_WORK = 2 * 10**7
 CALL_MEMORY = 2**24
 
 
-@numba.njit(cache=True, inline="always")
+@compiled(inline="always")
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@numba.njit(cache=True, inline="always")
+@compiled(inline="always")
 def _splitmix64(x):
     z = x + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -59,7 +60,7 @@ def _splitmix64(x):
     return z ^ (z >> np.uint64(31))
 
 
-@numba.njit(cache=True)
+@compiled()
 def _seed_state(key0, key1, task):
     """xoshiro256** state of one task, four words: SplitMix64 of (key, task index)."""
     x = key0 ^ _splitmix64(key1 + np.uint64(task))
@@ -70,7 +71,7 @@ def _seed_state(key0, key1, task):
     return s0, s1, s2, s3
 
 
-@numba.njit(cache=True, inline="always")
+@compiled(inline="always")
 def _next(s0, s1, s2, s3):
     """One xoshiro256** output and the next state, ``(output, s0, s1, s2, s3)``: the state
     travels as four words, not an array in memory, so that it stays in registers."""
@@ -85,7 +86,7 @@ def _next(s0, s1, s2, s3):
     return result, s0, s1, s2, s3
 
 
-@numba.njit(cache=True, inline="always")
+@compiled(inline="always")
 def _below(n, s0, s1, s2, s3):
     """Uniform integer in [0, n) without bias (Lemire's multiply-and-reject, 32-bit) and
     the next state, ``(integer, s0, s1, s2, s3)``."""
@@ -102,7 +103,7 @@ def _below(n, s0, s1, s2, s3):
     return np.int64(m >> np.uint64(32)), s0, s1, s2, s3
 
 
-@numba.njit(cache=True, parallel=True)
+@compiled(parallel=True)
 def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, trials_from,
                        trials_to, sample, kind, p_max, effect, direction, key0, key1,
                        first_stream, states, h_boot, m_boot, out):

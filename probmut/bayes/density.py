@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from probmut.compiled import compiled
 
 #: Priors on the scaled data: mu ~ Normal(0, MU_SD), sigma ~ HalfNormal(SIGMA_SD),
 #: nu - 1 ~ Exponential with mean NU_MINUS_ONE_MEAN.
@@ -23,7 +24,7 @@ NU_MINUS_ONE_MEAN = 29.0
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def digamma(x):
     # psi(x) for x > 0: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the
     # asymptotic series to the x^-10 term (next term below 3e-14 there).
@@ -37,7 +38,7 @@ def digamma(x):
     return result + math.log(x) - 0.5 / x - series
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def _group_log_likelihood(z, mu, sigma, nu, student):
     # Log likelihood of one group and its derivatives in mu, log sigma and nu. With
     # r = (z - mu) / sigma and t = nu + r^2, the t's kernel is -(nu + 1)/2 log(t / nu).
@@ -66,7 +67,7 @@ def _group_log_likelihood(z, mu, sigma, nu, student):
     return logp, (nu + 1.0) * sum_r * inv_sigma, (nu + 1.0) * sum_rr - n, d_nu
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def model_log_density(x, first, second, student, paired):
     # The model's log density (PyMC's, the transforms' Jacobians included) and gradient.
     grad = np.zeros(x.shape[0])

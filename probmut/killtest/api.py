@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import numba
 import numpy as np
 
+from probmut.compiled import compiled
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import CRITERIA, KillCriterion, round_p_value
 from probmut.killtest.dispatch import decide
 from probmut.results import Result, listing
 
 
-@numba.njit(cache=True)
+@compiled()
 def _batch(x, y, kind, p_max, effect, direction, p_out, effect_out, killed_out):
     for t in range(x.shape[0]):
         p_out[t], effect_out[t], killed_out[t] = decide(kind, x[t], y[t], p_max, effect,

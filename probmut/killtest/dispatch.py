@@ -10,6 +10,7 @@ import math
 
 import numba
 
+from probmut.compiled import compiled
 from probmut.killtest.criteria import CRITERIA, KINDS
 from probmut.killtest.kernels import pooled_z_of_sums
 
@@ -36,7 +37,7 @@ def _dispatch_chain(kernels, index: int = 0):
 _dispatch = _dispatch_chain([c.kernel for c in CRITERIA.values()])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _effect_passes(up, down, effect, direction):
     # up: the effect in the mutant-worse sense; down: in the mutant-better sense.
     if direction == 0:
@@ -46,7 +47,7 @@ def _effect_passes(up, down, effect, direction):
     return down >= effect
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def decide(kind, x, y, p_max, effect, direction):
     """One kill test: ``(p, effect_size, killed)`` for samples ``x`` (healthy), ``y`` (mutant).
 
@@ -70,7 +71,7 @@ def decide(kind, x, y, p_max, effect, direction):
 DEEPCRIME = KINDS.index("deepcrime")
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def deepcrime_killed(x, y, sum_x, sum_y, p_max, effect, direction, tail):
     """``decide(DEEPCRIME, x, y, ...)[2]``, the same verdict bit for bit, with less work
     (docs/benchmarks.md): given the sums of ``x`` and ``y`` (in index order), which the

@@ -96,28 +96,29 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from probmut.compiled import compiled
 
 _EPS = float(np.finfo(np.float64).eps)
 
 
 # --- degenerate samples, relative to the data's scale (see the module notes) ----------------
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _rounding_floor(k, mean):
     # Twice the worst-case rounding error of the mean of k floats near `mean`.
     return k * _EPS * abs(mean)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _is_constant(squares, k, scale):
     # A sum of squared deviations of k values whose root mean square is within rounding.
     floor = _rounding_floor(k, scale)
     return squares <= k * floor * floor
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _degenerate(diff, scale_x, squares_x, k_x, scale_y, squares_y, k_y):
     # (True, p, effect) when both spreads are within rounding, else (False, ...).
     if not (_is_constant(squares_x, k_x, scale_x) and _is_constant(squares_y, k_y, scale_y)):
@@ -129,7 +130,7 @@ def _degenerate(diff, scale_x, squares_x, k_x, scale_y, squares_y, k_y):
 
 # --- compiled kernels: (x, y) -> (p, effect, effect in the mutant-better sense) ------------
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _sums(x, y):
     # The sums of both samples, each in index order. The two run in one loop: two
     # independent chains of additions, which the core overlaps (each addition waits for
@@ -150,7 +151,7 @@ def _sums(x, y):
     return sx, sy
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _squares(x, y, mx, my):
     # The sums of squared deviations from mx and my, each in index order, in one loop.
     kx = x.shape[0]
@@ -168,7 +169,7 @@ def _squares(x, y, mx, my):
     return ssx, ssy
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _moments(x, y):
     # Means and sums of squared deviations of both samples.
     sx, sy = _sums(x, y)
@@ -179,7 +180,7 @@ def _moments(x, y):
 
 
 # inlined where the dispatch calls it: the engine's default test (docs/benchmarks.md)
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def pooled_z_test(x, y):
     """DeepCrime's test for two 1-D float arrays (compiled): p-value, Cohen's d, -d."""
     sx, sy = _sums(x, y)
@@ -187,7 +188,7 @@ def pooled_z_test(x, y):
     return math.erfc(abs(z) / math.sqrt(2.0)), d, -d
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def pooled_z_of_sums(x, y, sum_x, sum_y):
     """DeepCrime's z statistic and Cohen's d given the sums of ``x`` and ``y`` (in index
     order; the engine adds them up while it draws the samples, docs/benchmarks.md). Both
@@ -205,7 +206,7 @@ def pooled_z_of_sums(x, y, sum_x, sum_y):
     return diff / (sp * math.sqrt(1.0 / kx + 1.0 / ky)), diff / sp
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def normal_tail_bounds(p_max):
     """``(low, high)``: ``erfc(a) <= p_max`` holds for every ``a`` above ``high`` and fails
     for every ``a`` below ``low`` (NaN fails both), so that DeepCrime's p-value
@@ -237,7 +238,7 @@ def normal_tail_bounds(p_max):
     return low - margin, high + margin
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _lentz_step(aa, c, d):
     # One term of the modified Lentz method: returns the new c, d and the factor c * d.
     tiny = 1e-300
@@ -251,7 +252,7 @@ def _lentz_step(aa, c, d):
     return c, d, c * d
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def _beta_continued_fraction(a, b, x):
     # Continued fraction of I_x(a, b) by the modified Lentz method (Numerical Recipes 6.4).
     _, d, _ = _lentz_step(-(a + b) * x / (a + 1.0), 1.0, 1.0)
@@ -267,7 +268,7 @@ def _beta_continued_fraction(a, b, x):
     return h
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def _betainc_complement(a, b, x, y):
     # I_x(a, b) given x and y = 1 - x separately, so callers keep the small one exact.
     if x <= 0.0:
@@ -281,7 +282,7 @@ def _betainc_complement(a, b, x, y):
     return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, y) / b
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def betainc(a, b, x):
     """Regularized incomplete beta function ``I_x(a, b)`` for ``a, b > 0``, ``0 <= x <= 1``.
 
@@ -295,13 +296,13 @@ def betainc(a, b, x):
     return _betainc_complement(a, b, x, 1.0 - x)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@compiled(nogil=True, inline="always")
 def _student_t_two_sided(t2, df):
     # Two-sided Student t tail for t^2 and df: I_{df/(df+t^2)}(df/2, 1/2).
     return _betainc_complement(0.5 * df, 0.5, df / (df + t2), t2 / (df + t2))
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def welch_test(x, y):
     """Welch's t-test for two 1-D float arrays (compiled): p-value, pooled Cohen's d, -d."""
     kx = x.shape[0]
@@ -325,7 +326,7 @@ def welch_test(x, y):
     return _student_t_two_sided(diff * diff / se2, df), d, -d
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def mann_whitney_test(x, y):
     """Two-sided Mann-Whitney p-value, A12 and 1 - A12 for two 1-D float arrays (compiled).
 
@@ -370,7 +371,7 @@ def mann_whitney_test(x, y):
     return min(1.0, math.erfc(z / math.sqrt(2.0))), a12, a21
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def paired_t_test(x, y):
     """Paired t-test on ``x[i] - y[i]`` (compiled): p-value, Cohen's d_z, -d_z."""
     k = x.shape[0]
@@ -397,7 +398,7 @@ def paired_t_test(x, y):
     return _student_t_two_sided(t * t, k - 1.0), md / sd, -md / sd
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def _wilcoxon_exact_p(x, y, lower):
     # P-value from the exact distribution of the doubled statistic 2 T+ over the 2^n sign
     # assignments of the observed (doubled, average) ranks: 2 P(2 T+ <= lower), with
@@ -422,7 +423,7 @@ def _wilcoxon_exact_p(x, y, lower):
     return min(1.0, 2.0 * ways.sum() / 2.0**nonzero)
 
 
-@numba.njit(cache=True, nogil=True)
+@compiled(nogil=True)
 def wilcoxon_test(x, y):
     """Wilcoxon signed-rank test on ``x[i] - y[i]`` (compiled): p-value, matched-pairs
     rank-biserial r_rb and -r_rb (see the module notes for zeros, ties and which p)."""
