@@ -51,7 +51,7 @@ correlation ``r_rb = (T+ - T-) / (T+ + T-)`` over the same nonzero pairs (Kerby 
 Degenerate samples. The mean of ``k`` floats near ``m``, summed in order, is within
 ``k u |m|`` of the exact mean (``u = eps / 2``; Higham 2002, section 4.2), so two equal
 constant samples can get means one ulp apart and a sum of squared deviations of about
-1e-33 instead of 0 (``[0.7] * 7`` against ``[0.7] * 3`` once gave p = 0.0095, d = 1.79).
+1e-33 instead of 0 (an example: docs/validation.md, *Degenerate samples*).
 The mean-based tests therefore judge a sample constant when the root mean square of its
 deviations is at most ``k eps |mean|`` (twice that worst-case rounding bound), and two
 means equal when they differ by at most ``eps (k_x |mean x| + k_y |mean y|)``; the
