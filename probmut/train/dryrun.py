@@ -12,8 +12,10 @@ would and comparing with the healthy model:
 * model level: the operator applied to a freshly built healthy model (healthy instance
   0's initial weights) with the mutant's instance 0 seed; per layer in its scope (the
   model's layer table, :func:`probmut.train.graph.graph`), the weights, units or neurons
-  (whose outgoing weights are blocked) that changed, of how many; layer operators as
-  settings (a layer replaced, inserted, an activation).
+  (whose outgoing weights are blocked) that changed, of how many, and which of its
+  weights the operator changes (:mod:`probmut.train.layer_weights`); over the network,
+  each layer with connection weights the operator cannot change, and why; layer
+  operators as settings (a layer replaced, inserted, an activation).
 
 The counts are those the run's instance 0 gets: selections depend on the seed and the
 layer shapes only, not on trained weights.
@@ -26,14 +28,13 @@ Examples
 >>> report = dry_run(["neurons_freezing:0.05"], spec, load_dataset("digits"), spec.config,
 ...                  seed=42)
 >>> report.to_dict()["mutations"][0]["changes"]["layers"]   # int(16 x 0.05), at least 1
-[{'index': 0, 'name': 'conv2d', 'changed': 1, 'of': 16}]
+[{'index': 0, 'name': 'conv2d', 'changed': 1, 'of': 16, 'weights': ['kernel', 'bias']}]
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import difflib
 import json
 from dataclasses import dataclass, field
 
@@ -43,22 +44,43 @@ from probmut.errors import ProbmutError
 from probmut.train.datasets import n_rows
 from probmut.train.flags import row_digests
 from probmut.train.graph import graph, table
-from probmut.train.layer_traits import has_kernel, units
-from probmut.train.legality import check, healthy_model, needs_keras
+from probmut.train.layer_traits import is_input
+from probmut.train.layer_weights import connections, weight_name
+from probmut.train.legality import (
+    bound_to,
+    checked,
+    effective_settings,
+    healthy_model,
+    needs_keras,
+)
 from probmut.train.operators import Mutation, parse_mutations
+from probmut.train.operators.layers import unfit
 from probmut.train.operators.magnitudes import NETWORK
-from probmut.train.operators.model import scope
+from probmut.train.operators.model import neurons, scope
 from probmut.train.work import HEALTHY, instance_seed
 
 
 @dataclass(frozen=True)
 class LayerCount:
-    """What changed in one layer: ``changed`` of ``of`` weights, units or neurons."""
+    """What changed in one layer: ``changed`` of ``of`` weights, units or neurons, in
+    ``weights`` (the layer's weights the operator changes; for blocked neurons, those of
+    the layers they feed, ``LAYER/WEIGHT``)."""
 
     index: int
     name: str
     changed: int
     of: int
+    weights: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A layer with connection weights that an operator over the network cannot change,
+    and ``why``."""
+
+    index: int
+    name: str
+    why: str
 
 
 @dataclass(frozen=True)
@@ -67,7 +89,8 @@ class Preview:
     "units" or "neurons"); ``samples`` counts the training samples ``changed`` (in
     place), ``added`` and ``removed``, ``of`` the training set's size; ``settings``
     maps a setting to [before, after]; ``equivalent`` says why the mutant is equivalent
-    before training ("" if it is not known to be)."""
+    before training ("" if it is not known to be); ``skipped`` the layers an operator over
+    the network cannot change (:class:`Skipped`)."""
 
     name: str
     operator: str
@@ -81,6 +104,7 @@ class Preview:
     samples: dict[str, int] | None = None
     settings: dict = field(default_factory=dict)
     equivalent: str = ""
+    skipped: tuple[Skipped, ...] = ()
 
     @property
     def label(self) -> str:
@@ -92,9 +116,11 @@ class Preview:
                 "level": self.level, "legal": self.legal, "reason": self.reason,
                 "target": self.target or None, "equivalent": self.equivalent or None,
                 "changes": {"counted": self.counted,
-                            "layers": [dataclasses.asdict(c) for c in self.layers],
+                            "layers": [{**dataclasses.asdict(c), "weights": list(c.weights)}
+                                       for c in self.layers],
                             "samples": self.samples,
-                            "settings": {k: list(v) for k, v in self.settings.items()}}}
+                            "settings": {k: list(v) for k, v in self.settings.items()},
+                            "skipped": [dataclasses.asdict(c) for c in self.skipped]}}
 
     def lines(self) -> list[str]:
         head = f"{self.name} ({self.level} level): "
@@ -107,6 +133,10 @@ class Preview:
                                   for c in self.layers)
             lines.append(f"  {self.counted} changed: {per_layer}"
                          + (f" ({total[0]} of {total[1]})" if len(self.layers) > 1 else ""))
+            lines.append(f"  weights: {_weights_text(self.layers)}")
+        if self.skipped:
+            lines.append("  not in scope: " + "; ".join(f"{c.index} {c.name} ({c.why})"
+                                                         for c in self.skipped))
         if self.samples is not None:
             shown = [how for how in SAMPLE_CHANGES if self.samples[how]] or ["changed"]
             lines += [f"  samples {how}: {self.samples[how]} of {self.samples['of']}"
@@ -124,6 +154,16 @@ SAMPLE_CHANGES = ("changed", "added", "removed")
 
 def _text(value) -> str:
     return "none" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
+
+
+def _weights_text(layers) -> str:
+    """Which weights an operator changes, each list once with its layers:
+    ``kernel, bias (0 conv2d, 2 conv2d_1)``."""
+    grouped: dict[tuple, list[str]] = {}
+    for c in layers:
+        grouped.setdefault(c.weights, []).append(f"{c.index} {c.name}")
+    return "; ".join(f"{', '.join(weights) or 'none'} ({', '.join(names)})"
+                     for weights, names in grouped.items())
 
 
 @dataclass(frozen=True)
@@ -162,13 +202,16 @@ def dry_run(mutations, spec, data, config, *, seed: int, architecture: str = "")
         if healthy is None and needs_keras(mutation):
             healthy = healthy_model(spec, data, config)
         try:
-            bound = check(mutation, spec, data, config, healthy)
+            bound = bound_to(mutation, spec, data, healthy)
         except ProbmutError as error:
-            reason = str(error).removeprefix(f"{mutation.label}: ")
-            previews.append(Preview(mutation.population.rstrip("_"), mutation.operator.name,
-                                    mutation.magnitude, mutation.operator.level, False, reason))
+            previews.append(_refused(mutation, error))
             continue
         for m in bound:
+            try:
+                m = checked(m, spec, data, config, healthy)
+            except ProbmutError as error:
+                previews.append(_refused(m, error))
+                continue
             rng = np.random.default_rng(instance_seed(seed, 0, m.population))
             if m.operator.level == "data":
                 found = _data_changes(m, data, rng)
@@ -181,6 +224,14 @@ def dry_run(mutations, spec, data, config, *, seed: int, architecture: str = "")
                                     True, None, _target(m, healthy), equivalent=m.equivalent,
                                     **found))
     return DryRun(architecture or spec.description, seed, tuple(previews))
+
+
+def _refused(mutation: Mutation, error: ProbmutError) -> Preview:
+    """The preview of a refused mutation (bound to its layer when the layer was known):
+    its reason without its label, which the preview's label says."""
+    reason = str(error).removeprefix(f"{mutation.label}: ")
+    return Preview(mutation.population.rstrip("_"), mutation.operator.name, mutation.magnitude,
+                   mutation.operator.level, False, reason)
 
 
 def _target(mutation: Mutation, healthy) -> str:
@@ -233,14 +284,21 @@ def _setting_value(name, value):
 
 
 def _training_changes(mutation, spec, data, config, healthy) -> dict:
+    """The settings (the learning rate as the optimizer starts with it) and layers that
+    differ; the mutant built in a fresh Keras session, as the healthy model was, so that
+    Keras names their layers alike."""
+    import keras
+
     from probmut.train import models
 
     mutated = mutation.operator.apply(config, mutation.params)
-    settings = {f.name: [_setting_value(f.name, getattr(config, f.name)),
-                         _setting_value(f.name, getattr(mutated, f.name))]
+    before, after = effective_settings(config), effective_settings(mutated)
+    settings = {f.name: [_setting_value(f.name, getattr(before, f.name)),
+                         _setting_value(f.name, getattr(after, f.name))]
                 for f in dataclasses.fields(config)
                 if f.name not in ("layer_changes", "structure")
-                and getattr(config, f.name) != getattr(mutated, f.name)}
+                and getattr(before, f.name) != getattr(after, f.name)}
+    keras.backend.clear_session(free_memory=False)
     mutant = models.build_model(spec, data.dims, mutated)
     found = {"settings": settings | model_changes(healthy, mutant)}
     if not mutated.validation and config.validation and data.validation is not None:
@@ -249,53 +307,66 @@ def _training_changes(mutation, spec, data, config, healthy) -> dict:
 
 
 def _model_changes(mutation, spec, data, config, healthy, rng, healthy_seed) -> dict:
+    """The mutant of healthy instance 0's initial weights (built in a fresh Keras session,
+    as the run builds it): per layer in scope, what changed of what, and over the network
+    the layers with connection weights out of scope, with why."""
     import keras
 
     from probmut.train import models
 
-    operator = mutation.operator
+    operator, params = mutation.operator, mutation.params
+    keras.backend.clear_session(free_memory=False)
     keras.utils.set_random_seed(healthy_seed)  # healthy instance 0's initial weights
     fresh = models.build_model(spec, data.dims, config)
     table = graph(fresh)
-    before = {id(layer): layer.get_weights() for layer in table.layers if has_kernel(layer)}
-    mutant = operator.apply(fresh, mutation.params, rng)
+    before = {id(layer): layer.get_weights() for layer in table.layers if connections(layer)}
+    in_scope = scope(fresh, params, operator.layer_kind) if operator.counts else []
+    mutant = operator.apply(fresh, params, rng)
     if operator.counts is None:  # a layer operator
         return {"settings": model_changes(healthy, mutant)}
-    layers = tuple(LayerCount(i, graph(healthy).names[i],
-                              _changed(table, before, table.layers[i], operator.counts),
-                              _of(table.layers[i], operator))
-                   for i in scope(fresh, mutation.params, operator.layer_kind))
-    return {"counted": operator.counts, "layers": layers}
+    names = graph(healthy).names
+    layers = tuple(LayerCount(i, names[i], *_counted(table, before, table.layers[i], operator))
+                   for i in in_scope)
+    skipped = () if params["layer"] != NETWORK else tuple(
+        Skipped(i, names[i], unfit(layer, operator.layer_kind, table))
+        for i, layer in enumerate(table.layers) if connections(layer) and i not in in_scope)
+    return {"counted": operator.counts, "layers": layers, "skipped": skipped}
 
 
-def _of(layer, operator) -> int:
-    return int(np.prod(layer.kernel.shape)) if operator.counts == "weights" else units(layer)
-
-
-def _changed(table, before, layer, counts) -> int:
-    """Weights of ``layer``'s kernel, its units (kernel column or bias), or its neurons
-    (weights into the layers they feed) that differ from ``before``."""
-    if counts == "neurons":
-        blocked = set()
-        for consumer, carried in table.neuron_routes(layer):
-            old, new = before[id(consumer)][0], consumer.get_weights()[0]
-            rows = np.moveaxis(old != new, -2, 0).reshape(old.shape[-2], -1).any(axis=1)
-            blocked |= set(carried[rows & (carried >= 0)].tolist())
-        return len(blocked)
-    old, new = before[id(layer)], layer.get_weights()
-    if counts == "weights":
-        return int(np.sum(old[0] != new[0]))
-    differs = (old[0] != new[0]).reshape(-1, old[0].shape[-1]).any(axis=0)
-    if len(old) > 1:
-        differs |= old[1] != new[1]
-    return int(differs.sum())
+def _counted(table, before, layer, operator) -> tuple[int, int, tuple[str, ...]]:
+    """``(changed, of, weights)`` of one layer: of its connection weights ("weights"), its
+    units (an entry of theirs changed), or its neurons (the weights from them into the
+    layers they feed, each route's ``LAYER/WEIGHT``), compared with ``before``."""
+    old, new = before.get(id(layer)), layer.get_weights()
+    if operator.counts == "weights":
+        arrays = connections(layer)
+        return (int(sum(np.sum(old[i] != new[i]) for i in arrays)),
+                int(sum(old[i].size for i in arrays)),
+                tuple(weight_name(layer, i) for i in arrays))
+    if operator.counts == "units":
+        units = table.units(layer)
+        return units.changed(old, new), units.count, tuple(units.names(operator.layer_kind))
+    blocked, weights = set(), []
+    for route in table.neuron_routes(layer):
+        was = before[id(route.consumer)][route.weight]
+        now = route.consumer.get_weights()[route.weight]
+        rows = np.moveaxis(was != now, route.axis, 0).reshape(was.shape[route.axis], -1)
+        carried = route.carried
+        blocked |= set(carried[rows.any(axis=1) & (carried >= 0)].tolist())
+        weights.append(f"{table.names[table.index(route.consumer)]}/"
+                       f"{weight_name(route.consumer, route.weight)}")
+    return len(blocked), neurons(table, layer), tuple(weights)
 
 
 def _short(value):
-    """A layer setting as a short, JSON-able value: a Keras object as ``Class(args)``."""
+    """A layer setting as a short, JSON-able value: a Keras object as ``Class(args)``, a
+    function Keras stores by name (a custom activation) as its name."""
     if isinstance(value, dict) and "class_name" in value:
+        config = value.get("config")
+        if not isinstance(config, dict | None):
+            return str(config)
         args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                         for k, v in (value.get("config") or {}).items()
+                         for k, v in (config or {}).items()
                          if v is not None and not isinstance(v, dict | list))
         return f"{value['class_name']}({args})"
     if isinstance(value, list | tuple):
@@ -317,32 +388,40 @@ def model_changes(before, after) -> dict:
     """The layer settings that differ between two built models, named by ``before``'s
     layers: ``{"layer I NAME: KEY": [before, after]}`` for a changed setting,
     ``{"layer I NAME": [Class, other Class or None]}`` for a layer replaced or removed,
-    ``{"new layer J (after layer I NAME)": [None, Class]}`` for a layer inserted (layers
-    of the models' layer tables, :func:`probmut.train.graph.graph`). Layers are matched
-    by class and settings (not names, which differ between builds), so that a changed
-    layer is told apart from its unchanged neighbours of the same class."""
-    (a, names), (b, _) = table(before), table(after)
-    configs_a, configs_b = [_config(x) for x in a], [_config(x) for x in b]
-    keys_b = [(type(x).__name__, repr(c)) for x, c in zip(b, configs_b, strict=True)]
-    matcher = difflib.SequenceMatcher(
-        a=[(type(x).__name__, repr(c)) for x, c in zip(a, configs_a, strict=True)], b=keys_b,
-        autojunk=False)
+    ``{"new layer J (after layer I NAME)": [None, Class]}`` for a layer inserted, after the
+    layer whose output it reads (layers of the models' layer tables,
+    :func:`probmut.train.graph.graph`). Layers are matched by their names in the tables:
+    the two models are built alike, each in a fresh Keras session (as :func:`dry_run`
+    builds them), so that Keras names their layers alike; a copy of a model keeps its
+    layers' names."""
+    (a, names_a), (b, names_b) = table(before), table(after)
+    where = {name: j for j, name in enumerate(names_b)}
     changes = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        while tag == "insert" and j2 < len(b) and keys_b[j1] == keys_b[j2]:
-            i1, i2, j1, j2 = i1 + 1, i2 + 1, j1 + 1, j2 + 1  # a copy: after its original
-        paired = min(i2 - i1, j2 - j1)
-        for k in range(max(i2 - i1, j2 - j1)):
-            i, j = i1 + k, j1 + k
-            if k < paired and type(a[i]) is type(b[j]):  # the same layer, its settings
-                old, new = configs_a[i], configs_b[j]
-                changes |= {f"layer {i} {names[i]}: {key}": [old.get(key), new.get(key)]
-                            for key in sorted(old.keys() | new.keys())
-                            if old.get(key) != new.get(key)}
-            elif k < i2 - i1:
-                changes[f"layer {i} {names[i]}"] = [_kind(a[i]),
-                                                    _kind(b[j]) if k < paired else None]
-            else:
-                where = f"after layer {i1 - 1} {names[i1 - 1]}" if i1 else "first"
-                changes[f"new layer {j} ({where})"] = [None, _kind(b[j])]
+    for i, (layer, name) in enumerate(zip(a, names_a, strict=True)):
+        j = where.get(name)
+        if j is None or type(b[j]) is not type(layer):
+            changes[f"layer {i} {name}"] = [_kind(layer), None if j is None else _kind(b[j])]
+            continue
+        old, new = _config(layer), _config(b[j])
+        changes |= {f"layer {i} {name}: {key}": [old.get(key), new.get(key)]
+                    for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)}
+    known = {name: i for i, name in enumerate(names_a)}
+    for j, name in enumerate(names_b):
+        if name not in known:
+            source = _reads(after, b[j])
+            place = f"after layer {known[source]} {source}" if source in known else \
+                f"after {source}"
+            changes[f"new layer {j} ({place})"] = [None, _kind(b[j])]
     return changes
+
+
+def _reads(model, layer) -> str:
+    """The table name of the layer whose output ``layer`` reads (its first input)."""
+    model_graph = graph(model)
+    source = model_graph.calls_of(layer)[0].inputs[0]
+    producer = next((call.layer for call in model_graph.calls if source in call.outputs), None)
+    if producer is None:  # a model input
+        return next((name for candidate, name in zip(model_graph.layers, model_graph.names,
+                                                      strict=True)
+                     if is_input(candidate)), "the input")
+    return model_graph.names[model_graph.index(producer)]

@@ -14,11 +14,19 @@ branches and joins. What the operators need comes from the graph instead
   each reads and writes (a nested model's tensors are those of the model around it, a
   shared layer has one call per use), and which tensors are the model's outputs;
 * :meth:`Graph.neuron_routes`: where a layer's neurons go, through branches, joins,
-  nested models and shared layers, up to the weighted layers they feed.
+  nested models and shared layers, up to the layers with connection weights they feed
+  (:mod:`probmut.train.layer_weights`), and where each of those reads them.
+
+A subclassed model (a ``keras.Model`` with its own ``call``) keeps no graph: it is read
+through one call of it on symbolic inputs of the shapes it was built with, through its
+own layers (:func:`graph`), so that the operators that change a layer's weights find
+them; it cannot be rebuilt (:attr:`Graph.rebuild_problem`).
 
 :func:`rebuild` copies a model through its graph (Sequential or functional, nested
 models too) with some layers replaced, removed or followed by others, and does not
 compile the copy: a compiled model's loss may be a function Keras cannot find by name.
+A layer is copied from its configuration (:func:`fresh_copy`), with the custom functions
+and classes it holds (a custom activation) found by name.
 
 Examples
 --------
@@ -38,6 +46,8 @@ Examples
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,7 +56,8 @@ from typing import Any
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.layer_traits import elementwise, has_kernel, is_input, kind, traits_of
+from probmut.train.layer_traits import elementwise, is_input, kind, traits_of
+from probmut.train.layer_weights import connections, input_rows, units_of
 
 
 def is_nested(layer) -> bool:
@@ -67,21 +78,42 @@ class Call:
     outputs: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where a layer's neurons reach a layer with connection weights: ``consumer`` reads
+    its input's channel ``i`` in slice ``i`` of its weight ``weight`` on ``axis``
+    (:func:`probmut.train.layer_weights.input_rows`), and channel ``i`` carries neuron
+    ``carried[i]`` (-1: none of them)."""
+
+    consumer: Any
+    weight: int
+    axis: int
+    carried: np.ndarray
+
+
 @dataclass(eq=False)
 class Graph:
     """A model's layer table (``layers``, named by ``names``: ``sub/name`` inside a
     nested model ``sub``), its layer ``calls`` in an order data flows in, its
-    ``outputs`` and each tensor's per-sample shape."""
+    ``outputs``, each tensor's per-sample shape and dtype, and (a subclassed model) why it
+    cannot be rebuilt."""
 
     layers: tuple
     names: tuple[str, ...]
     calls: tuple[Call, ...]
     outputs: frozenset[int]
     shapes: dict[int, tuple]
+    dtypes: dict[int, str]
+    rebuild_problem: str | None = None
     _routes: dict = field(default_factory=dict, repr=False)
 
     def index(self, layer) -> int:
         return next(i for i, candidate in enumerate(self.layers) if candidate is layer)
+
+    def name(self, layer) -> str:
+        """The layer's index and name in the table, as messages name it."""
+        index = self.index(layer)
+        return f"{index} {self.names[index]}"
 
     def calls_of(self, layer) -> list[Call]:
         return [call for call in self.calls if call.layer is layer]
@@ -101,15 +133,36 @@ class Graph:
         """The per-sample shape of ``layer``'s (first) input."""
         return self.shapes[self.calls_of(layer)[0].inputs[0]]
 
-    def neuron_routes(self, layer) -> tuple[tuple[Any, np.ndarray], ...] | None:
-        """Where the neurons of a weighted ``layer`` (its units or channels: the last
-        axis of its output) go, followed through the graph: for each weighted layer they
-        feed, the neuron each row of its kernel's input axis carries (-1: none of them).
-        None if they feed no weighted layer, or if some of their values reach a model
-        output, or a layer that mixes them with other values (an ``Add``, a softmax, ...)
-        on the way: the neurons' effect cannot then be blocked by zeroing weights."""
+    def input_spec(self, layer) -> tuple[tuple, str] | None:
+        """The per-sample shape and dtype of ``layer``'s one input (its first call's);
+        None when it takes several."""
+        inputs = self.calls_of(layer)[0].inputs
+        return (self.shapes[inputs[0]], self.dtypes[inputs[0]]) if len(inputs) == 1 else None
+
+    def units(self, layer):
+        """The layer's :class:`~probmut.train.layer_weights.Units`, or why they are not
+        known (a str)."""
+        return units_of(layer, self.input_spec(layer))
+
+    def neuron_routes(self, layer) -> tuple[Route, ...] | None:
+        """Where the neurons of ``layer`` (a layer with connection weights: its units or
+        channels, the last axis of its output) go, followed through the graph: one
+        :class:`Route` per layer with connection weights they feed. None if they feed
+        none, or if some of their values reach a model output, or a layer that mixes them
+        with other values (an ``Add``, a softmax, ...) on the way, or a layer that reads
+        its inputs in a way probmut cannot find: their effect cannot then be blocked by
+        zeroing weights (:meth:`route_problem` says which)."""
+        routes = self._routes_of(layer)
+        return None if isinstance(routes, str) else routes
+
+    def route_problem(self, layer) -> str | None:
+        """Why the neurons of ``layer`` cannot be blocked (None if they can)."""
+        routes = self._routes_of(layer)
+        return routes if isinstance(routes, str) else None
+
+    def _routes_of(self, layer):
         if id(layer) not in self._routes:
-            self._routes[id(layer)] = _routes(self, layer) if has_kernel(layer) else None
+            self._routes[id(layer)] = _routes(self, layer)
         return self._routes[id(layer)]
 
 
@@ -117,28 +170,60 @@ _GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def graph(model) -> Graph:
-    """The :class:`Graph` of a built Keras model (read once, then remembered). Raises
-    :class:`ProbmutError` for a model whose graph Keras does not keep: a Sequential
-    model never built (no ``keras.Input``), a subclassed model."""
-    if not is_nested(model):
-        raise ProbmutError(
-            f"the layers of model {model.name!r} cannot be followed: "
-            + ("it is not built; start it with keras.Input(shape)" if
-               type(model).__name__ == "Sequential" else
-               f"it is a subclassed model ({type(model).__name__}); build it with "
-               "keras.Sequential or the functional API"), option="architecture")
+    """The :class:`Graph` of a built Keras model (read once, then remembered); a
+    subclassed model's read through one symbolic call of it. Raises
+    :class:`ProbmutError` for a model whose graph cannot be read: a Sequential model
+    never built (no ``keras.Input``), a subclassed model never called, or whose ``call``
+    cannot run on symbolic inputs."""
     if model not in _GRAPHS:
-        _GRAPHS[model] = _read(model)
+        if is_nested(model):
+            _GRAPHS[model] = _read(model)
+        elif type(model).__name__ == "Sequential":
+            raise ProbmutError(f"the layers of model {model.name!r} cannot be followed: it is "
+                               "not built; start it with keras.Input(shape)",
+                               option="architecture")
+        else:
+            _GRAPHS[model] = _read(_traced(model), rebuild_problem=(
+                f"it is a subclassed model ({type(model).__name__}): probmut reads its layers "
+                "through a call of it but cannot rebuild it; build it with keras.Sequential "
+                "or the functional API for this operator"))
     return _GRAPHS[model]
+
+
+def _traced(model):
+    """A functional view of a subclassed ``model`` through its own layers: its ``call`` run
+    once on symbolic inputs of the shapes it was built with."""
+    import keras
+
+    built = getattr(model, "_build_shapes_dict", None)
+    where = (f"the layers of model {model.name!r} cannot be followed: it is a subclassed model "
+             f"({type(model).__name__})")
+    if not model.built or not built:
+        raise ProbmutError(f"{where} never built (call it once on data)", option="architecture")
+    numbers = itertools.count()  # named here, so that two reads name them alike
+    inputs = keras.tree.map_shape_structure(
+        lambda shape: keras.Input(batch_shape=(None, *shape[1:]),
+                                  name=f"{model.name}_input_{next(numbers)}"),
+        next(iter(built.values())))
+    try:
+        return keras.Model(inputs, model.call(inputs), name=model.name)
+    except Exception as error:  # noqa: BLE001 - whatever the user's call does on symbols
+        raise ProbmutError(f"{where} whose call does not run on symbolic inputs "
+                           f"({type(error).__name__}: "
+                           f"{' '.join(str(error).split())[:160]}); build it with "
+                           "keras.Sequential or the functional API", option="architecture") \
+            from None
 
 
 def table(model) -> tuple[tuple, tuple[str, ...]]:
     """The model's layer table and names (:attr:`Graph.layers`, :attr:`Graph.names`); for
-    a model whose graph Keras does not keep (subclassed, never built), its own
-    ``model.layers``, so that messages can still name them."""
-    if is_nested(model):
-        return graph(model).layers, graph(model).names
-    return tuple(model.layers), tuple(layer.name for layer in model.layers)
+    a model whose graph cannot be read (never built, a subclassed call that does not
+    run on symbols), its own ``model.layers``, so that messages can still name them."""
+    try:
+        found = graph(model)
+    except ProbmutError:
+        return tuple(model.layers), tuple(layer.name for layer in model.layers)
+    return found.layers, found.names
 
 
 def _function(model):
@@ -157,17 +242,18 @@ def _table(model, prefix=""):
             yield layer, prefix + layer.name
 
 
-def _read(model) -> Graph:
+def _read(model, rebuild_problem: str | None = None) -> Graph:
     table, seen = [], set()
     for layer, name in _table(model):
         if id(layer) not in seen:
             seen.add(id(layer))
             table.append((layer, name))
-    alias, shapes, calls = {}, {}, []
+    alias, shapes, dtypes, calls = {}, {}, {}, []
 
     def key(tensor):
         found = alias.get(id(tensor), id(tensor))
         shapes.setdefault(found, tuple(tensor.shape[1:]))
+        dtypes.setdefault(found, str(tensor.dtype))
         return found
 
     def walk(function):
@@ -188,7 +274,8 @@ def _read(model) -> Graph:
     function = _function(model)
     walk(function)
     return Graph(tuple(layer for layer, _ in table), tuple(name for _, name in table),
-                 tuple(calls), frozenset(key(t) for t in function.outputs), shapes)
+                 tuple(calls), frozenset(key(t) for t in function.outputs), shapes, dtypes,
+                 rebuild_problem)
 
 
 def _passed(call: Call, carried: list, graph: Graph) -> np.ndarray | None:
@@ -222,9 +309,13 @@ def _channels_last(layer) -> bool:
     return getattr(layer, "data_format", "channels_last") == "channels_last"
 
 
-def _routes(graph: Graph, layer):
+def _routes(graph: Graph, layer) -> tuple[Route, ...] | str:
+    """The routes of ``layer``'s neurons (:meth:`Graph.neuron_routes`), or why there are
+    none."""
+    if not connections(layer):
+        return "it has no connection weights"
     if not _channels_last(layer):
-        return None
+        return "its channels are not its output's last axis (channels_first)"
     carried = {}
     for call in graph.calls_of(layer):
         for k in call.outputs:
@@ -235,28 +326,35 @@ def _routes(graph: Graph, layer):
         found = [carried.get(k) for k in call.inputs]
         if all(c is None for c in found):
             continue
-        if has_kernel(call.layer):
+        if connections(call.layer):
             owner = found[0]
             per_row = owner.reshape(-1, owner.shape[-1])
             if len(found) > 1 or not _channels_last(call.layer) or not np.all(
-                    per_row == per_row[:1]):
-                return None  # a row carries several neurons, or a neuron and other values
+                    per_row == per_row[:1]):  # a row carries several neurons, or other values
+                return f"its neurons reach {graph.name(call.layer)} mixed with other values"
             rows.setdefault(id(call.layer), [call.layer, []])[1].append(per_row[0])
             continue
         passed = _passed(call, found, graph)
         if passed is None:
-            return None
+            return (f"its neurons reach {graph.name(call.layer)} ({kind(call.layer)}), which "
+                    "mixes them with other values or is not known to keep them apart")
         carried[call.outputs[0]] = passed
-    if not rows or any(k in graph.outputs for k in carried):
-        return None
+    if any(k in graph.outputs for k in carried):
+        return "its neurons reach a model output"
+    if not rows:
+        return "its neurons feed no layer with connection weights"
     routes = []
     for consumer, per_call in rows.values():
         # a weighted layer called several times (shared) computes every call with the
-        # same kernel: zeroing rows for one call changes the others unless they agree
+        # same weights: zeroing rows for one call changes the others unless they agree
         if len(per_call) != len(graph.calls_of(consumer)) or any(
                 not np.array_equal(r, per_call[0]) for r in per_call):
-            return None
-        routes.append((consumer, np.asarray(per_call[0])))
+            return (f"{graph.name(consumer)} is shared, and its calls read other values "
+                    "where they read these neurons")
+        where = input_rows(consumer, graph.input_spec(consumer))
+        if isinstance(where, str):
+            return f"where {graph.name(consumer)} reads them is not known: {where}"
+        routes.append(Route(consumer, *where, np.asarray(per_call[0])))
     return tuple(routes)
 
 
@@ -266,18 +364,45 @@ def rebuild(model, replace: Callable[[Any], list | None] | None = None):
     ``replace(layer)`` may give the layers that take a layer's place, in order: ``[]``
     removes it (its one input passes on), ``[copy, extra]`` inserts ``extra`` after it;
     None keeps a fresh copy. Returns the copy and ``placed``: for each layer of the
-    model's table, by id, ``(layer, the layers that took its place)``."""
+    model's table, by id, ``(layer, the layers that took its place)``. Raises
+    :class:`ProbmutError` for a model that cannot be rebuilt (subclassed)."""
+    problem = graph(model).rebuild_problem
+    if problem:
+        raise ProbmutError(f"model {model.name!r} cannot be copied: {problem}",
+                           option="architecture")
     placed: dict[int, tuple[Any, list]] = {}
 
     def new_layers(layer):
         if id(layer) not in placed:
             chain = replace(layer) if replace is not None else None
             if chain is None:
-                chain = [type(layer).from_config(layer.get_config())]
+                chain = [fresh_copy(layer)]
             placed[id(layer)] = (layer, chain)
         return placed[id(layer)][1]
 
     return _rebuilt(model, new_layers), placed
+
+
+def fresh_copy(layer, **changes):
+    """A new layer (fresh weights) from ``layer``'s configuration with ``changes``; the
+    functions and custom classes it holds (a custom activation, initializer,
+    regulariser) are found by their names, as Keras looks them up.
+
+    >>> import keras
+    >>> def doubled(x):
+    ...     return 2 * x
+    >>> fresh_copy(keras.layers.Dense(3, activation=doubled)).activation is doubled
+    True
+    """
+    import keras
+
+    held = {}
+    for value in vars(layer).values():
+        found = value if inspect.isfunction(value) or inspect.isclass(value) else type(value)
+        if found.__module__.split(".")[0] not in ("keras", "builtins"):
+            held[found.__name__] = found
+    with keras.saving.custom_object_scope(held):
+        return type(layer).from_config({**layer.get_config(), **changes})
 
 
 def _rebuilt(model, new_layers):
@@ -297,15 +422,18 @@ def _rebuilt(model, new_layers):
             return _rebuilt(layer, new_layers)
         chain = new_layers(layer)
         stand_in = chain[0] if chain else keras.layers.Identity()  # removed: never called
-        chains[id(stand_in)] = chain
+        chains[id(stand_in)] = layer, chain
         return stand_in
 
     def call(op, *args, **kwargs):
-        chain = chains.get(id(op))
-        if chain is None:  # a nested model
+        if id(op) not in chains:  # a nested model
             return op(*args, **kwargs)
+        layer, chain = chains[id(op)]
         if not chain:  # removed: its one input passes on
             return args[0]
+        if type(chain[0]) is not type(layer):  # another layer: the call arguments it takes
+            kwargs = {k: v for k, v in kwargs.items()
+                      if k in chain[0].call_signature_parameters}
         x = chain[0](*args, **kwargs)
         for extra in chain[1:]:
             x = extra(x)

@@ -4,8 +4,10 @@ Stacked training (:mod:`probmut.train.stack`), relevance propagation
 (:mod:`probmut.train.relevance`), the operators' targets
 (:mod:`probmut.train.operators.layers`) and the paths of neurons through a model
 (:mod:`probmut.train.graph`) read their knowledge of layer classes here. A
-class not in :data:`LAYERS` has none of the traits; a layer with weights (Dense, Conv)
-is recognised by its kernel (:func:`has_kernel`), not by its class.
+class not in :data:`LAYERS` has none of the traits. What a layer's weights are is read
+from the layer itself, not from its class (:mod:`probmut.train.layer_weights`), but for
+how Keras' recurrent layers lay out their gates, which no single call of the layer shows
+(:data:`RECURRENT_GATES`).
 
 Examples
 --------
@@ -80,6 +82,12 @@ ELEMENTWISE_ACTIVATIONS = {"linear", "relu", "relu6", "leaky_relu", "elu", "selu
 
 _NONE = Traits()
 
+#: Keras' recurrent layers (by class name): (gate blocks, the block of the candidate the
+#: layer's activation takes). Their cell's kernel, recurrent kernel and bias hold the
+#: blocks side by side, ``units`` columns each (LSTM: input, forget, candidate, output;
+#: GRU: update, reset, candidate; SimpleRNN: the candidate alone).
+RECURRENT_GATES = {"LSTM": (4, 2), "GRU": (3, 2), "SimpleRNN": (1, 0)}
+
 
 def kind(layer) -> str:
     """A layer's class name, the key of :data:`LAYERS`."""
@@ -97,13 +105,10 @@ def is_input(layer) -> bool:
 
 
 def has_kernel(layer) -> bool:
-    """A Dense or convolution layer (the weighted layers of DeepMutation and PMT)."""
+    """A layer with a ``kernel`` attribute (Dense, convolutions): what relevance
+    propagation follows. The mutation operators read a layer's weights from its
+    variables instead (:mod:`probmut.train.layer_weights`)."""
     return getattr(layer, "kernel", None) is not None
-
-
-def units(layer) -> int:
-    """A weighted layer's units (Dense) or filters (convolutions): its kernel's last axis."""
-    return int(layer.kernel.shape[-1])
 
 
 def activation_name(layer) -> str | None:

@@ -20,7 +20,8 @@ It also marks mutants that are equivalent before training, found by applying the
 data operator that leaves the training data unchanged or only reorders it
 (:func:`probmut.train.flags.data_equivalence`; ``data_shuffle``), a training operator
 that leaves every setting and the architecture as they are (``change_epochs`` to the
-model's own number, an activation changed to the one it has). Model-level
+model's own number, an activation changed to the one it has, ``change_learning_rate`` to
+the rate the optimizer already starts with: :func:`effective_settings`). Model-level
 equivalence is only known after the mutants are derived (see :mod:`probmut.train.flags`).
 """
 
@@ -45,9 +46,14 @@ def _architecture(model) -> list:
             for layer in table(model)[0]]
 
 
-def _settings(config):
-    """The settings that decide training, besides the layers."""
-    return dataclasses.replace(config, layer_changes=(), structure=())
+def effective_settings(config):
+    """The settings that decide training, besides the layers, with the learning rate the
+    optimizer starts with (its own when ``config`` gives none:
+    :func:`probmut.train.models.learning_rate_of`)."""
+    from probmut.train import models
+
+    return dataclasses.replace(config, layer_changes=(), structure=(),
+                               learning_rate=models.learning_rate_of(config))
 
 
 def _check_classes(label, params, n_classes):
@@ -78,12 +84,18 @@ def check(mutation: Mutation, spec, data, config, healthy) -> list[Mutation]:
     :func:`healthy_model`) on ``data`` trained per ``config``; the bound mutations
     (several for ``@each``), ``equivalent`` set where it is known now. Raises
     :class:`ProbmutError` (one line) for an illegal mutation."""
-    published = None if spec is None else spec.layers
-    return [_checked(bound, spec, data, config, healthy)
-            for bound in bind(mutation, healthy, data.task, published)]
+    return [checked(bound, spec, data, config, healthy)
+            for bound in bound_to(mutation, spec, data, healthy)]
 
 
-def _checked(mutation, spec, data, config, healthy) -> Mutation:
+def bound_to(mutation: Mutation, spec, data, healthy) -> list[Mutation]:
+    """``mutation`` bound to its target layers in ``healthy`` (:func:`probmut.train.operators.bind`,
+    the subject's published layers first)."""
+    return bind(mutation, healthy, data.task, None if spec is None else spec.layers)
+
+
+def checked(mutation, spec, data, config, healthy) -> Mutation:
+    """One bound mutation checked and marked (as :func:`check`)."""
     from probmut.train import fitting, models
 
     operator, params, label = mutation.operator, mutation.params, mutation.label
@@ -116,7 +128,7 @@ def _checked(mutation, spec, data, config, healthy) -> Mutation:
             raise ProbmutError(f"{label}: the mutant's loss on training data is not finite "
                                f"({loss}); layers: {models.layer_table(healthy)}",
                                option="mutation")
-        if _settings(mutated) == _settings(config) and \
+        if effective_settings(mutated) == effective_settings(config) and \
                 _architecture(mutant) == _architecture(healthy):
             equivalent = "the same settings and architecture as the healthy model"
     else:

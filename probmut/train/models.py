@@ -336,7 +336,7 @@ def regulariser(name: str | None):
 def _rebuilt(model, config: TrainConfig):
     """``model`` rebuilt (fresh weights, not compiled) with ``config``'s layer changes and
     structure, through its graph (:func:`probmut.train.graph.rebuild`)."""
-    from probmut.train.graph import graph, rebuild
+    from probmut.train.graph import fresh_copy, graph, rebuild
 
     changes: dict[int, dict] = {}
     for index, attribute, value in config.layer_changes:
@@ -349,10 +349,9 @@ def _rebuilt(model, config: TrainConfig):
         index = position[id(layer)]
         if index in removed:
             return []
-        layer_config = {**layer.get_config(), **{
-            attribute: regulariser(value) if attribute == "kernel_regularizer" else value
-            for attribute, value in changes.get(index, {}).items()}}
-        fresh = type(layer).from_config(layer_config)
+        layer_config = {attribute: regulariser(value) if attribute == "kernel_regularizer"
+                        else value for attribute, value in changes.get(index, {}).items()}
+        fresh = fresh_copy(layer, **layer_config)
         return [fresh, inserted_layer(added[index], layer.name + "_added")] if index in added \
             else [fresh]
 
@@ -372,8 +371,16 @@ def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig, *, compil
     """Build ``spec``'s model with ``config``'s layer changes and structure, compiled per
     ``config`` (optimizer, learning rate, gradient clipping, loss) unless ``compile`` is
     False. A user model compiled by its own function keeps its own loss object (a
-    function Keras does not know by name too), unless ``config`` names another loss."""
+    function Keras does not know by name too), unless ``config`` names another loss. A
+    model Keras has not built yet (a subclassed one) is called once on zeros of the
+    data's shape, so that it has its weights (created in the order training's first call
+    would create them) before training or a mutation."""
     model = spec.build(dims)
+    if not model.built:
+        shapes = dims.input_shape
+        several = bool(shapes) and isinstance(shapes[0], tuple | list)
+        model(tuple(np.zeros((1, *s), "float32") for s in shapes) if several
+              else np.zeros((1, *shapes), "float32"), training=False)
     own = _own_loss(model)
     if config.layer_changes or config.structure:
         model = _rebuilt(model, config)
@@ -382,6 +389,24 @@ def build_model(spec: ModelSpec, dims: ModelDims, config: TrainConfig, *, compil
             LOSSES.get(config.loss, config.loss)
         model.compile(optimizer=make_optimizer(config), loss=loss)
     return model
+
+
+def learning_rate_of(config: TrainConfig) -> float | dict:
+    """The learning rate a model trained per ``config`` starts with: ``config``'s, else its
+    optimizer's own (Keras' default for a name; a compiled user model's is in its
+    serialized optimizer), as the shortest decimal that is that float32 (a schedule: its
+    serialized config).
+
+    >>> learning_rate_of(TrainConfig(epochs=1, batch_size=8, optimizer="adam"))
+    0.001
+    """
+    if config.learning_rate is not None:
+        return config.learning_rate
+    import keras
+
+    rate = keras.optimizers.serialize(keras.optimizers.get(config.optimizer))["config"][
+        "learning_rate"]
+    return float(str(np.float32(rate))) if isinstance(rate, int | float) else rate
 
 
 def make_optimizer(config: TrainConfig):

@@ -78,7 +78,7 @@ def test_model_level_counts_on_deepcrime_mnist(api, mnist_shaped):
                                      "NS:0.05"], mnist_shaped)
     freezing, fuzzing, shuffling, inverse, blocking, switch = report.to_dict()["mutations"]
     assert freezing["changes"]["layers"] == [{"index": 0, "name": "conv2d", "changed": 1,
-                                              "of": 32}]
+                                              "of": 32, "weights": ["kernel", "bias"]}]
     found = _layers(fuzzing)
     assert {i: of for i, (_, of) in found.items()} == MNIST_KERNELS
     assert sum(c for c, _ in found.values()) == int(sum(MNIST_KERNELS.values()) * 0.01) == 11996
@@ -190,7 +190,7 @@ def test_gaze_lenets_graph_two_inputs_and_a_concatenate(tmp_path, cli):
         (1, 20), (3, 50), (7, 500)]
     assert sum(c["changed"] for c in blocked["changes"]["layers"]) == int(570 * 0.01)
     assert at_layer["legal"] and at_layer["changes"]["layers"] == [
-        {"index": 3, "name": "conv2d_1", "changed": 1, "of": 50}]
+        {"index": 3, "name": "conv2d_1", "changed": 1, "of": 50, "weights": ["dense/kernel"]}]
 
 
 def test_targets_say_which_classes(api):
@@ -212,7 +212,8 @@ def test_each_is_one_entry_per_layer_and_the_json_has_exactly_the_issues_keys(ap
     for preview in document["mutations"]:
         assert list(preview) == ["name", "operator", "magnitude", "level", "legal", "reason",
                                  "target", "equivalent", "changes"]
-        assert list(preview["changes"]) == ["counted", "layers", "samples", "settings"]
+        assert list(preview["changes"]) == ["counted", "layers", "samples", "settings",
+                                            "skipped"]
     illegal = document["mutations"][-1]
     assert illegal["legal"] is False and "no early stopping to change" in illegal["reason"]
     assert illegal["target"] is None and illegal["changes"]["counted"] is None
@@ -227,8 +228,9 @@ def test_the_command_prints_json_and_exits_2_for_an_illegal_mutation(mnist_shape
         "level": "model", "legal": True, "reason": None, "target": "layer 0 conv2d (Conv2D)",
         "equivalent": None,
         "changes": {"counted": "units",
-                    "layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32}],
-                    "samples": None, "settings": {}}}]}
+                    "layers": [{"index": 0, "name": "conv2d", "changed": 1, "of": 32,
+                                "weights": ["kernel", "bias"]}],
+                    "samples": None, "settings": {}, "skipped": []}}]}
 
     code, out, err = cli(*base, "--mutation", "GF", "--mutation", "change_gradient_clip")
     assert code == 2  # after printing the preview

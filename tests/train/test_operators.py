@@ -486,7 +486,7 @@ def test_each_makes_one_mutant_per_layer_that_fits_as_deepcrime_loops(keras):
 @pytest.mark.train
 @pytest.mark.parametrize("text, message", [
     ("neurons_freezing:0.1@9", "layer 9 is out of range"),
-    ("neurons_freezing:0.1@1", "is not a layer with a kernel"),
+    ("neurons_freezing:0.1@1", "is not a layer with connection weights"),
     ("layer_deactivation:5", "acts at inference"),   # the dropout: identity at inference
     ("layer_deactivation", "no hidden layer"),
     ("duplicate_layer", "no hidden layer"),

@@ -42,7 +42,7 @@ from probmut.errors import ProbmutError
 from probmut.train.graph import graph
 from probmut.train.layer_traits import is_input
 from probmut.train.operators import data, magnitudes, model, training
-from probmut.train.operators.layers import LAYER_KIND, fitting
+from probmut.train.operators.layers import LAYER_KIND, fitting, unfit
 from probmut.train.operators.magnitudes import EACH, NETWORK, count
 
 __all__ = ["ALIASES", "DEEPMUTATION_DATA_PERCENT", "OPERATORS", "Mutation", "Operator", "bind",
@@ -89,6 +89,12 @@ class Operator:
         """Pickled as its name in :data:`OPERATORS` (its functions are closures): a
         mutation can go to a worker process and back."""
         return _registered, (self.name,)
+
+    @property
+    def rebuilds(self) -> bool:
+        """Whether its mutant is the model rebuilt through its graph (a layer changed,
+        removed, inserted or replaced), not the model with other weights."""
+        return self.layer_kind is not None and (self.level == "training" or self.counts is None)
 
     @property
     def network_target(self) -> str:
@@ -258,24 +264,25 @@ OPERATORS = {op.name: op for op in [
     # -- model level
     Operator(name="weights_fuzzing", level="model", parse=magnitudes.ratio_scale,
              apply=model.weights_fuzzing,
-             magnitude="RATIO_SCALE[@LAYER|@network]: RATIO of the kernel weights w get N(0, "
-                       "(SCALE |w|)^2) noise",
-             default="0.05_1", source=_PMT, layer_kind="kernel", counts="weights"),
+             magnitude="RATIO_SCALE[@LAYER|@network]: RATIO of the connection weights w get "
+                       "N(0, (SCALE |w|)^2) noise",
+             default="0.05_1", source=_PMT, layer_kind="weights", counts="weights"),
     Operator(name="gaussian_fuzzing", level="model", parse=magnitudes.gaussian,
              apply=model.gaussian_fuzzing,
-             magnitude="RATIO_sdSD|RATIO_SCALE[@LAYER|@network]: RATIO of the kernel weights w "
-                       "become N(w, SD^2) (or SD = SCALE x the kernel's sd)",
-             default="0.01_sd0.1", source=_DM, aliases=("GF",), layer_kind="kernel", scope=NETWORK,
-             counts="weights"),
+             magnitude="RATIO_sdSD|RATIO_SCALE[@LAYER|@network]: RATIO of the connection "
+                       "weights w become N(w, SD^2) (or SD = SCALE x the sd of w's array)",
+             default="0.01_sd0.1", source=_DM, aliases=("GF",), layer_kind="weights",
+             scope=NETWORK, counts="weights"),
     Operator(name="neurons_freezing", level="model", parse=magnitudes.ratio,
-             apply=model.per_unit(model.freeze),
-             magnitude="RATIO[@LAYER|@network]: RATIO of the units get kernel and bias zeroed",
-             default="0.1", source=_PMT, layer_kind="kernel", counts="units"),
+             apply=model.per_unit(model.freeze, "pre_activation"),
+             magnitude="RATIO[@LAYER|@network]: RATIO of the units get their incoming weights "
+                       "and bias zeroed",
+             default="0.1", source=_PMT, layer_kind="pre_activation", counts="units"),
     Operator(name="weight_shuffling", level="model", parse=magnitudes.ratio,
-             apply=model.per_unit(model.shuffle_weights),
+             apply=model.per_unit(model.shuffle_weights, "units"),
              magnitude="RATIO[@LAYER|@network]: the incoming weights of RATIO of the units are "
                        "shuffled",
-             default="0.01", source=_DM, aliases=("WS",), layer_kind="kernel", scope=NETWORK,
+             default="0.01", source=_DM, aliases=("WS",), layer_kind="units", scope=NETWORK,
              counts="units"),
     Operator(name="neuron_effect_blocking", level="model", parse=magnitudes.ratio,
              apply=model.neuron_effect_blocking,
@@ -284,12 +291,13 @@ OPERATORS = {op.name: op for op in [
              default="0.01", source=_DM, aliases=("NEB",), layer_kind="neurons", scope=NETWORK,
              counts="neurons"),
     Operator(name="neuron_activation_inverse", level="model", parse=magnitudes.ratio,
-             apply=model.per_unit(model.invert),
-             magnitude="RATIO[@LAYER|@network]: kernel and bias of RATIO of the units negated",
-             default="0.01", source=_DM, aliases=("NAI",), layer_kind="kernel", scope=NETWORK,
-             counts="units"),
+             apply=model.per_unit(model.invert, "pre_activation"),
+             magnitude="RATIO[@LAYER|@network]: the incoming weights and bias of RATIO of the "
+                       "units negated (their pre-activation)",
+             default="0.01", source=_DM, aliases=("NAI",), layer_kind="pre_activation",
+             scope=NETWORK, counts="units"),
     Operator(name="neuron_switch", level="model", parse=magnitudes.ratio,
-             apply=model.per_unit(model.switch, kind="switchable"),
+             apply=model.per_unit(model.switch, "switchable"),
              magnitude="RATIO[@LAYER|@network]: RATIO of the units trade weights cyclically within"
                        " their layer (a unit alone with another of its layer)",
              default="0.01", source=_DM, aliases=("NS",), layer_kind="switchable", scope=NETWORK,
@@ -399,6 +407,14 @@ def parse_mutations(text: str) -> list[Mutation]:
     return mutations
 
 
+def _unfit(model_graph, operator: Operator) -> str:
+    """`` (I NAME: why; ...)``: why the layers with connection weights do not fit a unit
+    or neuron operator (empty when none say)."""
+    reasons = [f"{model_graph.name(layer)}: {why}" for layer in model_graph.layers
+               if (why := unfit(layer, operator.layer_kind, model_graph))]
+    return f" ({'; '.join(reasons)})" if reasons else ""
+
+
 def _at_layer(mutation: Mutation, index: int) -> Mutation:
     """``mutation`` bound to layer ``index``; a default or ``each`` target is written into
     its magnitude (the layer index itself for operators whose magnitude is a layer)."""
@@ -422,7 +438,9 @@ def bind(mutation: Mutation, model, task: str = "classification",
     the others act on the layer ``published`` names for them (the subject's published
     configuration, :attr:`probmut.train.models.ModelSpec.layers`), else on the first
     hidden layer that fits; a layer operator written without a magnitude gets the index
-    as its magnitude. Raises :class:`ProbmutError` if impossible.
+    as its magnitude. An operator that rebuilds the model is refused on a model that
+    cannot be rebuilt (subclassed). Raises :class:`ProbmutError` if impossible, saying
+    why the layers with connection weights do not fit a unit or neuron operator.
     """
     from probmut.train.models import layer_table
 
@@ -442,6 +460,8 @@ def bind(mutation: Mutation, model, task: str = "classification",
         model_graph = graph(model)
     except ProbmutError as error:
         raise ProbmutError(f"{label}: {error}", option="mutation") from None
+    if operator.rebuilds and model_graph.rebuild_problem:
+        raise ProbmutError(f"{label}: {model_graph.rebuild_problem}", option="mutation")
     layers, index = model_graph.layers, mutation.params["layer"]
     if index is None and operator.scope == NETWORK:
         index = NETWORK
@@ -450,13 +470,17 @@ def bind(mutation: Mutation, model, task: str = "classification",
     candidates = fitting(model, operator.layer_kind, hidden_only=index is None)
     if index is None:
         index = next(iter(candidates), None)
-        problem = None if index is not None else f"the model has no hidden layer that is {what}"
+        problem = None if index is not None else \
+            f"the model has no hidden layer that is {what}{_unfit(model_graph, operator)}"
     elif index in (NETWORK, EACH):
-        problem = None if candidates else f"the model has no layer that is {what}"
+        problem = None if candidates else \
+            f"the model has no layer that is {what}{_unfit(model_graph, operator)}"
     elif index >= len(layers):
         problem = f"layer {index} is out of range (the model has {len(layers)} layers)"
     elif is_input(layers[index]) or not fits(layers[index], model_graph):
-        problem = f"layer {index} ({layers[index].name}) is not {what}"
+        why = unfit(layers[index], operator.layer_kind, model_graph)
+        problem = f"layer {index} ({layers[index].name}) is not {what}" + (f": {why}" if why
+                                                                           else "")
     else:
         problem = None
     if problem:

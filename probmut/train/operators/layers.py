@@ -12,7 +12,9 @@ layer if its model names one (:class:`probmut.train.models.ModelSpec`), else on 
 first hidden layer (not an input or an output layer) that fits; ``@each`` makes one
 mutant per layer that fits, hidden or output, as DeepCrime's loop over a model's layers
 does. What is known of Keras layer classes themselves is in
-:mod:`probmut.train.layer_traits`.
+:mod:`probmut.train.layer_traits`; a layer's weights and units are read from the layer
+(:mod:`probmut.train.layer_weights`), and :func:`unfit` says why a layer with connection
+weights is not one a weight or unit operator can change.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from probmut.train.graph import graph
-from probmut.train.layer_traits import activation_name, has_kernel, is_input, kind, units
+from probmut.train.layer_traits import activation_name, is_input, kind
+from probmut.train.layer_weights import connections
 
 
 def hidden(layer, model_graph) -> bool:
@@ -46,6 +49,27 @@ def _one_output(layer, model_graph) -> bool:
     return bool(calls) and all(len(call.outputs) == 1 for call in calls)
 
 
+def unfit(layer, kind: str, model_graph) -> str | None:
+    """Why ``layer`` (a layer with connection weights) is not of the unit or neuron
+    ``kind`` (``"units"``, ``"pre_activation"``, ``"switchable"``, ``"neurons"``): in
+    words, for messages and the dry run; None if it is, or for other kinds."""
+    if not connections(layer):
+        return None
+    if kind == "neurons":
+        return model_graph.route_problem(layer)
+    if kind not in ("units", "pre_activation", "switchable"):
+        return None
+    found = model_graph.units(layer)
+    if isinstance(found, str):
+        return found
+    return {"units": None, "pre_activation": found.not_negatable,
+            "switchable": found.not_switchable}[kind]
+
+
+def _of_units(kind):
+    return lambda layer, g: bool(connections(layer)) and unfit(layer, kind, g) is None
+
+
 #: Which layers an operator may target: (words for messages, fits(layer, graph)).
 LAYER_KIND = {
     "activation": ("a layer with an activation",
@@ -56,11 +80,17 @@ LAYER_KIND = {
                              lambda layer, g: activation_name(layer) not in (None, "linear")),
     "kernel_initializer": ("a layer with a kernel initializer",
                            lambda layer, g: hasattr(layer, "kernel_initializer")),
-    "kernel": ("a layer with a kernel (Dense, Conv)", lambda layer, g: has_kernel(layer)),
-    "switchable": ("a layer with a kernel and at least two units",
-                   lambda layer, g: has_kernel(layer) and units(layer) >= 2),
-    "no_regulariser": ("a layer with a kernel and no kernel regulariser",
-                       lambda layer, g: has_kernel(layer)
+    "weights": ("a layer with connection weights (Dense, convolutions, recurrent, custom "
+                "layers)", lambda layer, g: bool(connections(layer))),
+    "units": ("a layer with connection weights whose units probmut can tell apart",
+              _of_units("units")),
+    "pre_activation": ("a layer with connection weights whose units' pre-activations "
+                       "probmut can find", _of_units("pre_activation")),
+    "switchable": ("a layer with connection weights whose units can trade places (two or "
+                   "more)", _of_units("switchable")),
+    "no_regulariser": ("a layer with connection weights that can take a kernel regulariser "
+                       "and has none",
+                       lambda layer, g: bool(connections(layer))
                        and getattr(layer, "kernel_regularizer", 0) is None),
     "regulariser": ("a layer with a kernel regulariser",
                     lambda layer, g: getattr(layer, "kernel_regularizer", None) is not None),
@@ -68,7 +98,7 @@ LAYER_KIND = {
     "bias": ("a layer with a bias", lambda layer, g: getattr(layer, "use_bias", False) is True),
     "no_bias": ("a layer that can take a bias but has none",
                 lambda layer, g: getattr(layer, "use_bias", True) is False),
-    "neurons": ("a layer whose neurons reach weighted (Dense, Conv) layers by paths that "
+    "neurons": ("a layer whose neurons reach layers with connection weights by paths that "
                 "keep them apart (no Add, no model output)",
                 lambda layer, g: g.neuron_routes(layer) is not None),
     "active_same_shape": ("a layer whose output shape equals its input shape and which "

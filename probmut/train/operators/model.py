@@ -2,8 +2,12 @@
 ``apply(model, params, rng) -> model``.
 
 Weight and unit operators act on one layer (``@LAYER``) or on the whole network
-(``@network``: every layer with a kernel at once, nested models' layers too; a shared
-layer once). Over the network the count is taken of all the network's weights or units
+(``@network``: every layer that fits at once, nested models' layers too; a shared layer
+once). A layer's weights are its variables (:mod:`probmut.train.layer_weights`): the
+weight operators fuzz its connection weights (kernel, recurrent kernel, a custom layer's
+matrices), the unit operators change its units where its weights hold them (a kernel's
+column, a transposed convolution's output channel, a recurrent cell's column in each gate
+block). Over the network the count is taken of all the network's weights or units
 together and drawn uniformly from all of them, as DeepMutation++ samples (so each layer
 gets what the draw gives it, often nothing in a small layer). Counts are truncated as
 DeepMutation++ and PMT count them, with at least one item when the ratio is above 0
@@ -25,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from probmut.train.graph import copy_weights, graph, rebuild
-from probmut.train.layer_traits import units
+from probmut.train.graph import copy_weights, fresh_copy, graph, rebuild
+from probmut.train.layer_weights import connections
 from probmut.train.operators.data import choose
 from probmut.train.operators.layers import fitting
 from probmut.train.operators.magnitudes import NETWORK, count
@@ -61,83 +65,87 @@ def select(sizes, ratio: float, rng, minimum: int = 0) -> list[np.ndarray]:
 
 
 def _fuzz(model, params, rng, sd, minimum):
-    """Add N(0, sd(chosen weights, kernel)^2) noise to ``ratio`` of the kernel weights."""
-    layers = _layers(model, params, "kernel")
+    """Add N(0, sd(chosen weights, their weight array)^2) noise to ``ratio`` of the
+    connection weights of the layers in scope, drawn over all of them at once."""
+    layers = _layers(model, params, "weights")
     weights = [layer.get_weights() for layer in layers]
-    picks = select([w[0].size for w in weights], params["ratio"], rng, minimum)
-    for layer, values, chosen in zip(layers, weights, picks, strict=True):
+    arrays = [[values[i] for i in connections(layer)]
+              for layer, values in zip(layers, weights, strict=True)]
+    picks = select([sum(a.size for a in layer_arrays) for layer_arrays in arrays],
+                   params["ratio"], rng, minimum)
+    for layer, values, layer_arrays, chosen in zip(layers, weights, arrays, picks, strict=True):
         if chosen.size:
-            flat = values[0].reshape(-1)  # a view of the copy get_weights made
-            noise = rng.normal(0.0, 1.0, size=chosen.size) * sd(flat[chosen], flat)
-            flat[chosen] += noise.astype(flat.dtype)
+            noise = rng.normal(0.0, 1.0, size=chosen.size)
+            start = 0
+            for array in layer_arrays:  # the layer's connection weights laid end to end
+                flat = array.reshape(-1)  # a view of the copy get_weights made
+                inside = (chosen >= start) & (chosen < start + flat.size)
+                at = chosen[inside] - start
+                flat[at] += (noise[inside] * sd(flat[at], flat)).astype(flat.dtype)
+                start += flat.size
             layer.set_weights(values)
     return model
 
 
 def weights_fuzzing(model, params, rng):
-    """Add N(0, (scale |w|)^2) noise to ``ratio`` of the kernel weights w (PMT's
+    """Add N(0, (scale |w|)^2) noise to ``ratio`` of the connection weights w (PMT's
     operator; magnitude ``RATIO_SCALE``, e.g. ``0.05_1``)."""
     return _fuzz(model, params, rng, lambda chosen, flat: params["scale"] * np.abs(chosen),
                  minimum=0)
 
 
 def gaussian_fuzzing(model, params, rng):
-    """Fuzz ``ratio`` of the kernel weights w to N(w, sd^2) (DeepMutation GF): sd given
-    (``RATIO_sdSD``), or ``scale`` x the sd of the weight's kernel (``RATIO_SCALE``)."""
+    """Fuzz ``ratio`` of the connection weights w to N(w, sd^2) (DeepMutation GF): sd given
+    (``RATIO_sdSD``), or ``scale`` x the sd of the weight's array (``RATIO_SCALE``)."""
     if params["sd"] is not None:
         return _fuzz(model, params, rng, lambda chosen, flat: params["sd"], minimum=1)
     return _fuzz(model, params, rng, lambda chosen, flat: params["scale"] * flat.std(),
                  minimum=1)
 
 
-def per_unit(change, kind="kernel"):
-    """Model operator changing ``ratio`` of the units (the kernel's last axis) of the
-    layers in scope, at least one."""
+def per_unit(change, kind):
+    """Model operator changing ``ratio`` of the units of the layers in scope (of the
+    layer kind ``kind``), at least one: ``change(units, weights, chosen, rng)`` changes
+    one layer's ``get_weights()`` list (:class:`~probmut.train.layer_weights.Units`)."""
     def apply(model, params, rng):
         layers = _layers(model, params, kind)
-        picks = select([units(layer) for layer in layers], params["ratio"], rng, minimum=1)
-        for layer, chosen in zip(layers, picks, strict=True):
+        found = [graph(model).units(layer) for layer in layers]
+        picks = select([units.count for units in found], params["ratio"], rng, minimum=1)
+        for layer, units, chosen in zip(layers, found, picks, strict=True):
             if chosen.size:
                 weights = layer.get_weights()
-                change(weights[0], weights[1] if len(weights) > 1 else None, chosen, rng)
+                change(units, weights, chosen, rng)
                 layer.set_weights(weights)
         return model
     apply.__doc__ = change.__doc__
     return apply
 
 
-def freeze(kernel, bias, chosen, rng):
-    """Zero the weights and bias of the chosen units (PMT's neurons freezing)."""
-    kernel[..., chosen] = 0
-    if bias is not None:
-        bias[chosen] = 0
+def freeze(units, weights, chosen, rng):
+    """Zero the chosen units' incoming weights and bias, the entries of their
+    pre-activation (PMT's neurons freezing)."""
+    units.zero(weights, chosen)
 
 
-def invert(kernel, bias, chosen, rng):
+def invert(units, weights, chosen, rng):
     """Negate the pre-activation of the chosen units (DeepMutation NAI)."""
-    kernel[..., chosen] *= -1
-    if bias is not None:
-        bias[chosen] *= -1
+    units.negate(weights, chosen)
 
 
-def switch(kernel, bias, chosen, rng):
+def switch(units, weights, chosen, rng):
     """The chosen units trade weights and biases in a cycle, each taking the next one's
     (their outputs trade places, DeepMutation NS); a unit chosen alone in its layer
     switches with another unit of that layer, drawn at random."""
     if len(chosen) == 1:
-        others = np.setdiff1d(np.arange(kernel.shape[-1]), chosen)
+        others = np.setdiff1d(np.arange(units.count), chosen)
         chosen = np.sort(np.append(chosen, rng.choice(others)))
-    rolled = np.roll(chosen, 1)
-    kernel[..., chosen] = kernel[..., rolled]
-    if bias is not None:
-        bias[chosen] = bias[rolled]
+    units.trade(weights, chosen, np.roll(chosen, 1))
 
 
-def shuffle_weights(kernel, bias, chosen, rng):
+def shuffle_weights(units, weights, chosen, rng):
     """Shuffle the incoming weights of the chosen units (DeepMutation WS)."""
     for unit in chosen:
-        column = kernel[..., unit]
-        kernel[..., unit] = rng.permutation(column.reshape(-1)).reshape(column.shape)
+        units.shuffle(weights, unit, rng)
 
 
 def neuron_effect_blocking(model, params, rng):
@@ -146,15 +154,23 @@ def neuron_effect_blocking(model, params, rng):
     (DeepMutation NEB), wherever the model's graph takes them
     (:meth:`probmut.train.graph.Graph.neuron_routes`). ``@LAYER`` is a layer whose
     neurons are blocked; over the network, every layer whose neurons can be."""
+    model_graph = graph(model)
     sources = _layers(model, params, "neurons")
-    picks = select([units(layer) for layer in sources], params["ratio"], rng, minimum=1)
-    for source, neurons in zip(sources, picks, strict=True):
-        if neurons.size:
-            for consumer, carried in graph(model).neuron_routes(source):
-                weights = consumer.get_weights()  # the kernel's input axis: second to last
-                weights[0][..., np.isin(carried, neurons), :] = 0
-                consumer.set_weights(weights)
+    picks = select([neurons(model_graph, layer) for layer in sources], params["ratio"], rng,
+                   minimum=1)
+    for source, chosen in zip(sources, picks, strict=True):
+        if chosen.size:
+            for route in model_graph.neuron_routes(source):
+                weights = route.consumer.get_weights()
+                np.moveaxis(weights[route.weight], route.axis, 0)[
+                    np.isin(route.carried, chosen)] = 0
+                route.consumer.set_weights(weights)
     return model
+
+
+def neurons(model_graph, layer) -> int:
+    """A layer's neurons: the last axis of its output (its units, channels)."""
+    return int(model_graph.shapes[model_graph.calls_of(layer)[0].outputs[0]][-1])
 
 
 def _mutant(model, index, replacement):
@@ -173,10 +189,6 @@ def _mutant(model, index, replacement):
     return mutant
 
 
-def _copy(layer, **changes):
-    return type(layer).from_config({**layer.get_config(), **changes})
-
-
 def layer_deactivation(model, params, rng):
     """Replace one hidden layer whose output shape equals its input shape (and which
     acts at inference: not a dropout) by the identity (DeepMutation LD); the other
@@ -189,11 +201,11 @@ def layer_deactivation(model, params, rng):
 def remove_activation_trained(model, params, rng):
     """The activation of one trained layer becomes linear; every weight is kept
     (DeepMutation AFRm)."""
-    return _mutant(model, params["layer"], lambda layer: [_copy(layer, activation="linear")])
+    return _mutant(model, params["layer"], lambda layer: [fresh_copy(layer, activation="linear")])
 
 
 def duplicate_layer(model, params, rng):
     """Insert a copy of one trained hidden layer (its weights too) right after it; the
     layer's output shape must equal its input shape (DeepMutation LAm)."""
     return _mutant(model, params["layer"],
-                   lambda layer: [_copy(layer), _copy(layer, name=layer.name + "_copy")])
+                   lambda layer: [fresh_copy(layer), fresh_copy(layer, name=layer.name + "_copy")])

@@ -66,8 +66,22 @@ def _layer_problem(layer) -> str | None:
     return None
 
 
+def _subclassed_problem(model) -> str | None:
+    """Why a subclassed model (a ``keras.Model`` with its own ``call``) trains one instance
+    at a time, or None for a Sequential or functional model."""
+    from probmut.train.graph import is_nested
+
+    if is_nested(model):
+        return None
+    return (f"the model is a subclassed keras.Model ({type(model).__name__}): a stack needs "
+            "the chain of layers a Sequential or functional model keeps")
+
+
 def _chain_problem(model) -> str | None:
     """A reason ``model`` is not a single chain of layers, or None."""
+    problem = _subclassed_problem(model)
+    if problem is not None:
+        return problem
     if len(model.inputs) != 1 or len(model.outputs) != 1:
         return "the model has several inputs or outputs"
     layers = [layer for layer in model.layers if not layer_traits.is_input(layer)]
@@ -234,8 +248,9 @@ class StackChoice:
 def choose_stack_size(model, config: models.TrainConfig, dataset, *, private_data: bool,
                       gpu_bytes: int | None) -> StackChoice:
     """``--stack auto``'s choice for the built ``model`` trained per ``config`` on
-    ``dataset``. On a CPU (``gpu_bytes`` None) one instance at a time when a member's
-    training step is larger than :data:`CPU_STEP_FLOPS`; else :func:`auto_stack_size` of
+    ``dataset``. One instance at a time for a subclassed model; on a CPU (``gpu_bytes``
+    None) one instance at a time when a member's training step is larger than
+    :data:`CPU_STEP_FLOPS`; else :func:`auto_stack_size` of
     :func:`member_bytes` within the CPU's budget, or within ``gpu_bytes`` (the GPU's
     budget, :func:`gpu_budget`). ``private_data``: each member holds its own (mutated)
     copy of the training inputs (the run has data-level mutations).
@@ -247,6 +262,9 @@ def choose_stack_size(model, config: models.TrainConfig, dataset, *, private_dat
     >>> choose_stack_size(small, config, data, private_data=False, gpu_bytes=None)
     StackChoice(size=20, why='')
     """
+    subclassed = _subclassed_problem(model)
+    if subclassed is not None:
+        return StackChoice(1, subclassed)
     batch = n_rows(dataset.x_train) if config.full_batch else config.batch_size
     flops = step_flops(model, batch)
     if gpu_bytes is None and flops > CPU_STEP_FLOPS:
