@@ -196,7 +196,7 @@ def dry_run(mutations, spec, data, config, *, seed: int, architecture: str = "")
     the data alone."""
     parsed = [m for text in mutations
               for m in ([text] if isinstance(text, Mutation) else parse_mutations(text))]
-    healthy = None
+    healthy, fresh = None, {}
     previews = []
     for mutation in parsed:
         if healthy is None and needs_keras(mutation):
@@ -218,8 +218,8 @@ def dry_run(mutations, spec, data, config, *, seed: int, architecture: str = "")
             elif m.operator.level == "training":
                 found = _training_changes(m, spec, data, config, healthy)
             else:
-                found = _model_changes(m, spec, data, config, healthy, rng,
-                                       instance_seed(seed, 0, HEALTHY))
+                found = _model_changes(m, healthy, rng,
+                                       _fresh(fresh, spec, data, config, seed))
             previews.append(Preview(m.population, m.operator.name, m.magnitude, m.operator.level,
                                     True, None, _target(m, healthy), equivalent=m.equivalent,
                                     **found))
@@ -306,18 +306,28 @@ def _training_changes(mutation, spec, data, config, healthy) -> dict:
     return found
 
 
-def _model_changes(mutation, spec, data, config, healthy, rng, healthy_seed) -> dict:
-    """The mutant of healthy instance 0's initial weights (built in a fresh Keras session,
-    as the run builds it): per layer in scope, what changed of what, and over the network
-    the layers with connection weights out of scope, with why."""
+def _fresh(kept: dict, spec, data, config, seed):
+    """Healthy instance 0 before training, built once per dry run in a fresh Keras session
+    with its seed, as the run builds it (kept in ``kept``), with its initial weights put
+    back: each model-level mutation starts from them."""
     import keras
 
     from probmut.train import models
 
+    if not kept:
+        keras.backend.clear_session(free_memory=False)
+        keras.utils.set_random_seed(instance_seed(seed, 0, HEALTHY))
+        kept["model"] = models.build_model(spec, data.dims, config)
+        kept["weights"] = kept["model"].get_weights()
+    kept["model"].set_weights(kept["weights"])
+    return kept["model"]
+
+
+def _model_changes(mutation, healthy, rng, fresh) -> dict:
+    """The mutant of healthy instance 0's initial weights (``fresh``): per layer in scope,
+    what changed of what, and over the network the layers with connection weights out of
+    scope, with why."""
     operator, params = mutation.operator, mutation.params
-    keras.backend.clear_session(free_memory=False)
-    keras.utils.set_random_seed(healthy_seed)  # healthy instance 0's initial weights
-    fresh = models.build_model(spec, data.dims, config)
     table = graph(fresh)
     before = {id(layer): layer.get_weights() for layer in table.layers if connections(layer)}
     in_scope = scope(fresh, params, operator.layer_kind) if operator.counts else []

@@ -81,8 +81,8 @@ def weight_name(layer, index: int) -> str:
     Keras guide's ``w``; a recurrent cell's ``recurrent_kernel``), else its path in the
     layer."""
     variable = layer.weights[index]
-    for owner in (layer, getattr(layer, "cell", None)):
-        for attribute, value in vars(owner or object()).items():
+    for owner in filter(None, (layer, getattr(layer, "cell", None))):
+        for attribute, value in vars(owner).items():
             if value is variable:
                 return attribute.lstrip("_")
     return variable.path.removeprefix(layer.path + "/")

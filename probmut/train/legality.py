@@ -14,7 +14,8 @@ once, as the run will, and refuses what cannot produce a valid model with one li
   a classifier, two classes or more (checked on one draw: how many samples of each class
   an operator keeps does not depend on it);
 * a training-level mutant builds and gives a finite loss on a batch of training data;
-* a model-level mutant applied to an untrained copy of the model gives finite outputs.
+* a model-level mutant of the untrained healthy model (its weights put back after) gives
+  finite outputs.
 
 It also marks mutants that are equivalent before training, found by applying them: a
 data operator that leaves the training data unchanged or only reorders it
@@ -118,8 +119,11 @@ def checked(mutation, spec, data, config, healthy) -> Mutation:
         mutated = operator.apply(config, params)
         try:
             mutant = models.build_model(spec, data.dims, mutated)
-            loss = mutant.test_on_batch(fitting.keras_inputs(sample), TASKS[data.task].targets(
-                data.y_train[: n_rows(sample)], data.dims.n_outputs, mutated.loss))
+            inputs = fitting.keras_inputs(sample)  # called eagerly: no training step traced
+            loss = float(mutant.compute_loss(
+                x=inputs, y=TASKS[data.task].targets(data.y_train[: n_rows(sample)],
+                                                     data.dims.n_outputs, mutated.loss),
+                y_pred=mutant(inputs, training=False), training=False))
         except Exception as error:  # Keras reports illegal models in many types
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
                                f"; layers: {models.layer_table(healthy)}",
@@ -134,15 +138,17 @@ def checked(mutation, spec, data, config, healthy) -> Mutation:
     else:
         import keras
 
-        copy = models.build_model(spec, data.dims, config)
+        weights = healthy.get_weights()  # a weight operator changes the model in place
         try:  # called eagerly on the few samples: no graph traced for them
-            mutant = operator.apply(copy, params, np.random.default_rng(0))
+            mutant = operator.apply(healthy, params, np.random.default_rng(0))
             outputs = [np.asarray(o) for o in keras.tree.flatten(
                 mutant(fitting.keras_inputs(sample), training=False))]
         except Exception as error:
             raise ProbmutError(f"{label}: not a valid model ({' '.join(str(error).split())[:300]})"
                                f"; layers: {models.layer_table(healthy)}",
                                option="mutation") from None
+        finally:
+            healthy.set_weights(weights)
         if not all(map(_finite, outputs)):
             raise ProbmutError(f"{label}: the mutant's outputs are not finite; layers: "
                                f"{models.layer_table(healthy)}", option="mutation")

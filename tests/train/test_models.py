@@ -138,5 +138,7 @@ def test_gaze_and_recommender_runs_through_the_command(tmp_path, cli):
     cli.refused(*on_ratings, "--mutation", "add_noise",
                 says="only for classification and regression models; this is a "
                      "recommendation model")
-    cli.refused(*on_ratings, "--mutation", "neurons_freezing",
-                says="no hidden layer that is a layer with a kernel")
+    # its embeddings' neurons meet in a Dot and an Add: no weights can block them
+    cli.refused(*on_ratings, "--mutation", "NEB",
+                says="no layer that is a layer whose neurons reach layers with connection "
+                     "weights")

@@ -80,8 +80,8 @@ LAYER_KIND = {
                              lambda layer, g: activation_name(layer) not in (None, "linear")),
     "kernel_initializer": ("a layer with a kernel initializer",
                            lambda layer, g: hasattr(layer, "kernel_initializer")),
-    "weights": ("a layer with connection weights (Dense, convolutions, recurrent, custom "
-                "layers)", lambda layer, g: bool(connections(layer))),
+    "weights": ("a layer with connection weights (Dense, convolutions, embeddings, recurrent "
+                "and custom layers)", lambda layer, g: bool(connections(layer))),
     "units": ("a layer with connection weights whose units probmut can tell apart",
               _of_units("units")),
     "pre_activation": ("a layer with connection weights whose units' pre-activations "
