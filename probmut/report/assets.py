@@ -49,15 +49,16 @@ box-shadow:1px 0 0 #e4e4e4}#mutant-table th:first-child{z-index:3}
 min-width:9em;font-size:12px;overflow-wrap:anywhere}
 #mutant-table th{white-space:nowrap}
 #mutant-table th button{font:inherit;font-weight:600;color:inherit;background:none;border:0;
-padding:0;margin:0;cursor:pointer;text-align:left;white-space:nowrap}
+padding:0;margin:0;cursor:pointer;text-align:left;white-space:nowrap;width:100%}
 #mutant-table th button:focus-visible{outline:2px solid #1565c0;outline-offset:2px}
 #mutant-table th[aria-sort=ascending] button::after{content:" \\25B2"}
 #mutant-table th[aria-sort=descending] button::after{content:" \\25BC"}
 .scroll{overflow:auto;max-height:80vh;max-width:100%}
 @media (min-width:1200px){.scroll{overflow:visible;max-height:none}}
 .needs-js{display:none}.js .needs-js{display:block}.js span.needs-js{display:inline}
-.controls{margin:6px 0}.controls input[type=search]{width:100%;max-width:380px;padding:4px}
-#outcomes{border:0;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 14px}
+.controls{margin:6px 0}.js .controls{display:flex;flex-wrap:wrap;gap:4px 18px;
+align-items:center}.controls input[type=search]{width:100%;max-width:340px;padding:4px}
+#outcomes{border:0;padding:0;margin:0;display:flex;flex-wrap:wrap;gap:4px 14px}
 #outcomes legend{float:left;margin-right:8px;color:#555}
 img{max-width:100%;height:auto}
 .cards{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
@@ -200,8 +201,16 @@ SCRIPT = """
   boxes.forEach(function (b) {
     b.addEventListener("change", function () { apply(); writeView(); });
   });
-  window.addEventListener("hashchange", openAtTable);
+  function reveal() {  // a link to a collapsed section (next steps, changes) opens it
+    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    var folded = target && (target.closest("details") ||
+                              target.querySelector(":scope > details.heading"));
+    if (folded && !folded.open) { folded.open = true; target.scrollIntoView(); }
+  }
+
+  window.addEventListener("hashchange", function () { openAtTable(); reveal(); });
   openAtTable();
+  reveal();
   apply();
   performance.mark("probmut-interactive");
 

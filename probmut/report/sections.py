@@ -108,8 +108,10 @@ def _counts(campaign: Campaign) -> str:
         names = "; ".join(
             f'<a href="#{anchor(i, m.name)}">{esc(m.name)}</a> ({esc(", ".join(m.flags))})'
             for i, m in enumerate(campaign.mutants) if m.flags)
-        flagged = _collapsible(f"{len(campaign.flagged)} flagged, left out of the score",
-                               f"<p>{names}</p>", len(campaign.flagged), "flagged")
+        flagged = (f"<p>Flagged, left out of the score: {names}</p>"
+                   if len(campaign.flagged) <= OPEN_UP_TO else
+                   _collapsible(f"{len(campaign.flagged)} flagged, left out of the score",
+                                f"<p>{names}</p>", len(campaign.flagged)))
     return (f'<ul class="counts" id="counts">{items}</ul><p class="note">{esc(note)}</p>'
             + meaning + flagged)
 
@@ -207,8 +209,10 @@ def _next_steps(campaign: Campaign) -> str:
             "<th>mutants</th><th>outcome</th><th>instances per side</th>"
             f"<th>needed per side</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
             f"</div>{command}")
-    return ('<section id="next-steps">' + _collapsible(
-        f"<h2>Next steps: {esc(counted)}</h2>", body, len(groups), "heading") + "</section>")
+    # collapsed behind its counts, whatever its length: the first screen keeps the score,
+    # the operators and the start of the table (its link in the header opens it)
+    return (f'<section id="next-steps"><details class="heading"><summary><h2>Next steps: '
+            f"{esc(counted)}</h2></summary>{body}</details></section>")
 
 
 def _compare(campaign: Campaign) -> str:
@@ -223,11 +227,12 @@ def _compare(campaign: Campaign) -> str:
     items = [f"<li>{name(n)}: {tag(before)} → {tag(now)}</li>" for n, before, now in c.changed]
     items += [f"<li>{name(n)}: new, {tag(now)}</li>" for n, now in c.added]
     items += [f"<li>{name(n)}: gone (was {tag(before)})</li>" for n, before in c.removed]
-    listed = _collapsible(f"{len(items)} mutants changed, new or gone",
-                          f'<ul class="changes">{"".join(items)}</ul>', len(items)
-                          ) if items else ""
-    return (f'<section id="compare"><h2>Changes since the earlier report</h2>'
-            f"<p>{esc(c.head())}</p>{listed}</section>")
+    listed = f'<ul class="changes">{"".join(items)}</ul>' if items else ""
+    brief = (f"{len(c.changed)} changed, {len(c.added)} new, {len(c.removed)} gone; score "
+             f"{score_text(c.score_before)} then, {score_text(c.score_now)} now")
+    return (f'<section id="compare"><details class="heading"><summary><h2>Changes since the '
+            f"earlier report: {esc(brief)}</h2></summary><p>{esc(c.head())}</p>{listed}"
+            "</details></section>")
 
 
 def _operators(campaign: Campaign) -> str:
