@@ -604,6 +604,41 @@ def test_a_u_shaped_posterior_keeps_its_curve_and_interval_in_view(mnist_dc):
     plt.close(fig)
 
 
+def test_the_overview_tells_outcomes_by_shape_and_keeps_its_axis_near(synthetic):
+    """Issue 56: the overview marked outcomes by colour only, and for 300 mutants was one
+    figure 4844 px tall with its axis at the bottom. Each outcome has its own marker, and
+    the overview is one figure per operator, 40 mutants at most (each with its axis)."""
+    import types
+
+    import matplotlib.pyplot as plt
+
+    from probmut.campaign.summary import OUTCOME_COLORS, OUTCOME_MARKERS
+    from probmut.plots import plot_campaign
+    from probmut.report.figures import OVERVIEW_ROWS, overview_parts
+
+    folder, found = synthetic
+    fig = plot_campaign(found)
+    by_colour = {matplotlib_colour(c): o for o, c in OUTCOME_COLORS.items()}
+    marked = {(by_colour[matplotlib_colour(line.get_color())], line.get_marker())
+              for line in fig.axes[0].lines if line.get_marker() not in ("None", None, "")}
+    outcomes = {m.outcome for m in found.mutants if m.posterior is not None}
+    assert marked == {(o, OUTCOME_MARKERS[o]) for o in outcomes} and len(outcomes) >= 2
+    plt.close(fig)
+    assert len(set(OUTCOME_MARKERS.values())) == len(OUTCOME_MARKERS)
+    many = types.SimpleNamespace(mutants=[types.SimpleNamespace(mutation=op) for op in
+                                          ["a"] * 95 + ["b"] * 3])
+    parts = overview_parts(many)
+    assert [len(p) for p in parts] == [32, 32, 31, 3]
+    assert all(len(p) <= OVERVIEW_ROWS for p in parts)
+    assert sorted(i for p in parts for i in p) == list(range(98))
+
+
+def matplotlib_colour(colour) -> tuple:
+    from matplotlib.colors import to_rgb
+
+    return tuple(round(c, 3) for c in to_rgb(colour))
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
 def test_drawing_workers_draw_the_same_figures_as_one_process():
     """In a process with no other Python thread (the command line), the figures are drawn

@@ -54,8 +54,14 @@ own analysed, unflagged mutants, computed as the campaign's.
 **Next steps** (:meth:`Campaign.next_steps`): every mutant whose verdict is not settled,
 or that could not be analysed, with the instances per side that would settle it
 (recommend's ``needed``) and a ``probmut train ... --until-settled`` command from the
-settings its run recorded. **Changes** (:attr:`Campaign.comparison`): the outcomes that
-differ from an earlier report's (its JSON document).
+settings its run recorded, naming the run by its full path. **Changes**
+(:attr:`Campaign.comparison`): the outcomes that differ from an earlier report's (its
+JSON document or its page), of the same model, analysis settings, kind of outcomes and
+seed (another is refused: :mod:`~probmut.campaign.compare`).
+
+**The seed.** A run's campaign is analysed with the seed the run recorded (``train
+--seed``, in its ``.work/settings.json``) unless another is given, so that its numbers
+are those its rounds computed; populations of no run take the default seed, 42.
 
 **Completeness.** A population holding fewer instances than its run's target is short,
 and the campaign is then unfinished, never reported as complete. The targets are the
