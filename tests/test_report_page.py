@@ -612,4 +612,4 @@ def test_a_real_training_run_report_in_a_real_browser(browser, tmp_path, cli):
         args = build_parser().parse_args(shlex.split(steps["command"])[1:])
         recorded = json.loads((run / ".work" / "settings.json").read_text())
         assert (args.dataset, args.architecture, args.seed, args.epochs, args.out) == (
-            "digits", "digits_cnn", recorded["seed"], 2, run)
+            "digits", "digits_cnn", recorded["seed"], 2, run.resolve())
