@@ -161,22 +161,21 @@ def test_compare_says_which_outcomes_changed(cli, tmp_path):
     """`--compare OLD` (an earlier `probmut report --json`, or the page it wrote): the
     outcomes that changed, the mutants new (with their outcome) and gone, both scores
     with their intervals and mutant counts, in the text, the JSON and the page; the page
-    being replaced can be compared with, with no --json saved beforehand."""
+    being replaced can be compared with, with no --json saved beforehand. A document
+    with a UTF-8 byte-order mark is read (issue 57: refused, while CSV and TOML files
+    with one were read)."""
     folder = write_run(tmp_path / "run", FULL_RUN)
     earlier = json.loads(cli.ok("report", str(folder), *FAST, "--json"))
-    page = folder / "report.html"
-    kept = tmp_path / "kept.html"
-    kept.write_bytes(page.read_bytes())
+    page, score = folder / "report.html", dict(earlier["mutation_score"])
     earlier["mutants"][0]["outcome"] = "not settled"
     added = earlier["mutants"].pop(1)
     earlier["mutants"].append({"name": "gone_1", "outcome": "killed"})
     earlier["mutation_score"] |= {"mean": 0.25, "ci_low": 0.125, "ci_high": 0.375,
                                   "mutants": 7}
-    old = tmp_path / "old.json"
-    old.write_text(json.dumps(earlier))
+    old = tmp_path / "old.json"     # saved by an editor that writes a byte-order mark
+    old.write_bytes(b"\xef\xbb\xbf" + json.dumps(earlier).encode())
     text = cli.ok("report", str(folder), *FAST, "--compare", str(old))
-    first, score = earlier["mutants"][0], json.loads(cli.ok(
-        "report", str(folder), *FAST, "--json"))["mutation_score"]
+    first = earlier["mutants"][0]
     assert (f"compared with {old} (a report of syn, the same settings): 1 outcome changed, 3 "
             "the same, 1 new, 1 gone; mutation score 0.250 [0.125, 0.375] of 7 mutants then, "
             f"{score['mean']:.3f} [{score['ci_low']:.3f}, {score['ci_high']:.3f}] of 4 mutants "
@@ -195,8 +194,6 @@ def test_compare_says_which_outcomes_changed(cli, tmp_path):
     # the page it replaces: its own data, nothing changed
     same = cli.ok("report", str(folder), *FAST, "--compare", str(page))
     assert "0 outcomes changed, 5 the same, 0 new, 0 gone" in same
-    assert "0 outcomes changed, 5 the same" in cli.ok("report", str(folder), *FAST,
-                                                      "--compare", str(kept))
 
 
 def _compare_refused(cli, folder, old, *options, says):
@@ -247,13 +244,3 @@ def test_a_hostile_compare_file_is_one_line(cli, tmp_path, case, says):
         old.write_text(text)
     _compare_refused(cli, folder, old, *FAST, says=says)
     assert not (folder / "report.html").exists()
-
-
-def test_a_compare_file_with_a_byte_order_mark_is_read(cli, tmp_path):
-    """A JSON document saved by an editor that writes a UTF-8 byte-order mark (as CSV
-    and TOML files with one are read): read, not refused."""
-    folder = write_run(tmp_path / "run", FULL_RUN)
-    old = tmp_path / "old.json"
-    old.write_bytes(b"\xef\xbb\xbf" + cli.ok("report", str(folder), *FAST, "--json").encode())
-    assert "0 outcomes changed, 5 the same" in cli.ok("report", str(folder), *FAST,
-                                                      "--compare", old)
