@@ -547,17 +547,18 @@ def test_on_a_phone_the_mutants_name_stays_in_view(browser, large):
 
 
 def _visible_text(page) -> str:
-    """The header's and the summary's text as the browser shows it, the date masked."""
-    text = page.evaluate("document.querySelector('header').innerText + '\\n' +"
-                         " document.getElementById('summary').innerText")
+    """The text of the page's top as the browser shows it (the header, the summary, the
+    next steps' heading and the operators' table), the date masked."""
+    text = page.evaluate("['header', '#summary', '#next-steps summary', '#operators']"
+                         ".map(s => document.querySelector(s).innerText).join('\\n')")
     return re.sub(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", "DATE", text)
 
 
 @pytest.mark.slow
 def test_mnist_report_in_a_real_browser(browser, tmp_path, cli):
     """`probmut report --model mnist` (the README's example and screenshot) in the
-    browser; the screenshot of its header and summary must show what the committed
-    one shows (module notes)."""
+    browser; the screenshot of its top (header, summary, next steps, operators) must show
+    what the committed one shows (module notes)."""
     from PIL import Image, PngImagePlugin
 
     out = tmp_path / "mnist.html"
@@ -565,7 +566,7 @@ def test_mnist_report_in_a_real_browser(browser, tmp_path, cli):
     assert document["complete"] is None and len(document["mutants"]) == 30
     check_in_browser(browser, out, document)
     browser.evaluate("window.scrollTo(0, 0)")
-    bottom = browser.evaluate("Math.ceil(document.getElementById('summary')"
+    bottom = browser.evaluate("Math.ceil(document.getElementById('operators')"
                               ".getBoundingClientRect().bottom + window.scrollY)")
     shot = _image(browser.screenshot({"x": 0, "y": 0, "width": LAPTOP[0],
                                       "height": bottom + 8}))
