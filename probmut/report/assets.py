@@ -17,7 +17,7 @@ STYLE_SHEET = """
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;
 max-width:1280px;padding:0 16px 40px;color:#222}
-h1{font-size:22px;margin:14px 0 4px;overflow-wrap:anywhere}h2{font-size:18px;margin:22px 0 6px;
+h1{font-size:22px;margin:14px 0 4px;overflow-wrap:anywhere}h2{font-size:18px;margin:16px 0 4px;
 border-bottom:1px solid #ddd}h3{font-size:15px;margin:0 0 6px;overflow-wrap:anywhere}
 code,pre{overflow-wrap:anywhere;word-break:break-word}
 pre{white-space:pre-wrap;background:#f5f5f5;padding:8px;border-radius:4px}
@@ -40,6 +40,7 @@ table.data th,table.data td{border-bottom:1px solid #e4e4e4;padding:3px 6px;text
 vertical-align:top}table.data th{background:#f5f5f5;position:sticky;top:0;z-index:1}
 table.data td.wrap{min-width:14em}
 #operator-table{font-size:13px}#operator-table td,#operator-table th{padding:2px 6px}
+#operators p.note{margin:4px 0}
 .scroll-x{overflow-x:auto;max-width:100%}
 #mutant-table{font-size:13px}#mutant-table td{white-space:nowrap;background:#fff}
 #mutant-table td:first-child{white-space:normal;min-width:11em}
