@@ -269,8 +269,8 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
                         summary = _analyse(summary, healthy if enough else None, path,
                                            settings, seed, jobs, own)
                         if symptoms and has_symptom_records(path):
-                            summary = _with_symptoms(summary, records[healthy_path], path,
-                                                     settings, own)
+                            summary = _with_symptoms(summary, records[healthy_path],
+                                                     records[path], settings, own)
                         if outcomes is not None:
                             found = _outcomes_of(path, name, own)
                             if found is not None:
@@ -331,13 +331,14 @@ def _analyse(summary, healthy, path, settings, seed, jobs, notes):
                    test=kill_test(h, m, settings.criterion))
 
 
-def _with_symptoms(summary, healthy_records, path, settings, notes):
-    from probmut.io.populations import read_instances
+def _with_symptoms(summary, healthy_records, records, settings, notes):
+    """The mutant's symptoms, from its records as read once per file
+    (:func:`probmut.io.populations.instances_so_far`)."""
     from probmut.symptoms import classify
 
     try:
-        found = classify(healthy_records, read_instances(path), summary.name,
-                         settings.criterion, summary.paired)
+        found = classify(healthy_records, records, summary.name, settings.criterion,
+                         summary.paired)
     except ProbmutError as error:
         notes.append(f"symptoms of {summary.name}: {error}")
         return summary
