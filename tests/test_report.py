@@ -478,6 +478,7 @@ def test_a_run_is_analysed_with_the_seed_it_recorded(tmp_path):
     assert (score["mean"], score["ci_low"], score["ci_high"]) == (
         rounds.mean, rounds.ci_low, rounds.ci_high)
     assert html.escape("7 (the run's: train --seed") in out.read_text()
+    assert "· seed 7 (the run's)</p>" in out.read_text()          # the header says it too
     given = report_json(folder, out, "--sample", "5", "--bootstraps", "30", "--trials",
                         "30", "--no-verdicts", "--seed", "42")
     assert (given["seed"], given["seed_source"]) == (42, "given")

@@ -47,7 +47,8 @@ def _header(campaign: Campaign, command: str | None, created: datetime.datetime)
     produced = " · ".join([f"probmut {esc(__version__)}",
                            f"<code>{esc(command)}</code>" if command else "Python API",
                            esc(created.strftime("%Y-%m-%d %H:%M %Z").strip()),
-                           f"seed {esc(campaign.seed)}"])
+                           f"seed {esc(campaign.seed)}" + (" (the run's)" if campaign.seed_source
+                                                           == "the run's" else "")])
     links = [("summary", "Summary")]
     if campaign.next_steps().steps:
         links.append(("next-steps", "Next steps"))
