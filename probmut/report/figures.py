@@ -61,7 +61,7 @@ def overview_parts(campaign: Campaign) -> list[tuple[int, ...]]:
     >>> from probmut.campaign import summarize_campaign
     >>> [len(part) for part in overview_parts(summarize_campaign(model="mnist_dc",
     ...                                                          verdicts=False))]
-    [5, 7, 5, 5]
+    [5, 5, 5, 5]
     """
     parts = []
     for mutation in dict.fromkeys(m.mutation for m in campaign.mutants):
