@@ -110,6 +110,11 @@ def _plot_posteriors(study, axes, title):
     return fig
 
 
+#: Where a posterior panel's mean line stops (a fraction of the axes' height) when the
+#: "axis capped" label is above it.
+CAPPED_BELOW = 0.84
+
+
 def _posterior_panel(ax, study, post):
     """One population's panel of Figure 3 (see :func:`plot_posteriors`), untitled.
 
@@ -148,7 +153,6 @@ def _posterior_panel(ax, study, post):
     ax.plot([post.ci_low, post.ci_high], [0, 0], color=STYLE["fit_color"], lw=5,
             solid_capstyle="butt", clip_on=False, label=f"{study.settings.mass:.0%} interval",
             gid="interval")
-    ax.axvline(post.mean, color=STYLE["fit_color"], lw=1, ls=":")
     ax.set_xlim(-0.02, 1.02)  # spikes at 0 and 1 clear of the frame
     ax.set_ylim(0, top)
     ends = [end for end, density in (("0", fitted[0]), ("1", fitted[-1]))
@@ -157,6 +161,9 @@ def _posterior_panel(ax, study, post):
         ax.text(0.5, 0.97, f"Beta density → ∞ at {' and '.join(ends)}: axis capped",
                 transform=ax.transAxes, ha="center", va="top", color=STYLE["fit_color"],
                 fontsize=plt.rcParams["legend.fontsize"])
+    # the mean's line stops below that label rather than cross it
+    ax.axvline(post.mean, ymax=CAPPED_BELOW if ends else 1, color=STYLE["fit_color"], lw=1,
+               ls=":", gid="mean")
     ax.set_xlabel("kill probability")
     ax.set_ylabel("density")
 
@@ -199,7 +206,8 @@ def plot_kill_curve(curve, *, ax=None, title: str | None = None, legend: bool = 
 
     Each magnitude's posterior mean with its credible interval; for ordered magnitudes
     the isotonic fit (line), the level that counts as killed (dashed) and the smallest
-    (or largest) killed magnitude with its interval (vertical line, shaded band, clipped
+    (or largest) killed magnitude: the gap between tested magnitudes where the fit
+    crosses (a thick segment on the dashed level) and its interval (a shaded band, clipped
     to the tested range); categories in the manifest's order, without a fit. The healthy
     population against itself is the dotted line. ``legend`` below the panel (the report
     explains the marks once, on the page, instead).
@@ -245,14 +253,17 @@ def _ordered(ax, curve) -> None:
                 label=f"posterior mean, {curve.mass:.0%} interval")
     if curve.fitted is not None:
         ax.plot(x, curve.fitted, color=color, lw=1.2, label=f"isotonic fit ({curve.direction})")
-        edges = {-np.inf: x.min(), np.inf: x.max()}
-        low = edges.get(curve.threshold_low, curve.threshold_low)
-        high = edges.get(curve.threshold_high, curve.threshold_high)
+        def inside(value):
+            return min(max(value, x.min()), x.max())
+
         side = "largest" if curve.direction == "decreasing" else "smallest"
-        ax.axvspan(low, high, color=STYLE["upper_color"], alpha=0.2,
+        ax.axvspan(inside(curve.threshold_low), inside(curve.threshold_high),
+                   color=STYLE["upper_color"], alpha=0.2,
                    label=f"{side} killed magnitude, {curve.mass:.0%} interval")
-        if np.isfinite(curve.threshold):
-            ax.axvline(curve.threshold, color=STYLE["upper_color"], lw=1.2)
+        # the gap between tested magnitudes where the fit crosses, on the killed_at line
+        ax.plot([inside(curve.gap[0]), inside(curve.gap[1])], [curve.killed_at] * 2,
+                color=STYLE["upper_color"], lw=3, solid_capstyle="butt",
+                label=f"the fit crosses {curve.killed_at:g} here")
     ax.set_xlabel(curve.axis)
     ax.set_ylabel("kill probability")
     ax.set_ylim(-0.02, 1.02)
@@ -317,20 +328,25 @@ def _tick_label_width(names, renderer) -> float:
                for name in (list(names) or ["0.00"]))
 
 
-def plot_campaign(campaign, *, ax=None, title: str | None = None):
-    """Every mutant of a campaign (:class:`probmut.campaign.Campaign`) in its order,
-    grouped by operator: its posterior mean and interval, coloured by its outcome (the
-    report's); a mutant not analysed is said so. Returns the figure.
+def plot_campaign(campaign, *, mutants=None, ax=None, title: str | None = None):
+    """Mutants of a campaign (:class:`probmut.campaign.Campaign`; ``mutants``: some of
+    its :attr:`~probmut.campaign.Campaign.mutants`, default all) in its order, grouped
+    by operator: each one's posterior mean and interval, its outcome (the report's) told
+    by colour and by marker shape (:data:`~probmut.campaign.summary.OUTCOME_MARKERS`); a
+    mutant not analysed is said so. Returns the figure.
 
     >>> from probmut.campaign import summarize_campaign
     >>> fig = plot_campaign(summarize_campaign(model="mnist_dc", verdicts=False))
     >>> [t.get_text() for t in fig.axes[0].texts][:2]
     ['change_label', 'delete_training_data']
     """
+    from probmut.campaign.summary import OUTCOME_MARKERS
+
+    mutants = campaign.mutants if mutants is None else tuple(mutants)
     rows = []  # (operator or None, mutant or None)
-    for mutation in dict.fromkeys(m.mutation for m in campaign.mutants):
+    for mutation in dict.fromkeys(m.mutation for m in mutants):
         rows.append((mutation, None))
-        rows += [(None, m) for m in campaign.mutants if m.mutation == mutation]
+        rows += [(None, m) for m in mutants if m.mutation == mutation]
     colors = STYLE["outcome_colors"]
     with _rc(report=True):
         own = ax is None
@@ -354,7 +370,8 @@ def plot_campaign(campaign, *, ax=None, title: str | None = None):
                 continue
             ax.plot([p.ci_low, p.ci_high], [position] * 2, color=colors[m.outcome], lw=2,
                     solid_capstyle="butt")
-            ax.plot([p.mean], [position], "o", ms=4, color=colors[m.outcome])
+            ax.plot([p.mean], [position], OUTCOME_MARKERS[m.outcome], ms=4.5,
+                    color=colors[m.outcome], markeredgecolor="white", markeredgewidth=0.5)
         ax.set_yticks(positions, labels)
         ax.tick_params(axis="y", length=0)
         ax.set_ylim(-0.7, len(rows) - 0.3)
@@ -362,10 +379,13 @@ def plot_campaign(campaign, *, ax=None, title: str | None = None):
         ax.grid(axis="x", alpha=0.3)
         ax.set_xlabel(f"kill probability: posterior mean, {campaign.settings.mass:.0%} "
                       "interval")
-        shown = [o for o in colors if any(m.outcome == o for m in campaign.mutants)]
-        ax.legend([plt.Line2D([], [], color=colors[o], marker="o", ms=4, lw=2) for o in shown],
-                  shown, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(shown),
-                  frameon=False, handlelength=1.2, columnspacing=0.8, handletextpad=0.4)
+        shown = [o for o in colors if any(m.outcome == o for m in mutants)
+                 and o in OUTCOME_MARKERS]
+        if shown:
+            ax.legend([plt.Line2D([], [], color=colors[o], marker=OUTCOME_MARKERS[o], ms=4.5,
+                                  lw=2) for o in shown],
+                      shown, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(shown),
+                      frameon=False, handlelength=1.2, columnspacing=0.8, handletextpad=0.4)
         if title:
             ax.set_title(title, pad=22)
         if own:

@@ -45,8 +45,8 @@ class Chromium:
     """A headless Chromium with one page; use as a context manager.
 
     ``load(path)`` opens a local file and waits for its load event; ``evaluate(js)``
-    returns a JavaScript expression's value; ``click(selector)`` and ``type(text)``
-    send real mouse and keyboard input; ``screenshot()`` returns PNG bytes;
+    returns a JavaScript expression's value; ``click(selector)``, ``type(text)`` and
+    ``press(key)`` send real mouse and keyboard input; ``screenshot()`` returns PNG bytes;
     ``resize(width, height)`` sets the viewport, ``scripts(False)`` turns JavaScript off
     for the pages loaded next.
     """
@@ -170,6 +170,14 @@ class Chromium:
     def type(self, text: str) -> None:
         """Type ``text`` into the focused element, as a keyboard would."""
         self.send("Input.insertText", session=True, text=text)
+
+    def press(self, key: str = " ", code: str = "Space", keycode: int = 32) -> None:
+        """Press and release one key (default: the space bar; "Enter", "Enter", 13 for
+        Enter) on the focused element."""
+        typed = {"Enter": "\r"}.get(key, key if len(key) == 1 else "")
+        for kind, text in (("keyDown", typed), ("keyUp", "")):
+            self.send("Input.dispatchKeyEvent", session=True, type=kind, key=key, code=code,
+                      text=text, windowsVirtualKeyCode=keycode, nativeVirtualKeyCode=keycode)
 
     def screenshot(self, clip: dict | None = None) -> bytes:
         """The viewport (or ``clip``: x, y, width, height in CSS pixels) as PNG bytes."""

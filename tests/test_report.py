@@ -30,7 +30,7 @@ from probmut.campaign import (
     summarize_campaign,
 )
 from probmut.io.populations import read_population
-from probmut.report import draw_figures, render_html
+from probmut.report import draw_figures, figure_keys, render_html
 
 from .conftest import (
     CLI,
@@ -174,8 +174,14 @@ def test_the_page_is_self_contained(synthetic, page_of):
     assert len(links.ids) == len(set(links.ids))
     assert {v[1:] for _, k, v in links.references if k == "href"} <= set(links.ids)
     images = sum(1 for tag, _, _ in links.references if tag == "img")
-    assert images == 1 + len([c for c in found.curves if c.magnitudes]) + sum(
-        m.posterior is not None for m in found.mutants)      # with the overview
+    assert images == len(figure_keys(found))       # the operators' curves and the overview
+    # each analysed mutant's figure: drawn by the page's script from the data it embeds
+    data = json.loads(re.search(r'<script type="application/json" id="probmut-data">(.*?)'
+                                r"</script>", page, re.S)[1])
+    analysed = [str(i) for i, m in enumerate(found.mutants) if m.posterior is not None]
+    assert sorted(data["figures"]) == sorted(analysed)
+    assert len(re.findall(r'<div class="posterior" data-figure="', page)) == len(analysed)
+    assert data["campaign"] == json.loads(json.dumps(found.record()))
 
 
 def test_text_from_files_is_escaped(tmp_path):
@@ -261,6 +267,35 @@ def test_a_paired_mutant_shows_the_baseline_it_uses(synthetic, page_of):
             f"healthy, paired by instance id, mean {paired.mean:.4f})") in page
     assert f"posterior mean {unpaired.mean:.4f}" in page
     assert f"posterior mean {paired.mean:.4f}" in page
+    # issue 56: the paired baseline is the same for every campaign, and the page says why
+    assert not paired.kill_counts.any() and paired.mean == pytest.approx(1 / (FAST.trials + 2))
+    assert (f"which the test never kills: Beta(1, N + 1), mean 1/(N + 2) for N = {FAST.trials} "
+            "trials, the same for every campaign") in html.unescape(page)
+
+
+def test_a_symptom_from_another_test_than_the_kill_test_is_said_so(synthetic, page_of):
+    """Issue 56: neurons_freezing_0.1 read "not killed" (the kill test, p 0.051) beside
+    "significant accuracy change" (a paired t-test, p 0.016) with no word that these are
+    two tests. The row's symptom names its test, and where the two disagree the remarks
+    say which two they are."""
+    folder, found = synthetic
+    m = next(m for m in found.mutants if m.name == "neurons_freezing_0.1")
+    change = m.symptoms.accuracy_change
+    assert change.test == "paired t-test"
+    differs = replace(m, symptoms=replace(m.symptoms, accuracy_change=replace(
+        change, significant=True, p_value=0.016)), test=replace(m.test, killed=False,
+                                                               p_value=0.051))
+    said = ("two tests: the symptom's paired t-test (p 0.016) is significant, the kill "
+            "test's (DeepCrime test, p 0.051) does not kill")
+    assert said in differs.remarks
+    page = page_of(replace(found, mutants=tuple(differs if x is m else x
+                                                for x in found.mutants)))
+    row = _row(page, "neurons_freezing_0.1")
+    assert said in row[11] and row[12].endswith("(paired t-test p 0.016)")
+    assert "paired t-test p 0.016: the symptom's test, not the kill test" in html.unescape(
+        _section(page, "neurons_freezing_0.1"))
+    agreeing = replace(differs, test=replace(differs.test, killed=True))
+    assert agreeing.two_tests is None
 
 
 def test_disagreements_and_warnings_sit_beside_the_verdict(synthetic, page_of):
@@ -370,15 +405,118 @@ def test_next_steps_name_the_instances_that_settle_and_the_command(synthetic, pa
         f"{m}:{','.join(s.magnitude for s in steps.steps if s.mutation == m and s.needed)}"
         for m in {s.mutation for s in steps.steps if s.needed})
     assert args.max_instances >= max(s.needed for s in steps.steps if s.needed)
-    assert args.name == "syn" and str(args.out).endswith(folder.name)
+    # the run's folder by its full path: the command works from any folder
+    assert args.name == "syn" and args.out == folder.resolve() and steps.run_from is None
     page = page_of(with_settings)
     assert html.escape(steps.command) in page and 'id="next-steps"' in page
+    assert "run it from any folder" in page
     assert steps.command in str(with_settings)
-    # data from files: the option the run recorded, even for a path spelled like a data set
+    # data from files: the option the run recorded, even for a path spelled like a data set;
+    # a relative path resumes only as given, so from the folder it is relative to (a cd)
     from_files = replace(with_settings, run_settings=run | {"dataset": "./digits",
                                                             "data": {"option": "data"}})
-    args = build_parser().parse_args(shlex.split(from_files.next_steps().command)[1:])
+    steps = from_files.next_steps()
+    args = build_parser().parse_args(shlex.split(steps.command)[1:])
     assert (args.data, args.dataset) == ("./digits", None)
+    assert steps.run_from is None and "the folder the run was started in" in steps.note
+    (folder.parent / "digits").mkdir(exist_ok=True)
+    steps = from_files.next_steps()
+    assert steps.run_from == str(folder.parent.resolve()) and steps.note is None
+    assert steps.shell == f"cd {shlex.quote(steps.run_from)} && {steps.command}"
+    assert html.escape(steps.shell) in page_of(from_files)
+
+
+def test_alike_next_steps_are_one_row(synthetic, page_of):
+    """Two mutants with the same outcome, instances, need and reason: one row listing
+    both, in the text and on the page (issue 56: 13 alike rows with an empty "needed")."""
+    folder, found = synthetic
+    missing = ("delete_training_data_10", "delete_training_data_50")
+    alike = replace(found, mutants=tuple(
+        replace(m, status="missing", study=None, verdict=None, count=replace(m.count, instances=0,
+                                                                              exists=False))
+        if m.name in missing else m for m in found.mutants))
+    steps = alike.next_steps()
+    groups = [g for g in steps.groups() if g[0].name in missing]
+    assert [[s.name for s in g] for g in groups] == [list(missing)]
+    assert f"2 mutants ({', '.join(missing)}): not analysed, 0 instances per side" in str(steps)
+    page = page_of(alike)
+    start = page.index('id="next-steps"')
+    table = page[start:page.index("</table>", start)]
+    assert table.count("<tr>") == 1 + len(steps.groups())
+    row = _row(page, "delete_training_data_10")
+    assert row[1] == "no file yet" and "short" not in row[11]       # no target: not short
+
+
+def _write_settings(folder, settings: dict):
+    (folder / ".work").mkdir(exist_ok=True)
+    (folder / ".work" / "settings.json").write_text(json.dumps(settings))
+
+
+RUN_SETTINGS = {"dataset": "digits", "architecture": "digits_cnn", "seed": 7, "stack": 1,
+                "config": {"epochs": 3, "batch_size": 16, "learning_rate": 0.01,
+                           "patience": None}, "data": {"name": "digits", "option": "dataset"}}
+
+
+def test_a_run_is_analysed_with_the_seed_it_recorded(tmp_path):
+    """Issue 56: `probmut report RUN` uses the run's seed (train --seed, in
+    .work/settings.json), not 42, so its score is the one a `--until-score` round computed
+    on the same instances (probmut.train.until_score.assess, the rounds' own reading); the
+    page and the text say whose seed it is. A seed given wins; no run: 42."""
+    from probmut.train.until_score import assess
+
+    folder = write_run(tmp_path / "run", FULL_RUN)
+    _write_settings(folder, RUN_SETTINGS)
+    out = tmp_path / "r.html"
+    document = report_json(folder, out, "--sample", "5", "--bootstraps", "30", "--trials",
+                           "30", "--no-verdicts")
+    assert (document["seed"], document["seed_source"]) == (7, "the run's")
+    healthy = read_population(folder / "healthy.csv", name="healthy")
+    scored = {m["name"]: (read_population(folder / m["file"], name=m["name"]), m["paired"])
+              for m in document["mutants"] if not m["flags"]}
+    rounds = assess(healthy, scored, FAST, seed=7).score
+    score = document["mutation_score"]
+    assert (score["mean"], score["ci_low"], score["ci_high"]) == (
+        rounds.mean, rounds.ci_low, rounds.ci_high)
+    assert html.escape("7 (the run's: train --seed") in out.read_text()
+    assert "· seed 7 (the run's)</p>" in out.read_text()          # the header says it too
+    given = report_json(folder, out, "--sample", "5", "--bootstraps", "30", "--trials",
+                        "30", "--no-verdicts", "--seed", "42")
+    assert (given["seed"], given["seed_source"]) == (42, "given")
+    assert given["mutation_score"] != score
+    plain = report_json(write_run(tmp_path / "plain", FULL_RUN), tmp_path / "p.html",
+                        "--sample", "5", "--bootstraps", "30", "--trials", "30", "--no-verdicts")
+    assert (plain["seed"], plain["seed_source"]) == (42, "the default")
+
+
+def test_a_run_of_probmut_0_1_is_said_so_not_no_settings(tmp_path):
+    """Issue 57: a run of probmut 0.1 has a .work/settings.json (its architecture called
+    "model"): the next steps and the status box say it is a 0.1 run, which 0.2 does not
+    resume (the words of probmut.io.workdir), never "no .work/settings.json"; its seed
+    is read still."""
+    folder = write_run(tmp_path / "run", FULL_RUN, targets=dict.fromkeys(FULL_RUN, 20))
+    old = {k: v for k, v in RUN_SETTINGS.items() if k not in ("architecture", "stack", "data")}
+    _write_settings(folder, old | {"model": "digits_cnn", "seed": 5})
+    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
+    assert (found.seed, found.seed_source) == (5, "the run's")
+    assert "a run started by probmut 0.1" in found.next_steps().no_command
+    assert "no .work/settings.json" not in found.next_steps().no_command
+    assert "probmut 0.2 does not resume a run of probmut 0.1" in found.status_lines()[0]
+    _write_settings(folder, RUN_SETTINGS)          # a run of probmut train: rerun it
+    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
+    assert found.status_lines()[0].endswith("rerun the same probmut train command to finish them")
+    (folder / ".work" / "settings.json").write_text("[" * 2000 + "]" * 2000)   # hostile
+    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
+    assert "nested too deeply" in found.next_steps().no_command and found.seed == 42
+
+
+def test_a_hand_written_manifests_unfinished_box_does_not_say_rerun_train(tmp_path):
+    """Issue 56: targets in a manifest written by hand (no probmut train run here): the
+    UNFINISHED box says to train the missing instances with the tool that wrote them."""
+    folder = write_run(tmp_path / "run", FULL_RUN, targets=dict.fromkeys(FULL_RUN, 20))
+    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
+    assert found.status_lines()[0].startswith("UNFINISHED: 6 population(s) short")
+    assert "train the missing instances with the tool that wrote them" in found.status_lines()[0]
+    assert "rerun the same probmut train" not in render_html(found)
 
 
 # --- the figures --------------------------------------------------------------------------------
@@ -459,7 +597,47 @@ def test_a_u_shaped_posterior_keeps_its_curve_and_interval_in_view(mnist_dc):
     assert max(parts["bagged-mixture"].get_ydata()) > 0.8 * top
     assert "axis capped" in " ".join(t.get_text() for t in ax.texts)
     assert list(parts["interval"].get_xdata()) == [p.ci_low, p.ci_high]
+    # issue 56: the mean's line stops below the "axis capped" label, never across it
+    fig.canvas.draw()
+    label = next(t for t in ax.texts if "axis capped" in t.get_text()).get_window_extent()
+    mean = parts["mean"].get_window_extent(fig.canvas.get_renderer())
+    assert label.x0 < mean.x0 < label.x1 and mean.y1 < label.y0
     plt.close(fig)
+
+
+def test_the_overview_tells_outcomes_by_shape_and_keeps_its_axis_near(synthetic):
+    """Issue 56: the overview marked outcomes by colour only, and for 300 mutants was one
+    figure 4844 px tall with its axis at the bottom. Each outcome has its own marker, and
+    the overview is one figure per operator, 40 mutants at most (each with its axis)."""
+    import types
+
+    import matplotlib.pyplot as plt
+
+    from probmut.campaign.summary import OUTCOME_COLORS, OUTCOME_MARKERS
+    from probmut.plots import plot_campaign
+    from probmut.report.figures import OVERVIEW_ROWS, overview_parts
+
+    folder, found = synthetic
+    fig = plot_campaign(found)
+    by_colour = {matplotlib_colour(c): o for o, c in OUTCOME_COLORS.items()}
+    marked = {(by_colour[matplotlib_colour(line.get_color())], line.get_marker())
+              for line in fig.axes[0].lines if line.get_marker() not in ("None", None, "")}
+    outcomes = {m.outcome for m in found.mutants if m.posterior is not None}
+    assert marked == {(o, OUTCOME_MARKERS[o]) for o in outcomes} and len(outcomes) >= 2
+    plt.close(fig)
+    assert len(set(OUTCOME_MARKERS.values())) == len(OUTCOME_MARKERS)
+    many = types.SimpleNamespace(mutants=[types.SimpleNamespace(mutation=op) for op in
+                                          ["a"] * 95 + ["b"] * 3])
+    parts = overview_parts(many)
+    assert [len(p) for p in parts] == [32, 32, 31, 3]
+    assert all(len(p) <= OVERVIEW_ROWS for p in parts)
+    assert sorted(i for p in parts for i in p) == list(range(98))
+
+
+def matplotlib_colour(colour) -> tuple:
+    from matplotlib.colors import to_rgb
+
+    return tuple(round(c, 3) for c in to_rgb(colour))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
@@ -471,12 +649,12 @@ def test_drawing_workers_draw_the_same_figures_as_one_process():
     the page's figures are drawn in-process: this runs in a fresh one.)"""
     script = "\n".join([
         "from probmut.campaign import summarize_campaign",
-        "from probmut.report import Drawing",
+        "from probmut.report import Drawing, figure_keys",
         "with Drawing(jobs=2) as drawing:",
         "    assert drawing.pool is not None",
         "    campaign = summarize_campaign(model='mnist_dc', verdicts=False)",
-        "    drawing.draw(campaign, ('mutant',))",
-        "    drawing.draw(campaign, ('overview', 'operator'))",
+        "    drawing.draw(campaign, ('operator',))",
+        "    drawing.draw(campaign, ('overview',))",
         "    before = drawing.wait()",
         "with Drawing(jobs=2) as drawing:",
         "    drawing.draw(campaign)",
@@ -485,7 +663,7 @@ def test_drawing_workers_draw_the_same_figures_as_one_process():
         "    assert drawing.pool is None",
         "    drawing.draw(campaign)",
         "    one = drawing.wait()",
-        "print(len(one), before == one, after == one)"])
+        "print(len(one), len(figure_keys(campaign)), before == one, after == one)"])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)
-    assert done.stdout.split() == ["25", "True", "True"], done.stderr
+    assert done.stdout.split() == ["8", "8", "True", "True"], done.stderr

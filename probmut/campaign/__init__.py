@@ -28,15 +28,19 @@ of the draws. Beside it, ``decided``: the plain share of the same mutants decide
 posterior means of the kill probability against the magnitude are fitted by isotonic
 (monotone) regression, weighted by the posteriors' precisions, increasing or decreasing
 as the means' rank correlation with the magnitude says (increasing on a tie). The
-smallest killed magnitude is where the fit reaches ``killed_at`` (1/2: a k-vs-k test kills
-more often than not; for a posterior symmetric around 1/2 the Hellinger ratio is exactly
-1, so this matches the decision rule), by linear interpolation between the tested
-magnitudes; a decreasing fit gives the largest killed magnitude instead. Its 95%
-interval repeats the fit, unweighted, on joint posterior draws of the kill
-probabilities (as for the score) and takes the equal-tailed interval of the crossing
-magnitudes. A crossing below the smallest tested magnitude (killed at every one) or
-above the largest (killed at none) is reported as such (``None`` in the numbers, with
-its share of the draws).
+smallest killed magnitude is where the fit reaches ``killed_at`` (1/2: a k-vs-k test
+kills more often than not; for a posterior symmetric around 1/2 the Hellinger ratio is
+exactly 1, so this matches the decision rule); a decreasing fit gives the largest killed
+magnitude instead. Nothing is known of the curve between two tested magnitudes, so the
+answer is the **gap** between the two tested magnitudes where the fit crosses (the last
+not killed and the first killed), not a point inside it. Its 95% interval repeats the
+fit, unweighted, on joint posterior draws of the kill probabilities (as for the score):
+each draw's crossing lies somewhere in its own gap, and the interval runs from the
+2.5% quantile of the gaps' lower ends to the 97.5% quantile of their upper ends, so that
+it holds wherever in its gap the curve crosses (it spans at least the whole gap). A
+crossing below the smallest tested magnitude (killed at every one) or above the largest
+(killed at none) is reported as such (``-inf``/``inf`` in the numbers, with its share of
+the draws).
 
 **Verdicts.** Each mutant also gets the verdict of :func:`probmut.recommend.recommend`
 on its instances: ``killed``, ``not killed`` or ``not settled`` (the decision a
@@ -50,8 +54,14 @@ own analysed, unflagged mutants, computed as the campaign's.
 **Next steps** (:meth:`Campaign.next_steps`): every mutant whose verdict is not settled,
 or that could not be analysed, with the instances per side that would settle it
 (recommend's ``needed``) and a ``probmut train ... --until-settled`` command from the
-settings its run recorded. **Changes** (:attr:`Campaign.comparison`): the outcomes that
-differ from an earlier report's (its JSON document).
+settings its run recorded, naming the run by its full path. **Changes**
+(:attr:`Campaign.comparison`): the outcomes that differ from an earlier report's (its
+JSON document or its page), of the same model, analysis settings, kind of outcomes and
+seed (another is refused: :mod:`~probmut.campaign.compare`).
+
+**The seed.** A run's campaign is analysed with the seed the run recorded (``train
+--seed``, in its ``.work/settings.json``) unless another is given, so that its numbers
+are those its rounds computed; populations of no run take the default seed, 42.
 
 **Completeness.** A population holding fewer instances than its run's target is short,
 and the campaign is then unfinished, never reported as complete. The targets are the
@@ -85,7 +95,7 @@ from probmut.campaign.compare import Comparison, compare_reports
 from probmut.campaign.curve import (
     KILLED_AT,
     KillCurve,
-    crossing,
+    first_killed,
     isotonic,
     kill_curve,
     magnitude_values,
@@ -105,7 +115,7 @@ from probmut.campaign.summary import OUTCOMES, Campaign, MutantSummary, Populati
 
 __all__ = ["DRAWS", "KILLED_AT", "OUTCOMES", "ROUND", "Campaign", "Comparison", "KillCurve",
            "MutantSummary", "MutationScore", "NextStep", "NextSteps", "PopulationCount",
-           "ScoreShares", "campaign_score", "compare_reports", "crossing", "isotonic",
+           "ScoreShares", "campaign_score", "compare_reports", "first_killed", "isotonic",
            "kill_curve", "magnitude_values", "mutant_posterior", "mutation_score",
            "posterior_draws", "score_shares", "shown_path", "summarize_campaign",
            "with_verdicts"]

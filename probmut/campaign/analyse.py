@@ -11,34 +11,53 @@ import numpy as np
 
 from probmut.campaign.compare import read_report
 from probmut.campaign.curve import KillCurve, kill_curve
+from probmut.campaign.next_steps import NOT_A_RUN
 from probmut.campaign.score import (
     MutationScore,
     aligned_populations,
     campaign_score,
     mutation_score,
 )
-from probmut.campaign.summary import Campaign, MutantSummary, PopulationCount
+from probmut.campaign.summary import Campaign, MutantSummary, PopulationCount, analysis_of
 from probmut.errors import ProbmutError
 from probmut.seeds import DEFAULT_SEED, generator
 
 
-def _read_run_settings(folder: Path) -> dict | None:
-    """The settings a probmut train run in ``folder`` recorded (``.work/settings.json``:
-    data, architecture, training settings, seed), or None: a report of populations that
-    probmut train did not write (or of a damaged settings file) has no next-steps
-    command, and is still a report."""
-    from probmut.io.workdir import read_settings
+def _seed_of(settings) -> int | None:
+    seed = settings.get("seed") if isinstance(settings, dict) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else None
+
+
+def _recorded_run(folder: Path) -> tuple[dict | None, str | None, int | None]:
+    """What a probmut train run in ``folder`` recorded (``.work/settings.json``): the
+    settings the next steps' command repeats (data, architecture, training settings,
+    seed), or None with why there are none (populations probmut train did not write, a
+    run of probmut 0.1, a damaged settings file: still a report), and the run's seed
+    (``train --seed``; None when none can be read)."""
+    import json
+
+    from probmut.io.workdir import read_settings, settings_path
 
     try:
         found = read_settings(folder)
-    except ProbmutError:
-        return None
-    recorded = {"dataset", "architecture", "seed", "config", "data"}
-    return found if found and recorded <= set(found) and "option" in found["data"] else None
+    except ProbmutError as error:
+        try:  # a run of probmut 0.1 recorded its seed too
+            raw = json.loads(settings_path(folder).read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError, RecursionError):
+            raw = None
+        return None, f"no command: {error}", _seed_of(raw)
+    if found is None:
+        return None, NOT_A_RUN, None
+    missing = sorted({"dataset", "architecture", "seed", "config", "data"} - set(found))
+    if missing or not isinstance(found["data"], dict) or "option" not in found["data"]:
+        return None, (f"no command: {settings_path(folder)}: the run's settings do not say "
+                      f"{', '.join(missing) or 'which option named its data'}; train more "
+                      "instances into another output directory"), _seed_of(found)
+    return found, None, _seed_of(found)
 
 
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,
-                       seed=DEFAULT_SEED, jobs: int | None = None, verdicts: bool = True,
+                       seed=None, jobs: int | None = None, verdicts: bool = True,
                        coverage=None, compare=None, progress: bool = False,
                        cache=None) -> Campaign:
     """Analyse every mutant of one model of a manifest: the campaign's whole answer.
@@ -51,7 +70,10 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
         (``.work/settings.json``, for the next steps' command) are read when present.
     model : the model (default: the manifest's first).
     settings : :class:`~probmut.bagging.PosteriorSettings` of every analysis.
-    seed, jobs : same seed, same numbers, for any number of threads.
+    seed, jobs : same seed, same numbers, for any number of threads. None (the
+        default): the seed the run recorded (``train --seed``, in the manifest's folder's
+        ``.work/settings.json``), so that a run's report shows the numbers its rounds
+        computed; :data:`~probmut.seeds.DEFAULT_SEED` for populations of no run.
     verdicts : compute each mutant's pilot verdict (:func:`probmut.recommend.recommend`;
         the largest part of the time).
     coverage : a coverage result's JSON file (default: ``coverage.json`` beside the
@@ -90,12 +112,23 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     """
     manifest, model, settings, coverage, earlier = _summarize_iv(manifest, model, settings,
                                                                 coverage, compare)
+    run_settings, run_note, run_seed = _recorded_run(manifest.path.parent)
+    source = "given" if seed is not None else "the run's" if run_seed is not None else (
+        "the default")
+    seed = seed if seed is not None else run_seed if run_seed is not None else DEFAULT_SEED
+    if earlier is not None:  # before any analysis: a report that cannot be compared
+        from probmut.campaign.compare import check_comparable
+
+        # (the kind of outcomes: when known, by the caller or by Campaign.comparison)
+        check_comparable({"model": model, "seed": seed, "analysis": analysis_of(settings),
+                          "settings": settings.describe()}, earlier[1], earlier[0])
     notes: list[str] = []
     with _noted(notes):
         result = _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes)
     notes += [note for m in result.mutants for note in m.notes]
     result = replace(result, notes=tuple(dict.fromkeys(notes)), earlier=earlier,
-                     verdicts=False)
+                     verdicts=False, run_settings=run_settings, run_note=run_note,
+                     seed_source=source)
     return (with_verdicts(result, jobs=jobs, progress=progress, cache=cache) if verdicts
             else result)
 
@@ -236,8 +269,8 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
                         summary = _analyse(summary, healthy if enough else None, path,
                                            settings, seed, jobs, own)
                         if symptoms and has_symptom_records(path):
-                            summary = _with_symptoms(summary, records[healthy_path], path,
-                                                     settings, own)
+                            summary = _with_symptoms(summary, records[healthy_path],
+                                                     records[path], settings, own)
                         if outcomes is not None:
                             found = _outcomes_of(path, name, own)
                             if found is not None:
@@ -265,7 +298,7 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
         rounds_file=str(folder / "rounds.json") if rounds else None,
         operator_scores=tuple(_operator_score(mutation.name, mutants, seed, settings)
                               for mutation in mutations),
-        paired_baseline=paired, run_settings=_read_run_settings(folder),
+        paired_baseline=paired,
         score_rounds=tuple(r for r in rounds or () if "score" in r))
 
 
@@ -298,13 +331,14 @@ def _analyse(summary, healthy, path, settings, seed, jobs, notes):
                    test=kill_test(h, m, settings.criterion))
 
 
-def _with_symptoms(summary, healthy_records, path, settings, notes):
-    from probmut.io.populations import read_instances
+def _with_symptoms(summary, healthy_records, records, settings, notes):
+    """The mutant's symptoms, from its records as read once per file
+    (:func:`probmut.io.populations.instances_so_far`)."""
     from probmut.symptoms import classify
 
     try:
-        found = classify(healthy_records, read_instances(path), summary.name,
-                         settings.criterion, summary.paired)
+        found = classify(healthy_records, records, summary.name, settings.criterion,
+                         summary.paired)
     except ProbmutError as error:
         notes.append(f"symptoms of {summary.name}: {error}")
         return summary

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from probmut.campaign.score import DRAWS, equal_tailed, posterior_draws
+from probmut.campaign.score import DRAWS, posterior_draws
 from probmut.results import Result, plain
 from probmut.seeds import generator
 
@@ -76,37 +76,48 @@ def isotonic(values, weights=None) -> np.ndarray:
     return fit
 
 
-def crossing(x, fitted, killed_at: float = KILLED_AT) -> np.ndarray:
-    """Where increasing fitted values reach ``killed_at``, by linear interpolation between the
-    sorted magnitudes ``x``, for each row: ``-inf`` when already at the first magnitude,
-    ``inf`` when never.
+def first_killed(values, killed_at: float = KILLED_AT) -> np.ndarray:
+    """For each row of ``values`` (kill probabilities at increasing magnitudes), the index
+    of the first magnitude at which its increasing isotonic fit (unweighted) reaches
+    ``killed_at``; the row's length where it never does. Without computing the fit: with
+    ``S_m`` the sums of the first m values less ``killed_at``, the fit at i (the max-min
+    formula of :func:`isotonic`) reaches it iff some block mean ``y[j..k]`` (j <= i <= k)
+    does for every k, i.e. iff ``min over k > i of S_k >= min over j <= i of S_j``: two
+    running minima, linear in the number of magnitudes (the fit of every draw is cubic).
 
-    >>> crossing([10.0, 20.0, 30.0], [[0.2, 0.4, 0.8], [0.6, 0.7, 0.9], [0.1, 0.2, 0.3]]).tolist()
-    [22.5, -inf, inf]
+    >>> rows = [[0.2, 0.4, 0.8], [0.6, 0.7, 0.9], [0.1, 0.2, 0.3], [0.7, 0.1, 0.9]]
+    >>> first_killed(rows).tolist()         # the last row's fit is [0.4, 0.4, 0.9]
+    [2, 0, 3, 2]
     """
-    x = np.asarray(x, dtype=np.float64)
-    fitted = np.atleast_2d(np.asarray(fitted, dtype=np.float64))
-    reached = fitted >= killed_at
-    first = np.argmax(reached, axis=1)
-    result = np.full(fitted.shape[0], np.inf)
-    result[reached[:, 0]] = -np.inf
-    inside = reached.any(axis=1) & ~reached[:, 0]
-    rows, upper = np.flatnonzero(inside), first[inside]
-    low_y, high_y = fitted[rows, upper - 1], fitted[rows, upper]
-    result[rows] = x[upper - 1] + (killed_at - low_y) / (high_y - low_y) * (x[upper] - x[upper - 1])
-    return result
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    size = values.shape[-1]
+    sums = np.concatenate([np.zeros(values.shape[:-1] + (1,)),
+                           np.cumsum(values - killed_at, axis=-1)], axis=-1)
+    before = np.minimum.accumulate(sums[..., :size], axis=-1)            # j <= i
+    after = np.minimum.accumulate(sums[..., :0:-1], axis=-1)[..., ::-1]  # k > i
+    reached = after >= before
+    return np.where(reached.any(axis=-1), reached.argmax(axis=-1), size)
+
+
+def _gaps(x, first) -> tuple[np.ndarray, np.ndarray]:
+    """The tested magnitudes around each crossing: the last not killed and the first
+    killed (``-inf`` where killed at the first, ``inf`` where at none)."""
+    x = np.concatenate([[-np.inf], np.asarray(x, dtype=np.float64), [np.inf]])
+    return x[first], x[first + 1]
 
 
 @dataclass(frozen=True)
 class KillCurve(Result):
     """One operator's kill probability against its magnitudes, and where it reaches
     ``killed_at`` (see the module notes). Arrays run over ``magnitudes``, ordered by their
-    ``values`` (None for categories, which get no fit). ``threshold``,
-    ``threshold_low`` and ``threshold_high``: the crossing magnitude and its interval,
-    ``-inf`` below the smallest tested magnitude and ``inf`` above the largest (None
-    without a fit); ``p_every`` and ``p_none`` the shares of the draws killed at every
-    tested magnitude and at none. ``excluded``: flagged or unanalysed magnitudes, not
-    fitted."""
+    ``values`` (None for categories, which get no fit). ``gap``: the two tested
+    magnitudes, next to each other, between which the fit crosses ``killed_at`` (the last
+    not killed and the first killed; for a decreasing fit the last killed and the first
+    not killed), ``-inf`` or ``inf`` where it crosses below the smallest or above the
+    largest; ``threshold_low`` and ``threshold_high``: the interval of the crossing,
+    which holds wherever in its gap the curve crosses (None without a fit); ``p_every``
+    and ``p_none`` the shares of the draws killed at every tested magnitude and at none.
+    ``excluded``: flagged or unanalysed magnitudes, not fitted."""
 
     mutation: str
     magnitudes: tuple[str, ...]
@@ -117,7 +128,7 @@ class KillCurve(Result):
     ci_high: np.ndarray
     fitted: np.ndarray | None = None
     direction: str | None = None
-    threshold: float | None = None
+    gap: tuple[float, float] | None = None
     threshold_low: float | None = None
     threshold_high: float | None = None
     p_every: float | None = None
@@ -130,11 +141,20 @@ class KillCurve(Result):
     index = "magnitude"
 
     def _where(self, value: float) -> str:
+        """A tested magnitude by its name, or beyond them."""
         if value == -math.inf:
             return f"below {self.magnitudes[0]}"
         if value == math.inf:
             return f"above {self.magnitudes[-1]}"
-        return f"{value:.4g}"
+        return self.magnitudes[int(np.flatnonzero(self.values == value)[0])]
+
+    def describe_gap(self) -> str:
+        """Where the fit crosses ``killed_at``, in words: between two tested magnitudes,
+        or beyond them."""
+        low, high = self.gap
+        if low == -math.inf or high == math.inf:
+            return self._where(low if low == -math.inf else high)
+        return f"between {self._where(low)} and {self._where(high)}"
 
     def describe_threshold(self) -> str:
         """The smallest (or largest) killed magnitude with its interval, in words."""
@@ -142,14 +162,23 @@ class KillCurve(Result):
             return "no analysed, unflagged magnitude: no fit"
         if self.values is None:
             return "categorical magnitudes: no order, no smallest killed magnitude"
-        if self.threshold is None:
+        if self.gap is None:
             return "fewer than two analysed magnitudes: no fit"
         side = "largest" if self.direction == "decreasing" else "smallest"
         axis = "" if self.axis == "magnitude" else f" ({self.axis})"
-        return (f"{side} killed magnitude{axis}: {self._where(self.threshold)}, "
+        return (f"{side} killed magnitude{axis}: {self.describe_gap()}, "
                 f"{self.mass:.0%} interval [{self._where(self.threshold_low)}, "
                 f"{self._where(self.threshold_high)}]; killed at every tested magnitude in "
                 f"{self.p_every:.0%} of the draws, at none in {self.p_none:.0%}")
+
+    def describe_brief(self) -> str:
+        """:meth:`describe_threshold` in short, for a table whose column names it: the gap
+        and the interval."""
+        if self.gap is None:
+            return ("categories: no order" if self.values is None and self.magnitudes
+                    else "no fit")
+        return (f"{self.describe_gap()}; [{self._where(self.threshold_low)}, "
+                f"{self._where(self.threshold_high)}]")
 
     def rows(self) -> list[dict]:
         fitted = [None] * len(self.magnitudes) if self.fitted is None else self.fitted
@@ -158,9 +187,10 @@ class KillCurve(Result):
                  "fitted": fitted[i]} for i, m in enumerate(self.magnitudes)]
 
     def to_dict(self) -> dict:
+        low, high = self.gap or (None, None)
         return plain({"mutation": self.mutation, "axis": self.axis,
                       "direction": self.direction, "killed_at": self.killed_at,
-                      "threshold": {"estimate": _number(self.threshold),
+                      "threshold": {"gap_low": _number(low), "gap_high": _number(high),
                                     "ci_low": _number(self.threshold_low),
                                     "ci_high": _number(self.threshold_high),
                                     "killed_at_every_magnitude": self.p_every,
@@ -213,7 +243,8 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     -------
     KillCurve
         The fitted curve, its direction, and the smallest (or, decreasing, largest) killed
-        magnitude with its interval; no fit when the magnitudes are not numbers.
+        magnitude: the gap between tested magnitudes where the fit crosses, and its
+        interval; no fit when the magnitudes are not numbers.
 
     Raises
     ------
@@ -226,8 +257,8 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     >>> rows = {m: summarize(m, np.full(40, c), PosteriorSettings(bootstraps=40))
     ...         for m, c in (("10", 10), ("20", 30), ("30", 70), ("40", 95))}
     >>> curve = kill_curve("op", rows, seed=1)
-    >>> curve.direction, round(curve.threshold, 2)     # the fit reaches 1/2 between 20 and 30
-    ('increasing', 25.0)
+    >>> curve.direction, curve.describe_gap()     # the fit reaches 1/2 between 20 and 30
+    ('increasing', 'between 20 and 30')
     """
     names = list(posteriors)
     values, axis = magnitude_values(names)
@@ -245,26 +276,29 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
     decreasing = _spearman_sign(values, means) < 0
     # A decreasing curve is an increasing one on the reversed (negated) magnitudes.
     flip = slice(None, None, -1) if decreasing else slice(None)
-    sign = -1.0 if decreasing else 1.0
-    x = sign * values[flip]
+    x = (-1.0 if decreasing else 1.0) * values[flip]
     weights = 1.0 / np.array([p.var for p in rows])[flip]
     fitted = isotonic(means[flip], weights)
-    estimate = float(crossing(x, fitted, killed_at)[0])
+    reached = fitted >= killed_at
+    gap = _gaps(x, np.array([reached.argmax() if reached.any() else len(x)]))
     drawn = posterior_draws(rows[flip], draws,
                             generator(seed, "campaign kill curve", mutation))
-    crossings = crossing(x, isotonic(drawn), killed_at)
-    low, high = equal_tailed(crossings, mass)
+    first = first_killed(drawn, killed_at)
+    lows, highs = _gaps(x, first)
     if decreasing:
-        estimate, low, high = -estimate, -high, -low
+        gap, lows, highs = (-gap[1], -gap[0]), -highs, -lows
+    tail = (1 - mass) / 2
     return KillCurve(values=values, fitted=fitted[flip],
                      direction="decreasing" if decreasing else "increasing",
-                     threshold=estimate, threshold_low=low, threshold_high=high,
-                     p_every=float(np.mean(crossings == -np.inf)),
-                     p_none=float(np.mean(crossings == np.inf)), **common)
+                     gap=(float(gap[0][0]), float(gap[1][0])),
+                     threshold_low=float(np.quantile(lows, tail, method="inverted_cdf")),
+                     threshold_high=float(np.quantile(highs, 1 - tail, method="inverted_cdf")),
+                     p_every=float(np.mean(first == 0)), p_none=float(np.mean(first == len(x))),
+                     **common)
 
 
 def _number(value):
-    """A threshold in JSON: the number, or "below"/"above" the tested magnitudes."""
+    """A magnitude in JSON: the number, or "below"/"above" the tested magnitudes."""
     if value is None or math.isfinite(value):
         return value
     return "below" if value < 0 else "above"

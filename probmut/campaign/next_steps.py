@@ -3,6 +3,7 @@ that would settle them and the ``probmut train`` command that trains them."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,10 @@ from probmut.results import Result
 LEFT_TO_DO = ("not settled", "not analysed")
 #: Instances per population a ``--until-settled`` run adds each round (train's default).
 ROUND = 10
+#: Why a campaign has no next-steps command when its folder holds no run of probmut train.
+NOT_A_RUN = ("no command: these populations were not trained by probmut train in this "
+             "folder (no .work/settings.json); train the instances with the tool that made "
+             "them, then report again")
 
 
 @dataclass(frozen=True)
@@ -39,18 +44,40 @@ class NextStep:
 class NextSteps(Result):
     """The campaign's unsettled and unanalysed mutants with the instances that would settle
     them, and ``command``: the ``probmut train ... --until-settled`` command that trains
-    them on (in the run's folder, with the settings its run recorded), or None with
-    ``no_command`` saying why (populations not trained by probmut train, say)."""
+    them on (into the run's folder, by its absolute path, with the settings its run
+    recorded), to run from ``run_from`` (None: from any folder; a folder where the run's
+    ``--data`` path is relative to it), or None with ``no_command`` saying why
+    (populations not trained by probmut train, say); ``note``: where to run it when
+    that cannot be known."""
 
     steps: tuple[NextStep, ...]
     command: str | None
     no_command: str | None = None
+    run_from: str | None = None
+    note: str | None = None
 
     def rows(self) -> list[dict]:
         return [s.to_dict() for s in self.steps]
 
+    def groups(self) -> list[tuple[NextStep, ...]]:
+        """The steps with the same outcome, instances, need and reason together (13
+        mutants that no population within reach settles are one group), in order."""
+        found: dict[tuple, list[NextStep]] = {}
+        for s in self.steps:
+            found.setdefault((s.outcome, s.instances, s.needed, s.why), []).append(s)
+        return [tuple(group) for group in found.values()]
+
+    @property
+    def shell(self) -> str | None:
+        """The command as a shell runs it from anywhere: ``cd FOLDER && COMMAND`` where
+        it must run from a folder."""
+        if self.command is None or self.run_from is None:
+            return self.command
+        return f"cd {shlex.quote(self.run_from)} && {self.command}"
+
     def to_dict(self) -> dict:
-        return {"steps": self.rows(), "command": self.command, "no_command": self.no_command}
+        return {"steps": self.rows(), "command": self.command, "run_from": self.run_from,
+                "note": self.note, "no_command": self.no_command}
 
     def __str__(self) -> str:
         if not self.steps:
@@ -58,9 +85,14 @@ class NextSteps(Result):
         outcomes = [s.outcome for s in self.steps]
         lines = ["next steps: " + ", ".join(f"{outcomes.count(o)} {o}" for o in LEFT_TO_DO
                                             if o in outcomes)]
-        lines += [f"  {s.name}: {s.outcome}, {s.instances} instances per side; {s.why}"
-                  for s in self.steps]
-        lines.append(f"  {self.command}" if self.command else f"  {self.no_command}")
+        for group in self.groups():
+            s = group[0]
+            who = s.name if len(group) == 1 else (
+                f"{len(group)} mutants ({', '.join(g.name for g in group)})")
+            lines.append(f"  {who}: {s.outcome}, {s.instances} instances per side; {s.why}")
+        lines.append(f"  {self.shell}" if self.command else f"  {self.no_command}")
+        if self.note:
+            lines.append(f"  ({self.note})")
         return "\n".join(lines)
 
 
@@ -88,32 +120,32 @@ def next_steps_of(campaign) -> NextSteps:
                     f": its first verdict needs k = {k} per side")
         steps.append(NextStep(m.name, m.mutation, m.magnitude, m.outcome,
                               m.count.instances, needed, why))
-    command, no_command = _settle_command(campaign, [s for s in steps if s.needed])
-    return NextSteps(tuple(steps), command, no_command)
+    wanted = [s for s in steps if s.needed]
+    if campaign.run_settings is None:
+        return NextSteps(tuple(steps), None, campaign.run_note or NOT_A_RUN)
+    if not wanted:
+        return NextSteps(tuple(steps), None,
+                         "nothing to train: no population within reach settles them")
+    run_from, note = _run_from(campaign)
+    return NextSteps(tuple(steps), settle_command(campaign, wanted), run_from=run_from,
+                     note=note)
 
 
-def _settle_command(campaign, steps) -> tuple[str | None, str | None]:
-    """``probmut train`` into the run's folder, until settled, for these mutants, with the
-    settings the run recorded (its ``.work/settings.json``); or why there is none."""
-    import shlex
-
+def settle_command(campaign, steps) -> str:
+    """``probmut train`` into the run's folder (its absolute path), until settled, for
+    these mutants, with the settings the run recorded (its ``.work/settings.json``): the
+    one place the command is built."""
     run = campaign.run_settings
-    if run is None:
-        return None, ("no command: these populations were not trained by probmut train in "
-                      "this folder (no .work/settings.json); train the instances with the "
-                      "tool that made them, then report again")
-    if not steps:
-        return None, "nothing to train: no population within reach settles them"
-    folder = Path(campaign.manifest).parent
+    folder = Path(campaign.manifest).parent.resolve()
     config = run.get("config", {})
-    words = ["probmut", "train", "--out", shown_path(folder),
+    words = ["probmut", "train", "--out", str(folder),
              f"--{run['data']['option']}", run["dataset"],
              "--architecture", run["architecture"], "--seed", str(run["seed"]),
              "--epochs", str(config["epochs"]), "--batch-size", str(config["batch_size"])]
     for option, key in (("--learning-rate", "learning_rate"), ("--patience", "patience")):
         if config.get(key) is not None:
             words += [option, str(config[key])]
-    if campaign.model != folder.resolve().name:
+    if campaign.model != folder.name:
         words += ["--name", campaign.model]
     magnitudes: dict[str, list[str]] = {}
     for step in steps:
@@ -123,7 +155,25 @@ def _settle_command(campaign, steps) -> tuple[str | None, str | None]:
     most = max(max(s.needed for s in steps), max(s.instances for s in steps) + ROUND)
     words += ["--until-settled", "--max-instances", str(-(-most // ROUND) * ROUND),
               "--sample", str(campaign.settings.sample)]
-    return shlex.join(words), None
+    return shlex.join(words)
+
+
+def _run_from(campaign) -> tuple[str | None, str | None]:
+    """Where the settle command runs from (None: anywhere; its ``--out`` is absolute),
+    and a note when that cannot be known. A run whose ``--data`` was a relative path
+    resumes only with that path, as given (train refuses other settings), so from the
+    folder it is relative to: the first of the current folder and the run's folder and
+    those above it where it is found."""
+    run = campaign.run_settings
+    data = Path(run["dataset"])
+    if run["data"]["option"] != "data" or data.is_absolute():
+        return None, None
+    folder = Path(campaign.manifest).parent.resolve()
+    for candidate in (Path.cwd().resolve(), folder, *folder.parents):
+        if (candidate / data).exists():
+            return str(candidate), None
+    return None, (f"run it from the folder the run was started in: its --data {data} is "
+                  "relative to it, and was not found from here or above the run's folder")
 
 
 def shown_path(path) -> str:

@@ -15,8 +15,26 @@ from probmut.results import Result, plain
 OUTCOMES = ("killed", "not killed", "not settled", "flagged", "not analysed")
 #: Their colours, in the report's figures and on its page (here, not among the figures'
 #: looks in :data:`probmut.plots.STYLE`: the page's style sheet needs no matplotlib).
-OUTCOME_COLORS = {"killed": "#2e7d32", "not killed": "#1565c0", "not settled": "#ef6c00",
+OUTCOME_COLORS = {"killed": "#2e7d32", "not killed": "#1565c0", "not settled": "#b34d00",
                   "flagged": "#6a1b9a", "not analysed": "#757575"}
+#: Their markers in the report's figures (matplotlib's), so that an outcome is told by its
+#: shape too, not by its colour alone; a mutant not analysed has a label, not a marker.
+OUTCOME_MARKERS = {"killed": "o", "not killed": "s", "not settled": "D", "flagged": "X"}
+
+
+def analysis_of(settings) -> dict:
+    """The analysis settings (:class:`~probmut.bagging.PosteriorSettings`) that define a
+    report's numbers, by name: ``"analysis"`` in its JSON, what a comparison with another
+    report checks (not the Monte-Carlo error's jackknife and solver, which it does not
+    use).
+
+    >>> from probmut.bagging import PosteriorSettings
+    >>> analysis_of(PosteriorSettings())["criterion"]["kind"]
+    'deepcrime'
+    """
+    from dataclasses import asdict
+
+    return plain({k: v for k, v in asdict(settings).items() if k not in ("jackknife", "solver")})
 
 
 @dataclass(frozen=True)
@@ -39,14 +57,23 @@ class PopulationCount:
         """Whether it holds its target; None when no target is recorded."""
         return None if self.target is None else self.instances >= self.target
 
+    @property
+    def held(self) -> str:
+        """Its instances against its target, in words.
+
+        >>> PopulationCount("m", "m.csv", 0, 40, exists=False).held
+        '0 of 40 instances (no file yet)'
+        """
+        why = "" if self.instances else " (no instance yet)" if self.exists else " (no file yet)"
+        return f"{self.instances} of {self.target} instances{why}"
+
     def describe(self) -> str:
-        """Its instances against its target, in words (the status box's line).
+        """Its name and :attr:`held` (the status box's line).
 
         >>> PopulationCount("m", "m.csv", 0, 40).describe()
         'm: 0 of 40 instances (no instance yet)'
         """
-        why = "" if self.instances else " (no instance yet)" if self.exists else " (no file yet)"
-        return f"{self.name}: {self.instances} of {self.target} instances{why}"
+        return f"{self.name}: {self.held}"
 
     def to_dict(self) -> dict:
         return {"name": self.name, "file": self.file, "instances": self.instances,
@@ -123,12 +150,29 @@ class MutantSummary:
         test, decision and verdict."""
         found = []
         if self.count.complete is False:
-            found.append(f"short: {self.count.instances} of {self.count.target} instances")
+            found.append(f"short: {self.count.held}")
         if self.flags:
             found.append(f"flagged {', '.join(self.flags)}: left out of the score")
         if self.conflict:
             found.append(f"disagree: {self.conflict}")
+        if self.two_tests:
+            found.append(self.two_tests)
         return tuple(found)
+
+    @property
+    def two_tests(self) -> str | None:
+        """Where the symptom's test of the accuracies and the kill test say different
+        things (one significant, the other not killed, or the other way): they are two
+        tests (a paired t-test, say, and DeepCrime's), and this says which; else None."""
+        from probmut.killtest.criteria import CRITERIA
+
+        change = self.symptoms and self.symptoms.accuracy_change
+        if not change or self.test is None or change.significant == self.test.killed:
+            return None
+        return (f"two tests: the symptom's {change.test} (p {change.p_value:.3g}) is "
+                f"{'' if change.significant else 'not '}significant, the kill test's "
+                f"({CRITERIA[self.test.kind].test}, p {self.test.p_value:.3g}) "
+                f"{'kills' if self.test.killed else 'does not kill'}")
 
     @property
     def decision(self) -> str:
@@ -199,6 +243,11 @@ class Campaign(Result):
     operator_scores: tuple[MutationScore | None, ...] = ()
     paired_baseline: object = None
     run_settings: dict | None = None
+    #: Why there is no next-steps command (None with ``run_settings``).
+    run_note: str | None = None
+    #: Where the seed comes from: "given", "the run's" (``train --seed``, recorded in
+    #: ``.work/settings.json``) or "the default".
+    seed_source: str = "given"
     #: An earlier report's JSON document and its file (``--compare``).
     earlier: tuple[str, dict] | None = field(default=None, repr=False)
 
@@ -207,10 +256,31 @@ class Campaign(Result):
         """What changed since the earlier report (None without one)."""
         if self.earlier is None:
             return None
-        now = {"model": self.model, "mutation_score": self.score and self.score.to_dict(),
-               "mutants": [{"name": m.name, "outcome": m.outcome} for m in self.mutants]}
-        return compare_reports(now, self.earlier[1], self.earlier[0])
+        return compare_reports(self.record(), self.earlier[1], self.earlier[0])
     score_rounds: tuple[dict, ...] = ()
+
+    def analysis(self) -> dict:
+        """Its analysis settings by name (:func:`analysis_of`)."""
+        return analysis_of(self.settings)
+
+    def describe_seed(self) -> str:
+        """The seed and where it comes from, in words."""
+        why = {"the run's": " (the run's: train --seed, in .work/settings.json; --seed "
+                            "gives another)",
+               "the default": " (the default: no run's seed recorded)"}
+        return f"{self.seed}{why.get(self.seed_source, '')}"
+
+    def record(self) -> dict:
+        """What a later comparison reads of this report (:mod:`probmut.campaign.compare`):
+        its JSON document's keys that say what the numbers mean, its score, its counts
+        and each mutant's outcome. A page embeds it."""
+        return plain({"model": self.model, "manifest": self.manifest, "seed": self.seed,
+                      "settings": self.settings.describe(), "analysis": self.analysis(),
+                      "verdicts": self.verdicts,
+                      "mutation_score": None if self.score is None else self.score.to_dict(),
+                      "counts": self.counts,
+                      "mutants": [{"name": m.name, "outcome": m.outcome}
+                                  for m in self.mutants]})
 
     @property
     def populations(self) -> tuple[PopulationCount, ...]:
@@ -258,7 +328,8 @@ class Campaign(Result):
     def to_dict(self) -> dict:
         return plain({
             "model": self.model, "manifest": self.manifest, "description": self.description,
-            "data": self.data, "seed": self.seed, "settings": self.settings.describe(),
+            "data": self.data, "seed": self.seed, "seed_source": self.seed_source,
+            "settings": self.settings.describe(), "analysis": self.analysis(),
             "complete": self.complete,
             "populations": [p.to_dict() for p in self.populations],
             "mutation_score": None if self.score is None else self.score.to_dict(),
@@ -296,7 +367,7 @@ class Campaign(Result):
         if self.complete:
             return ["complete: every population holds the target its run recorded"]
         lines = [f"UNFINISHED: {len(self.short)} population(s) short of the target their run "
-                 "recorded; rerun the same probmut train command to finish them"]
+                 f"recorded; {self.finish_hint()}"]
         lines += [f"  {p.describe()}" for p in self.short]
         return lines
 
@@ -328,7 +399,7 @@ class Campaign(Result):
             verdict = m.verdict["verdict"] if m.verdict else ""
             lines.append(f"{m.name:<{width}}{m.count.instances:>5}{numbers}  "
                          f"{m.decision:<12}{verdict:<13}{', '.join(m.flags)}".rstrip())
-        lines.append(f"settings: {self.settings.describe()}, seed {self.seed}")
+        lines.append(f"settings: {self.settings.describe()}, seed {self.describe_seed()}")
         steps = self.next_steps()
         if steps.steps:
             lines += ["", str(steps)]
@@ -337,16 +408,33 @@ class Campaign(Result):
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
+    def finish_hint(self) -> str:
+        """How to finish the short populations: rerun probmut train (a run of it), or
+        train them with the tool that made them (a manifest written by hand, another
+        tool's populations, a run of probmut 0.1, which 0.2 does not resume)."""
+        if self.run_settings is not None:
+            return "rerun the same probmut train command to finish them"
+        if self.run_note and "probmut 0.1" in self.run_note:
+            return ("probmut 0.2 does not resume a run of probmut 0.1: train more instances "
+                    "into another output directory")
+        return ("train the missing instances with the tool that wrote them (no probmut train "
+                "run recorded here), then report again")
+
     def baselines(self) -> list[tuple[str, str]]:
         """The healthy population against itself, the baseline of the mutants' P(above the
         baseline), as (label, numbers): unpaired, and paired by instance id where
         model-level mutants use it."""
+        paired = self.paired_baseline
+        never = paired is not None and not paired.kill_counts.any()
+        why = (f" (by instance id: the model-level mutants' baseline; the same instances on "
+               f"both sides, which the test never kills: Beta(1, N + 1), mean 1/(N + 2) for "
+               f"N = {paired.trials} trials, the same for every campaign)" if never else
+               " (by instance id: the model-level mutants' baseline)")
         return [(label, f"posterior mean {post.mean:.4f} [{post.ci_low:.3f}, "
                         f"{post.ci_high:.3f}]" + why)
                 for label, post, why in (
                     ("healthy vs healthy", self.baseline, ""),
-                    ("healthy vs healthy, paired", self.paired_baseline,
-                     " (by instance id: the model-level mutants' baseline)"))
+                    ("healthy vs healthy, paired", paired, why))
                 if post is not None]
 
     def failures_line(self) -> str:

@@ -247,10 +247,14 @@ def add_criterion_arguments(parser: argparse.ArgumentParser,
     group.add_argument("--paper", action="store_true", help=paper_help)
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print one JSON document"):
-    parser.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
+def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print one JSON document",
+                      seed_default: str | None = None):
+    """``--seed``, ``--jobs``, ``--json``, ``--quiet``; ``seed_default`` says what a seed not
+    given is (the option's default is then None), else it is :data:`DEFAULT_SEED`."""
+    parser.add_argument("--seed", type=seed_value,
+                        default=DEFAULT_SEED if seed_default is None else None,
                         help="random seed, a non-negative integer; same seed, same numbers "
-                             f"(default: {DEFAULT_SEED})")
+                             f"(default: {seed_default or DEFAULT_SEED})")
     parser.add_argument("--jobs", type=integer(1, 4096), default=None,
                         help="threads for the Monte-Carlo engine; results do not depend on it "
                              "(default: all cores)")

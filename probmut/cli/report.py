@@ -20,12 +20,13 @@ from probmut.cli.args import (
 )
 from probmut.errors import ProbmutError
 from probmut.results import dumps
+from probmut.seeds import DEFAULT_SEED
 
 EXAMPLE = """examples:
   probmut report runs/digits                    # a run of probmut train -> runs/digits/report.html
   probmut report --model mnist --out mnist.html # the bundled data (the paper's populations)
   probmut report --model mnist --json           # the summary as one JSON document too
-  probmut report runs/digits --compare old.json # what changed since an earlier report's --json
+  probmut report runs/digits --compare runs/digits/report.html  # what changed since
 """
 
 #: Options that change where or how the report is written, not its numbers: left out of
@@ -56,46 +57,53 @@ def _source(args) -> tuple[Path | None, str | None]:
 
 
 def command_line(args, parser) -> str:
-    """The command that gives the report's numbers: ``probmut report`` with every
-    option given that differs from its default (not ``--out``, ``--json``, ``--quiet``,
-    ``--jobs``, ``--cache``, ``--no-cache``: they change where and how it is written, not
-    what it says)."""
-    defaults = vars(parser.parse_args([]))
+    """The command that gives the report's numbers: ``probmut report`` with the options
+    given on its command line (``args.given``), as given, but ``--out``, ``--json``,
+    ``--quiet``, ``--jobs``, ``--cache``, ``--no-cache``: they change where and how it is
+    written, not what it says."""
     words = ["probmut", "report"] + ([args.run] if args.run else [])
-    for key, value in vars(args).items():
-        if key not in defaults or key in _OUTPUT_ONLY | {"run"} or value == defaults[key]:
+    for action in parser._actions:
+        if action.dest not in args.given or action.dest in _OUTPUT_ONLY:
             continue
-        flag = "--" + key.replace("_", "-")
-        words += [flag] if value is True else [flag, str(value)]
+        value = getattr(args, action.dest)
+        words += [action.option_strings[-1]] + ([] if action.nargs == 0 else [str(value)])
     return shlex.join(words)
 
 
-def _out(args, manifest: Path | None, model: str | None) -> tuple[Path, bool, int]:
+def _out(args, manifest: Path | None, model: str | None) -> tuple[Path, bool, int, str]:
     """Where the page goes (``--out``; by default ``report.html`` in the run's folder, or in
     the current one for ``--model``), whether it replaces an earlier page of the same
-    campaign (refused when the file holds anything else), and how many figures the page
-    can have at most (one per mutant and per operator, and the overview)."""
+    campaign (refused when the file holds anything else), how many figures matplotlib
+    draws for it (per operator, its kill curve and its part of the overview) and the
+    model."""
     from probmut.io.manifest import Manifest
     from probmut.report import campaign_id, check_replaceable
+    from probmut.report.figures import OVERVIEW_ROWS
 
     out = Path(args.out) if args.out else (Path(args.run) if args.run else Path()) / "report.html"
     out = writable_file(out, "report", "out")
     loaded = Manifest.load(manifest)
     model = model or loaded.model_names()[0]
     loaded.healthy(model)  # an unknown model is said before anything else
-    figures = 1 + sum(1 + len(entry.magnitudes) for entry in loaded.mutations(model))
-    return out, check_replaceable(out, campaign_id(loaded.path, model, out.parent)), figures
+    magnitudes = [len(entry.magnitudes) for entry in loaded.mutations(model)]
+    figures = sum(1 + -(-n // OVERVIEW_ROWS) for n in magnitudes)
+    return (out, check_replaceable(out, campaign_id(loaded.path, model, out.parent)), figures,
+            model)
 
 
 def _run_report(args, parser) -> int:
     from probmut.campaign import shown_path, summarize_campaign, with_verdicts
+    from probmut.campaign.compare import check_comparable, read_report
     from probmut.report import Drawing, write_report
 
     manifest, model = _source(args)
-    out, again, most = _out(args, manifest, model)
+    out, again, most, model = _out(args, manifest, model)
     settings = posterior_settings_from(args)
     if args.no_verdicts:
         refuse_given(args, ("cache",), "with --no-verdicts: only the verdicts are cached")
+    if args.compare:  # its kind of outcomes now (the rest: summarize_campaign, as early)
+        check_comparable({"model": model, "verdicts": not args.no_verdicts},
+                         read_report(args.compare), args.compare)
     args.resumes = not args.no_verdicts  # the verdicts' blocks are the work a rerun reads
     cache = None if args.no_verdicts else cache_from(args, out.parent / CACHE)
     # The workers start now, importing matplotlib while the campaign is computed; they draw
@@ -103,10 +111,11 @@ def _run_report(args, parser) -> int:
     # (one worker fewer beside the verdicts' threads: on 2 cores one worker draws them
     # all before the verdicts end, and a second's import of matplotlib is CPU spent).
     with Drawing(args.jobs, most, alongside=not args.no_verdicts) as drawing:
+        # no --seed (None): the run's own (train --seed), the numbers its rounds computed
         result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
                                     verdicts=False, coverage=args.coverage,
                                     compare=args.compare, progress=not args.quiet)
-        drawing.draw(result, ("operator", "mutant"))
+        drawing.draw(result, ("operator",))
         if not args.no_verdicts:
             result = with_verdicts(result, jobs=args.jobs, progress=not args.quiet,
                                    cache=cache)
@@ -144,9 +153,11 @@ def register(subparsers) -> None:
                         help="the HTML file to write (default: report.html in RUN_DIR, or in "
                              "the current folder with --model); it replaces only an earlier "
                              "page of the same campaign")
-    parser.add_argument("--compare", metavar="OLD.json",
-                        help="an earlier report's JSON document (probmut report --json): "
-                             "which outcomes changed since")
+    parser.add_argument("--compare", metavar="OLD",
+                        help="an earlier report of the same campaign and settings: its page "
+                             "(which holds its data: RUN_DIR/report.html before it is "
+                             "replaced) or its JSON document (probmut report --json): which "
+                             "outcomes changed since")
     parser.add_argument("--coverage", metavar="FILE.json",
                         help="a coverage result to include (probmut coverage --json; default: "
                              "RUN_DIR/coverage.json if there is one)")
@@ -157,5 +168,7 @@ def register(subparsers) -> None:
     add_cache_arguments(parser, "verdicts' simulated blocks", default=f"{CACHE} beside the page")
     add_criterion_arguments(parser, PAPER_HELP_POSTERIOR)
     add_posterior_arguments(parser)
-    add_run_arguments(parser, "print the summary as one JSON document")
+    add_run_arguments(parser, "print the summary as one JSON document",
+                      seed_default=f"the seed the run recorded, train --seed; {DEFAULT_SEED} "
+                                   "for populations of no run")
     parser.set_defaults(resumes=True, func=lambda args: _run_report(args, parser))

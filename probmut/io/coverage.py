@@ -23,7 +23,8 @@ from probmut.errors import ProbmutError
 
 
 def read_coverage(path) -> dict:
-    """The coverage result held in ``path``: a JSON object with its ``layer`` and ``idc``.
+    """The coverage result held in ``path``: a JSON object with its ``layer`` and ``idc``
+    (a UTF-8 byte-order mark allowed, as in the other files probmut reads).
 
     Raises
     ------
@@ -32,11 +33,14 @@ def read_coverage(path) -> dict:
     """
     path = Path(path)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise ProbmutError(f"{path}: no such coverage file", option="coverage") from None
     except (OSError, ValueError) as error:
         raise ProbmutError(f"{path}: not a JSON document ({error})", option="coverage") from None
+    except RecursionError:
+        raise ProbmutError(f"{path}: not a JSON document (nested too deeply)",
+                           option="coverage") from None
     if not isinstance(document, dict) or "idc" not in document or "layer" not in document:
         raise ProbmutError(f"{path}: not a coverage result (the JSON document of probmut "
                            "coverage --json)", option="coverage")

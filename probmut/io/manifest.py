@@ -26,10 +26,12 @@ data, one written by hand) says nothing about it::
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,12 +257,17 @@ class Manifest:
         ...     os.path.join(folder, "x_1.csv"))
         ('m', 20)
         """
-        wanted = os.path.realpath(path)  # never raises, a symlink loop included
+        return self._targets.get(os.path.realpath(path))  # never raises, a loop included
+
+    @functools.cached_property
+    def _targets(self) -> dict[str, tuple[str, int]]:
+        """Every recorded target by its file's real path (the first model's where two
+        name one file): a campaign of hundreds of populations looks each up once."""
+        found: dict[str, tuple[str, int]] = {}
         for model, entry in self.models.items():
             for file, instances in entry.get("targets", {}).items():
-                if os.path.realpath(self.path.parent / file) == wanted:
-                    return model, instances
-        return None
+                found.setdefault(os.path.realpath(self.path.parent / file), (model, instances))
+        return found
 
     def mutations(self, model: str | None = None):
         """Every mutation of one model (or of all models), in manifest order."""
@@ -340,11 +347,31 @@ def population_target(path, manifest: Manifest | None = None) -> tuple[str, int]
     if manifest is not None and (found := manifest.target(path)) is not None:
         return found
     beside = Path(path).parent / "manifest.toml"
-    if not beside.is_file():
-        return None
     try:
-        return Manifest.load(beside).target(path)
+        found = beside.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return _manifest_beside(str(beside), found.st_mtime_ns, found.st_size, found.st_ino).target(
+        path)
+
+
+@functools.lru_cache(maxsize=4)
+def _manifest_beside(path: str, *version) -> _NoTargets | Manifest:
+    """The run manifest at ``path`` as :func:`population_target` reads it, once per
+    ``version`` of the file (its modification time, size and inode): a campaign reads
+    hundreds of population files beside one manifest."""
+    try:
+        return Manifest.load(path)
     except ProbmutError:  # not a manifest of ours: it records no target
+        return _NoTargets()
+
+
+class _NoTargets:
+    """A file beside a population that is not a manifest: it records no target."""
+
+    def target(self, path) -> None:
         return None
 
 

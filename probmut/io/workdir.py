@@ -90,8 +90,9 @@ def read_settings(out) -> dict | None:
         return None
     try:
         settings = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ProbmutError(f"{path}: the run's settings cannot be read ({error}); train "
+    except (OSError, ValueError, RecursionError) as error:
+        why = "nested too deeply" if isinstance(error, RecursionError) else error
+        raise ProbmutError(f"{path}: the run's settings cannot be read ({why}); train "
                            "into another output directory") from None
     if not isinstance(settings, dict):
         raise ProbmutError(f"{path}: the run's settings are not a JSON object; train into "

@@ -1,5 +1,8 @@
-"""The report's figures, drawn as SVG images, in worker processes where the system forks
-them (:class:`Drawing`), so that they are drawn while the verdicts are computed."""
+"""The report's figures drawn by matplotlib as SVG images (each operator's kill curve and
+the overview), in worker processes where the system forks them (:class:`Drawing`), so
+that they are drawn while the verdicts are computed; and the data from which the page's
+own script draws each mutant's posterior when it is shown (:func:`posterior_data`): a
+campaign of hundreds of mutants keeps a small page that opens fast."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ import os
 import signal
 import sys
 from typing import NamedTuple
+
+import numpy as np
 
 from probmut.campaign import Campaign
 
@@ -44,17 +49,55 @@ def image_of(fig) -> Image:
     return Image(f"data:image/svg+xml;base64,{data}", round(width * 96), round(height * 96))
 
 
+#: The most mutants of one overview figure: an operator with more is split, each part
+#: with its own axis, so that the axis is never far from a mutant.
+OVERVIEW_ROWS = 40
+
+
+def overview_parts(campaign: Campaign) -> list[tuple[int, ...]]:
+    """The overview's figures: the indices of the mutants of each, one operator's (or a
+    part of its, :data:`OVERVIEW_ROWS` at most) each, in the campaign's order.
+
+    >>> from probmut.campaign import summarize_campaign
+    >>> [len(part) for part in overview_parts(summarize_campaign(model="mnist_dc",
+    ...                                                          verdicts=False))]
+    [5, 5, 5, 5]
+    """
+    parts = []
+    for mutation in dict.fromkeys(m.mutation for m in campaign.mutants):
+        indices = [i for i, m in enumerate(campaign.mutants) if m.mutation == mutation]
+        count = -(-len(indices) // OVERVIEW_ROWS)
+        size = -(-len(indices) // count)
+        parts += [tuple(indices[j:j + size]) for j in range(0, len(indices), size)]
+    return parts
+
+
 def _figure(campaign: Campaign, key: tuple[str, int]) -> Image:
-    from probmut.plots import plot_campaign, plot_kill_curve, plot_posterior
+    from probmut.plots import plot_campaign, plot_kill_curve
 
     kind, index = key
     if kind == "overview":
-        return image_of(plot_campaign(campaign))
-    if kind == "operator":
-        return image_of(plot_kill_curve(campaign.curves[index], legend=False))
-    mutant = campaign.mutants[index]
-    return image_of(plot_posterior(mutant.study, mutant.posterior.name, title="",
-                                   legend=False))
+        part = overview_parts(campaign)[index]
+        return image_of(plot_campaign(campaign, mutants=[campaign.mutants[i] for i in part]))
+    return image_of(plot_kill_curve(campaign.curves[index], legend=False))
+
+
+def posterior_data(mutant) -> dict:
+    """What the page's script draws a mutant's posterior from (its Figure 3, as
+    :func:`probmut.plots.plot_posterior` draws it): its resamples' kill counts as
+    ``[count, resamples]`` pairs, the trials N, its Beta summary and interval.
+
+    >>> import numpy as np
+    >>> from probmut.bagging import PosteriorSettings, summarize
+    >>> post = summarize("m", np.array([3, 3, 5]), PosteriorSettings(bootstraps=3))
+    >>> posterior_data(post)["counts"]
+    [[3, 2], [5, 1]]
+    """
+    post = getattr(mutant, "posterior", mutant)
+    counts, times = np.unique(post.kill_counts, return_counts=True)
+    return {"counts": [[int(c), int(t)] for c, t in zip(counts, times, strict=True)],
+            "trials": int(post.trials), "alpha": float(post.alpha), "beta": float(post.beta),
+            "mean": float(post.mean), "low": float(post.ci_low), "high": float(post.ci_high)}
 
 
 def _start_worker() -> None:
@@ -69,21 +112,20 @@ def _draw_share(campaign: Campaign, keys) -> list[Image]:
 #: Each drawing worker is there for at least half this many figures (fewer: drawn by
 #: fewer workers, or here: starting a worker costs about as much as drawing a few).
 PARALLEL_FIGURES = 8
-#: The kinds of figures of the page; of them only the overview, coloured by outcome,
-#: depends on the verdicts.
-KINDS = ("overview", "operator", "mutant")
+#: The kinds of figures matplotlib draws for the page; of them only the overview,
+#: coloured by outcome, depends on the verdicts.
+KINDS = ("overview", "operator")
 
 
 def figure_keys(campaign: Campaign, kinds=KINDS) -> list[tuple[str, int]]:
-    """The keys of the page's figures of these ``kinds``: ``("overview", 0)``,
-    ``("operator", i)`` per operator with an analysed magnitude, ``("mutant", i)`` per
-    analysed mutant."""
-    keys = [("overview", 0)] if "overview" in kinds else []
+    """The keys of the page's figures of these ``kinds``: ``("overview", i)`` per part of
+    the overview (:func:`overview_parts`), ``("operator", i)`` per operator with an
+    analysed magnitude."""
+    keys = []
+    if "overview" in kinds:
+        keys += [("overview", i) for i in range(len(overview_parts(campaign)))]
     if "operator" in kinds:
         keys += [("operator", i) for i, c in enumerate(campaign.curves) if c.magnitudes]
-    if "mutant" in kinds:
-        keys += [("mutant", i) for i, m in enumerate(campaign.mutants)
-                 if m.posterior is not None]
     return keys
 
 

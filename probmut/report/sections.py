@@ -6,9 +6,10 @@ import datetime
 
 from probmut import __version__
 from probmut.campaign import OUTCOMES, Campaign, MutantSummary, shown_path
+from probmut.campaign.compare import EMBEDDED
 from probmut.recommend import CERTAINTY, REFERENCE_SIZE
 from probmut.report.assets import SCRIPT, style_sheet
-from probmut.report.figures import Image, draw_figures
+from probmut.report.figures import Image, draw_figures, overview_parts, posterior_data
 from probmut.report.text import (
     anchor,
     breakable,
@@ -29,20 +30,32 @@ def _img(image: Image, alt: str, css: str = "") -> str:
             f'alt="{esc(alt)}"' + (f' class="{css}"' if css else "") + ">")
 
 
+#: Rows of a list (short populations, next steps, changes) shown open; a longer list is
+#: collapsed behind its count.
+OPEN_UP_TO = 6
 
+
+def _collapsible(summary: str, body: str, rows: int, css: str = "") -> str:
+    """``body`` under ``summary`` (HTML), open when it has at most :data:`OPEN_UP_TO`
+    rows, else collapsed behind it."""
+    opened = " open" if rows <= OPEN_UP_TO else ""
+    return (f'<details{opened}' + (f' class="{css}"' if css else "")
+            + f"><summary>{summary}</summary>{body}</details>")
 
 
 def _header(campaign: Campaign, command: str | None, created: datetime.datetime) -> str:
     produced = " · ".join([f"probmut {esc(__version__)}",
                            f"<code>{esc(command)}</code>" if command else "Python API",
                            esc(created.strftime("%Y-%m-%d %H:%M %Z").strip()),
-                           f"seed {esc(campaign.seed)}"])
+                           f"seed {esc(campaign.seed)}" + (" (the run's)" if campaign.seed_source
+                                                           == "the run's" else "")])
     links = [("summary", "Summary")]
     if campaign.next_steps().steps:
         links.append(("next-steps", "Next steps"))
     if campaign.comparison is not None:
         links.append(("compare", "Changes"))
-    links += [("operators", "Operators"), ("overview", "At a glance"), ("mutants", "Mutants")]
+    links += [("operators", "Operators"), ("mutants", "Mutants"), ("curves", "Curves"),
+              ("overview", "At a glance"), ("campaign", "Campaign"), ("details", "Each mutant")]
     if campaign.coverage:
         links.append(("coverage", "Coverage"))
     links.append(("definitions", "Definitions"))
@@ -56,8 +69,10 @@ def _status(campaign: Campaign) -> str:
     lines = campaign.status_lines()
     kind = {True: "complete", False: "unfinished", None: "unknown"}[campaign.complete]
     items = "".join(f"<li>{esc(line.strip())}</li>" for line in lines[1:])
-    return (f'<div class="status {kind}" id="status"><b>{esc(lines[0])}</b>'
-            + (f"<ul>{items}</ul>" if items else "") + "</div>")
+    listed = _collapsible(f"{len(lines) - 1} short populations", f"<ul>{items}</ul>",
+                          len(lines) - 1) if items else ""
+    return f'<div class="status {kind}" id="status"><b>{esc(lines[0])}</b>{listed}</div>'
+
 
 
 def _score(campaign: Campaign) -> str:
@@ -66,16 +81,11 @@ def _score(campaign: Campaign) -> str:
         return ('<div class="score" id="score"><div class="big" id="mutation-score">no '
                 'mutation score</div><p>no mutant could be analysed (see the status and '
                 'the table)</p></div>')
-    k = campaign.settings.sample
     return (f'<div class="score" id="score"><div class="label">mutation score</div>'
             f'<div class="big" id="mutation-score">{score.mean:.3f}</div>'
             f'<div>{score.mass:.0%} interval <b>[{score.ci_low:.3f}, {score.ci_high:.3f}]'
             f'</b></div><div>decided killed: <b id="decided">{score.decided:.3f}</b> '
-            f'({score.killed} of {score.mutants})</div>'
-            f'<p>The expected share of the {score.mutants} analysed, unflagged mutants that '
-            f'one kill test of {k} vs {k} instances kills, with its interval from the '
-            'mutants\' bagged posteriors; beside it the share the bagged posterior decides '
-            'killed. <a href="#definitions">Definitions</a>.</p></div>')
+            f'({score.killed} of {score.mutants})</div></div>')
 
 
 def _counts(campaign: Campaign) -> str:
@@ -87,16 +97,34 @@ def _counts(campaign: Campaign) -> str:
             f"probability at least {CERTAINTY:g})" if campaign.verdicts else
             "killed and not killed are the bagged posterior's decisions (verdicts not "
             "computed)")
+    score = campaign.score
+    k = campaign.settings.sample
+    meaning = (f'<p class="note">The mutation score (left) is the expected share of the '
+               f"{score.mutants} analysed, unflagged mutants that one kill test of {k} vs {k} "
+               "instances kills, with its interval from the mutants' bagged posteriors; below "
+               "it the share the bagged posterior decides killed. "
+               '<a href="#definitions">Definitions</a>.</p>') if score else ""
     flagged = ""
     if campaign.flagged:
-        flagged = ("<p>Flagged, left out of the score: " + "; ".join(
+        names = "; ".join(
             f'<a href="#{anchor(i, m.name)}">{esc(m.name)}</a> ({esc(", ".join(m.flags))})'
-            for i, m in enumerate(campaign.mutants) if m.flags) + "</p>")
+            for i, m in enumerate(campaign.mutants) if m.flags)
+        flagged = (f"<p>Flagged, left out of the score: {names}</p>"
+                   if len(campaign.flagged) <= OPEN_UP_TO else
+                   _collapsible(f"{len(campaign.flagged)} flagged, left out of the score",
+                                f"<p>{names}</p>", len(campaign.flagged)))
     return (f'<ul class="counts" id="counts">{items}</ul><p class="note">{esc(note)}</p>'
-            + flagged)
+            + meaning + flagged)
 
 
 def _summary(campaign: Campaign) -> str:
+    return (f'<section id="summary"><h2>Summary</h2>{_status(campaign)}'
+            f'<div class="top">{_score(campaign)}<div>{_counts(campaign)}</div></div>'
+            "</section>")
+
+
+def _facts(campaign: Campaign) -> str:
+    """The campaign's model, data, populations, failures, settings, seed and baselines."""
     sizes = sorted({m.count.instances for m in campaign.mutants})
     mutants = (f"{len(campaign.mutants)} mutant populations of "
                + (f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}")
@@ -112,9 +140,10 @@ def _summary(campaign: Campaign) -> str:
                             + f"; {esc(mutants)}"),
             ("instance failures", esc(campaign.failures_line().partition(": ")[2])),
             ("analysis", esc(campaign.settings.describe())),
-            ("seed", esc(campaign.seed))]
-    rows += [(label, esc(numbers) + "; how often the test kills the healthy population "
-              "itself, the baseline of P(above the baseline)")
+            ("seed", esc(campaign.describe_seed()))]
+    rows += [(label, esc(numbers) + ("" if "paired" in label else "; how often the test "
+                                     "kills the healthy population itself, the baseline of "
+                                     "P(above the baseline)"))
              for label, numbers in campaign.baselines()]
     if campaign.inputs is not None:
         rows.append(("per-input killing", esc(
@@ -127,9 +156,8 @@ def _summary(campaign: Campaign) -> str:
     notes = ("<details><summary>" + f"{len(campaign.notes)} note(s) while reading</summary><ul>"
              + "".join(f"<li>{esc(n)}</li>" for n in campaign.notes) + "</ul></details>"
              if campaign.notes else "")
-    return (f'<section id="summary"><h2>Summary</h2>{_status(campaign)}'
-            f'<div class="top">{_score(campaign)}<div>{_counts(campaign)}</div></div>'
-            f"{facts(rows)}{_score_rounds(campaign)}{notes}</section>")
+    return (f'<section id="campaign"><h2>The campaign</h2>{facts(rows)}'
+            f"{_score_rounds(campaign)}{notes}</section>")
 
 
 def _score_rounds(campaign: Campaign) -> str:
@@ -155,21 +183,37 @@ def _next_steps(campaign: Campaign) -> str:
     if not steps.steps:
         return ""
     index = {m.name: i for i, m in enumerate(campaign.mutants)}
+    groups = steps.groups()
     rows = "".join(
-        f'<tr><td><a href="#{anchor(index[s.name], s.name)}">{breakable(s.name)}</a></td>'
-        f"<td>{tag(s.outcome)}</td><td>{s.instances}</td>"
-        f"<td>{'' if s.needed is None else s.needed}</td><td class=\"wrap\">{esc(s.why)}</td>"
-        "</tr>" for s in steps.steps)
-    command = (f'<p>To train them on in the run\'s folder, in rounds until each verdict is '
-               f'settled:</p><pre id="settle-command"><code>{esc(steps.command)}</code></pre>'
-               if steps.command else f'<p id="settle-command">{esc(steps.no_command)}</p>')
-    return ('<section id="next-steps"><h2>Next steps</h2><p>The mutants whose verdict is not '
-            "settled, or that could not be analysed, and the instances per side that would "
-            "settle each (probmut recommend's estimate: with probability about 0.8 if the "
-            'mutant is as its instances show).</p><div class="scroll-x"><table class="data">'
-            "<thead><tr><th>mutant</th><th>outcome</th><th>instances per side</th>"
+        "<tr><td>" + ", ".join(f'<a href="#{anchor(index[s.name], s.name)}">'
+                               f"{breakable(s.name)}</a>" for s in group)
+        + f"</td><td>{tag(group[0].outcome)}</td><td>{group[0].instances}</td>"
+        f"<td>{'none within reach' if group[0].needed is None else group[0].needed}</td>"
+        f'<td class="wrap">{esc(group[0].why)}</td></tr>' for group in groups)
+    if steps.command:
+        where = (f"from <code>{esc(steps.run_from)}</code> (the run's <code>--data</code> "
+                 "path is relative to it)" if steps.run_from else
+                 esc(steps.note) if steps.note else
+                 "from any folder (the run's folder is named by its full path)")
+        command = (f"<p>To train them on in the run's folder, in rounds until each verdict is "
+                   f'settled; run it {where}:</p><pre id="settle-command"><code>'
+                   f"{esc(steps.shell)}</code></pre>")
+    else:
+        command = f'<p id="settle-command">{esc(steps.no_command)}</p>'
+    outcomes = [s.outcome for s in steps.steps]
+    counted = ", ".join(f"{outcomes.count(o)} {o}" for o in ("not settled", "not analysed")
+                        if o in outcomes)
+    body = ("<p>The mutants whose verdict is not settled, or that could not be analysed "
+            "(alike ones together), and the instances per side that would settle each "
+            "(probmut recommend's estimate: with probability about 0.8 if the mutant is as "
+            'its instances show).</p><div class="scroll-x"><table class="data"><thead><tr>'
+            "<th>mutants</th><th>outcome</th><th>instances per side</th>"
             f"<th>needed per side</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
-            f"</div>{command}</section>")
+            f"</div>{command}")
+    # collapsed behind its counts, whatever its length: the first screen keeps the score,
+    # the operators and the start of the table (its link in the header opens it)
+    return (f'<section id="next-steps"><details class="heading"><summary><h2>Next steps: '
+            f"{esc(counted)}</h2></summary>{body}</details></section>")
 
 
 def _compare(campaign: Campaign) -> str:
@@ -182,27 +226,36 @@ def _compare(campaign: Campaign) -> str:
         return f'<a href="#{anchor(index[n], n)}">{esc(n)}</a>' if n in index else esc(n)
 
     items = [f"<li>{name(n)}: {tag(before)} → {tag(now)}</li>" for n, before, now in c.changed]
-    items += [f"<li>{name(n)}: new</li>" for n in c.added]
-    items += [f"<li>{name(n)}: gone</li>" for n in c.removed]
-    head = esc(str(c).splitlines()[0])
-    return (f'<section id="compare"><h2>Changes since the earlier report</h2><p>{head}</p>'
-            + (f'<ul class="changes">{"".join(items)}</ul>' if items else "")
-            + "</section>")
+    items += [f"<li>{name(n)}: new, {tag(now)}</li>" for n, now in c.added]
+    items += [f"<li>{name(n)}: gone (was {tag(before)})</li>" for n, before in c.removed]
+    listed = f'<ul class="changes">{"".join(items)}</ul>' if items else ""
+    brief = (f"{len(c.changed)} changed, {len(c.added)} new, {len(c.removed)} gone; score "
+             f"{score_text(c.score_before)} then, {score_text(c.score_now)} now")
+    return (f'<section id="compare"><details class="heading"><summary><h2>Changes since the '
+            f"earlier report: {esc(brief)}</h2></summary><p>{esc(c.head())}</p>{listed}"
+            "</details></section>")
 
 
-def _operators(campaign: Campaign, figures: dict) -> str:
+def _operators(campaign: Campaign) -> str:
     mass = f"{campaign.settings.mass:.0%}"
     rows = "".join(
         f"<tr><td>{esc(o['mutation'])}</td><td>{o['mutants']}</td>"
         + "".join(f"<td>{o['counts'][outcome]}</td>" for outcome in OUTCOMES)
-        + f"<td>{score_text(o['score'])}</td><td class=\"wrap\">"
-          f"{esc(curve.describe_threshold())}</td></tr>"
+        + f"<td>{score_text(o['score'])}</td><td>{esc(curve.describe_brief())}</td></tr>"
         for o, curve in zip(campaign.operators(), campaign.curves, strict=True))
-    table = ('<div class="scroll-x"><table class="data" id="operator-table"><thead><tr>'
-             "<th>operator</th><th>mutants</th>"
-             + "".join(f"<th>{esc(o)}</th>" for o in OUTCOMES)
-             + f"<th>score [{mass} interval]</th><th>smallest killed magnitude</th></tr>"
-             f"</thead><tbody>{rows}</tbody></table></div>")
+    return ('<section id="operators"><h2>Per operator</h2><div class="scroll-x">'
+            '<table class="data" id="operator-table"><thead><tr>'
+            "<th>operator</th><th>mutants</th>"
+            + "".join(f"<th>{esc(o)}</th>" for o in OUTCOMES)
+            + f"<th>score [{mass} interval]</th><th>smallest killed magnitude [{mass} "
+            f"interval]</th></tr></thead><tbody>{rows}</tbody></table></div>"
+            '<p class="note">Each operator\'s mutants by outcome, its mutation score (of its '
+            "own mutants) and where its kill probability crosses 1/2 between the magnitudes "
+            'tested: <a href="#curves">its figure</a>.</p></section>')
+
+
+def _curves(campaign: Campaign, figures: dict) -> str:
+    mass = f"{campaign.settings.mass:.0%}"
     cards = []
     for i, curve in enumerate(campaign.curves):
         if not curve.magnitudes:
@@ -218,21 +271,31 @@ def _operators(campaign: Campaign, figures: dict) -> str:
     key = ("In each figure: dots, each magnitude's posterior mean with its "
            f"{mass} interval; solid line, their isotonic fit; dashed, the kill probability "
            "1/2; dotted, the healthy population against itself; orange, the smallest killed "
-           f"magnitude and its {mass} interval (categories have no order and no fit).")
-    return ('<section id="operators"><h2>Per operator</h2><p>Each operator\'s mutants by '
-            f"outcome and its mutation score (the score of its own mutants, with its {mass} "
-            f"interval).</p>{table}<p>{esc(key)}</p>"
-            f'<div class="cards">{"".join(cards)}</div></section>')
+           "magnitude: a thick segment on the dashed line between the two tested magnitudes "
+           f"where the fit crosses it (nothing was trained between them), shaded its {mass} "
+           "interval (categories have no order and no fit).")
+    return ('<section id="curves"><h2>Kill probability against the magnitude</h2>'
+            f'<p>{esc(key)}</p><div class="cards">{"".join(cards)}</div></section>')
 
 
 def _overview(campaign: Campaign, figures: dict) -> str:
-    colours = "".join(f'<li>{tag(o)}</li>' for o in OUTCOMES)
+    from probmut.campaign.summary import OUTCOME_MARKERS
+
+    shapes = {"o": "●", "s": "■", "D": "◆", "X": "✖"}
+    marks = {o: shapes[OUTCOME_MARKERS[o]] for o in OUTCOME_MARKERS}
+    key = "".join(f"<li>{tag(o)} {marks.get(o, '(a label)')}</li>" for o in OUTCOMES)
+    parts = overview_parts(campaign)
+    images = "".join(
+        '<figure class="card">' + _img(figures[("overview", j)], "posterior mean and interval "
+                                       "of " + ", ".join(campaign.mutants[i].name for i in part)
+                                       + ", marked by outcome") + "</figure>"
+        for j, part in enumerate(parts))
     return ('<section id="overview"><h2>Every mutant at a glance</h2><p>Each mutant\'s '
             f"posterior mean and {campaign.settings.mass:.0%} interval of its kill "
-            "probability, in the table's order, coloured by its outcome: "
-            f'</p><ul class="key">{colours}</ul><figure class="wide">'
-            + _img(figures[("overview", 0)], "every mutant's posterior mean and interval, "
-                   "coloured by outcome") + "</figure></section>")
+            "probability, in the campaign's order (the table's first order), one figure per "
+            "operator (a long one in parts, each with its axis); its outcome by colour and "
+            f'by marker:</p><ul class="key">{key}</ul><div class="cards">{images}</div>'
+            "</section>")
 
 
 #: The mutant table's columns: header and sort type ("number" sorts by ``data-value``).
@@ -271,9 +334,19 @@ def brief(note: str) -> str:
     return note.partition(": ")[0]
 
 
+def _symptom(m: MutantSummary) -> str:
+    """The symptom, with the test behind it where it tested the accuracies (not the kill
+    test: the two can differ)."""
+    if m.symptoms is None:
+        return ""
+    a = m.symptoms.accuracy_change
+    return m.symptoms.symptom + (f" ({a.test} p {a.p_value:.3g})" if a is not None else "")
+
+
 def _cells(index: int, m: MutantSummary, rank: int) -> list[tuple[str, str]]:
     p, t, v = m.posterior, m.test, m.verdict
-    n = f"{m.count.instances}" + (f" / {m.count.target}" if m.count.complete is False else "")
+    n = ("no file yet" if not m.count.exists else f"{m.count.instances}"
+         + (f" / {m.count.target}" if m.count.complete is False else ""))
     remarks = "; ".join(dict.fromkeys([*m.remarks, *(brief(n) for n in m.notes)]))
     return [
         (f'<a href="#{anchor(index, m.name)}">{breakable(m.name)}</a>', str(rank)),
@@ -288,12 +361,12 @@ def _cells(index: int, m: MutantSummary, rank: int) -> list[tuple[str, str]]:
         (fmt(v and v["p_killed"], ".2f"), sort_value(v and v["p_killed"])),
         (tag(m.outcome), m.outcome),
         (esc(remarks), remarks),
-        (esc(m.symptoms.symptom) if m.symptoms else "", m.symptoms.symptom if m.symptoms else "")]
+        (esc(_symptom(m)), m.symptoms.symptom if m.symptoms else "")]
 
 
 def _table(campaign: Campaign) -> str:
     labels = {"interval": f"{campaign.settings.mass:.0%} interval"}
-    head = "".join(f'<th data-type="{kind}" data-label="{esc(labels.get(name, name))}">'
+    head = "".join(f'<th data-type="{kind}" data-key="{slug(name)}" scope="col">'
                    f"{esc(labels.get(name, name))}</th>" for name, kind in COLUMNS)
     ranks = _natural_order(campaign)
     rows = []
@@ -313,21 +386,40 @@ def _table(campaign: Campaign) -> str:
             f'<fieldset id="outcomes"><legend>show only</legend>{boxes}</fieldset>'
             '<span id="shown" aria-live="polite"></span></div>'
             '<noscript><p class="note">JavaScript is off: the table cannot be sorted or '
-            "filtered here; it lists the mutants in the campaign's order.</p></noscript>"
+            "filtered here; it lists the mutants in the campaign's order, and each mutant's "
+            "figure, which the page's script draws, is not shown.</p></noscript>"
             '<div class="scroll"><table id="mutant-table" class="data"><thead><tr>'
             f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
             '<p class="note"><span class="needs-js">Click a column\'s header to sort by it '
-            "(again: the other way); a filtered view is kept in the page's address, to "
-            "share. </span>n shows instances / target where a population is short; remarks "
-            "are what to know beside the verdict (each mutant's section has them too).</p>"
+            "(again: the other way); the view (filter and order) is kept in the page's "
+            "address, to share. </span>n shows instances / target where a population is "
+            "short; test p is the kill test's (the criterion's, on the whole populations), "
+            "the symptom's p another test's; remarks are what to know beside the verdict "
+            "(each mutant's section has them too).</p>"
             "</section>")
 
 
-def _mutant(index: int, m: MutantSummary, campaign: Campaign, figures: dict) -> str:
+#: The size of a mutant's figure on the page (CSS px; :data:`probmut.plots.STYLE`'s width).
+POSTERIOR_SIZE = (346, 210)
+
+
+def _posterior(index: int, m: MutantSummary) -> str:
+    """The place of a mutant's figure, which the page's script draws there from its data
+    (:func:`~probmut.report.figures.posterior_data`) when it comes into view."""
+    width, height = POSTERIOR_SIZE
+    return (f'<div class="posterior" data-figure="{index}" role="img" aria-label="bagged '
+            f'posterior of the kill probability of {esc(m.name)}" style="width:{width}px;'
+            f'height:{height}px"><span class="needs-js">drawing…</span></div>')
+
+
+def _mutant(index: int, m: MutantSummary, campaign: Campaign) -> str:
+    from probmut.killtest.criteria import CRITERIA
+
     rows = [("operator", f"{esc(m.mutation)} at magnitude {esc(m.magnitude)}"
                          + (" (model-level: paired with the healthy instances)" if m.paired
                             else "")),
             ("instances", f"{m.count.instances} in <code>{esc(m.count.file)}</code>"
+                          + ("" if m.count.exists else " (no file yet)")
                           + ("" if m.count.target is None else f" (target {m.count.target}"
                              + (", SHORT" if m.count.complete is False else "") + ")")
                           + f"; {m.usable} usable"),
@@ -349,8 +441,7 @@ def _mutant(index: int, m: MutantSummary, campaign: Campaign, figures: dict) -> 
         if remarks:
             rows.append(remarks)
     else:
-        figure = _img(figures[("mutant", index)],
-                      f"bagged posterior of the kill probability of {m.name}", "posterior")
+        figure = _posterior(index, m)
         base = m.baseline
         paired = " paired by instance id," if m.paired else ""
         rows += [("bagged posterior", f"mean <b>{p.mean:.4f}</b>, {campaign.settings.mass:.0%} "
@@ -367,7 +458,8 @@ def _mutant(index: int, m: MutantSummary, campaign: Campaign, figures: dict) -> 
             rows.append(remarks)
         t = m.test
         rows.append(("kill test, whole populations",
-                     f"{t.n_healthy} healthy vs {t.n_mutant} mutant instances: p "
+                     f"{esc(CRITERIA[t.kind].test)}, {t.n_healthy} healthy vs {t.n_mutant} "
+                     "mutant instances: p "
                      f"{fmt_p(t.p_value)}, effect {fmt(t.effect_size, '.4f')} → <b>"
                      f"{'killed' if t.killed else 'not killed'}</b> (killed iff "
                      f"{esc(t.criterion)})"))
@@ -376,8 +468,9 @@ def _mutant(index: int, m: MutantSummary, campaign: Campaign, figures: dict) -> 
         text = (f"<b>{esc(s.symptom)}</b>: {s.instances} instances, {s.crashed} crashed, "
                 f"{s.timed_out} timed out, {s.diverged} diverged, {s.constant} constant")
         if a is not None:
-            text += (f"; accuracy {a.mean_healthy:.4f} → {a.mean_mutant:.4f} (p "
-                     f"{fmt_p(a.p_value)})")
+            text += (f"; accuracy {a.mean_healthy:.4f} → {a.mean_mutant:.4f} "
+                     f"({esc(a.test)} p {fmt_p(a.p_value)}: the symptom's test, not the "
+                     "kill test)")
         if s.time_change is not None:
             text += (f"; training time ×{fmt(s.time_change.ratio, '.2f')} (p "
                      f"{fmt_p(s.time_change.p_value, '.3g')})")
@@ -387,7 +480,8 @@ def _mutant(index: int, m: MutantSummary, campaign: Campaign, figures: dict) -> 
     return (f'<section class="mutant" id="{anchor(index, m.name)}"><h3>{esc(m.name)} '
             f"{tag(m.outcome)}</h3>"
             f'<div class="pair">{figure}{facts(rows)}</div>{extra}'
-            '<p class="back"><a href="#mutants">back to the table</a></p></section>')
+            '<p class="back"><a href="#mutants" class="back-to-table">back to the table</a>'
+            "</p></section>")
 
 
 def _rounds(m: MutantSummary) -> str:
@@ -476,8 +570,10 @@ def _definitions(campaign: Campaign) -> str:
          "population that is not mutated. A model-level mutant is paired with the healthy "
          "instances it derives from, and so is its baseline."),
         ("smallest killed magnitude", "where the isotonic (monotone) fit of the posterior "
-         "means against the magnitude, weighted by their precisions, reaches 1/2, linearly "
-         "interpolated; the interval repeats the fit on posterior draws."),
+         "means against the magnitude, weighted by their precisions, reaches 1/2: between "
+         "two tested magnitudes, the last not killed and the first killed (nothing is known "
+         "of the curve between them, so no point inside is given); the interval repeats the "
+         "fit on posterior draws and spans their gaps whole."),
         ("flagged", "equivalent or broken mutants (probmut train's checks): listed, left out "
          "of the score and the fits; survivors stay in."),
         ("outcome", "the mutant's category in the counts: flagged, not analysed, or its "
@@ -493,10 +589,24 @@ def _definitions(campaign: Campaign) -> str:
 
 
 #: What the lines of each mutant's figure are.
-POSTERIOR_KEY = ("In each mutant's figure (its Figure 3): faint grey, the posteriors of its "
-                 "bootstrap resamples; dashed black, their mixture, the bagged posterior; "
-                 "blue, its Beta summary, shaded over its interval, which the bar on the "
-                 "axis marks too; dotted blue, its mean.")
+POSTERIOR_KEY = ("In each mutant's figure (its Figure 3, drawn by the page when shown): faint "
+                 "grey, the posteriors of its bootstrap resamples; dashed black, their "
+                 "mixture, the bagged posterior; blue, its Beta summary, shaded over its "
+                 "interval, which the bar on the axis marks too; dotted blue, its mean.")
+
+
+def page_data(campaign: Campaign) -> str:
+    """The page's data as JSON safe inside its script element: what a later comparison
+    reads (:meth:`~probmut.campaign.Campaign.record`) and what the page's script draws
+    each analysed mutant's figure from (:func:`~probmut.report.figures.posterior_data`),
+    by the mutant's index."""
+    import json
+
+    data = {"campaign": campaign.record(),
+            "figures": {str(i): posterior_data(m) for i, m in enumerate(campaign.mutants)
+                        if m.posterior is not None}}
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def render_html(campaign: Campaign, *, command: str | None = None,
@@ -506,12 +616,12 @@ def render_html(campaign: Campaign, *, command: str | None = None,
 
     ``command`` is what produced it (shown in the header line), ``created`` when
     (default: now, in UTC); ``identity`` the campaign it records (:func:`campaign_id`);
-    ``figures`` its images as :func:`draw_figures` gives them (drawn here by ``jobs``
-    processes when not given).
+    ``figures`` its matplotlib images as :func:`draw_figures` gives them (drawn here by
+    ``jobs`` processes when not given).
     """
     created = created or datetime.datetime.now(datetime.UTC)
     figures = figures or draw_figures(campaign, jobs)
-    details = "".join(_mutant(i, m, campaign, figures) for i, m in enumerate(campaign.mutants))
+    details = "".join(_mutant(i, m, campaign) for i, m in enumerate(campaign.mutants))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -520,8 +630,9 @@ def render_html(campaign: Campaign, *, command: str | None = None,
         + f"<title>probmut report: {esc(campaign.model)}</title>"
         f"<style>{style_sheet()}</style></head><body>"
         f"{_header(campaign, command, created)}{_summary(campaign)}{_next_steps(campaign)}"
-        f"{_compare(campaign)}{_operators(campaign, figures)}{_overview(campaign, figures)}"
-        f'{_table(campaign)}<section id="details"><h2>Each mutant</h2><p>{esc(POSTERIOR_KEY)}'
-        f"</p>{details}</section>"
-        f"{_coverage(campaign)}{_definitions(campaign)}"
+        f"{_compare(campaign)}{_operators(campaign)}{_table(campaign)}"
+        f"{_curves(campaign, figures)}{_overview(campaign, figures)}{_facts(campaign)}"
+        f'<section id="details"><h2>Each mutant</h2><p>{esc(POSTERIOR_KEY)}</p>{details}'
+        f"</section>{_coverage(campaign)}{_definitions(campaign)}"
+        f'<script type="application/json" id="{EMBEDDED}">{page_data(campaign)}</script>'
         f"<script>{SCRIPT}</script></body></html>\n")

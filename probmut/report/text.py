@@ -88,5 +88,10 @@ def tag(outcome: str) -> str:
 
 
 def score_text(score) -> str:
-    return (f"{score.mean:.3f} [{score.ci_low:.3f}, {score.ci_high:.3f}]" if score
-            else "none analysed")
+    """A score (a :class:`~probmut.campaign.MutationScore` or its document) with its
+    interval."""
+    if not score:
+        return "none analysed"
+    if isinstance(score, dict):
+        return f"{score['mean']:.3f} [{score['ci_low']:.3f}, {score['ci_high']:.3f}]"
+    return f"{score.mean:.3f} [{score.ci_low:.3f}, {score.ci_high:.3f}]"
