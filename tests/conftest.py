@@ -1,6 +1,8 @@
-"""Shared fixtures and helpers: the bundled paper data, the reference data beside the
-project (or where $PROBMUT_REFERENCE points, e.g. from a git worktree), and the synthetic
-data that a module's library tests and its command's tests (tests/cli/) both build."""
+"""Shared fixtures and helpers: the bundled paper data (raw_data/: the populations, the
+paper's saved kill rates and one of its Monte-Carlo error inputs), the rest of the paper's
+data where a test needs it (beside the project, or where $PROBMUT_REFERENCE points; absent
+from a fresh clone, so those tests skip, saying so), and the synthetic data that a module's
+library tests and its command's tests (tests/cli/) both build."""
 
 import json
 import math
@@ -128,19 +130,25 @@ def real_paired_draws(manifest, count: int, seed: int, sample: int = 20):
     return np.array(xs), np.array(ys)
 
 
-@pytest.fixture(scope="session")
-def reference():
-    if not REFERENCE.exists():
-        pytest.skip("the reference data (../shared/reference/pmt) is not beside the project")
-    return REFERENCE
+#: The paper's saved kill rates (bundled: raw_data/README.md).
+KILL_RATES = RAW / "kill_rates"
+#: The paper's MCE kill rates of mnist change_label 3.12 (100 repetitions of 200 resamples;
+#: the one file of the paper's rep_mce/ that is bundled).
+MCE_LABEL_312 = RAW / "rep_mce" / "mnist" / "mnist_change_label_3.12_200_pop_size.npy"
+
+
+def paper_file(relative: str, why: str) -> Path:
+    """A file of the paper's data that the project does not bundle (``relative`` to the
+    reference folder); the test is skipped, saying ``why`` it needs it, when it is absent
+    (a fresh clone)."""
+    path = REFERENCE / relative
+    if not path.exists():
+        pytest.skip(f"{why}: needs the paper's {relative}, not bundled (raw_data/README.md); "
+                    f"not found in {REFERENCE} (set PROBMUT_REFERENCE)")
+    return path
 
 
 # --- synthetic data shared by a module's tests and its command's tests (tests/cli/) -------
-
-#: The paper's MCE kill rates of mnist change_label 3.12 (100 repetitions of 200 resamples).
-MCE_LABEL_312 = REFERENCE / "rep_mce" / "mnist" / "mnist_change_label_3.12_200_pop_size.npy"
-needs_mce_reference = pytest.mark.skipif(not MCE_LABEL_312.exists(),
-                                         reason="paper reference data absent")
 
 
 def normal_accuracies(seed=0, n=30, shift=0.002):

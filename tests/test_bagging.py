@@ -13,6 +13,8 @@ from probmut.bagging import (
 from probmut.beta import fit_beta_batch
 from probmut.io.arrays import load_kill_rates
 
+from .conftest import KILL_RATES, paper_file
+
 # METHOD.md, "Reference values": (H_s, H_m, ratio) for healthy and each magnitude.
 REFERENCE_TABLE = {
     "healthy": (0.75663, 1.00000, 0.756626),
@@ -24,10 +26,10 @@ REFERENCE_TABLE = {
 }
 
 
-def test_paper_kill_rates_reproduce_the_reference_table(reference):
-    baseline = load_kill_rates(reference / "kill_rates" / "mnist_orig.npy", 100)
+def test_paper_kill_rates_reproduce_the_reference_table():
+    baseline = load_kill_rates(KILL_RATES / "mnist_orig.npy", 100)
     mutants = load_kill_rates(
-        reference / "kill_rates" / "mnist" / "mnist_delete_training_data_list_mut.npy", 100)
+        KILL_RATES / "mnist" / "mnist_delete_training_data_list_mut.npy", 100)
     study = study_from_kill_counts(baseline, list(mutants), list(REFERENCE_TABLE),
                                    paper.posterior_settings())
     for row in study.populations:
@@ -39,24 +41,26 @@ def test_paper_kill_rates_reproduce_the_reference_table(reference):
     assert [r.killed for r in study.populations[1:]] == [False, False, False, True, True]
 
 
-def test_fresh_monte_carlo_agrees_with_the_paper(mnist_delete, reference):
+def test_fresh_monte_carlo_agrees_with_the_paper(mnist_delete):
     # A fresh B = N = 100 run against the paper's own run (its saved kill rates), both
     # summarised alike. Each is one Monte-Carlo draw: the sd of the posterior mean over the
     # paper's 100 repetitions (rep_mce) is its MC error (0.0002 to 0.015 here), so the
     # difference of two runs has sd sqrt(2) times that; tolerance 4 of those.
     healthy, mutants = mnist_delete
+    names = ["original"] + [f"delete_training_data_{m.name}" for m in mutants]
+    repetitions = [paper_file(f"rep_mce/mnist/mnist_{name}_200_pop_size.npy",
+                              "the Monte-Carlo error of the paper's run")
+                   for name in names]
     settings = paper.posterior_settings()
     fresh = bagged_posteriors(healthy, mutants, settings, seed=2023)
     saved = study_from_kill_counts(
-        load_kill_rates(reference / "kill_rates" / "mnist_orig.npy", 100),
-        list(load_kill_rates(reference / "kill_rates" / "mnist" /
-                             "mnist_delete_training_data_list_mut.npy", 100)),
+        load_kill_rates(KILL_RATES / "mnist_orig.npy", 100),
+        list(load_kill_rates(KILL_RATES / "mnist" / "mnist_delete_training_data_list_mut.npy",
+                             100)),
         list(REFERENCE_TABLE), settings)
-    names = ["original"] + [f"delete_training_data_{m.name}" for m in mutants]
     run_sd = []
-    for name in names:
-        counts = load_kill_rates(reference / "rep_mce" / "mnist" / f"mnist_{name}_200_pop_size.npy",
-                                 100)
+    for path in repetitions:
+        counts = load_kill_rates(path, 100)
         a, b = fit_beta_batch(counts, 100, "lsq", settings.grid_step)
         run_sd.append((a / (a + b)).std(ddof=1))
     ours = np.array([p.mean for p in fresh.populations])

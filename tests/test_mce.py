@@ -13,9 +13,8 @@ from probmut.io.arrays import load_kill_rates
 from probmut.io.populations import read_population
 from probmut.mce import jackknife_se, mce_from_kill_counts, monte_carlo_error
 
-from .conftest import MCE_LABEL_312, REFERENCE, needs_mce_reference
+from .conftest import KILL_RATES, MCE_LABEL_312
 
-REP_MCE = REFERENCE / "rep_mce"
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
 
 
@@ -47,7 +46,6 @@ def _paper_jack_estimate(rates, trials=100):
     return out
 
 
-@needs_mce_reference
 def test_paper_mce_reproduced_to_1e6():
     result = mce_from_kill_counts(load_kill_rates(MCE_LABEL_312, 100), paper.mce_settings())
     (mean, mean_se), (var, var_se) = _paper_jack_estimate(np.load(MCE_LABEL_312))
@@ -103,10 +101,11 @@ def test_jackknife_forms():
     assert jackknife_se(values, "paper") == pytest.approx(standard * 39 / 40)
 
 
-@needs_mce_reference
 def test_batched_least_squares_matches_curve_fit():
-    rows = np.concatenate([load_kill_rates(f, 100)[:8]
-                           for f in sorted((REP_MCE / "mnist").glob("*.npy"))[::3]])
+    # every row of the paper's saved kill counts (one per magnitude of each mutation of
+    # the three models: kill levels from none to all)
+    rows = np.concatenate([load_kill_rates(f, 100)
+                           for f in sorted(KILL_RATES.glob("*/*_list_mut.npy"))])
     x = np.arange(1e-8, 1, 0.01)
     a, b = fit_beta_batch(rows, 100, "lsq", 0.01)
     for i, row in enumerate(rows):

@@ -12,6 +12,8 @@ from probmut.io.cache import Cache
 from probmut.io.populations import read_population
 from probmut.sample_size import sample_size_study
 
+from .conftest import MCE_LABEL_312
+
 RAW = Path(__file__).resolve().parents[1] / "raw_data" / "mnist"
 SMALL = PosteriorSettings(bootstraps=20, trials=30)
 
@@ -32,7 +34,7 @@ def _median_se(values, rng, resamples: int = 2000) -> float:
 
 
 @pytest.mark.slow
-def test_curve_approaches_the_papers_values_within_monte_carlo_error(healthy, reference):
+def test_curve_approaches_the_papers_values_within_monte_carlo_error(healthy):
     # MNIST change_label 3.12 at the paper's settings (30 sub-populations, least-squares fit;
     # R = 10 instead of 100: each sub-population's mean is noisier, and that noise is part
     # of the bootstrap's MC error). References: the paper's n = 25 median (METHOD.md
@@ -44,9 +46,7 @@ def test_curve_approaches_the_papers_values_within_monte_carlo_error(healthy, re
     mutant = _population("change_label_mutated0_MP_3.12")
     study = sample_size_study(healthy, mutant, paper.study_settings(), sizes=(25, 100, 190),
                               subpopulations=30, repetitions=10, seed=42)
-    full = mce_from_kill_counts(load_kill_rates(
-        reference / "rep_mce" / "mnist" / "mnist_change_label_3.12_200_pop_size.npy", 100),
-        paper.mce_settings())
+    full = mce_from_kill_counts(load_kill_rates(MCE_LABEL_312, 100), paper.mce_settings())
     assert full.mean == pytest.approx(0.36883, abs=5e-6)
     rng = np.random.default_rng(0)
     n25, n100, n190 = study.sizes

@@ -4,10 +4,9 @@
 import numpy as np
 import pytest
 
-from ..conftest import MCE_LABEL_312, RAW, needs_mce_reference
+from ..conftest import MCE_LABEL_312, RAW
 
 
-@needs_mce_reference
 def test_cli_kill_rates_paper_json(cli):
     document = cli.json("mce", "--kill-rates", MCE_LABEL_312, "--paper")
     assert {"mean", "mean_se", "var", "var_se", "repetitions"} <= document.keys()

@@ -3,12 +3,12 @@ from files, a paired model-level mutation, the human table."""
 
 import numpy as np
 
-from ..conftest import RAW
+from ..conftest import KILL_RATES, RAW
 
 
-def test_posterior_from_saved_kill_rates_reproduces_the_reference_table(cli, reference):
-    doc = cli.json("posterior", "--kill-rates", reference / "kill_rates" / "mnist_orig.npy",
-                   reference / "kill_rates" / "mnist" / "mnist_delete_training_data_list_mut.npy",
+def test_posterior_from_saved_kill_rates_reproduces_the_reference_table(cli):
+    doc = cli.json("posterior", "--kill-rates", KILL_RATES / "mnist_orig.npy",
+                   KILL_RATES / "mnist" / "mnist_delete_training_data_list_mut.npy",
                    "--paper", "--no-plot")
     ratios = [p["ratio"] for p in doc["results"]]
     np.testing.assert_allclose(ratios, [0.756626, 0.913773, 0.999124, 0.999627, 1.047766, 281.44],

@@ -7,9 +7,11 @@ import pytest
 from probmut.errors import ProbmutError
 from probmut.io.arrays import load_kill_rates
 
+from ..conftest import KILL_RATES
 
-def test_kill_rates_become_counts(tmp_path, reference):
-    counts = load_kill_rates(reference / "kill_rates" / "mnist_orig.npy", 100)
+
+def test_kill_rates_become_counts(tmp_path):
+    counts = load_kill_rates(KILL_RATES / "mnist_orig.npy", 100)
     assert counts.dtype == np.int64 and counts.shape == (100,) and counts[0] == 7
     np.save(tmp_path / "odd.npy", np.array([0.123, 0.5]))
     with pytest.raises(ProbmutError, match="not kill rates of 100 trials"):
