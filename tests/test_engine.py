@@ -8,6 +8,8 @@ from probmut import engine
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
 
+from .conftest import paper_file
+
 
 def test_same_seed_same_counts_any_number_of_threads(mnist_delete):
     healthy, mutants = mnist_delete
@@ -136,7 +138,7 @@ def _distribution_summary(counts):
 @pytest.mark.parametrize("mutation, magnitude, paired", [
     ("delete_training_data", "9.29", False), ("weights_fuzzing", "0.05_1", True)])
 def test_bootstrap_spread_and_posterior_variance_match_the_papers_runs(
-        manifest, reference, mutation, magnitude, paired):
+        manifest, mutation, magnitude, paired):
     # The paper's 100 repetitions of B = 100 resamples x N = 100 tests (rep_mce) against a
     # fresh engine run of the same size. Without the bootstrap the sd of the counts over
     # resamples falls from about 13.3 to 4.96 (binomial only) and the posterior variance
@@ -153,8 +155,8 @@ def test_bootstrap_spread_and_posterior_variance_match_the_papers_runs(
     mutant = read_population(spec.file_for(magnitude))
     if paired:
         healthy, mutant = pair(healthy, mutant)
-    saved = load_kill_rates(reference / "rep_mce" / "mnist" /
-                            f"mnist_{mutation}_{magnitude}_200_pop_size.npy", 100)
+    saved = load_kill_rates(paper_file(f"rep_mce/mnist/mnist_{mutation}_{magnitude}"
+                                       "_200_pop_size.npy", "the paper's own repetitions"), 100)
     fresh = kill_counts(healthy.values, mutant.values, repetitions=100, paired=paired,
                         criterion=paper.criterion(), seed=7)
     ours, theirs = _distribution_summary(fresh), _distribution_summary(saved)
