@@ -1,8 +1,25 @@
 """probmut: probabilistic mutation testing for deep neural networks.
 
-The public API, loaded on first use so that ``import probmut`` stays light. Arrays,
-:class:`Population` objects, pandas Series or long DataFrames go in; result objects come
-out, each printing a readable table and converting with ``to_frame()`` and ``to_json()``.
+The public API, loaded on first use so that ``import probmut`` stays light (``dir`` and
+``help`` list it all). Arrays, :class:`Population` objects, pandas Series or long
+DataFrames go in; result objects come out, each printing a readable table and converting
+with ``to_frame()`` and ``to_json()``. Bad input raises :class:`ProbmutError`, naming the
+argument or file, as the command line does.
+
+Populations and files
+    ``Population``, ``as_population``, ``pair``, ``read_population``, ``write_tidy``,
+    ``load_kill_rates``, ``Manifest``
+Kill tests
+    ``KillCriterion``, ``kill_test``, ``kill_test_batch``, ``kill_tests``, ``kill_counts``
+The bagged posterior and its studies
+    ``PosteriorSettings``, ``bagged_posteriors``, ``study_from_kill_counts``, ``hellinger``,
+    ``prob_greater``, ``repeated_tests``, ``monte_carlo_error``, ``sample_size_study``
+A whole campaign
+    ``summarize_campaign``, ``mutation_score``, ``write_report``
+Long-format DataFrames
+    ``kill_tests_from_table``, ``posteriors_from_table``
+The paper's choices, and the one error
+    ``paper``, ``ProbmutError``
 
 >>> import probmut
 >>> study = probmut.bagged_posteriors([0.91, 0.92, 0.93, 0.92] * 10,
@@ -56,7 +73,14 @@ _API = {
 __all__ = sorted(_API)
 
 
+def __dir__():
+    """The public API with the module's own names, so that ``dir`` and ``help`` see the
+    names :func:`__getattr__` loads on first use."""
+    return sorted(set(globals()) | set(_API))
+
+
 def __getattr__(name):
+    """A public name, imported from its module on first use."""
     if name in _API:
         module = importlib.import_module(_API[name])
         return module if module.__name__.endswith("." + name) else getattr(module, name)

@@ -18,6 +18,7 @@ networks. Information and Software Technology, 2023.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -38,6 +39,25 @@ from probmut.beta import (
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion
 from probmut.results import Result, listing
+from probmut.validation import (
+    MAX_COUNT,
+    check_fields,
+    checked,
+    choice,
+    flag,
+    function,
+    instance,
+    integer,
+    jobs,
+    kill_count_array,
+    number,
+    optional,
+    population,
+    populations,
+    seed,
+    sequence,
+    text,
+)
 
 #: Jackknife variants of the Monte-Carlo error (see :mod:`probmut.mce`).
 JACKKNIFES = ("standard", "paper")
@@ -69,23 +89,13 @@ class PosteriorSettings:
     solver: str = "lm"
 
     def __post_init__(self):
-        if self.fit not in FITS:
-            raise ProbmutError(f"unknown Beta fit {self.fit!r}; choose one of {', '.join(FITS)}")
-        if self.interval not in INTERVALS:
-            raise ProbmutError(
-                f"unknown interval {self.interval!r}; choose one of {', '.join(INTERVALS)}")
-        if not 0 < self.mass < 1:
-            raise ProbmutError(f"the interval's mass must be in (0, 1), got {self.mass}")
-        if not 0 < self.grid_step < 0.5:
-            raise ProbmutError(f"the fit grid step must be in (0, 0.5), got {self.grid_step}")
-        if self.threshold <= 0:
-            raise ProbmutError(f"the ratio threshold must be positive, got {self.threshold}")
-        if self.solver not in SOLVERS:
-            raise ProbmutError(f"unknown least-squares solver {self.solver!r}; choose one of "
-                               f"{', '.join(SOLVERS)}")
-        if self.jackknife not in JACKKNIFES:
-            raise ProbmutError(f"unknown jackknife {self.jackknife!r}; choose one of "
-                               f"{', '.join(JACKKNIFES)}")
+        check_fields(
+            self, bootstraps=integer(1, MAX_COUNT), trials=integer(1, MAX_COUNT),
+            sample=integer(2, MAX_COUNT), fit=choice(FITS),
+            grid_step=number(0, 0.5, low_open=True, high_open=True), interval=choice(INTERVALS),
+            mass=number(0, 1, low_open=True, high_open=True),
+            threshold=number(0, math.inf, low_open=True), criterion=instance(KillCriterion),
+            jackknife=choice(JACKKNIFES), solver=choice(SOLVERS))
 
     def describe(self, saved_bootstraps: str | None = None) -> str:
         """The settings in words. For kill counts saved by another run, give their number
@@ -222,6 +232,10 @@ class PosteriorStudy(Result):
         return "\n".join(lines)
 
 
+@checked(baseline_counts=kill_count_array,
+         mutant_counts=sequence(kill_count_array, what="arrays of kill counts"),
+         names=sequence(text, what="names"), settings=instance(PosteriorSettings),
+         paired=flag, seed=seed, source=text)
 def study_from_kill_counts(baseline_counts, mutant_counts, names, settings: PosteriorSettings,
                            paired: bool = False, seed=None,
                            source: str = "kill counts") -> PosteriorStudy:
@@ -237,17 +251,26 @@ def study_from_kill_counts(baseline_counts, mutant_counts, names, settings: Post
     Raises
     ------
     ProbmutError
-        When ``names`` does not hold one name per population (healthy first).
+        When ``names`` does not hold one name per population (healthy first), a count
+        exceeds the settings' trials, or an argument is of the wrong type.
     """
-    mutant_counts = [np.asarray(c) for c in mutant_counts]
     if len(names) != len(mutant_counts) + 1:
-        raise ProbmutError(f"{len(names)} names for {len(mutant_counts) + 1} populations")
+        raise ProbmutError(f"{len(names)} names for {len(mutant_counts) + 1} populations",
+                           option="names")
+    for name, counts in [("baseline_counts", baseline_counts),
+                         *((f"mutant_counts[{i}]", c) for i, c in enumerate(mutant_counts))]:
+        if counts.max() > settings.trials:
+            raise ProbmutError(f"{name} holds a kill count of {counts.max()}, more than the "
+                               f"settings' {settings.trials} trials", option=name.split("[")[0])
     baseline = summarize(names[0], baseline_counts, settings)
     rows = [baseline] + [summarize(name, counts, settings, baseline)
                          for name, counts in zip(names[1:], mutant_counts, strict=True)]
     return PosteriorStudy(tuple(rows), settings, paired, seed, source)
 
 
+@checked(healthy=population, mutants=populations,
+         settings=optional(instance(PosteriorSettings)), paired=flag, seed=seed, jobs=jobs,
+         names=optional(sequence(text, what="names")), report=optional(function))
 def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = None, *,
                       paired: bool = False, seed=None, jobs: int | None = None,
                       names=None, report=None) -> PosteriorStudy:
@@ -275,7 +298,9 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     ProbmutError
         For populations :func:`~probmut.population.as_population` refuses, paired
         populations whose instance ids differ, a population smaller than the sample size k,
-        or counts (B, N, jobs) out of range (:func:`probmut.engine.kill_counts`).
+        counts (B, N, jobs) out of range (:func:`probmut.engine.kill_counts`), or an
+        argument of the wrong type (mutants not a list of populations, settings not a
+        :class:`PosteriorSettings`).
 
     Examples
     --------
@@ -289,7 +314,6 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     from probmut.population import aligned, as_population
 
     settings = settings or PosteriorSettings()
-    healthy = as_population(healthy, "healthy")
     mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     names = list(names) if names else [healthy.name] + [m.name for m in mutants]
     _warn_if_sample_near_population(settings.sample, [healthy] + mutants)
@@ -320,4 +344,4 @@ def _warn_if_sample_near_population(sample: int, populations) -> None:
             f"{smallest.where}: {len(smallest)} instances for samples of k = {sample}: the "
             "trials of one resample share most instances, so kill counts pile up at 0 and N "
             "and the bagged posterior is unreliable (the paper draws 20 of 200); train "
-            "more instances or lower the sample size k", SmallPopulationWarning, stacklevel=3)
+            "more instances or lower the sample size k", SmallPopulationWarning, stacklevel=4)

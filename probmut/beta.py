@@ -24,6 +24,10 @@ import warnings
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.validation import checked, number
+
+#: A Beta distribution's shape parameter: a positive finite number.
+_shape = number(0, math.inf, low_open=True)
 
 FITS = ("moments", "lsq")
 INTERVALS = ("hdi", "equal-tailed", "normal")
@@ -191,6 +195,7 @@ def _golden_section_minimum(f, low: float, high: float, tolerance: float = 1e-12
     return (low + high) / 2
 
 
+@checked(a1=_shape, b1=_shape, a2=_shape, b2=_shape)
 def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
     """Hellinger distance between Beta(a1, b1) and Beta(a2, b2), in log space; exactly 0
     when it is zero to working precision.
@@ -201,7 +206,12 @@ def hellinger(a1: float, b1: float, a2: float, b2: float) -> float:
     Returns
     -------
     float
-        H in [0, 1], for positive shapes (not checked).
+        H in [0, 1].
+
+    Raises
+    ------
+    ProbmutError
+        For a shape that is not a positive finite number.
 
     Notes
     -----
@@ -265,6 +275,7 @@ def _log_beta_size(a, b):
     return abs(special.gammaln(a)) + abs(special.gammaln(b)) + abs(special.gammaln(a + b)) + 3
 
 
+@checked(a1=_shape, b1=_shape, a2=_shape, b2=_shape)
 def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
     """P(X > Y) for independent X ~ Beta(a1, b1), Y ~ Beta(a2, b2).
 
@@ -280,6 +291,11 @@ def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
     -------
     float
         P(X > Y) in [0, 1].
+
+    Raises
+    ------
+    ProbmutError
+        For a shape that is not a positive finite number.
 
     Examples
     --------

@@ -31,6 +31,17 @@ from probmut.killtest.criteria import KillCriterion
 from probmut.killtest.dispatch import DEEPCRIME, decide, deepcrime_killed
 from probmut.killtest.kernels import normal_tail_bounds
 from probmut.seeds import kernel_key
+from probmut.validation import (
+    accuracies,
+    checked,
+    flag,
+    function,
+    instance,
+    integer,
+    jobs,
+    optional,
+    seed,
+)
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 #: Largest bootstraps, trials, repetitions or sample size (32-bit draws, int64 counts).
@@ -210,17 +221,19 @@ def set_jobs(jobs: int | None) -> int:
     return count
 
 
-def _as_sets(values, name: str) -> np.ndarray:
-    array = np.asarray(getattr(values, "values", values), dtype=np.float64)
-    if array.ndim == 1:
-        array = array[None, :]
-    if array.ndim != 2:
-        raise ProbmutError(f"{name} must be 1-D (one population) or 2-D (one per row)")
-    if not np.all(np.isfinite(array)):
-        raise ProbmutError(f"{name} holds NaN or infinite values")
-    return np.ascontiguousarray(array)
+def _as_sets(array: np.ndarray) -> np.ndarray:
+    """Checked accuracies (:func:`probmut.validation.accuracies`), one set per row."""
+    return np.ascontiguousarray(array[None, :] if array.ndim == 1 else array)
 
 
+def _count(minimum: int):
+    return integer(minimum, MAX_COUNT)
+
+
+@checked(healthy=accuracies, mutant=accuracies, bootstraps=_count(1), trials=_count(1),
+         sample=_count(2), repetitions=_count(1), paired=flag,
+         criterion=optional(instance(KillCriterion)), seed=seed, jobs=jobs,
+         first_set=integer(0), report=optional(function))
 def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sample: int = 20,
                 repetitions: int = 1, paired: bool = False,
                 criterion: KillCriterion | None = None, seed=None,
@@ -271,20 +284,12 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     """
     criterion = criterion or KillCriterion()
     criterion.require_pairing(paired)
-    h = _as_sets(healthy, "healthy")
-    m = _as_sets(mutant, "mutant")
+    h, m = _as_sets(healthy), _as_sets(mutant)
     if h.shape[0] != m.shape[0]:
         raise ProbmutError(f"{h.shape[0]} healthy sets but {m.shape[0]} mutant sets")
     if paired and h.shape != m.shape:
         raise ProbmutError(
             f"paired populations must have the same instances; sizes {h.shape[1]} and {m.shape[1]}")
-    for name, value in (("bootstraps", bootstraps), ("trials", trials),
-                        ("repetitions", repetitions), ("sample", sample)):
-        if not 1 <= int(value) <= MAX_COUNT:
-            raise ProbmutError(f"{name} must be between 1 and {MAX_COUNT:,}, got {value}",
-                               option=name)
-    if sample < 2:
-        raise ProbmutError(f"the sample size k must be at least 2, got {sample}", option="sample")
     smallest = min(h.shape[1], m.shape[1])
     if sample > smallest:
         raise ProbmutError(
@@ -296,7 +301,7 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
             f"{resamples:,} bootstrap resamples in one call (populations x repetitions x "
             f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the bootstraps or the "
             "repetitions", option="bootstraps")
-    single = np.ndim(getattr(healthy, "values", healthy)) == 1
+    single = healthy.ndim == 1
     key0, key1 = kernel_key(seed)
     set_jobs(jobs)
     per_set = int(repetitions) * int(bootstraps)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from probmut.errors import ProbmutError
 from probmut.population import Population
+from probmut.validation import checked, flag, table
 
 
 def split(data, dv: str = "accuracy", between: str = "population",
@@ -66,6 +67,7 @@ def split(data, dv: str = "accuracy", between: str = "population",
     return population(healthy), [population(name) for name in groups if name != healthy]
 
 
+@checked(data=table, paired=flag)
 def kill_tests_from_table(data, dv: str = "accuracy", between: str = "population",
                           healthy: str = "healthy", subject: str | None = None,
                           paired: bool = False, criterion=None):
@@ -82,8 +84,8 @@ def kill_tests_from_table(data, dv: str = "accuracy", between: str = "population
     Raises
     ------
     ProbmutError
-        For a table :func:`split` refuses, paired without ``subject``, no mutant rows, or
-        any error of :func:`~probmut.killtest.kill_tests`.
+        For data that are not a DataFrame, a table :func:`split` refuses, paired without
+        ``subject``, no mutant rows, or any error of :func:`~probmut.killtest.kill_tests`.
     """
     from probmut.killtest import kill_tests
 
@@ -91,6 +93,7 @@ def kill_tests_from_table(data, dv: str = "accuracy", between: str = "population
     return kill_tests(healthy_population, mutants, criterion, paired=paired)
 
 
+@checked(data=table, paired=flag)
 def posteriors_from_table(data, dv: str = "accuracy", between: str = "population",
                           healthy: str = "healthy", subject: str | None = None,
                           paired: bool = False, settings=None, seed=None,
@@ -106,8 +109,8 @@ def posteriors_from_table(data, dv: str = "accuracy", between: str = "population
     Raises
     ------
     ProbmutError
-        For a table :func:`split` refuses, paired without ``subject``, no mutant rows, or
-        any error of :func:`~probmut.bagging.bagged_posteriors`.
+        For data that are not a DataFrame, a table :func:`split` refuses, paired without
+        ``subject``, no mutant rows, or any error of :func:`~probmut.bagging.bagged_posteriors`.
     """
     from probmut.bagging import bagged_posteriors
 

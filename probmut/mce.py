@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,10 +35,21 @@ from probmut import seeds
 from probmut.bagging import JACKKNIFES, PosteriorSettings
 from probmut.beta import Z95, beta_mean_var, fit_beta_batch, ratio_of
 from probmut.errors import ProbmutError
+from probmut.io.cache import Cache
 from probmut.results import Result
-
-if TYPE_CHECKING:
-    from probmut.io.cache import Cache
+from probmut.validation import (
+    MAX_COUNT,
+    checked,
+    flag,
+    function,
+    instance,
+    integer,
+    jobs,
+    optional,
+    population,
+    seed,
+    text,
+)
 
 
 def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
@@ -211,6 +221,9 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
                      seed, source)
 
 
+@checked(healthy=population, mutant=population, settings=optional(instance(PosteriorSettings)),
+         repetitions=integer(2, MAX_COUNT), paired=flag, seed=seed, jobs=jobs,
+         name=optional(text), report=optional(function), cache=optional(instance(Cache)))
 def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None, *,
                       repetitions: int = 100, paired: bool = False, seed=None,
                       jobs: int | None = None, name: str | None = None,
@@ -242,7 +255,8 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     ------
     ProbmutError
         For fewer than 2 repetitions, populations :func:`~probmut.population.as_population`
-        refuses, paired populations whose ids differ, or a population smaller than k.
+        refuses, paired populations whose ids differ, a population smaller than k, or an
+        argument of the wrong type.
 
     Examples
     --------
@@ -253,15 +267,12 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
     (10, True, True)
     """
     from probmut.engine import kill_counts
-    from probmut.io.cache import Cache, cache_key
+    from probmut.io.cache import cache_key
     from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
     healthy, mutant = aligned(healthy, mutant, paired)
     name = name or mutant.name
-    if repetitions < 2:
-        raise ProbmutError(f"the Monte-Carlo error needs at least 2 repetitions, got "
-                           f"{repetitions}", option="repetitions")
     root = seeds.stream(seed, "monte-carlo error")
     cache = cache or Cache(None)
     key = cache_key("mce", healthy.values, mutant.values, paired, settings.criterion,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from probmut.errors import ProbmutError
+from probmut.validation import check_fields, checked, optional, population, text
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,19 +33,19 @@ class Population:
     name: str = "population"
     source: str | None = None
 
+    def __post_init__(self):
+        check_fields(self, name=text, source=optional(text))
+        values, ids = _arrays(self.values, self.ids, self.where)
+        _validate(values, ids, self.where)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "ids", ids)
+
     @classmethod
     def from_values(cls, values, ids=None, name: str = "population",
                     source: str | None = None) -> Population:
         """A validated population, its instances in the order of their ids (so that
         results never depend on the order in which rows were given)."""
-        where = source or name
-        try:
-            values = np.asarray(values, dtype=np.float64)
-            ids = np.arange(values.size) if ids is None else np.asarray(ids, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError) as error:
-            raise ProbmutError(f"{where}: accuracies must be numbers and instance ids "
-                               f"integers ({error})") from None
-        _validate(values, ids, where)
+        values, ids = _arrays(values, ids, source or name)
         order = np.argsort(ids, kind="stable")
         return cls(values=values[order], ids=ids[order], name=name, source=source)
 
@@ -68,9 +69,23 @@ class Population:
         return self.source or self.name
 
 
-def _validate(values: np.ndarray, ids: np.ndarray, where: str) -> None:
+def _arrays(values, ids, where) -> tuple[np.ndarray, np.ndarray]:
+    """Accuracies as floats and instance ids as integers (0, 1, ... when None)."""
+    try:
+        values = np.asarray(values, dtype=np.float64)
+        given = np.arange(values.size) if ids is None else np.asarray(ids)
+        ids = given.astype(np.int64)
+        if given.dtype.kind not in "iu" and not np.array_equal(ids, given.astype(np.float64)):
+            raise ValueError(f"instance ids that are not whole numbers: {given[:5].tolist()}")
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ProbmutError(f"{where}: accuracies must be numbers and instance ids "
+                           f"integers ({error})") from None
     if values.ndim != 1 or ids.shape != values.shape:
         raise ProbmutError(f"{where}: accuracies and instance ids must be 1-D and of equal length")
+    return values, ids
+
+
+def _validate(values: np.ndarray, ids: np.ndarray, where: str) -> None:
     if values.size == 0:
         raise ProbmutError(f"{where}: no accuracies found")
     if not np.all(np.isfinite(values)):
@@ -87,6 +102,7 @@ def _validate(values: np.ndarray, ids: np.ndarray, where: str) -> None:
         raise ProbmutError(f"{where}: duplicate instance id(s) {unique[counts > 1].tolist()[:10]}")
 
 
+@checked(name=text)
 def as_population(data, name: str = "population") -> Population:
     """The one way probmut turns what a user passes into a validated :class:`Population`.
 
@@ -125,7 +141,7 @@ def as_population(data, name: str = "population") -> Population:
     index = getattr(data, "index", None)
     if index is not None and np.issubdtype(np.asarray(index).dtype, np.integer):
         return Population.from_values(np.asarray(data), np.asarray(index), name=name)
-    return Population.from_values(np.asarray(data, dtype=np.float64), name=name)
+    return Population.from_values(data, name=name)
 
 
 def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Population]:
@@ -152,6 +168,7 @@ def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Populati
     return pair(healthy, mutant) if paired else (healthy, mutant)
 
 
+@checked(healthy=population, mutant=population)
 def pair(healthy: Population, mutant: Population) -> tuple[Population, Population]:
     """Align two populations of a model-level mutation by instance id.
 
@@ -166,7 +183,8 @@ def pair(healthy: Population, mutant: Population) -> tuple[Population, Populatio
     Raises
     ------
     ProbmutError
-        When an instance id is on one side only (the message names them).
+        When an instance id is on one side only (the message names them), or for data
+        that are not a population (see :func:`as_population`).
 
     Examples
     --------

@@ -11,6 +11,7 @@ against healthy gives the false-positive rate.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -22,6 +23,18 @@ from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion, kill_test_batch
 from probmut.population import Population
 from probmut.results import Result, listing
+from probmut.validation import (
+    MAX_COUNT,
+    checked,
+    flag,
+    function,
+    instance,
+    integer,
+    optional,
+    population,
+    seed,
+    text,
+)
 
 #: Kill tests decided per batch: bounds the memory of one repetition, whatever ``trials``.
 _BATCH = 20_000
@@ -42,10 +55,13 @@ class RepeatResult(Result):
 
     @property
     def sd(self) -> float:
-        return float(self.pass_rates.std(ddof=1)) if self.pass_rates.size > 1 else 0.0
+        """The pass rate's standard deviation over repetitions; NaN for one repetition
+        (one value has no spread)."""
+        return float(self.pass_rates.std(ddof=1)) if self.pass_rates.size > 1 else math.nan
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "pass_rate_mean": self.mean, "pass_rate_sd": self.sd,
+        sd = None if math.isnan(self.sd) else self.sd
+        return {"name": self.name, "pass_rate_mean": self.mean, "pass_rate_sd": sd,
                 "repetitions": int(self.pass_rates.size), "trials": self.trials,
                 "sample": self.sample, "pass_rates": self.pass_rates.tolist()}
 
@@ -73,7 +89,10 @@ class RepeatStudy(Result):
                  f"tests of {first.sample} vs {first.sample} instances (kill iff "
                  f"{self.criterion.describe()})",
                  f"{'population':<24}{'pass rate':>10}  {'(sd)':<8}"]
-        lines += [f"{r.name:<24}{r.mean:>10.3f}  ({r.sd:.3f})" for r in self.results]
+        lines += [f"{r.name:<24}{r.mean:>10.3f}  "
+                  + ("(n/a)" if math.isnan(r.sd) else f"({r.sd:.3f})") for r in self.results]
+        if first.pass_rates.size == 1:
+            lines.append("sd: n/a, one repetition has no spread (the sd needs at least 2)")
         return "\n".join(lines)
 
 
@@ -89,9 +108,14 @@ def _warn_if_pools_near_sample(healthy: Population, sound: int, unknown: int,
             "the tests of a repetition share most instances, so pass rates pile up at 0 and 1")
     warnings.warn(f"{healthy.where}: pools of {sound} sound and {unknown} unknown instances for "
                   f"samples of k = {sample}: {same}; train more instances or lower the sample "
-                  "size k", SmallPopulationWarning, stacklevel=3)
+                  "size k", SmallPopulationWarning, stacklevel=4)
 
 
+@checked(healthy=population, studied=population, repetitions=integer(1, MAX_COUNT),
+         trials=integer(1, MAX_COUNT), sample=integer(2, MAX_COUNT),
+         pool=optional(integer(1, MAX_COUNT)), paired=flag,
+         criterion=optional(instance(KillCriterion)), seed=seed, name=optional(text),
+         report=optional(function))
 def repeated_tests(healthy: Population, studied: Population, *, repetitions: int = 50,
                    trials: int = 100, sample: int = 20, pool: int | None = None,
                    paired: bool = False, criterion: KillCriterion | None = None,
@@ -110,7 +134,8 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     Raises
     ------
     ProbmutError
-        For counts under their minimum, paired populations with other instance ids, fewer
+        For arguments of the wrong type or counts under their minimum (one repetition is
+        allowed: its ``sd`` is NaN), paired populations with other instance ids, fewer
         than 2k healthy instances, a sound pool outside k to (instances - k), or a studied
         population with fewer than k instances in the unknown pool.
 
@@ -124,10 +149,6 @@ def repeated_tests(healthy: Population, studied: Population, *, repetitions: int
     """
     criterion = criterion or KillCriterion()
     criterion.require_pairing(paired)
-    for option, value, least in (("repetitions", repetitions, 1), ("trials", trials, 1),
-                                 ("sample", sample, 2)):
-        if int(value) < least:
-            raise ProbmutError(f"{option} must be at least {least}, got {value}", option=option)
     ids = np.sort(healthy.ids)
     if paired and not np.array_equal(ids, np.sort(studied.ids)):
         raise ProbmutError(f"{studied.where}: paired populations must hold the same instance "

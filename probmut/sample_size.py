@@ -33,6 +33,19 @@ from probmut.io.cache import Cache, cache_key
 from probmut.mce import jackknife_se, repetition_moments
 from probmut.progress import progress as progress_display
 from probmut.results import Result
+from probmut.validation import (
+    MAX_COUNT,
+    checked,
+    flag,
+    instance,
+    integer,
+    jobs,
+    optional,
+    population,
+    seed,
+    sequence,
+    text,
+)
 
 #: What is summarised over sub-populations, in the order of the JSON output.
 QUANTITIES = ("mean", "var", "mean_lower", "mean_upper", "var_lower", "var_upper")
@@ -208,6 +221,11 @@ def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, pair
     return healthy, mutant
 
 
+@checked(healthy=population, mutant=population, settings=optional(instance(PosteriorSettings)),
+         sizes=sequence(integer(2, MAX_COUNT), at_least=1, what="sizes"),
+         subpopulations=integer(2, MAX_COUNT), repetitions=integer(2, MAX_COUNT), paired=flag,
+         seed=seed, jobs=jobs, cache=optional(instance(Cache)), chunk=integer(1, MAX_COUNT),
+         progress=flag, name=optional(text))
 def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None, *,
                       sizes=paper.SIZES, subpopulations: int = 30, repetitions: int = 100,
                       paired: bool = False, seed=None,
@@ -237,8 +255,10 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     ------
     ProbmutError
         For no population size, sizes outside k to the smallest population, fewer than 2
-        repetitions, no sub-population, a chunk under 1, or populations that cannot be
-        read or paired.
+        repetitions or sub-populations (one has no spread to draw a band from), a chunk
+        under 1, more bootstrap resamples in all than the engine takes in one call
+        (:data:`probmut.engine.MAX_RESAMPLES`), populations that cannot be read or
+        paired, or an argument of the wrong type.
 
     Examples
     --------
@@ -249,7 +269,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     >>> [(s.n, overlaps(s.n, 60)) for s in study.sizes]
     [(20, False), (50, True)]
     """
-    from probmut.engine import kill_counts
+    from probmut.engine import MAX_RESAMPLES, kill_counts
     from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
@@ -257,19 +277,18 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     healthy, mutant = aligned(healthy, mutant, paired)
     name = name or mutant.name
     h, m = healthy.values, mutant.values
-    sizes = sorted({int(n) for n in sizes})
+    sizes = sorted(set(sizes))
     available = min(h.size, m.size)
-    if not sizes:
-        raise ProbmutError("give at least one population size")
     if sizes[0] < settings.sample or sizes[-1] > available:
         raise ProbmutError(
             f"population sizes must lie between the sample size k = {settings.sample} and the "
             f"smallest population ({available} instances); got {sizes[0]}..{sizes[-1]}")
-    for label, value in (("sub-populations", subpopulations), ("repetitions", repetitions),
-                         ("chunk", chunk)):
-        if int(value) < (2 if label == "repetitions" else 1):
-            raise ProbmutError(f"{label} must be at least {2 if label == 'repetitions' else 1}, "
-                               f"got {value}")
+    resamples = len(sizes) * subpopulations * repetitions * settings.bootstraps
+    if resamples > MAX_RESAMPLES:
+        raise ProbmutError(
+            f"{resamples:,} bootstrap resamples (sizes x sub-populations x repetitions x "
+            f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the sub-populations or "
+            "the repetitions", option="subpopulations")
     root = seeds.seed_sequence(seed)
     engine_root = seeds.stream(root, "sample-size tests")
     cache = cache or Cache(None)

@@ -190,9 +190,9 @@ def test_non_convergence_is_flagged_and_warned():
 
 
 @pytest.mark.parametrize("kwargs, values, message", [
-    ({"chains": 1}, None, "at least 2 chains"),
-    ({"likelihood": "beta"}, None, "unknown likelihood"),
-    ({"sampler": "stan"}, None, "unknown sampler"),
+    ({"chains": 1}, None, "chains must be at least 2, got 1"),
+    ({"likelihood": "beta"}, None, "likelihood must be one of student-t, normal, got 'beta'"),
+    ({"sampler": "stan"}, None, "sampler must be one of nutpie, pymc, got 'stan'"),
     ({}, ([0.9, 0.9, 0.9], [0.9, 0.9, 0.9]), "identical"),
     ({}, ([0.9, 0.8], [0.9, 0.7]), "at least 3 instances"),
 ])

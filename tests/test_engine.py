@@ -121,7 +121,7 @@ def test_impossible_requests_are_clear_errors():
         kill_counts(values, values)
     with pytest.raises(ProbmutError, match="paired populations must have the same instances"):
         kill_counts(values, values[:10], sample=5, paired=True)
-    with pytest.raises(ProbmutError, match="bootstraps must be between 1 and"):
+    with pytest.raises(ProbmutError, match="bootstraps must be at least 1, got 0"):
         kill_counts(values, values, sample=5, bootstraps=0)
 
 

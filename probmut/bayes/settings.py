@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion
+from probmut.validation import MAX_COUNT, check_fields, choice, instance, integer, number
 
 LIKELIHOODS = ("student-t", "normal")
 #: NUTS implementations: nutpie's (Rust, on the model's log density compiled by Numba and
@@ -50,23 +50,15 @@ class BayesSettings:
     criterion: KillCriterion = field(default_factory=KillCriterion)
 
     def __post_init__(self):
-        if self.likelihood not in LIKELIHOODS:
-            raise ProbmutError(f"unknown likelihood {self.likelihood!r}; choose one of "
-                               f"{', '.join(LIKELIHOODS)}")
-        if self.sampler not in SAMPLERS:
-            raise ProbmutError(f"unknown sampler {self.sampler!r}; choose one of "
-                               f"{', '.join(SAMPLERS)}")
-        for name in ("draws", "tune", "trials", "cores"):
-            if int(getattr(self, name)) < 1:
-                raise ProbmutError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.chains < 2:
-            raise ProbmutError(f"use at least 2 chains (R-hat compares chains), got {self.chains}")
-        if self.sample < 2:
-            raise ProbmutError(f"the sample size k must be at least 2, got {self.sample}")
-        if not 0 < self.mass < 1:
-            raise ProbmutError(f"the interval's mass must be in (0, 1), got {self.mass}")
-        if not 0 < self.target_accept < 1:
-            raise ProbmutError(f"target_accept must be in (0, 1), got {self.target_accept}")
+        # the command line's bounds (probmut/cli/bayes.py); at least 2 chains: R-hat
+        # compares chains
+        check_fields(
+            self, draws=integer(1, 10**6), tune=integer(1, 10**6), chains=integer(2, 64),
+            cores=integer(1, 4096), sampler=choice(SAMPLERS), likelihood=choice(LIKELIHOODS),
+            trials=integer(1, 10**6), sample=integer(2, MAX_COUNT),
+            mass=number(0, 1, low_open=True, high_open=True),
+            target_accept=number(0, 1, low_open=True, high_open=True),
+            criterion=instance(KillCriterion))
 
     def describe(self) -> str:
         model = "Student-t" if self.likelihood == "student-t" else "Normal"

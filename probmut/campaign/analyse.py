@@ -21,6 +21,17 @@ from probmut.campaign.score import (
 from probmut.campaign.summary import Campaign, MutantSummary, PopulationCount, analysis_of
 from probmut.errors import ProbmutError
 from probmut.seeds import DEFAULT_SEED, generator
+from probmut.validation import (
+    checked,
+    flag,
+    instance,
+    jobs,
+    manifest_or_path,
+    optional,
+    path,
+    seed,
+    text,
+)
 
 
 def _seed_of(settings) -> int | None:
@@ -56,6 +67,21 @@ def _recorded_run(folder: Path) -> tuple[dict | None, str | None, int | None]:
     return found, None, _seed_of(found)
 
 
+def _settings(value, name):
+    from probmut.bagging import PosteriorSettings
+
+    return instance(PosteriorSettings)(value, name)
+
+
+def _cache(value, name):
+    from probmut.io.cache import Cache
+
+    return instance(Cache)(value, name)
+
+
+@checked(manifest=optional(manifest_or_path), model=optional(text), settings=optional(_settings),
+         seed=seed, jobs=jobs, verdicts=flag, coverage=optional(path), compare=optional(path),
+         progress=flag, cache=optional(_cache))
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,
                        seed=None, jobs: int | None = None, verdicts: bool = True,
                        coverage=None, compare=None, progress: bool = False,
@@ -99,8 +125,8 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     ------
     ProbmutError
         For a manifest that cannot be read, an unknown model, a model without its healthy
-        population, a ``coverage`` or ``compare`` file that is not what it should be, or
-        a damaged population file.
+        population, a ``coverage`` or ``compare`` file that is not what it should be, a
+        damaged population file, or an argument of the wrong type.
 
     Examples
     --------

@@ -10,6 +10,13 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.results import Result
 from probmut.seeds import generator
+from probmut.validation import checked, instance, integer, number, seed, sequence
+
+
+def _posterior(value, name):
+    from probmut.bagging import PopulationPosterior
+
+    return instance(PopulationPosterior, "a bagged posterior (PopulationPosterior)")(value, name)
 
 #: Joint posterior draws behind the score's and the smallest killed magnitude's intervals.
 DRAWS = 20_000
@@ -76,6 +83,8 @@ class MutationScore(Result):
                 f"({self.decided:.3f})")
 
 
+@checked(posteriors=sequence(_posterior, what="bagged posteriors"), draws=integer(1, 10**7),
+         mass=number(0, 1, low_open=True, high_open=True), seed=seed)
 def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
                    seed=None) -> MutationScore:
     """The mutation score of the mutants whose bagged posteriors are given (module notes).
@@ -97,7 +106,8 @@ def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
     Raises
     ------
     ProbmutError
-        For no posterior, or posteriors of different numbers of resamples or trials.
+        For no posterior, posteriors of different numbers of resamples or trials, or an
+        argument of the wrong type.
     """
     posteriors = list(posteriors)
     if not posteriors:

@@ -22,6 +22,7 @@ from probmut.io.populations import read_population
 from probmut.killtest import CRITERIA, DIRECTIONS, KINDS, KillCriterion
 from probmut.population import Population, pair
 from probmut.seeds import DEFAULT_SEED
+from probmut.validation import MAX_COUNT, integer_problem, number_problem
 
 #: Where ``replicate`` writes the paper's figures and tables (committed in the repository).
 PLOT_DIR = Path("plot_results")
@@ -29,9 +30,6 @@ PLOT_DIR = Path("plot_results")
 FIGURE_DIR = Path("figures")
 #: Where the studies keep their completed chunks, and the report its verdicts' blocks.
 DEFAULT_CACHE = Path(".probmut_cache")
-#: The largest count an option takes: more bootstraps, trials or tests than this could
-#: not finish anyway, and it keeps every index within 64-bit arithmetic.
-MAX_COUNT = 10**9
 
 
 # --- option values: checked when parsed, so a bad value is one line and exit 2 ------------
@@ -47,10 +45,9 @@ def integer(minimum: int = 1, maximum: int = MAX_COUNT):
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        if value > maximum:
-            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value}")
+        problem = integer_problem(value, minimum, maximum)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
     parse.__name__ = "integer"
     return parse
@@ -67,13 +64,9 @@ def number(low: float, high: float, *, low_open: bool = False, high_open: bool =
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        inside = ((value > low if low_open else value >= low)
-                  and (value < high if high_open else value <= high))
-        if not (math.isfinite(value) and inside):
-            interval = (("(" if low_open else "[") + f"{low:g}, "
-                        + ("inf" if math.isinf(high) else f"{high:g}")
-                        + (")" if high_open or math.isinf(high) else "]"))
-            raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text}")
+        problem = number_problem(value, low, high, low_open=low_open, high_open=high_open)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
     parse.__name__ = "number"
     return parse

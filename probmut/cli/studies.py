@@ -153,8 +153,9 @@ def _add_sample_size_arguments(parser: argparse.ArgumentParser):
                        help="comma-separated population sizes (default: the "
                                        "paper's 25,50,...,175,190 for 200 instances; else 8 "
                                        "sizes up to 95%% of the population)")
-    group.add_argument("--subpopulations", type=integer(1), default=30,
-                       help="random sub-populations per size (default: 30)")
+    group.add_argument("--subpopulations", type=integer(2), default=30,
+                       help="random sub-populations per size, at least 2: their spread is "
+                            "the band (default: 30)")
     group.add_argument("--repetitions", type=integer(2), default=paper.REPETITIONS,
                        help="R repetitions of the whole bagging per sub-population, for its "
                             f"Monte-Carlo error (default: {paper.REPETITIONS}, the paper's R)")

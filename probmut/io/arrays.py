@@ -11,6 +11,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.files import checked_input, numpy_input
+from probmut.validation import MAX_COUNT, checked, integer, path
 
 #: The largest file of kill rates read: 2^28 resamples' counts (2 GiB), twice what the
 #: engine computes in one call.
@@ -37,6 +38,7 @@ def text_start(path, length: int = 40) -> str | None:
     return line[:length] if line.isprintable() and line.strip() else None
 
 
+@checked(path=path, trials=integer(1, MAX_COUNT))
 def load_kill_rates(path, trials: int) -> np.ndarray:
     """Saved Monte-Carlo kill rates (s_b / N, as the paper saves them) as kill counts.
 
@@ -54,7 +56,8 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
     ------
     ProbmutError
         A missing, text or ``.npz`` file; non-numeric, empty, NaN or infinite values;
-        rates that are not multiples of 1/N in [0, 1].
+        rates that are not multiples of 1/N in [0, 1]; ``trials`` that is not a positive
+        integer.
     """
     path = Path(path)
     what = "a NumPy .npy array of kill rates"

@@ -39,6 +39,7 @@ from pathlib import Path
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
 from probmut.io.files import read_input_text
+from probmut.validation import checked, optional, path
 
 #: The repository's bundled data (the paper's populations).
 BUNDLED_DATA = Path(__file__).resolve().parents[2] / "raw_data"
@@ -192,6 +193,7 @@ class Manifest:
     models: dict
 
     @classmethod
+    @checked(path=optional(path))
     def load(cls, path=None) -> Manifest:
         """Read a manifest (default: :func:`default_manifest`)."""
         path = Path(path) if path else default_manifest()

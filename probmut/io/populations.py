@@ -42,6 +42,7 @@ from probmut.io.completeness import check_complete
 from probmut.io.files import read_input_text
 from probmut.io.records import STATUSES, AllFailedError, FailedInstanceWarning, InstanceRecord
 from probmut.population import Population
+from probmut.validation import checked, flag, manifest, optional, path, population, text
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
 
@@ -77,7 +78,7 @@ def _drop_missing(values: list[float], ids: list[int], where: str, strict: bool)
     if strict:
         raise ProbmutError(f"{where}: no accuracy for instance(s) {missing}", option="strict")
     warnings.warn(f"{where}: no accuracy for instance(s) {missing}; dropped (a strict "
-                  "reading makes this an error)", MissingAccuracyWarning, stacklevel=3)
+                  "reading makes this an error)", MissingAccuracyWarning, stacklevel=4)
     kept = [k for k, v in enumerate(values) if not math.isnan(v)]
     return [values[k] for k in kept], [ids[k] for k in kept]
 
@@ -123,7 +124,7 @@ def _drop_failed(values, ids, statuses, where: str, strict: bool):
                            "(see probmut symptoms)")
     warnings.warn(f"{where}: failed instance(s) {named} dropped: crashed, timed-out and "
                   "diverged instances are not counted (see probmut symptoms; a strict reading "
-                  "makes this an error)", FailedInstanceWarning, stacklevel=4)
+                  "makes this an error)", FailedInstanceWarning, stacklevel=5)
     return [values[k] for k in kept], [ids[k] for k in kept]
 
 
@@ -188,6 +189,7 @@ def _is_deepcrime(lines: list[str]) -> bool:
     return lines[0].split(";")[0].strip().lower() in _DEEPCRIME_HEADERS
 
 
+@checked(path=path, name=optional(text), strict=flag, manifest=optional(manifest))
 def read_population(path, name: str | None = None, strict: bool = False,
                     manifest=None) -> Population:
     """Read one population file (DeepCrime's format or tidy CSV) and validate it.
@@ -242,13 +244,15 @@ def read_population(path, name: str | None = None, strict: bool = False,
     return Population.from_values(values, ids, name=name or path.stem, source=where)
 
 
+@checked(population=population, path=path)
 def write_tidy(population: Population, path) -> None:
     """Write a population as tidy CSV (``instance,accuracy``), atomically.
 
     Raises
     ------
     ProbmutError
-        The file cannot be written (:func:`probmut.io.atomic.atomic_write_text`).
+        The file cannot be written (:func:`probmut.io.atomic.atomic_write_text`), or
+        ``population`` is not a population.
 
     Examples
     --------

@@ -14,6 +14,18 @@ from probmut.errors import ProbmutError
 from probmut.killtest.criteria import CRITERIA, KillCriterion, round_p_value
 from probmut.killtest.dispatch import decide
 from probmut.results import Result, listing
+from probmut.validation import (
+    accuracies,
+    checked,
+    flag,
+    instance,
+    optional,
+    population,
+    populations,
+)
+
+#: A kill criterion argument: a KillCriterion, or None for the default.
+criterion_check = optional(instance(KillCriterion))
 
 
 @compiled()
@@ -58,14 +70,11 @@ class KillTestResult(Result):
                 f"  (killed iff {self.criterion})")
 
 
-def _as_sample(values, name: str) -> np.ndarray:
-    array = np.asarray(getattr(values, "values", values), dtype=np.float64)
+def _as_sample(array: np.ndarray, name: str) -> np.ndarray:
     if array.ndim != 1:
         raise ProbmutError(f"{name} must be one-dimensional, got shape {array.shape}")
     if array.size < 2:
         raise ProbmutError(f"{name} needs at least 2 values, got {array.size}")
-    if not np.all(np.isfinite(array)):
-        raise ProbmutError(f"{name} holds NaN or infinite values")
     return array
 
 
@@ -77,6 +86,7 @@ def _require_pairs(criterion: KillCriterion, n_healthy: int, n_mutant: int) -> N
             "mutant values")
 
 
+@checked(healthy=accuracies, mutant=accuracies, criterion=criterion_check)
 def kill_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTestResult:
     """The kill test on one healthy and one mutant sample (DeepCrime's unless the
     criterion's ``kind`` says otherwise).
@@ -98,7 +108,7 @@ def kill_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTe
     ------
     ProbmutError
         For a sample with fewer than 2 values or a non-finite one, or a paired criterion
-        on samples of different sizes.
+        on samples of different sizes; an argument of the wrong type.
 
     Examples
     --------
@@ -150,6 +160,7 @@ def kill_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTe
         mean_mutant=float(y.mean()), criterion=criterion.describe(), kind=criterion.kind)
 
 
+@checked(healthy=accuracies, mutant=accuracies, criterion=criterion_check)
 def kill_test_batch(healthy, mutant, criterion: KillCriterion | None = None):
     """Many kill tests at once: row t of ``healthy`` against row t of ``mutant``.
 
@@ -175,20 +186,13 @@ def kill_test_batch(healthy, mutant, criterion: KillCriterion | None = None):
     ((3,), dtype('bool'))
     """
     criterion = criterion or KillCriterion()
-    x = np.ascontiguousarray(healthy, dtype=np.float64)
-    y = np.ascontiguousarray(mutant, dtype=np.float64)
+    x, y = np.ascontiguousarray(healthy), np.ascontiguousarray(mutant)
     if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
         raise ProbmutError(
             f"batched samples must be 2-D with the same number of rows, got {x.shape} and {y.shape}")
     if x.shape[1] < 2 or y.shape[1] < 2:
         raise ProbmutError("each sample needs at least 2 values")
     _require_pairs(criterion, x.shape[1], y.shape[1])
-    bad = ~(np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1))
-    if bad.any():
-        row = int(np.argmax(bad))
-        side = "healthy" if not np.isfinite(x[row]).all() else "mutant"
-        raise ProbmutError(f"row {row} of the batched samples holds NaN or infinite values "
-                           f"({side} side; {int(bad.sum())} such rows)")
     p = np.empty(x.shape[0])
     size = np.empty(x.shape[0])
     killed = np.empty(x.shape[0], dtype=np.bool_)
@@ -223,6 +227,7 @@ class KillTable(Result):
         return "\n".join(lines)
 
 
+@checked(healthy=population, mutants=populations, criterion=criterion_check, paired=flag)
 def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
                paired: bool = False) -> KillTable:
     """The kill test of each mutant population against ``healthy`` (paired by instance
@@ -236,7 +241,8 @@ def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
     Raises
     ------
     ProbmutError
-        As :func:`kill_test`, and for unpaired instance ids when ``paired``.
+        As :func:`kill_test`, and for unpaired instance ids when ``paired``, or mutants
+        that are not a list of populations.
 
     >>> table = kill_tests([0.90, 0.91, 0.92, 0.91], [[0.89, 0.90, 0.91, 0.90]])
     >>> frame = table.to_frame()
@@ -247,7 +253,6 @@ def kill_tests(healthy, mutants, criterion: KillCriterion | None = None, *,
 
     criterion = criterion or KillCriterion()
     criterion.require_pairing(paired)
-    healthy = as_population(healthy, "healthy")
     mutants = [as_population(m, f"mutant {i}") for i, m in enumerate(mutants, start=1)]
     results = [kill_test(*aligned(healthy, mutant, paired), criterion)
                for mutant in mutants]

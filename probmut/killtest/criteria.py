@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from probmut.errors import ProbmutError
+from probmut.validation import check_fields, choice, integer, number, optional
 
 #: Kill directions: which sign of the effect (healthy minus mutant) counts as an effect.
 DIRECTIONS = ("two-sided", "mutant-worse", "mutant-better")
@@ -138,26 +139,17 @@ class KillCriterion:
     kind: str = "deepcrime"
 
     def __post_init__(self):
-        if self.kind not in CRITERIA:
-            raise ProbmutError(
-                f"unknown kill criterion {self.kind!r}; choose one of {', '.join(KINDS)}")
+        check_fields(self, kind=choice(KINDS),
+                     alpha=number(0, 1, low_open=True, high_open=True),
+                     direction=choice(DIRECTIONS), round_p=optional(integer(0, 15)))
         spec = self.spec
         object.__setattr__(self, "effect", _effect_threshold(self.effect, spec))
-        if not 0 < self.alpha < 1:
-            raise ProbmutError(f"alpha must be in (0, 1), got {self.alpha}")
         low, high = spec.bounds
-        if not (math.isfinite(self.effect) and self.effect >= 0):
-            raise ProbmutError(f"the effect-size threshold must be a number >= 0, got {self.effect}")
         if not low <= self.effect <= high:
             named = ", ".join(f"{k} {v:g}" for k, v in spec.thresholds.items())
             raise ProbmutError(
                 f"for the {self.kind} criterion the effect threshold is on {spec.symbol} and "
                 f"must be in [{low:g}, {high:g}] ({named}), got {self.effect}")
-        if self.direction not in DIRECTIONS:
-            raise ProbmutError(
-                f"unknown direction {self.direction!r}; choose one of {', '.join(DIRECTIONS)}")
-        if self.round_p is not None and not 0 <= self.round_p <= 15:
-            raise ProbmutError(f"round_p must be between 0 and 15 decimals, got {self.round_p}")
 
     @property
     def spec(self) -> Criterion:
@@ -221,11 +213,11 @@ def _effect_threshold(effect, spec: Criterion) -> float:
         if effect in named:
             return named[effect]
         try:
-            return float(effect)
+            effect = float(effect)
         except ValueError:
             raise ProbmutError(f"unknown effect size {effect!r}; give a number or one of "
-                               f"{', '.join(named)}") from None
-    return float(effect)
+                               f"{', '.join(named)}", option="effect") from None
+    return number(0)(effect, "effect")
 
 
 def round_p_value(p: float, decimals: int) -> float:

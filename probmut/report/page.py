@@ -12,6 +12,7 @@ from pathlib import Path
 from probmut.campaign import Campaign
 from probmut.errors import ProbmutError
 from probmut.report.sections import render_html
+from probmut.validation import checked, instance, jobs, mapping, optional, path, text
 
 
 def campaign_id(manifest, model: str, folder) -> str:
@@ -49,6 +50,8 @@ def check_replaceable(path, identity: str) -> bool:
                        option="out")
 
 
+@checked(campaign=instance(Campaign), path=path, command=optional(text),
+         created=optional(instance(datetime.datetime)), jobs=jobs, figures=optional(mapping))
 def write_report(campaign: Campaign, path, *, command: str | None = None,
                  created: datetime.datetime | None = None, jobs: int | None = None,
                  figures: dict | None = None) -> Path:
@@ -64,7 +67,7 @@ def write_report(campaign: Campaign, path, *, command: str | None = None,
     ------
     ProbmutError
         ``path`` holds a page of another campaign or another kind of file, or cannot be
-        written.
+        written; an argument of the wrong type.
     """
     from probmut.io.atomic import atomic_write_text
 

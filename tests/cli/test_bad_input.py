@@ -110,7 +110,7 @@ def test_kill_on_two_different_constant_populations_prints_null_for_infinity(cli
     ("recommend", ["--populations", "nan"], "--populations"),
     ("sample-size", ["--subpopulations", "nan"], "--subpopulations"),
     ("mce", ["--alpha", "nan"], "--alpha"),
-    ("kill", ["--effect", "nan"], "effect-size threshold"),
+    ("kill", ["--effect", "nan"], "effect must be a finite number in [0, inf), got nan (--effect)"),
 ])
 def test_option_values_that_make_no_sense_are_refused(cli, command, argv, says):
     cli.refused(command, HEALTHY, MUTANT, *argv, says=says)

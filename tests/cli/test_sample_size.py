@@ -1,6 +1,4 @@
-"""`probmut sample-size`: the JSON's shape and the figure."""
-
-
+"""`probmut sample-size`: the JSON's shape and the figure; what it refuses."""
 
 
 def test_cli_json_shape_and_plot(cli, tmp_path):
@@ -15,3 +13,15 @@ def test_cli_json_shape_and_plot(cli, tmp_path):
     assert [s["overlap"] for s in document["sizes"]] == [False, False]
     assert "recommendation" not in document and document["overlap_note"] is None
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_one_subpopulation_and_a_study_beyond_the_engine_are_refused(cli):
+    """Issue 57: one sub-population drew a zero-width band; a million sub-populations of a
+    million repetitions started 10^16 tests."""
+    argv = ["sample-size", "--model", "mnist", "--mutation", "change_label",
+            "--magnitudes", "3.12", "--no-cache", "--no-plot"]
+    cli.refused(*argv, "--subpopulations", "1",
+                says="--subpopulations: must be at least 2, got 1")
+    cli.refused(*argv, "--subpopulations", "1000000", "--repetitions", "1000000",
+                says="800,000,000,000,000 bootstrap resamples (sizes x sub-populations x "
+                     "repetitions x bootstraps) exceed the limit of 134,217,728")
