@@ -96,23 +96,35 @@ class MutationEntry:
                                    f"{m}: {why}" for m, why in self.removed.items()))
 
 
-#: A magnitude that is a plain decimal number (``010``, ``3.1``, ``1e-3``), compared as one.
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: A number in a magnitude, in the forms docs/operators.md lists: ASCII decimal digits
+#: with an optional point and fraction and an optional exponent (``10``, ``010``, ``3.1``,
+#: ``.5``, ``1e-3``), an optional sign; nothing else (no digit-group underscores, which
+#: Python's ``float`` reads as ``"1_0" == 10``, no spaces, other digits, inf or nan).
+MAGNITUDE_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: An integer in a magnitude (a layer index, a count): ASCII digits, an optional sign.
+MAGNITUDE_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def magnitude_key(magnitude) -> tuple:
-    """What makes two magnitudes the same: the value before any ``@TARGET``, as a number
-    when it is a plain decimal number, else as text (``0.05_1``, ``elu``), and the target.
+    """What makes two magnitudes the same: the value before any ``@TARGET``, its parts
+    between ``_`` (``0.05_1``: a ratio and a scale) each as a number when it is written as
+    one (:data:`MAGNITUDE_NUMBER`), else as text (``elu``, ``sd0.1``), and the target.
 
     >>> magnitude_key("010") == magnitude_key(10) == magnitude_key("10.0")
     True
-    >>> magnitude_key("0.05_1"), magnitude_key(" 3.1@2")
-    (('0.05_1', ''), (3.1, '2'))
+    >>> magnitude_key("0.05_1") == magnitude_key("0.050_1.0"), magnitude_key(" elu@2")
+    (True, (('elu',), '2'))
+    >>> magnitude_key("1_0") == magnitude_key("10")  # a pair, not 10: not the same
+    False
     """
     value, _, target = str(magnitude).strip().partition("@")
-    if _NUMBER.fullmatch(value) and math.isfinite(number := float(value)):
-        return number, target
-    return value, target
+    return tuple(_part_key(part) for part in value.split("_")), target
+
+
+def _part_key(part: str):
+    if MAGNITUDE_NUMBER.fullmatch(part) and math.isfinite(number := float(part)):
+        return number
+    return part
 
 
 def repeated_magnitudes(magnitudes) -> str | None:
@@ -123,17 +135,20 @@ def repeated_magnitudes(magnitudes) -> str | None:
     "'strong' is given 2 times"
     >>> repeated_magnitudes(["10", "3.1", "010"])
     "'10' and '010' are the same number"
-    >>> repeated_magnitudes(["3.1", "9.29"]) is None
+    >>> repeated_magnitudes(["0.05_1", "0.05_1.0"])
+    "'0.05_1' and '0.05_1.0' are the same magnitude"
+    >>> repeated_magnitudes(["3.1", "9.29", "1_0", "10"]) is None
     True
     """
     groups: dict = {}
     for magnitude in magnitudes:
         groups.setdefault(magnitude_key(magnitude), []).append(str(magnitude))
-    for same in groups.values():
+    for (parts, _), same in groups.items():
         if len(same) > 1:
             if len(set(same)) == 1:
                 return f"{same[0]!r} is given {len(same)} times"
-            return " and ".join(map(repr, dict.fromkeys(same))) + " are the same number"
+            kind = "number" if len(parts) == 1 else "magnitude"
+            return " and ".join(map(repr, dict.fromkeys(same))) + f" are the same {kind}"
     return None
 
 

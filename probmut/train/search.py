@@ -124,13 +124,13 @@ def magnitude_text(value: float, integer: bool) -> str:
 def parse_search(text: str):
     """``OPERATOR:WEAK,STRONG`` -> ``(operator, weak, strong, integer)``; the operator
     must take one number as its magnitude."""
-    from probmut.train.operators import OPERATORS, magnitudes
+    from probmut.train.operators import OPERATORS, magnitudes, unknown_operator
 
     name, _, ends = text.partition(":")
     if name not in OPERATORS:
-        raise ProbmutError(f"{text!r}: unknown mutation operator {name!r}", option="search")
+        raise ProbmutError(f"{text!r}: {unknown_operator(name)}", option="search")
     try:
-        weak, strong = (float(v) for v in ends.split(","))
+        weak, strong = (magnitudes.number(v, "an end", -math.inf) for v in ends.split(","))
     except ValueError:
         raise ProbmutError(f"{text!r}: give the range as OPERATOR:LOW,HIGH (two numbers)",
                            option="search") from None

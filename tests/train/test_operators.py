@@ -324,10 +324,26 @@ def test_same_seed_same_mutation():
     ("disable_batching:5", "takes no magnitude"),
     ("layer_deactivation:6@2", "layer index as the magnitude"),
     ("delete_training_data:3/4", "path separator"),
+    # issue 57: Python reads "1_0" as 10 and "١٠" as 10; a magnitude is in decimal digits
+    ("delete_training_data:1_0", r"percent must be a number in decimal digits .*, got '1_0'"),
+    ("weights_fuzzing:0.05_1_2", r"scale must be a number in decimal digits .*, got '1_2'"),
+    ("change_epochs:1_0", r"must be an integer in decimal digits .*, got '1_0'"),
+    ("neurons_freezing:0.1@1_0", r"layer index must be an integer in decimal digits"),
+    ("delete_training_data:\u0661\u0660", "percent must be a number in decimal digits"),
+    ("delete_training_data:nan", "percent must be a number in decimal digits"),
+    ("change_learning_rate:inf", "must be a number in decimal digits"),
+    ("delete_trainig_data:10", r"did you mean delete_training_data\?"),
 ])
 def test_bad_magnitudes_are_clear_errors(text, message):
     with pytest.raises(ProbmutError, match=message):
         parse_mutations(text)
+
+
+def test_every_documented_number_form_is_read():
+    """The forms docs/operators.md lists: digits, a point and fraction, an exponent."""
+    percents = [m.params["percent"] for m in
+                parse_mutations("delete_training_data:10,010,3.1,.5,1e1,2.5E-1")]
+    assert percents == [10.0, 10.0, 3.1, 0.5, 10.0, 0.25]
 
 
 # ------------------------------------------------------------ training operators

@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -373,6 +374,21 @@ class Mutation:
         return f"{self.operator.name}:{self.magnitude}".rstrip(":")
 
 
+def unknown_operator(name: str) -> str:
+    """What to say of an operator name that is not known: the closest names, if any is
+    close (a typo), else every name.
+
+    >>> unknown_operator("delete_trainig_data").split("; ")[1]
+    'did you mean delete_training_data? (every operator: docs/operators.md)'
+    """
+    close = difflib.get_close_matches(name, [*OPERATORS, *ALIASES], n=2, cutoff=0.75)
+    if close:
+        return (f"unknown mutation operator {name!r}; did you mean {' or '.join(close)}? "
+                "(every operator: docs/operators.md)")
+    return (f"unknown mutation operator {name!r}; known: {', '.join(OPERATORS)} (the "
+            f"references' names: {', '.join(ALIASES)}; docs/operators.md)")
+
+
 def parse_mutations(text: str) -> list[Mutation]:
     """``OPERATOR[:MAG1,MAG2,...]`` -> one :class:`Mutation` per magnitude (layers unbound).
 
@@ -383,9 +399,7 @@ def parse_mutations(text: str) -> list[Mutation]:
     name, sep, values = text.partition(":")
     name, implied, default = ALIASES.get(name.strip(), (name.strip(), None, None))
     if name not in OPERATORS:
-        raise ProbmutError(f"unknown mutation operator {name!r}; known: {', '.join(OPERATORS)} "
-                           f"(the references' names: {', '.join(ALIASES)}; docs/operators.md)",
-                           option="mutation")
+        raise ProbmutError(unknown_operator(name), option="mutation")
     operator = OPERATORS[name]
     if sep and not values.strip():
         raise ProbmutError(f"{text!r}: give magnitudes as {name}:MAG1,MAG2, or no ':' for the "

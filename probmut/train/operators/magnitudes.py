@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+from probmut.io.manifest import MAGNITUDE_INTEGER, MAGNITUDE_NUMBER
+
 #: A layer target meaning "one mutant per layer that fits" (DeepCrime's loop).
 EACH = "each"
 #: A layer target meaning "every layer with a kernel at once" (DeepMutation's scope).
@@ -43,11 +45,22 @@ def count(n: int, share: float, per: float = 1) -> int:
 
 
 def number(text: str, what: str, low: float, high: float = math.inf, *, integer=False):
-    try:
-        value = int(text) if integer else float(text)
-    except ValueError:
-        raise ValueError(f"{what} must be {'an integer' if integer else 'a number'}, "
-                         f"got {text!r}") from None
+    """The number ``text`` in one of the forms docs/operators.md lists
+    (:data:`~probmut.io.manifest.MAGNITUDE_NUMBER`), within its bounds.
+
+    >>> number("12.5", "percent", 0, 100), number("3", "layer index", 0, integer=True)
+    (12.5, 3)
+    >>> number("1_0", "percent", 0, 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: percent must be a number in decimal digits (e.g. 10, 3.1, 1e-3), got '1_0'
+    """
+    form = MAGNITUDE_INTEGER if integer else MAGNITUDE_NUMBER
+    if not form.fullmatch(text):
+        example = "e.g. 3" if integer else "e.g. 10, 3.1, 1e-3"
+        raise ValueError(f"{what} must be {'an integer' if integer else 'a number'} in "
+                         f"decimal digits ({example}), got {text!r}")
+    value = int(text) if integer else float(text)
     if value < low or value > high or not math.isfinite(value):
         bound = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
         raise ValueError(f"{what} must be {bound}, got {text}")
