@@ -92,7 +92,12 @@ def _read_deepcrime(lines: list[str], where: str):
     rows = [line for line in lines[1:] if line.strip()]
     if not rows:
         raise ProbmutError(f"{where}: DeepCrime header found but no accuracy row")
-    cells = rows[-1].split(";")[1:]
+    first, *cells = rows[-1].split(";")
+    if first.strip():  # a prediction row: its first cell is the input's true label
+        raise ProbmutError(
+            f"{where}: no accuracy row: DeepCrime's last row starts with an empty cell, then "
+            f"one accuracy per instance; this one starts with {first.strip()[:20]!r}, as a "
+            "row of predictions does (the file is cut short, or not DeepCrime's)")
     names = header[1:]
     if len(cells) != len(names):
         raise ProbmutError(

@@ -92,6 +92,20 @@ def test_bad_files_give_specific_errors(tmp_path, content, message):
     assert str(path) in str(error.value)
 
 
+def test_a_deepcrime_file_without_its_accuracy_row_is_refused(tmp_path):
+    """Issue 57: a binary classifier's file cut before its accuracy row was read as one,
+    its last row of 0/1 predictions becoming 20 "accuracies" (mean 0.5, killed)."""
+    rows = ["true_label;" + ";".join(f"pred_label_model_{i}" for i in range(20))]
+    rows += [f"{label};" + ";".join(str((label + i) % 2) for i in range(20)) for label in (0, 1)]
+    path = tmp_path / "cut.csv"
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(ProbmutError, match=r"cut.csv: no accuracy row: DeepCrime's last row "
+                                           r"starts with an empty cell.* starts with '1'"):
+        read_population(path)
+    path.write_text("\n".join(rows) + "\n;" + ";".join(["0.5"] * 20) + "\n")
+    assert len(read_population(path)) == 20
+
+
 def test_missing_file_names_it(tmp_path):
     with pytest.raises(ProbmutError, match="nothere.csv: no such file"):
         read_population(tmp_path / "nothere.csv")
