@@ -303,6 +303,9 @@ def _read_toml(path: Path) -> dict:
     text = read_input_text(path, "a manifest's TOML file", MAX_FILE_BYTES)
     try:
         return tomllib.loads(text)
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ProbmutError(f"{path}: not a valid TOML manifest (arrays or tables nested too "
+                           "deeply to read)") from None
     except tomllib.TOMLDecodeError as error:
         first = text.split("\n", 1)[0].strip().lower()
         if first.split(";")[0] in ("true_label", "true_labels") or {

@@ -51,3 +51,12 @@ def test_a_magnitude_spelled_another_way_is_refused(tmp_path):
     with pytest.raises(ProbmutError, match="holds the magnitude '10', the same as '010'"):
         add_to_manifest(path, "m", "healthy.csv", "a run", [("x", "010", False)])
     assert Manifest.load(path).mutation("m", "x").magnitudes == ("10",)  # unchanged
+
+
+def test_arrays_nested_too_deeply_for_the_toml_reader_are_one_error(tmp_path):
+    """Issue 57: 2000 nested arrays ended in tomllib's RecursionError."""
+    path = tmp_path / "deep.toml"
+    path.write_text('[models.m]\nhealthy = "h.csv"\nx = ' + "[" * 2000 + "]" * 2000 + "\n")
+    with pytest.raises(ProbmutError, match=r"deep.toml: not a valid TOML manifest \(arrays or "
+                                           "tables nested too deeply to read\\)"):
+        Manifest.load(path)
