@@ -41,6 +41,10 @@ class LineProgress:
     >>> LineProgress(6, "grows", unit="block", stream=stream, most=9).close()
     >>> print(stream.getvalue().splitlines()[-2])
     grows: 6 blocks to do (up to 9 if it needs more)
+    >>> with LineProgress(0, "open-ended", unit="integration", stream=stream) as bar:
+    ...     bar.update(3)
+    >>> print(stream.getvalue().splitlines()[-1])
+    open-ended: 3 integrations done
     """
 
     def __init__(self, total: int, desc: str, unit: str = "step", stream=None,
@@ -57,13 +61,15 @@ class LineProgress:
         self.shown = not delay
         more = f" (up to {most:,} if it needs more)" if most is not None and most > total else ""
         if self.shown:
-            self._line(f"{desc}: {total:,} {unit}s to do{more}")
+            self._line(f"{desc}: {total:,} {unit}s to do{more}" if total else f"{desc}: started")
 
     def _line(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
     def _status(self) -> str:
-        share = f" ({self.n / self.total:.0%})" if self.total else ""
+        if not self.total:  # a count of steps not known in advance
+            return f"{self.desc}: {self.n:,} {self.unit}s, {time.monotonic() - self.start:.0f} s"
+        share = f" ({self.n / self.total:.0%})"
         now = time.monotonic()
         elapsed = now - self.start
         rest = ""
@@ -78,7 +84,7 @@ class LineProgress:
         now = time.monotonic()
         if self.paced is None:
             self.paced = now, self.n
-        if self.n >= self.total:
+        if self.total and self.n >= self.total:
             return
         if self.shown and now - self.last >= self.interval or (
                 not self.shown and now - self.start >= self.delay):
@@ -97,7 +103,8 @@ class LineProgress:
             if not self.shown:
                 return
             postfix = f" [{self.postfix}]" if self.postfix else ""
-            done = f"{self.n:,}/{self.total:,} ({self.n / self.total:.0%})" if self.total else ""
+            done = (f"{self.n:,}/{self.total:,} ({self.n / self.total:.0%})" if self.total
+                    else f"{self.n:,} {self.unit}s")
             self._line(f"{self.desc}: {done} {ending}{postfix}".replace(":  ", ": "))
 
     def __enter__(self):
@@ -126,7 +133,8 @@ def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "step",
              unit_scale: bool = False, delay: float = 0.0, most: int | None = None):
     """A progress display for ``total`` steps: tqdm on a terminal, lines otherwise,
     nothing when ``enabled`` is False, nor before ``delay`` seconds. ``most``: the most
-    steps there can be when the work may add some as it runs (``total`` grows then).
+    steps there can be when the work may add some as it runs (``total`` grows then); a
+    ``total`` of 0: the count is not known in advance (steps are counted, not shared).
 
     >>> with progress(3, "quiet", enabled=False) as bar:
     ...     bar.update(3)
@@ -136,6 +144,6 @@ def progress(total: int, desc: str, *, enabled: bool = True, unit: str = "step",
     if sys.stderr.isatty():
         from tqdm import tqdm
 
-        return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, leave=False,
+        return tqdm(total=total or None, desc=desc, unit=unit, unit_scale=unit_scale, leave=False,
                     file=sys.stderr, dynamic_ncols=True, delay=delay)
     return LineProgress(total, desc, unit, delay=delay, most=most)

@@ -352,8 +352,8 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     ProbmutError
         For a pilot smaller than k per side (a paired one: under 3 instances), sizes,
         reference or needed_up_to under k, fewer than 10 populations, more simulated accuracies
-        than :data:`MAX_SIMULATED`, a plan of looks out of order, under k or without this
-        pilot's size, a certainty outside (0.5, 1), a threshold that ``MORE_POPULATIONS`` times the
+        than :data:`MAX_SIMULATED`, a plan of looks out of order, under k, without this
+        pilot's size or too fine to integrate (:data:`probmut.sequential.MAX_PLAN_WORK`), a certainty outside (0.5, 1), a threshold that ``MORE_POPULATIONS`` times the
         populations cannot reach, populations that do not pair, or an unusable seed.
 
     Examples
@@ -369,7 +369,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
 
     settings, h, m, name, sizes, looks, threshold, last_threshold = _recommend_iv(
         healthy, mutant, settings, sizes, populations, certainty, reference, needed_up_to, looks,
-        paired, name)
+        paired, name, progress)
     pilot = min(h.size, m.size)
     root = seeds.seed_sequence(seed)
     cache = cache or Cache(None)
@@ -425,7 +425,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
 
 
 def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, reference,
-                  needed_up_to, looks, paired, name):
+                  needed_up_to, looks, paired, name, progress):
     """:func:`recommend`'s input validation, in the order its errors are reported: the
     pilot, the sizes and populations, the plan of looks and its thresholds. Returns the
     settings, the pilot's healthy and mutant accuracies, the name, the sorted sizes, the
@@ -478,7 +478,8 @@ def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, refe
                            "instances per side: this verdict is one of the looks, and a plan "
                            "without it would settle it at another look's threshold; add "
                            f"{pilot} to the looks", option="looks")
-    threshold = sequential.settle_threshold(pilot, looks, reference, certainty)
+    threshold = sequential.settle_threshold(pilot, looks, reference, certainty,
+                                            progress=progress)
     last_threshold = sequential.settle_threshold(looks[-1], looks, reference, certainty)
     most = MORE_POPULATIONS * populations
     if sequential.bounds(most, most)[0] < last_threshold:

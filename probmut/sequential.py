@@ -24,7 +24,6 @@ populations: docs/recommend.md, *Settling over repeated looks* and *Instances ne
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -170,21 +169,71 @@ def sequential_error(thresholds, looks, reference: int = REFERENCE_SIZE) -> floa
                                 planned(looks), reference).max())
 
 
-@functools.lru_cache(maxsize=256)
-def _last_z(looks: tuple, reference: int, budget: float, shape: float, floor: float) -> float:
+#: The largest plan of looks integrated: the grid points of the consecutive looks'
+#: densities multiplied together (:func:`plan_work`), about ten seconds of one core (a
+#: verdict over 199 looks from 20 to 2,000 instances per side). Finer plans grow faster
+#: than their number of looks (2,000 looks, one per instance, are about 80 times this).
+MAX_PLAN_WORK = 2 * 10**8
+#: The largest z the thresholds are searched over (:func:`_last_z`).
+_HIGHEST_Z = 8.0
+
+
+def plan_work(looks, reference: int = REFERENCE_SIZE) -> int:
+    """The work of integrating a plan of looks (:func:`_wrong_settled` at the highest z
+    searched): the sum over consecutive looks of the product of their grids' sizes.
+
+    >>> plan_work(range(20, 201, 10)) < MAX_PLAN_WORK < plan_work(range(20, 2001, 1))
+    True
+    """
+    n = np.asarray(looks, dtype=float)
+    half = _HIGHEST_Z * np.sqrt(n + n * n / reference)
+    steps = np.diff(n)
+    sizes = [2 * math.ceil(h / (math.sqrt(step) / 4) / 2) + 1
+             for h, step in zip(half[:-1], steps, strict=True)]
+    return int(sum(a * b for a, b in zip(sizes, sizes[1:], strict=False)))
+
+
+def _last_z(looks: tuple, reference: int, budget: float, shape: float, floor: float, *,
+            progress: bool = False) -> float:
     """The z of the thresholds ``max(floor, Phi(z (n / n_last) ** -shape))`` at which
-    :func:`sequential_error` is ``budget`` (0 when the floor alone keeps it lower)."""
+    :func:`sequential_error` is ``budget`` (0 when the floor alone keeps it lower),
+    computed once per plan; ``progress``: lines counting the integrations over the looks when they take
+    seconds."""
+    from probmut.progress import ANALYSIS_DELAY
+    from probmut.progress import progress as progress_display
+
+    key = (looks, reference, budget, shape, floor)
+    if key not in _LAST_Z:
+        if (work := plan_work(looks, reference)) > MAX_PLAN_WORK:
+            raise ProbmutError(
+                f"a plan of {len(looks):,} looks up to {looks[-1]:,} instances per side is too "
+                f"fine to integrate ({work / MAX_PLAN_WORK:.0f} times the most this takes, "
+                "about ten seconds); look less often (e.g. every 10 instances) or up to fewer "
+                "instances", option="looks")
+        with progress_display(0, f"thresholds over {len(looks)} looks", enabled=progress,
+                              unit="integration", delay=ANALYSIS_DELAY) as bar:
+            _LAST_Z[key] = _solve_last_z(looks, reference, budget, shape, floor, bar.update)
+    return _LAST_Z[key]
+
+
+#: :func:`_last_z` of every plan met so far in this process.
+_LAST_Z: dict = {}
+
+
+def _solve_last_z(looks, reference, budget, shape, floor, report) -> float:
     from scipy import optimize, special
 
     lowest = special.ndtri(floor) if floor > 0.5 else -np.inf
     scale = (np.asarray(looks, dtype=float) / looks[-1]) ** -shape
 
     def excess(z):
-        return _wrong_settled(np.maximum(lowest, z * scale), looks, reference).max() - budget
+        error = _wrong_settled(np.maximum(lowest, z * scale), looks, reference).max()
+        report(1)
+        return error - budget
 
     if excess(0) <= 0:
         return 0.0
-    return float(optimize.brentq(excess, 0, 8, xtol=1e-6))
+    return float(optimize.brentq(excess, 0, _HIGHEST_Z, xtol=1e-6))
 
 
 def plan_thresholds(looks, reference: int = REFERENCE_SIZE, *, budget: float,
@@ -217,7 +266,7 @@ def plan_thresholds(looks, reference: int = REFERENCE_SIZE, *, budget: float,
 
 
 def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
-                     certainty: float = CERTAINTY) -> float:
+                     certainty: float = CERTAINTY, *, progress: bool = False) -> float:
     """The certainty p_killed must reach to settle a verdict from n instances per side, when
     the verdict is looked at after each of ``looks`` instances per side: thresholds of
     the shape :data:`SHAPE`, the smallest at which :func:`sequential_error` is at most
@@ -231,7 +280,8 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
     Raises
     ------
     ProbmutError
-        For a certainty outside (0.5, 1) or a plan of looks :func:`planned` refuses.
+        For a certainty outside (0.5, 1), a plan of looks :func:`planned` refuses, or one
+        too fine to integrate (:data:`MAX_PLAN_WORK`).
 
     Examples
     --------
@@ -247,7 +297,8 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
         raise ProbmutError(f"the verdict certainty must be in (0.5, 1), got {certainty}",
                            option="certainty")
     looks = planned(looks)
-    z = _last_z(looks, int(reference), SPEND * (1 - float(certainty)), SHAPE, float(certainty))
+    z = _last_z(looks, int(reference), SPEND * (1 - float(certainty)), SHAPE, float(certainty),
+                progress=progress)
     return float(max(certainty, special.ndtr(z * (n / looks[-1]) ** -SHAPE)))
 
 

@@ -65,6 +65,29 @@ def test_the_thresholds_over_repeated_looks():
             settle_threshold(30, plan)
 
 
+def test_a_plan_too_fine_to_integrate_is_refused_and_a_slow_one_shows_progress(
+        monkeypatch, capsys):
+    """Issue 57: 2,000 looks ran super-linearly (80 times the work of the 199
+    looks of a verdict every 10 instances up to 2,000) without a line; the plan's work is
+    measured before it starts, and a plan that takes seconds counts its integrations on
+    stderr."""
+    import probmut.progress
+    from probmut import sequential
+
+    assert sequential.plan_work(range(20, 2001, 10)) <= sequential.MAX_PLAN_WORK
+    assert sequential.plan_work(range(20, 2020)) > 50 * sequential.MAX_PLAN_WORK
+    with pytest.raises(ProbmutError, match="a plan of 2,000 looks up to 2,019 instances per "
+                                           "side is too fine to integrate") as refused:
+        settle_threshold(20, range(20, 2020))
+    assert refused.value.option == "looks"
+    monkeypatch.setattr(probmut.progress, "ANALYSIS_DELAY", 0.0)
+    monkeypatch.setattr(sequential, "_LAST_Z", {})
+    settle_threshold(20, LOOKS, progress=True)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"thresholds over {len(LOOKS)} looks: ") and last.endswith(
+        " integrations done"), last
+
+
 def test_the_monte_carlo_error_of_p_killed_is_inside_the_verdict():
     """p_killed from 100 simulated populations at a true 0.92 reads 0.95 or more about 18%
     of the time; the verdict asks a one-sided 95% Clopper-Pearson bound to clear the

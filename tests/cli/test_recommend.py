@@ -62,6 +62,9 @@ def test_cli_json_and_text(cli):
     (["--pilot", "25", "--looks", "25,25,50"], "in increasing order, each once; got [25, 25, 50]"),
     (["--pilot", "25", "--certainty", "0.999"], "threshold 0.999 is out of reach of 800 simulated "
                                             "populations"),
+    # issue 57: 2,000 looks took super-linear time without a word
+    (["--pilot", "25", "--looks", ",".join(map(str, range(25, 2025)))],
+     "a plan of 2,000 looks up to 2,024 instances per side is too fine to integrate"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, argv, message):
     err = cli.refused("recommend", "--model", "mnist", "--mutation", "delete_training_data",
