@@ -10,6 +10,7 @@ permission); text is read in blocks, so Ctrl-C stops a long read.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat
 from contextlib import contextmanager
@@ -90,11 +91,51 @@ def numpy_input(path, what: str, limit: int | None = None):
     """
     import numpy as np
 
-    checked_input(path, what, limit)
+    size = checked_input(path, what, limit)
     with open(Path(path), "rb") as handle:
-        loaded = np.load(handle, allow_pickle=False)
+        _check_array_header(handle, path, size, what)
+        try:
+            loaded = np.load(handle, allow_pickle=False)
+        except MemoryError:
+            raise ProbmutError(f"{path}: too large to load into memory; is it {what}?") from None
         try:
             yield loaded
         finally:
             if hasattr(loaded, "close"):  # an .npz archive
                 loaded.close()
+
+
+def _check_array_header(handle, path, size: int, what: str) -> None:
+    """An ``.npy`` file's header against its size: a header that claims more values than
+    the file holds (a cut or damaged array, or one written to make a reader allocate
+    terabytes) is refused, naming the file, before anything is allocated. Other files
+    (an ``.npz`` archive, not NumPy at all) are left for ``np.load`` to tell; the handle
+    is back at the start either way.
+
+    >>> import io, numpy as np
+    >>> header = io.BytesIO()
+    >>> np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+    ...                                               "shape": (2**40,)})
+    >>> _check_array_header(io.BytesIO(header.getvalue()), "big.npy", 128, "kill rates")
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: big.npy: its header claims 1,099,511,627,776 values of float64 (8,796,093,022,208 bytes), but the file holds 0 bytes of data: a cut or damaged array, not kill rates
+    """
+    import numpy as np
+
+    readers = {(1, 0): np.lib.format.read_array_header_1_0,
+               (2, 0): np.lib.format.read_array_header_2_0}
+    try:
+        version = np.lib.format.read_magic(handle)
+        shape, _, dtype = readers[version](handle)
+    except (ValueError, KeyError, EOFError):
+        handle.seek(0)
+        return
+    values = math.prod(shape)
+    claimed = values * dtype.itemsize
+    available = size - handle.tell()
+    handle.seek(0)
+    if not dtype.hasobject and claimed > available:
+        raise ProbmutError(f"{path}: its header claims {values:,} values of {dtype} "
+                           f"({claimed:,} bytes), but the file holds {available:,} bytes of "
+                           f"data: a cut or damaged array, not {what}")
