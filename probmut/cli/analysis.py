@@ -149,7 +149,7 @@ def register(subparsers) -> None:
                              f"(default: {paper.MOTIVATING_REPETITIONS}, as the paper's "
                              "motivating experiment; mce and sample-size repeat the bagging "
                              f"{paper.REPETITIONS} times, the paper's R)")
-    repeat.add_argument("--trials", type=integer(1), default=100,
+    repeat.add_argument("--trials", type=integer(1), default=100, metavar="N",
                         help="kill tests per repetition (default: 100)")
     add_sample_argument(repeat)
     repeat.add_argument("--pool", type=integer(1), default=None,
@@ -164,7 +164,7 @@ def register(subparsers) -> None:
                     "decision, and the paper's Figure 3. Writes the figure to "
                     "figures/MODEL/NAME.png (--plot FILE, --no-plot).")
     add_population_arguments(posterior)
-    posterior.add_argument("--kill-rates", nargs="+", metavar="NPY",
+    posterior.add_argument("--kill-rates", nargs="+", metavar="FILE.npy",
                            help="analyse saved kill rates instead: BASELINE.npy MUTANTS.npy")
     posterior.add_argument("--names", type=comma_list(str, "names"),
                            help="comma-separated mutant names for --kill-rates")

@@ -167,7 +167,7 @@ def add_population_arguments(parser: argparse.ArgumentParser, many_mutants: bool
     group.add_argument("--model", help="model name in the manifest, e.g. mnist")
     group.add_argument("--mutation", help="mutation name, e.g. delete_training_data")
     group.add_argument("--magnitudes", type=comma_list(str, "magnitudes"),
-                       help="comma-separated subset of magnitudes (default all)")
+                       help="comma-separated subset of magnitudes (default: all)")
     group.add_argument("--manifest", help="manifest TOML (default: bundled raw_data/manifest.toml "
                                           "or $PROBMUT_MANIFEST)")
     parser.add_argument("--paired", action="store_true",
@@ -353,7 +353,7 @@ def figure_path(args, folder: str, name: str) -> Path | None:
 
 
 def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = False,
-                       default: str = "digits, the default"):
+                       default: str = "default: digits"):
     """The data set of the commands that load one (train, evaluate, coverage): ``--dataset
     NAME`` or ``--data FILE.npz|DIR``, an image folder's ``--image-size`` and
     ``--test-split``, and ``--download-timeout``; :func:`data_options` reads them.
@@ -380,7 +380,7 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool = Fals
     group.add_argument("--download-timeout", type=number(0, math.inf, low_open=True),
                        default=DOWNLOAD_TIMEOUT, metavar="SECONDS",
                        help=f"give up a Keras download that has not started after SECONDS "
-                            f"(default {DOWNLOAD_TIMEOUT:g})")
+                            f"(default: {DOWNLOAD_TIMEOUT:g})")
 
 
 def data_options(args) -> dict:
@@ -391,9 +391,9 @@ def data_options(args) -> dict:
 
 def add_posterior_arguments(parser: argparse.ArgumentParser):
     group = parser.add_argument_group("bagged posterior")
-    group.add_argument("--bootstraps", type=integer(1), default=100,
+    group.add_argument("--bootstraps", type=integer(1), default=100, metavar="B",
                        help="B bootstrap resamples of each population (default: 100)")
-    group.add_argument("--trials", type=integer(1), default=100,
+    group.add_argument("--trials", type=integer(1), default=100, metavar="N",
                        help="N kill tests per resample (default: 100)")
     add_sample_argument(group)
     group.add_argument("--fit", choices=FITS, default=None,
@@ -407,7 +407,7 @@ def add_posterior_arguments(parser: argparse.ArgumentParser):
 
 
 def add_sample_argument(parser):
-    parser.add_argument("--sample", type=integer(2), default=20,
+    parser.add_argument("--sample", type=integer(2), default=20, metavar="K",
                         help="k instances per side of one kill test (default: 20)")
 
 

@@ -79,7 +79,7 @@ def register(subparsers) -> None:
                        help=f"NUTS tuning steps per chain (default: {_DEFAULTS.tune})")
     group.add_argument("--chains", type=integer(2, 64), default=_DEFAULTS.chains,
                        help=f"chains, at least 2 for R-hat (default: {_DEFAULTS.chains})")
-    group.add_argument("--trials", type=integer(1, 10**6), default=_DEFAULTS.trials,
+    group.add_argument("--trials", type=integer(1, 10**6), default=_DEFAULTS.trials, metavar="N",
                        help="simulated k-vs-k kill tests per posterior draw "
                             f"(default: {_DEFAULTS.trials})")
     add_sample_argument(group)

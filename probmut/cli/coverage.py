@@ -59,32 +59,32 @@ def register(subparsers) -> None:
                    help="index of the layer analysed (default: the penultimate, i.e. the last "
                         "hidden layer with weights)")
     p.add_argument("--neurons", type=_neurons, default=(6, 8, 10, 12), metavar="M1,M2",
-                   help="numbers of important neurons (default 6,8,10,12; the first one is "
-                        "reported as 'idc' and used against killing)")
+                   help="numbers of important neurons; the first one is reported as 'idc' and "
+                        "used against killing (default: 6,8,10,12)")
     p.add_argument("--epsilon", type=number(0, math.inf, low_open=True), default=0.01,
-                   help="LRP epsilon (0.01)")
+                   help="LRP epsilon (default: 0.01)")
     p.add_argument("--max-clusters", type=integer(2, 100), default=4,
-                   help="k-means tries k = 2 .. this, chosen by silhouette (4)")
+                   help="k-means tries k = 2 .. this, chosen by silhouette (default: 4)")
     p.add_argument("--nc-threshold", type=number(0, 1), default=0.75,
-                   help="NC threshold (0.75)")
+                   help="NC threshold (default: 0.75)")
     p.add_argument("--kmnc-sections", type=integer(1), default=1000,
-                   help="KMNC sections (1000)")
+                   help="KMNC sections (default: 1000)")
     p.add_argument("--top-k", type=integer(1), default=3,
-                   help="TKNC: top k neurons per layer (3)")
+                   help="TKNC: top k neurons per layer (default: 3)")
     against = p.add_argument_group("coverage against killing")
     against.add_argument("--against", metavar="RUN_DIR",
                          help="a run with mutant populations and per-input outcomes on the same "
                               "test set (no retraining)")
     against.add_argument("--subsets", type=integer(10), default=200,
-                         help="random test subsets (200)")
+                         help="random test subsets (default: 200)")
     against.add_argument("--subset-size", type=integer(2),
                          help="inputs per subset (default: a tenth of the test set, at least 10)")
     against.add_argument("--killing", choices=KILLING, default="probability",
-                         help="mean kill probability of the mutants (default) or DeepMutation's "
-                              "mutation score")
+                         help="mean kill probability of the mutants or DeepMutation's "
+                              "mutation score (default: probability)")
     p.add_argument("--sanity", type=integer(0), default=0, metavar="DRAWS",
                    help="DeepImportance's RQ1 check: silence the important neurons and DRAWS "
-                        "random sets of as many neurons, compare the output drops (default 0: "
+                        "random sets of as many neurons, compare the output drops (default: 0, "
                         "off)")
     p.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
                    help=f"seed of k-means, subsets, bootstrap (default: {DEFAULT_SEED})")

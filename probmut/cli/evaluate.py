@@ -42,18 +42,18 @@ def register(subparsers) -> None:
     p.add_argument("--task", choices=tuple(TASKS),
                    default="classification",
                    help="how an input is scored, as probmut train scores the model's task "
-                        "(default classification; the others need --data FILE.npz)")
+                        "(the others need --data FILE.npz) (default: classification)")
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--out", type=Path, metavar="POP.csv",
-                        help="one population: its CSV (outcomes written beside it)")
+    target.add_argument("--out", type=Path, metavar="OUT",
+                        help="one population: its CSV file (outcomes written beside it)")
     target.add_argument("--write-manifest", type=Path, metavar="MANIFEST.toml",
                         help="group the files into populations, write them and a manifest "
                              "beside MANIFEST.toml")
     p.add_argument("--name", help="model name in the manifest (default: DeepCrime's model "
                                   "name, else the manifest's folder name)")
     p.add_argument("--jobs", type=integer(1, 4096), default=1,
-                   help="worker processes scoring models at once (local; default 1: in this "
-                        "process)")
+                   help="worker processes scoring models at once; 1: in this process "
+                        "(default: 1)")
     p.add_argument("--threads", type=integer(1, 4096), default=1,
                    help="TensorFlow threads per job")
     add_quiet_argument(p)

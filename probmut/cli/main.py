@@ -82,13 +82,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Options of earlier releases, by command: the option that took their place
+#: (CHANGELOG.md, 0.2.0), named when one is given.
+RETIRED = {"train": {"--model": "--architecture", "--level": "--certainty"},
+           "recommend": {"--draws": "--populations", "--level": "--certainty",
+                         "--max-instances": "--needed-up-to"},
+           "evaluate": {"--manifest": "--write-manifest"}}
+
+
 def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """The arguments; an unknown option is reported by the command it was given to, so
-    that the message points at that command's help (``probmut kill --help``)."""
+    that the message points at that command's help (``probmut kill --help``), with the
+    option that replaced it when it is a retired one (:data:`RETIRED`)."""
     args, unknown = parser.parse_known_args(argv)
     owner = args.commands.get(args.command, parser)
     if unknown:
-        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+        retired = RETIRED.get(args.command, {})
+        old = dict.fromkeys(w.split("=")[0] for w in unknown if w.split("=")[0] in retired)
+        hint = "".join(f"; {o} is {retired[o]} since probmut 0.2.0" for o in old)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     args.given = frozenset(owner.given)
     return args
 

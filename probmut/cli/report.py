@@ -145,11 +145,10 @@ def register(subparsers) -> None:
         epilog=EXAMPLE)
     parser.add_argument("run", nargs="?", metavar="RUN_DIR",
                         help="a run directory written by probmut train (its manifest.toml)")
-    parser.add_argument("--model", help="the model of the manifest (default for a run: its "
-                                        "first)")
+    parser.add_argument("--model", help="the model of the manifest (default: a run's first)")
     parser.add_argument("--manifest", help="manifest TOML (default: bundled "
                                            "raw_data/manifest.toml or $PROBMUT_MANIFEST)")
-    parser.add_argument("--out", metavar="FILE",
+    parser.add_argument("--out", metavar="OUT",
                         help="the HTML file to write (default: report.html in RUN_DIR, or in "
                              "the current folder with --model); it replaces only an earlier "
                              "page of the same campaign")
@@ -159,8 +158,8 @@ def register(subparsers) -> None:
                              "replaced) or its JSON document (probmut report --json): which "
                              "outcomes changed since")
     parser.add_argument("--coverage", metavar="FILE.json",
-                        help="a coverage result to include (probmut coverage --json; default: "
-                             "RUN_DIR/coverage.json if there is one)")
+                        help="a coverage result to include (probmut coverage --json) "
+                             "(default: RUN_DIR/coverage.json if there is one)")
     parser.add_argument("--no-verdicts", action="store_true",
                         help="skip each mutant's verdict (killed / not killed / not settled: "
                              "probmut recommend's, the longest part of the report); the counts "

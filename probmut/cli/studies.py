@@ -215,7 +215,7 @@ def register(subparsers) -> None:
                     "kill counts to .probmut_cache/ (--cache DIR, --no-cache); prints a table "
                     "or --json.")
     add_population_arguments(mce)
-    mce.add_argument("--kill-rates", metavar="REPS.npy",
+    mce.add_argument("--kill-rates", metavar="FILE.npy",
                      help="analyse saved kill rates instead: an R x B array, one row per "
                           "repetition")
     add_criterion_arguments(mce, PAPER_HELP_MCE)

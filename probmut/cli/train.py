@@ -91,18 +91,22 @@ def register(subparsers) -> None:
                         "function (input_shape, n_classes) returning a keras.Model classifier, "
                         "on the Python path (default: digits_cnn); a manifest's model is the "
                         "name the run writes (--name)")
-    p.add_argument("--instances", type=integer(1), help="instances per population (20)")
-    p.add_argument("--mutation", action="append", default=[], metavar="OP[:MAG1,MAG2]",
-                   help="a mutation and its magnitudes (default: the operator's); repeatable")
+    p.add_argument("--instances", type=integer(1),
+                   help="instances per population (default: 20)")
+    p.add_argument("--mutation", action="append", default=[], metavar="MUTATION",
+                   help="a mutation and its magnitudes, OPERATOR[:MAG1,MAG2,...] (default: the "
+                        "operator's); repeatable")
     p.add_argument("--list-operators", action="store_true",
-                   help="print every operator (name, level, default, source, magnitude, "
-                        "default target, the references' names) and exit; with --json as JSON")
+                   help="print every operator (its name, level, source and references' "
+                        "names, its magnitude and the magnitude and target it takes when none "
+                        "is given) and exit; with --json as JSON")
     p.add_argument("--dry-run", action="store_true",
                    help="train nothing: say per mutation whether it is legal (and why not), "
                         "its target and exactly what it changes (samples, settings, or "
                         "weights/units per layer for instance 0); with --json as JSON; exit "
                         "2 if a mutation is illegal")
-    p.add_argument("--out", type=Path, help="output directory (required to train)")
+    p.add_argument("--out", type=Path, metavar="OUT",
+                   help="output directory (required to train)")
     p.add_argument("--name", help="model name in the manifest (default: --out's name)")
     p.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
                    help=f"base seed of every instance's seed (default: {DEFAULT_SEED})")
@@ -116,21 +120,21 @@ def register(subparsers) -> None:
     p.add_argument("--format", choices=["tidy", "deepcrime"], default="tidy",
                    help="deepcrime: also write DeepCrime's ;-separated files")
     p.add_argument("--stack", type=_stack, default=None, metavar="K|auto",
-                   help="train K instances of a population at once as one model (default "
-                        "auto: up to 20 for small models, 1 on a CPU for models whose "
-                        "training step is large; 1: one at a time with model.fit)")
+                   help="train K instances of a population at once as one model; auto: up "
+                        "to 20 for small models, 1 on a CPU for models whose training step is "
+                        "large; 1: one at a time with model.fit (default: auto)")
     p.add_argument("--jobs", type=integer(1, MAX_WORKERS), default=1,
                    help="worker processes training at once, each a stack or one instance "
-                        "(local backend; default 1: in this process)")
+                        "(local backend); 1: in this process (default: 1)")
     p.add_argument("--threads", type=integer(1, MAX_WORKERS), default=1,
-                   help="TensorFlow threads per instance (default 1; the same --threads gives "
-                        "the same files whatever --jobs or --backend)")
+                   help="TensorFlow threads per instance; the same --threads gives the same "
+                        "files whatever --jobs or --backend (default: 1)")
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--cpus-per-task", type=number(0, float("inf"), low_open=True),
                    help="Ray CPUs per task (default: --threads)")
     p.add_argument("--gpus-per-task", type=number(0, float("inf")), default=0,
-                   help="Ray GPUs per task (0)")
+                   help="Ray GPUs per task (default: 0)")
     p.add_argument("--save-models", action="store_true",
                    help="keep each instance's model as OUT/models/POPULATION/ID.keras, the "
                         "id in five digits (00000.keras) "
@@ -140,7 +144,7 @@ def register(subparsers) -> None:
                         "instances then train one at a time (--stack 1) in worker processes, "
                         "which are killed if an instance cannot stop itself")
     p.add_argument("--retry-failed", action="store_true",
-                   help="train crashed and timed-out instances again (by default they are "
+                   help="train crashed and timed-out instances again (without it they are "
                         "recorded once)")
     p.add_argument("--max-error-rate", type=number(0, 1, high_open=True), metavar="R",
                    help="DeepMutation's quality control: remove a mutant population whose "
@@ -157,8 +161,9 @@ def register(subparsers) -> None:
     search.add_argument("--resolution", type=number(0, float("inf"), low_open=True),
                         help="stop when the bracket is this narrow (default: 1/16 of the range)")
     search.add_argument("--decision", choices=DECISIONS, default=None,
-                        help="a magnitude is killed by the bagged posterior's ratio (default) or "
-                             "by DeepCrime's single test on the whole populations")
+                        help="a magnitude is killed by the bagged posterior's ratio or by "
+                             "DeepCrime's single test on the whole populations (default: "
+                             f"{DECISIONS[0]})")
     add_quiet_argument(p)
     p.add_argument("--json", action="store_true",
                    help="print the run summary (or --list-operators, --dry-run) as one JSON "
@@ -176,10 +181,10 @@ def register(subparsers) -> None:
     settle.add_argument("--until-score", type=number(0, 1, low_open=True, high_open=True),
                         nargs="?", const=WIDTH, default=None, metavar="WIDTH",
                         help="train in rounds the populations that weigh most on the mutation "
-                             "score's 95%% interval until it is at most WIDTH wide (default "
-                             f"{WIDTH:g}: ±{WIDTH / 2:g}) or no population below "
-                             "--max-instances would narrow it (instead of --instances; "
-                             "docs/score.md)")
+                             "score's 95%% interval until it is at most WIDTH wide or no "
+                             "population below --max-instances would narrow it (instead of "
+                             f"--instances; docs/score.md) (default: {WIDTH:g}, "
+                             f"±{WIDTH / 2:g})")
     settle.add_argument("--round", dest="round_size", type=integer(1), default=10, metavar="N",
                         help="instances added per round to each mutant in training "
                              "(--until-settled); the step of a round's plan (--until-score) "
@@ -192,16 +197,17 @@ def register(subparsers) -> None:
                              "healthy instances and 2K per mutant (default: 20)")
     settle.add_argument("--criterion", choices=KINDS, default=None,
                         help="the kill test of the verdicts' and the score's bagged posteriors "
-                             f"(docs/criteria.md; default: {KINDS[0]})")
+                             f"(docs/criteria.md) (default: {KINDS[0]})")
     settle.add_argument("--bootstraps", type=integer(1), default=None, metavar="B",
                         help="B bootstrap resamples of each population in the verdicts and "
                              "the score (default: 100)")
     settle.add_argument("--trials", type=integer(1), default=None, metavar="N",
                         help="N kill tests per resample (default: 100)")
     settle.add_argument("--certainty", type=number(0.5, 1, low_open=True, high_open=True),
-                        default=None, metavar="L",
-                        help="for any true effect, at most 1 - L of the runs end with a wrong "
-                             f"settled verdict, over all the rounds (default: {CERTAINTY})")
+                        default=None, metavar="CERTAINTY",
+                        help="for any true effect, at most 1 - CERTAINTY of the runs end with a "
+                             "wrong settled verdict, over all the rounds "
+                             f"(default: {CERTAINTY})")
     p.set_defaults(func=handle, resumes=True)
 
 

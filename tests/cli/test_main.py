@@ -11,7 +11,42 @@ from ..conftest import RAW, interruptible
 DC = RAW / "deepcrime_comp"
 
 
+def _options():
+    """Every option of every command: (command, option, its action)."""
+    import argparse
 
+    from probmut.cli.main import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    return [(name, action.option_strings[-1], action) for name, command in commands.items()
+            for action in command._actions
+            if action.option_strings and action.help != argparse.SUPPRESS]
+
+
+def test_help_shows_a_default_one_way_and_an_option_with_one_metavar():
+    """Issue 57: the helps showed defaults three ways ("(default: 20)", "(default 20)",
+    "(20)") and one option under different metavars in different commands."""
+    import re
+
+    metavars: dict = {}
+    for command, option, action in _options():
+        words = action.help or ""
+        assert words.count("default") == words.count("(default: "), (command, option, words)
+        assert not re.search(r"\([\d.]+\)$", words), (command, option, words)
+        if action.nargs != 0:
+            shown = action.metavar or (action.dest.upper() if action.choices is None else
+                                       "{" + ",".join(map(str, action.choices)) + "}")
+            metavars.setdefault(option, {}).setdefault(shown, []).append(command)
+    assert not {o: m for o, m in metavars.items() if len(m) > 1}
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["train", "--model", "digits_cnn"], "--model is --architecture since probmut 0.2.0"),
+    (["recommend", "--draws=5"], "--draws is --populations since probmut 0.2.0"),
+])
+def test_an_option_of_an_earlier_release_names_the_one_that_replaced_it(cli, argv, hint):
+    """Issue 57: `train --model` (removed in 0.2.0) got a plain "unrecognized arguments"."""
+    assert hint in cli.refused(*argv, says="unrecognized arguments: ")
 
 
 def test_bad_input_exits_2_with_a_message_naming_the_problem(cli, tmp_path):
