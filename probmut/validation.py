@@ -219,7 +219,7 @@ def _iterable(value) -> bool:
         iter(value)
     except TypeError:
         return False
-    return not (isinstance(value, np.ndarray) and value.ndim < 2)
+    return True
 
 
 def _is_frame(value) -> bool:

@@ -82,7 +82,7 @@ CASES = [
     ("PosteriorSettings", lambda: probmut.PosteriorSettings(fit=None), "fit"),
     ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], {"sample": 10}),
      "settings"),
-    ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, M), "mutants"),
+    ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, M), "mutants[0]"),
     ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], names=5), "names"),
     ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], jobs=0), "jobs"),
     ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], paired=1), "paired"),
