@@ -52,12 +52,11 @@ from probmut.train.backends import InstanceTimeout
 from probmut.train.datasets import DATASETS
 from probmut.train.finished import load_record, model_path, save_record
 from probmut.train.flags import Flags
-from probmut.train.instance import train_instance
 from probmut.train.interrupts import Interrupts
 from probmut.train.operators import OPERATORS, Mutation, population_config
 from probmut.train.quality import assembled_flags, removed_by_quality_control
-from probmut.train.stack.eligibility import population_problem
 from probmut.train.tasks import strata
+from probmut.train.trainers import Trainer, trainer_of
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings
 
 
@@ -118,8 +117,10 @@ def _check_settings(out: Path, settings: RunSettings, data: dict,
     if recorded is None:
         write_settings(out, current)
         return
-    legacy = "rounds" not in recorded  # probmut 0.2.0 kept no plan: a resume records it
-    recorded = {**recorded, "rounds": current["rounds"]} if legacy else recorded
+    # what probmut 0.2.0 did not record: its plan (a resume records it) and its trainer
+    legacy = {key: value for key, value in (_KERAS_ONLY | {"rounds": current["rounds"]}).items()
+              if key not in recorded}
+    recorded = {**recorded, **legacy}
     _check_rounds(out, recorded["rounds"], current["rounds"])
     if recorded != current:
         raise ProbmutError(f"{out} holds a run with other settings: "
@@ -128,6 +129,10 @@ def _check_settings(out: Path, settings: RunSettings, data: dict,
                            "directory", option="out")
     if legacy:
         write_settings(out, current)
+
+
+#: The trainer of a run of probmut 0.2.0, which recorded none: it trained with Keras only.
+_KERAS_ONLY = {"trainer": "keras", "code": None}
 
 
 def _check_rounds(out: Path, before: dict | None, now: dict | None) -> None:
@@ -185,29 +190,19 @@ def assemble(out: Path, population: str, instances: int, labels,
     return matches
 
 
-def train_unit(assignments: list[Assignment], stack: bool, healthy_weights=None, *,
-               dataset) -> list[InstanceResult]:
-    """One unit of work for a backend: a stack of instances of one population (``stack``)
-    or one instance; returns one result per assignment."""
-    if stack:
-        from probmut.train.stack.training import train_stack
-
-        return train_stack(assignments, dataset=dataset)
-    return [train_instance(assignments[0], healthy_weights, dataset=dataset)]
-
-
 def _units(assignments: list[Assignment], settings: RunSettings, dataset, say,
-           unstackable: dict[str, str] | None) -> list[tuple]:
-    """Group ``assignments`` (not model-level) into the calls of :func:`train_unit`: with
-    ``settings.stack`` K > 1, instances ``[jK, (j+1)K)`` of a stackable population form
-    stack j (its missing ones only, on a resume); other assignments run one by one, and
-    ``say`` tells why once per population. ``unstackable`` (population stem -> why) says
-    which populations cannot be stacked, when that was decided before the run; None:
-    decided here (:func:`probmut.train.stack.eligibility.population_problem`)."""
+           unstackable: dict[str, str] | None, trainer: Trainer) -> list[tuple]:
+    """Group ``assignments`` (not model-level) into the calls of the ``trainer``'s
+    ``train_unit``: with ``settings.stack`` K > 1, instances ``[jK, (j+1)K)`` of a
+    stackable population form stack j (its missing ones only, on a resume); other
+    assignments run one by one, and ``say`` tells why once per population.
+    ``unstackable`` (population stem -> why) says which populations cannot be stacked,
+    when that was decided before the run; None: decided here (the trainer's
+    ``stack_problem``)."""
     def why_alone(population: str, config) -> str | None:
         if unstackable is not None:
             return unstackable.get(population)
-        return population_problem(settings.architecture, dataset, config)
+        return trainer.stack_problem(settings, config, dataset)
 
     units, stacks, told = [], {}, set()
     for assignment in assignments:
@@ -457,6 +452,7 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
     from probmut.progress import progress as progress_bar
 
     provenance = dataset.provenance()
+    trainer = trainer_of(settings)
     _check_settings(out, settings, provenance, rounds)
     remove_orphans(out)  # left by a killed run; the lock keeps other runs out
     model_level = [m for m in mutations if m.operator.level == "model"]
@@ -499,11 +495,11 @@ def _run_populations(settings, mutations, instances, out, backend, dataset, name
                 units = [([t], False, read_weights(out, t.instance)) for t in todo]
             else:
                 units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr),
-                               unstackable)
+                               unstackable, trainer)
                 idle = idle_workers(units, getattr(backend, "jobs", 1))
                 if idle and not report.resumed:  # advice for a run's start, not its resume
                     bar.write(f"probmut train: {idle}", file=sys.stderr)
-            for index, outcome in backend.map_unordered(train_unit, units):
+            for index, outcome in backend.map_unordered(trainer.train_unit, units):
                 assignments = units[index][0]
                 results = []
                 for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)), strict=True):

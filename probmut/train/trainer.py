@@ -51,7 +51,8 @@ from probmut.train.datasets import (
     source_of,
 )
 from probmut.train.dryrun import DryRun, dry_run
-from probmut.train.legality import needs_keras, prepare
+from probmut.train.keras_trainer import KerasTrainer
+from probmut.train.legality import needs_keras
 from probmut.train.models import MODELS, resolve_model, task_of, validation_split_of
 from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.options import (
@@ -65,8 +66,8 @@ from probmut.train.options import (
     UntilScore,
     UntilSettled,
 )
-from probmut.train.preflight import Preflight, preflight
 from probmut.train.run import RunReport, recorded_stack, run_lock, run_populations
+from probmut.train.trainers import CheckRequest
 from probmut.train.work import RunSettings
 
 #: The base seed when none is given: the command line's default.
@@ -139,7 +140,8 @@ def train_populations(
 
         _, low, high, _ = parse_search(mode.magnitudes)  # refused before anything trains
         resolution = abs(high - low) / 16 if mode.resolution is None else mode.resolution
-    _check_installed(execution.backend, execution.jobs, execution.threads)
+    trainer = KerasTrainer(architecture)
+    _check_installed(trainer, execution.backend, execution.jobs, execution.threads)
     _check_out(out)
     # a run already in out: its lock first, so that a second train is refused before
     # TensorFlow loads (run_populations takes it again, or first for a new run)
@@ -151,17 +153,19 @@ def train_populations(
         runner = backends.make_backend(
             execution.backend, jobs=execution.jobs, threads=execution.threads,
             timeout=execution.timeout, address=execution.address,
-            cpus_per_task=execution.cpus_per_task, gpus_per_task=execution.gpus_per_task)
-        with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
+            cpus_per_task=execution.cpus_per_task, gpus_per_task=execution.gpus_per_task,
+            setup=trainer.setup)
+        with _stopped_on_error(runner):  # its workers set up (import TensorFlow) meanwhile
             loaded = _load(source, data_options, architecture, execution.threads,
                            data.download_timeout, keras=False)
-            checked, unchecked = _checked_here(parsed, loaded)
         with runner:
             runner.share(dataset=loaded)
-            found = _preflight(runner, architecture, overrides, checked, unchecked, stack)
-            if found.choice is not None and found.choice.why:
+            call = _on(runner)
+            found = trainer.check(CheckRequest(parsed, overrides, stack), dataset=loaded,
+                                  call=call)
+            if found.why:
                 print(f"probmut train: automatic stack size: one instance at a time: "
-                      f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
+                      f"{found.why} (a stack size given overrides it)", file=sys.stderr)
             names = [m.population for m in found.mutations]
             if len(set(names)) != len(names):
                 raise ProbmutError(f"a mutation magnitude is given twice: {names}",
@@ -179,8 +183,8 @@ def train_populations(
                     from probmut.train.search import run_search
 
                     def check(mutations):  # each magnitude, bound and checked as a mutation is
-                        more = _preflight(runner, architecture, overrides,
-                                          *_checked_here(mutations, loaded), size)
+                        more = trainer.check(CheckRequest(mutations, overrides, size),
+                                             dataset=loaded, call=call)
                         return list(more.mutations), more.unstackable
 
                     return run_search(settings, mode.magnitudes, resolution, mode.instances, out,
@@ -303,10 +307,10 @@ def _stack_for(timeout: float | None, stack: int | None) -> int | None:
     return 1
 
 
-def _check_installed(backend: str, jobs: int, threads: int) -> None:
+def _check_installed(trainer, backend: str, jobs: int, threads: int) -> None:
     """The extras the run needs are installed; a warning when it oversubscribes the CPUs."""
-    tf_setup.require("tensorflow", "train")
-    tf_setup.require("sklearn", "train")
+    for module, extra in trainer.requires:
+        tf_setup.require(module, extra)
     if backend == "ray":
         tf_setup.require("ray", "ray")
     if backend == "local" and jobs * threads > backends.cpu_count():
@@ -397,24 +401,12 @@ def _load(source: str, options: dict, model: str, threads: int, download_timeout
                         download_timeout=download_timeout)
 
 
-def _checked_here(mutations: list[Mutation], data) -> tuple[list[Mutation], list[Mutation]]:
-    """The leading mutations bound and checked here, on the data alone (data-level:
-    :func:`~probmut.train.legality.needs_keras`), and the others, to check where Keras
-    is. The split keeps the order of the checks, so the first illegal mutation is the
-    one reported."""
-    split = next((i for i, m in enumerate(mutations) if needs_keras(m)), len(mutations))
-    return prepare(mutations[:split], None, data, None), mutations[split:]
-
-
-def _preflight(runner, model: str, overrides: dict, checked: list[Mutation],
-               unchecked: list[Mutation], stack: int | None) -> Preflight:
-    """:func:`~probmut.train.preflight.preflight` as a call on ``runner`` (where Keras
-    is), or here when nothing needs Keras: a bundled model, every mutation checked, and
-    one instance at a time."""
-    if not unchecked and stack == 1 and model in MODELS:
-        return Preflight(MODELS[model].config.replace(**overrides), tuple(checked), None, {})
-    calls = [(model, overrides, checked, unchecked, stack)]
-    _, outcome = next(iter(runner.map_unordered(preflight, calls)))
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
+def _on(runner):
+    """``call(fn, *args)``: ``fn(*args)`` as one call on ``runner`` (where its workers are
+    set up), its exception raised here."""
+    def call(fn, *args):
+        _, outcome = next(iter(runner.map_unordered(fn, [args])))
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+    return call
