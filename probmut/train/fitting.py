@@ -16,6 +16,7 @@ import numpy as np
 from probmut.train.datasets import ModelDims, n_rows
 from probmut.train.models import TrainConfig
 from probmut.train.tasks import TASKS
+from probmut.train.training_set import training_data  # noqa: F401 - public here too
 
 
 def keras_inputs(x):

@@ -56,18 +56,15 @@ from probmut.train.legality import needs_keras
 from probmut.train.models import MODELS, resolve_model, task_of, validation_split_of
 from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.options import (
-    DECISIONS,
     MODES,
     DataOptions,
     ExecutionOptions,
     Instances,
-    Search,
+    Mode,
     TrainingOptions,
-    UntilScore,
-    UntilSettled,
 )
-from probmut.train.run import RunReport, recorded_stack, run_lock, run_populations
-from probmut.train.trainers import CheckRequest
+from probmut.train.run import Job, RunOptions, RunReport, recorded_stack, run_lock
+from probmut.train.trainers import Checked, CheckRequest
 from probmut.train.work import RunSettings
 
 #: The base seed when none is given: the command line's default.
@@ -124,32 +121,27 @@ def train_populations(
     parsed = _parsed(mutations)
     validation_split = validation_split_of(architecture, data.validation_split)
     _refuse_repeated(parsed)
-    _check_mode(mode, parsed)
+    if not isinstance(mode, Mode):
+        raise ProbmutError(f"unknown training mode {mode!r}; use one of "
+                           f"{', '.join(m.__name__ for m in MODES)}", option="mode")
+    mode.check(parsed)
     _check_settings(jobs=execution.jobs, threads=execution.threads,
                     validation_split=validation_split, stack=execution.stack,
-                    **training.overrides(), **_counts(mode))
+                    **training.overrides(), **mode.counts())
     stack = _stack_for(execution.timeout, execution.stack)
     if not data.download_timeout > 0:
         raise ProbmutError("the download timeout must be positive, got "
                            f"{data.download_timeout}", option="download_timeout")
     source, data_options = _data_source(data.dataset, data.data, data.image_size,
                                         data.test_split, validation_split)
-    resolution = None
-    if isinstance(mode, Search):
-        from probmut.train.search import parse_search
-
-        _, low, high, _ = parse_search(mode.magnitudes)  # refused before anything trains
-        resolution = abs(high - low) / 16 if mode.resolution is None else mode.resolution
     trainer = KerasTrainer(architecture)
     _check_installed(trainer, execution.backend, execution.jobs, execution.threads)
     _check_out(out)
     # a run already in out: its lock first, so that a second train is refused before
-    # TensorFlow loads (run_populations takes it again, or first for a new run)
+    # TensorFlow loads (the run takes it again, or first for a new run)
     with run_lock(out) if (out / ".work").is_dir() else contextlib.nullcontext():
         if stack is None:
             stack = recorded_stack(out)  # a resumed run keeps its size; None: auto
-        name = name or out.resolve().name
-        overrides = training.overrides()
         runner = backends.make_backend(
             execution.backend, jobs=execution.jobs, threads=execution.threads,
             timeout=execution.timeout, address=execution.address,
@@ -161,55 +153,39 @@ def train_populations(
         with runner:
             runner.share(dataset=loaded)
             call = _on(runner)
-            found = trainer.check(CheckRequest(parsed, overrides, stack), dataset=loaded,
-                                  call=call)
-            if found.why:
-                print(f"probmut train: automatic stack size: one instance at a time: "
-                      f"{found.why} (a stack size given overrides it)", file=sys.stderr)
-            names = [m.population for m in found.mutations]
-            if len(set(names)) != len(names):
-                raise ProbmutError(f"a mutation magnitude is given twice: {names}",
-                                   option="mutation")
+            request = CheckRequest(parsed, training.overrides(), stack)
+            found = _checked(trainer, request, loaded, call)
             size = found.stack if stack is None else stack
+
+            def check(mutations):  # a mutation found as the run goes (a search's magnitude)
+                more = trainer.check(CheckRequest(mutations, request.overrides, size),
+                                     dataset=loaded, call=call)
+                return list(more.mutations), more.unstackable
+
             settings = RunSettings(dataset=source, architecture=architecture, config=found.config,
                                    seed=seed, stack=size)
-            options = dict(deepcrime=deepcrime, progress=execution.progress,
-                           save_models=save_models, timeout=execution.timeout,
-                           retry_failed=execution.retry_failed)
+            options = RunOptions(deepcrime=deepcrime, progress=execution.progress,
+                                 save_models=save_models, timeout=execution.timeout,
+                                 retry_failed=execution.retry_failed)
+            job = Job(settings, out, runner, loaded, name or out.resolve().name, options,
+                      found.unstackable, check)
             # the whole run under its lock, its rounds and a search's magnitudes included:
             # another train into out is refused until this one ends
             with run_lock(out):
-                if isinstance(mode, Search):
-                    from probmut.train.search import run_search
+                return mode.train(job, list(found.mutations))
 
-                    def check(mutations):  # each magnitude, bound and checked as a mutation is
-                        more = trainer.check(CheckRequest(mutations, overrides, size),
-                                             dataset=loaded, call=call)
-                        return list(more.mutations), more.unstackable
 
-                    return run_search(settings, mode.magnitudes, resolution, mode.instances, out,
-                                      runner, loaded, check, name=name, decision=mode.decision,
-                                      **options)
-                options["unstackable"] = found.unstackable
-                if isinstance(mode, UntilSettled):
-                    from probmut.train.rounds import train_until_settled
-
-                    return train_until_settled(settings, list(found.mutations), out, runner, loaded,
-                                               name=name, analysis=mode.analysis,
-                                               round_size=mode.round_size,
-                                               max_instances=mode.max_instances,
-                                               certainty=mode.certainty, seed=seed, **options)
-                if isinstance(mode, UntilScore):
-                    from probmut.train.until_score import train_until_score
-
-                    return train_until_score(settings, list(found.mutations), out, runner, loaded,
-                                             name=name, analysis=mode.analysis, width=mode.width,
-                                             round_size=mode.round_size,
-                                             max_instances=mode.max_instances, seed=seed,
-                                             **options)
-                return run_populations(settings, list(found.mutations), mode.count, out, runner,
-                                       loaded, name=name, max_error_rate=mode.max_error_rate,
-                                       **options)
+def _checked(trainer, request: CheckRequest, dataset, call) -> Checked:
+    """The trainer's check of the run's mutations, its automatic stack size said on
+    stderr when it trains one instance at a time, and each population named once."""
+    found = trainer.check(request, dataset=dataset, call=call)
+    if found.why:
+        print(f"probmut train: automatic stack size: one instance at a time: "
+              f"{found.why} (a stack size given overrides it)", file=sys.stderr)
+    names = [m.population for m in found.mutations]
+    if len(set(names)) != len(names):
+        raise ProbmutError(f"a mutation magnitude is given twice: {names}", option="mutation")
+    return found
 
 
 def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions | None = None,
@@ -253,45 +229,6 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
     spec = resolve_model(architecture, loaded.dims)
     config = spec.config.replace(**training.overrides())
     return dry_run(parsed, spec, loaded, config, seed=seed, architecture=architecture)
-
-
-def _counts(mode) -> dict:
-    """The counts of a mode that must be positive, by the name of their setting."""
-    if isinstance(mode, Instances):
-        return {"instances": mode.count}
-    if isinstance(mode, Search):
-        return {"instances": mode.instances}
-    return {"round_size": mode.round_size, "max_instances": mode.max_instances,
-            "sample": mode.analysis.sample}
-
-
-def _check_mode(mode, mutations) -> None:
-    """The mode is one of :data:`~probmut.train.options.MODES`, with the mutations and
-    settings it needs."""
-    if not isinstance(mode, MODES):
-        raise ProbmutError(f"unknown training mode {mode!r}; use one of "
-                           f"{', '.join(m.__name__ for m in MODES)}", option="mode")
-    if isinstance(mode, Search):
-        if mutations:
-            raise ProbmutError("a search trains its own magnitudes; give no mutations",
-                               option="mutation")
-        if mode.decision not in DECISIONS:
-            raise ProbmutError(f"unknown decision {mode.decision!r}; use one of "
-                               f"{', '.join(DECISIONS)}", option="decision")
-    if isinstance(mode, UntilScore) and not 0 < mode.width < 1:
-        raise ProbmutError(f"the width of the score's interval must be in (0, 1), got "
-                           f"{mode.width}", option="until_score")
-    if isinstance(mode, (UntilSettled, UntilScore)):
-        settled = isinstance(mode, UntilSettled)
-        if not mutations:
-            rounds = "until settled" if settled else "until the score is settled"
-            raise ProbmutError(f"training {rounds} needs at least one mutation",
-                               option="until_settled" if settled else "until_score")
-        if mode.analysis.sample > mode.max_instances:
-            raise ProbmutError(f"the sample size k = {mode.analysis.sample} is more than the "
-                               f"maximum of {mode.max_instances} instances: "
-                               + ("no verdict could be reached" if settled else
-                                  "no score could be read"), option="sample")
 
 
 def _stack_for(timeout: float | None, stack: int | None) -> int | None:

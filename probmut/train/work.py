@@ -50,7 +50,7 @@ class RunSettings:
     dataset: str
     architecture: str | None
     config: TrainConfig
-    seed: int = 0
+    seed: int = seeds.DEFAULT_SEED
     stack: int = 1
     trainer: str = "keras"
     code: str | None = None
