@@ -29,6 +29,7 @@ import json
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +49,18 @@ from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import save_outcomes
 from probmut.io.populations import write_deepcrime, write_instances
 from probmut.io.records import RETRYABLE, one_line
-from probmut.io.workdir import finished_ids, read_settings, read_weights, write_settings
+from probmut.io.workdir import (
+    StoredInstance,
+    finished_ids,
+    read_settings,
+    read_weights,
+    write_settings,
+)
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
 from probmut.train.datasets import DATASETS
 from probmut.train.finished import load_record, save_record, saved_model
-from probmut.train.flags import Flags
+from probmut.train.flags import NOT_APPLIED, UNVERIFIED, Flags, UnappliedMutationWarning
 from probmut.train.interrupts import Interrupts
 from probmut.train.operators import OPERATORS, Mutation, population_config
 from probmut.train.quality import assembled_flags, removed_by_quality_control
@@ -161,9 +168,15 @@ def _check_rounds(out: Path, before: dict | None, now: dict | None) -> None:
 def write_population(path: Path, records, rows, labels) -> None:
     """Write a population's tidy CSV (``path``) and its outcomes file beside it
     (``{stem}.outcomes.npz``): one record and one outcome row (None when the instance was
-    not scored) per instance."""
+    not scored) per instance. A population with a scored instance without outcomes (a
+    user's training code that returned no ``correct``) has no outcomes file (one written
+    before is removed): the per-input analyses cannot read it."""
     path = Path(path)
     write_instances(path, records)
+    if any(row is None and record.status not in RETRYABLE
+           for record, row in zip(records, rows, strict=True)):
+        path.with_name(f"{path.stem}.outcomes.npz").unlink(missing_ok=True)
+        return
     matrix = np.array([np.zeros(len(labels), bool) if row is None else row for row in rows],
                       dtype=bool).reshape(len(records), len(labels))
     save_outcomes(path.with_name(f"{path.stem}.outcomes.npz"), [r.instance for r in records],
@@ -171,25 +184,21 @@ def write_population(path: Path, records, rows, labels) -> None:
 
 
 def assemble(out: Path, population: str, instances: int, labels,
-             deepcrime: bool = False) -> list[str | None]:
+             deepcrime: bool = False) -> list[StoredInstance]:
     """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
-    ids below ``instances``; returns, for each of them, its match with its healthy
-    instance (see :func:`probmut.train.finished.load_record`), which the population's
-    flags read. ``deepcrime``
-    also writes ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
+    ids below ``instances``; returns them (:func:`probmut.train.finished.load_record`:
+    each instance's match with its healthy instance and the hyperparameters its code
+    read), which the population's flags read. ``deepcrime`` also writes
+    ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
     (:func:`probmut.io.populations.write_deepcrime`)."""
-    records, rows, matches = [], [], []
-    for instance in range(instances):
-        loaded = load_record(out, population, instance)
-        if loaded is not None:
-            record, correct, match = loaded.record, loaded.correct, loaded.match
-            records.append(record)
-            rows.append(correct if correct.size else None)
-            matches.append(match)
-    write_population(out / f"{population}.csv", records, rows, labels)
+    stored = [loaded for instance in range(instances)
+              if (loaded := load_record(out, population, instance)) is not None]
+    records = [s.record for s in stored]
+    write_population(out / f"{population}.csv", records,
+                     [s.correct if s.correct.size else None for s in stored], labels)
     if deepcrime:
         write_deepcrime(out / f"{population}.deepcrime.csv", records)
-    return matches
+    return stored
 
 
 def _units(assignments: list[Assignment], settings: RunSettings, dataset, say,
@@ -529,7 +538,7 @@ class _PopulationRun:
                          else dict.fromkeys(self.targets, most),
                          "instances" if most is None else "max_instances")
         self.labels = strata(job.dataset.y_test, job.dataset.task)  # regression: buckets
-        self.matches: dict[str, list] = {}  # per assembled population (see assemble)
+        self.stored: dict[str, list] = {}  # per assembled population (see assemble)
 
     def _plan(self) -> tuple[list[Assignment], list[Assignment]]:
         """The assignments, instance by instance across the populations, so that a change
@@ -632,8 +641,8 @@ class _PopulationRun:
                 report.diverged.append(where)
             self.left[stem] -= 1
             if self.left[stem] == 0:
-                self.matches[stem] = assemble(out, stem, self.targets[stem], self.labels,
-                                              self.job.options.deepcrime)
+                self.stored[stem] = assemble(out, stem, self.targets[stem], self.labels,
+                                             self.job.options.deepcrime)
         # one update per unit: a stack's members finish together
         self.bar.set_postfix(done=report.trained, failed=len(report.failures),
                              left=self.bar.total - self.bar.n - len(assignments), refresh=False)
@@ -644,16 +653,35 @@ class _PopulationRun:
         control, and write the manifest with what the run found."""
         job, report = self.job, self.report
         for stem in self.populations:
-            if stem not in self.matches:
-                self.matches[stem] = assemble(job.out, stem, self.targets[stem], self.labels,
-                                              job.options.deepcrime)
-        report.counts = {stem: len(self.matches[stem]) for stem in self.populations}
-        report.flags = {stem: assembled_flags(job.out, stem, job.dataset, m, self.matches[stem])
-                        for stem, m in self.populations.items() if report.counts[stem]}
+            if stem not in self.stored:
+                self.stored[stem] = assemble(job.out, stem, self.targets[stem], self.labels,
+                                             job.options.deepcrime)
+        report.counts = {stem: len(self.stored[stem]) for stem in self.populations}
+        report.flags = {stem: self._flags(stem, m) for stem, m in self.populations.items()
+                        if report.counts[stem]}
         if self.max_error_rate is not None:
             report.removed = removed_by_quality_control(job.out, self.mutations,
                                                         self.max_error_rate, report.counts)
         self._write_manifest(report.flags, report.removed)
+
+    def _flags(self, population: str, mutation: Mutation | None) -> Flags:
+        """A population's flags (:func:`probmut.train.quality.assembled_flags`) and, for a
+        user's training code, whether its mutation reached the code
+        (:func:`probmut.train.user_code.application`), said once per population."""
+        stored, job = self.stored[population], self.job
+        found = ("", "")
+        if self.trainer.user_code:
+            from probmut.train.user_code import application
+
+            found = application(mutation, job.settings.config, job.dataset,
+                                [s.read for s in stored if s.record.status not in RETRYABLE])
+        for word, reason in zip((NOT_APPLIED, UNVERIFIED), found, strict=True):
+            if reason:
+                warnings.warn(f"{population}: {reason.split(' (')[0]}: flagged {word} (its verdicts "
+                              "and the mutation score leave it out)", UnappliedMutationWarning,
+                              stacklevel=2)
+        return assembled_flags(job.out, population, job.dataset, mutation,
+                               [s.match for s in stored], *found)
 
     def _write_manifest(self, flags: dict[str, Flags] | None = None,
                         removed: dict[str, str] | None = None) -> None:
@@ -667,10 +695,12 @@ class _PopulationRun:
         found = lambda m: [] if flags is None else [  # noqa: E731
             list(flags.get(m.population, none).flags), flags.get(m.population, none).survivor,
             (removed or {}).get(m.population, "")]
+        given = [f"{cfg.epochs} epochs"] * (cfg.epochs is not None) \
+            + [f"batch {cfg.batch_size}"] * (cfg.batch_size is not None)
         add_to_manifest(self.job.out / "manifest.toml", self.job.name, f"{HEALTHY}.csv",
                         f"{self.trainer.describe()} on {settings.dataset}, "
-                        f"{max(self.targets.values())} instances, {cfg.epochs} epochs, batch "
-                        f"{cfg.batch_size}, seed {settings.seed} (probmut train)",
+                        + ", ".join([f"{max(self.targets.values())} instances", *given,
+                                     f"seed {settings.seed}"]) + " (probmut train)",
                         [(m.operator.name, m.magnitude, m.operator.paired, *found(m))
                          for m in self.mutations],
                         data=self.provenance,

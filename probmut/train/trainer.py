@@ -34,9 +34,10 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from probmut.errors import ProbmutError
@@ -69,12 +70,15 @@ from probmut.train.work import RunSettings
 
 #: The base seed when none is given: the command line's default.
 SEED = DEFAULT_SEED
+#: The network the Keras trainer trains when none is given.
+DEFAULT_ARCHITECTURE = "digits_cnn"
 
 
 def train_populations(
         out, mutations: Sequence[str | Mutation] = (), *, mode=None,
         data: DataOptions | None = None, training: TrainingOptions | None = None,
-        execution: ExecutionOptions | None = None, architecture: str = "digits_cnn",
+        execution: ExecutionOptions | None = None, architecture: str | None = None,
+        trainer: str | Callable | None = None, command: str | None = None,
         name: str | None = None, seed: int = SEED, save_models: bool = False,
         deepcrime: bool = False) -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
@@ -90,14 +94,20 @@ def train_populations(
         :class:`~probmut.train.options.UntilScore`.
     data, training, execution : :class:`~probmut.train.options.DataOptions` (default:
         digits), :class:`~probmut.train.options.TrainingOptions` (the architecture's
-        settings it overrides), :class:`~probmut.train.options.ExecutionOptions` (one
-        local job).
-    architecture : the network trained: a bundled model
-        (:data:`probmut.train.models.MODELS`) or ``module:function``.
+        settings it overrides; for a user's training code, the hyperparameters it is
+        given), :class:`~probmut.train.options.ExecutionOptions` (one local job).
+    architecture : the network the Keras trainer trains: a bundled model
+        (:data:`probmut.train.models.MODELS`; default ``digits_cnn``) or
+        ``module:function``.
+    trainer : a training function instead: ``"MODULE:FUNCTION"`` or the function itself
+        (defined at the top level of an importable module), called once per instance
+        with its spec (:mod:`probmut.train.function_trainer`).
+    command : a training program instead, one process per instance
+        (:mod:`probmut.train.command_trainer`).
     name : the model's name in the manifest (default: ``out``'s name).
-    seed : the base seed of every instance's seed.
+    seed : the base seed of every instance's seed and of every mode's random decisions.
     save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``, the id
-        in five digits (``00000.keras``).
+        in five digits (``00000.keras``; a user's code: its model file's suffix).
     deepcrime : also write DeepCrime's ``;``-separated files.
 
     Returns
@@ -118,6 +128,8 @@ def train_populations(
     mode = Instances() if mode is None else mode
     data, training = data or DataOptions(), training or TrainingOptions()
     execution = execution or ExecutionOptions()
+    trainer, code = _trainer(architecture, trainer, command)
+    architecture = trainer.architecture if trainer.kind == "keras" else None
     parsed = _parsed(mutations)
     validation_split = validation_split_of(architecture, data.validation_split)
     _refuse_repeated(parsed)
@@ -134,7 +146,6 @@ def train_populations(
                            f"{data.download_timeout}", option="download_timeout")
     source, data_options = _data_source(data.dataset, data.data, data.image_size,
                                         data.test_split, validation_split)
-    trainer = KerasTrainer(architecture)
     _check_installed(trainer, execution.backend, execution.jobs, execution.threads)
     _check_out(out)
     # a run already in out: its lock first, so that a second train is refused before
@@ -163,7 +174,7 @@ def train_populations(
                 return list(more.mutations), more.unstackable
 
             settings = RunSettings(dataset=source, architecture=architecture, config=found.config,
-                                   seed=seed, stack=size)
+                                   seed=seed, stack=size, trainer=trainer.kind, code=code)
             options = RunOptions(deepcrime=deepcrime, progress=execution.progress,
                                  save_models=save_models, timeout=execution.timeout,
                                  retry_failed=execution.retry_failed)
@@ -173,6 +184,32 @@ def train_populations(
             # another train into out is refused until this one ends
             with run_lock(out):
                 return mode.train(job, list(found.mutations))
+
+
+def _trainer(architecture: str | None, function, command: str | None):
+    """The run's trainer (Keras, a training function or a program) and the user's code
+    it runs (None for Keras), refused in one line when more than one is asked for or
+    the function cannot be imported."""
+    if function is not None and command is not None:
+        raise ProbmutError("give either a training function or a training command, not both",
+                           option="command")
+    if architecture is not None and (function is not None or command is not None):
+        raise ProbmutError("the architecture is the network the Keras trainer builds; a "
+                           "training function or command builds its own model",
+                           option="architecture")
+    if function is not None:
+        from probmut.train.function_trainer import FunctionTrainer, load_function
+
+        trainer = (FunctionTrainer(function, os.getcwd()) if isinstance(function, str)
+                   else FunctionTrainer.of_function(function))
+        load_function(trainer.code, trainer.folder)  # a bad one refused before anything loads
+        return trainer, trainer.code
+    if command is not None:
+        from probmut.train.command_trainer import CommandTrainer
+
+        trainer = CommandTrainer.of_command(command)
+        return trainer, trainer.command
+    return KerasTrainer(architecture or DEFAULT_ARCHITECTURE), None
 
 
 def _checked(trainer, request: CheckRequest, dataset, call) -> Checked:
