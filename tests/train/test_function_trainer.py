@@ -239,7 +239,7 @@ def test_a_run_killed_or_interrupted_resumes_to_the_files_of_a_whole_run(tmp_pat
 def test_the_ray_backend_trains_a_function_as_the_local_one(run, tmp_path):
     ray = pytest.importorskip("ray")
     out, _ = run
-    ray.init(num_cpus=2, include_dashboard=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
     try:
         _train(tmp_path / "run", execution=ExecutionOptions(backend="ray", progress=False))
@@ -281,3 +281,10 @@ def test_the_spec_holds_the_data_a_keras_instance_trains_on(tmp_path):
     spec = instance_spec(Assignment(settings, moved.population, 0, moved.operator.name,
                                     moved.params), data, str(tmp_path))
     assert spec.x_val is None and len(spec.y_train) == len(data.y_train) + len(data.y_val)
+
+
+def test_the_documented_function_is_the_examples():
+    """docs/training.md shows examples/digits_mlp.py's function, which its run trains."""
+    documented = (REPO / "docs" / "training.md").read_text()
+    listing = documented.split("```python\ndef train(spec):\n")[1].split("```")[0]
+    assert "def train(spec):\n" + listing in (REPO / "examples" / "digits_mlp.py").read_text()
