@@ -20,9 +20,10 @@ def model_path(out: Path, population: str, instance: int, suffix: str = ".keras"
 
 
 def saved_model(out: Path, population: str, instance: int) -> Path | None:
-    """The model ``save_models`` kept for an instance, whatever its suffix, or None."""
-    return next(model_path(out, population, instance, "").parent.glob(f"{instance:05d}.*"),
-                None)
+    """The model ``save_models`` kept for an instance, whatever its suffix (none
+    included), or None."""
+    bare = model_path(out, population, instance, "")
+    return bare if bare.is_file() else next(bare.parent.glob(f"{bare.name}.*"), None)
 
 
 def save_record(out: Path, result: InstanceResult, suffix: str = ".keras") -> None:

@@ -4,6 +4,7 @@ program that crashes, hangs, writes garbage or nothing fails its instance only; 
 it read is what its result says. The program: tests/train/user_program.py."""
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -66,6 +67,16 @@ def test_what_a_program_read_is_what_its_result_says(tmp_path, monkeypatch, flag
     assert not np.array_equal(healthy, mutant)  # the rate reached the program
     settings = json.loads((tmp_path / "run" / ".work" / "settings.json").read_text())
     assert (settings["trainer"], settings["code"]) == ("command", PROGRAM + flag)
+    # the report's next step trains on with the same program
+    from probmut.bagging import PosteriorSettings
+    from probmut.campaign import summarize_campaign
+
+    campaign = summarize_campaign(tmp_path / "run" / "manifest.toml", verdicts=False,
+                                  settings=PosteriorSettings(sample=3, bootstraps=20, trials=20))
+    assert {m.name: m.flags for m in campaign.mutants} == {
+        "change_learning_rate_0.5": flags, "delete_training_data_50": ()}
+    command = shlex.split(campaign.next_steps().command)
+    assert command[command.index("--command") + 1] == PROGRAM + flag
 
 
 def test_the_spec_file_holds_the_functions_keys_and_the_data(tmp_path):

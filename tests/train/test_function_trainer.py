@@ -288,3 +288,23 @@ def test_the_documented_function_is_the_examples():
     documented = (REPO / "docs" / "training.md").read_text()
     listing = documented.split("```python\ndef train(spec):\n")[1].split("```")[0]
     assert "def train(spec):\n" + listing in (REPO / "examples" / "digits_mlp.py").read_text()
+
+
+def test_saved_models_keep_the_suffix_of_the_functions_file(tmp_path, monkeypatch):
+    """--save-models keeps each instance's model file (the function saved it as .pkl); a
+    rerun finds them; a function that saves none fails its instances, in one line."""
+    import pickle
+
+    monkeypatch.chdir(REPO)  # examples/ is looked up in the current folder
+
+    out = tmp_path / "run"
+    report = _train(out, [], trainer="examples.digits_mlp:train", mode=Instances(count=2),
+                    save_models=True)
+    assert report.trained == 2 and not report.failures
+    model = pickle.loads((out / "models" / "healthy" / "00001.pkl").read_bytes())
+    assert type(model).__name__ == "MLPClassifier"
+    assert _train(out, [], trainer="examples.digits_mlp:train", mode=Instances(count=2),
+                  save_models=True).trained == 0
+    unsaved = _train(tmp_path / "unsaved", [], mode=Instances(count=1), save_models=True)
+    assert unsaved.failures == ["healthy instance 0: crashed: ValueError: save_models keeps "
+                                "each instance's model, but the result has no model_path"]
