@@ -13,8 +13,8 @@ run asks for.
 Time limits. A TensorFlow op (or a user's training function) cannot be interrupted
 from inside its own process, so a call is stopped two ways: the call itself stops
 training at the first batch end past its deadline (``Assignment.timeout``: the instance
-is recorded as timed out, its worker lives on), and the worker backends stop a call still running ``hard_timeout``
-seconds after it started (:func:`hard_limit`) by killing its worker process (a
+is recorded as timed out, its worker lives on), and the worker backends stop a call
+still running ``hard_timeout`` seconds after it started (:func:`hard_limit`) by killing its worker process (a
 fresh one takes its place) and yield :class:`InstanceTimeout` for it. A worker
 process that dies (out of memory, a segfault in native code) yields
 :class:`WorkerDied`; the other calls go on. :class:`Serial` runs calls in this
@@ -186,9 +186,9 @@ class LocalPool:
     With ``hard_timeout`` a call still running that many seconds after it was handed
     to a worker is stopped by killing the worker (see the module notes). Each worker
     runs ``setup(threads)`` once before its first call (the trainer's; default:
-    TensorFlow's thread pools and deterministic ops), then receives ``shared``. :meth:`start` starts the
-    workers early, so that they import TensorFlow while the caller prepares ``shared``
-    (filled in before the first :meth:`map_unordered`).
+    TensorFlow's thread pools and deterministic ops), then receives ``shared``.
+    :meth:`start` starts the workers early, so that they set up (import TensorFlow) while
+    the caller prepares ``shared`` (filled in before the first :meth:`map_unordered`).
     """
 
     def __init__(self, jobs: int, threads: int, shared: dict | None = None,

@@ -677,9 +677,9 @@ class _PopulationRun:
                                 [s.read for s in stored if s.record.status not in RETRYABLE])
         for word, reason in zip((NOT_APPLIED, UNVERIFIED), found, strict=True):
             if reason:
-                warnings.warn(f"{population}: {reason.split(' (')[0]}: flagged {word} (its verdicts "
-                              "and the mutation score leave it out)", UnappliedMutationWarning,
-                              stacklevel=2)
+                warnings.warn(f"{population}: {reason.split(' (')[0]}: flagged {word} (its "
+                              "verdicts and the mutation score leave it out)",
+                              UnappliedMutationWarning, stacklevel=2)
         return assembled_flags(job.out, population, job.dataset, mutation,
                                [s.match for s in stored], *found)
 

@@ -1,21 +1,24 @@
 """Training as a library: :func:`train_populations` does everything ``probmut train`` does.
 
-It checks every argument, loads the data, checks the model and the mutations
-(:mod:`probmut.train.legality`), chooses the stack size, builds the backend
-(:func:`probmut.train.backends.make_backend`) and trains: a fixed number of instances
-(:func:`probmut.train.run.run_populations`, with DeepMutation's quality control if
-asked), until each mutant's verdict is settled (:mod:`probmut.train.rounds`), or a
-search for the smallest killed magnitude (:mod:`probmut.train.search`). It returns a
-:class:`~probmut.train.run.RunReport`; the command only parses its arguments and prints
-the report. :func:`preview_mutations` is ``probmut train --dry-run``.
+It checks every argument, chooses the trainer (:mod:`probmut.train.trainers`: Keras, or
+a user's training function or program), loads the data, has the trainer check the
+mutations and choose the stack size, builds the backend
+(:func:`probmut.train.backends.make_backend`, its workers set up by the trainer) and
+hands the run's :class:`~probmut.train.run.Job` to its mode
+(:mod:`probmut.train.options`): a fixed number of instances (with DeepMutation's quality
+control if asked), rounds until each mutant's verdict is settled
+(:mod:`probmut.train.rounds`) or until the mutation score is
+(:mod:`probmut.train.until_score`), or a search for the smallest killed magnitude
+(:mod:`probmut.train.search`). It returns a :class:`~probmut.train.run.RunReport`; the
+command only parses its arguments and prints the report. :func:`preview_mutations` is
+``probmut train --dry-run``.
 
-Where TensorFlow is imported: a process imports it when it trains (one job: this one)
-or needs Keras to load the data (a Keras data set, an image folder) or to build the
-user's model. The checks that build models (the legality of training- and model-level
-mutations, ``--stack auto``'s size, which populations can be stacked) run where Keras
-is, as a backend call (:mod:`probmut.train.preflight`): with worker processes, on the
-first one ready, while this process checks the arguments and the data-level mutations
-and loads the data without it. The decisions are the same either way.
+Where TensorFlow is imported: with the Keras trainer, a process imports it when it
+trains (one job: this one) or needs Keras to load the data (a Keras data set, an image
+folder) or to build the user's model; the checks that build models run where Keras is
+(:mod:`probmut.train.keras_trainer`), so that with worker processes this one never
+imports it. A run of a user's training code imports it only for a Keras data set or an
+image folder.
 
 Examples
 --------
@@ -129,7 +132,7 @@ def train_populations(
     data, training = data or DataOptions(), training or TrainingOptions()
     execution = execution or ExecutionOptions()
     trainer, code = _trainer(architecture, trainer, command)
-    architecture = trainer.architecture if trainer.kind == "keras" else None
+    architecture = getattr(trainer, "architecture", None)  # a framework trainer's network
     parsed = _parsed(mutations)
     validation_split = validation_split_of(architecture, data.validation_split)
     _refuse_repeated(parsed)

@@ -9,7 +9,8 @@ id (``instance``), its seed (``seed``, from probmut's seed scheme: the same for 
 run seed, instance and population, whatever worker runs it), the ``population``'s name,
 the ``mutation`` (``operator``, ``magnitude`` and ``parameters``; all None and empty for
 the healthy population), the data after probmut applied any data-level mutation
-(``x_train``, ``y_train``, ``x_test``, ``y_test``; ``x_val``, ``y_val`` or None; the
+(``x_train``, ``y_train``, ``x_test``, ``y_test``; ``x_val``, ``y_val`` or None;
+read-only: the instances a worker trains share them; the
 number of classes ``n_classes``), ``hyperparameters``: a mapping of the training
 settings the run gives (:func:`probmut.train.hyperparameters.hyperparameters_of`: those
 set, the mutated value in place), which records which names the code read, and
@@ -131,8 +132,8 @@ class Spec(_Fields):
 def instance_spec(assignment: Assignment, dataset, folder: str) -> Spec:
     """The :class:`Spec` of one assignment: its population's settings and, for a
     data-level mutation, its training set drawn with the instance's seed
-    (:func:`probmut.train.training_set.training_set`); ``folder``: the instance's own
-    temporary folder."""
+    (:func:`probmut.train.training_set.training_set`), its arrays read-only; ``folder``:
+    the instance's own temporary folder."""
     operator = OPERATORS[assignment.operator] if assignment.operator else None
     params = dict(assignment.params or {})
     config = population_config(assignment.settings.config, operator, params)
@@ -140,11 +141,25 @@ def instance_spec(assignment: Assignment, dataset, folder: str) -> Spec:
     validation = dataset.validation if config.validation else None
     magnitude = assignment.population.removeprefix(f"{assignment.operator}_") \
         if operator else None
+    arrays = map(_read_only, (x, y, dataset.x_test, dataset.y_test,
+                              *(validation or (None, None))))
     return Spec(assignment.instance, assignment.seed, assignment.population,
-                MutationSpec(assignment.operator, magnitude, params), x, y,
-                dataset.x_test, dataset.y_test, *(validation or (None, None)),
+                MutationSpec(assignment.operator, magnitude, params), *arrays,
                 dataset.n_classes, Hyperparameters(hyperparameters_of(config)),
                 assignment.save_model, folder)
+
+
+def _read_only(x):
+    """A view of an array (or of each of a tuple's) that cannot be written: the data
+    set is shared by the instances a worker trains, so that a change in place would
+    reach the next one."""
+    if x is None:
+        return None
+    if isinstance(x, tuple):
+        return tuple(map(_read_only, x))
+    view = x.view()
+    view.flags.writeable = False
+    return view
 
 
 #: What a result of a user's training code holds besides ``accuracy``.
@@ -181,8 +196,9 @@ def result_of(returned, assignment: Assignment, dataset, *, seconds: float,
         if abs(correct.mean() - accuracy) > 1e-6:
             raise ValueError(f"accuracy {accuracy} is not the share of correct test inputs "
                              f"({correct.mean()})")
-    losses = tuple(_number(v, "loss_history", finite=False)
-                   for v in returned.get("loss_history") or ())
+    history = returned.get("loss_history")
+    losses = () if history is None else tuple(_number(v, "loss_history", finite=False)
+                                               for v in history)
     model = _model_bytes(returned.get("model_path"), assignment.save_model)
     return InstanceResult(assignment.population, assignment.instance, assignment.seed,
                           accuracy, correct, seconds,

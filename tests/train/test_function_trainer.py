@@ -270,7 +270,9 @@ def test_the_spec_holds_the_data_a_keras_instance_trains_on(tmp_path):
     x, y = training_set(data, settings.config, mutation.operator, mutation.params,
                         assignment.seed)
     assert np.array_equal(spec.x_train, x) and np.array_equal(spec["y_train"], y)
-    assert len(y) < len(data.y_train) and spec.x_val is data.x_val
+    assert len(y) < len(data.y_train) and np.array_equal(spec.x_val, data.x_val)
+    with pytest.raises(ValueError, match="read-only"):  # shared by a worker's instances
+        spec.x_test[0] = 0
     assert dict(spec.mutation) == {"operator": "delete_training_data", "magnitude": "30",
                                    "parameters": mutation.params}
     assert set(spec) >= {"instance", "seed", "population", "mutation", "x_train", "y_train",
