@@ -13,6 +13,9 @@ compares training output within. Skipped examples are left as they are.
     python scripts/record_docs.py                     # everything
     python scripts/record_docs.py docs/symptoms.md    # the folders this document's examples run in
     python scripts/record_docs.py --draws 3           # fewer draws: quicker, wider tolerances
+    python scripts/record_docs.py docs/training.md --only runs/own
+                                                      # only the examples whose command holds
+                                                      # runs/own (they must not need the others)
 
 Prints each example's time. Exit code 1 when an example failed or could not be
 re-recorded (its block is then left as it was).
@@ -76,6 +79,10 @@ def main(argv=None):
                              "other seeds (default: 5)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="folders (or draws of one) run at a time (default: 2)")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="re-record only the examples whose command holds TEXT "
+                             "(repeatable), run alone: they must not read what the others "
+                             "write")
     args = parser.parse_args(argv)
     if args.draws < 2:
         parser.error("--draws must be at least 2 (a spread needs two draws)")
@@ -96,7 +103,9 @@ def record(parser, args):
         parser.error(f"the spread file was measured with {spread['draws']} draws: re-record "
                      f"every document with --draws {args.draws}, or use --draws {spread['draws']}")
     spread["draws"] = args.draws
-    members = {name: [e for e in every if e.folder == name] for name in folders}
+    members = {name: [e for e in every if e.folder == name
+                      and (not args.only or any(text in e.command for text in args.only))]
+               for name in folders}
     tasks = [(name, seed) for name in folders
              for seed in [None, *(range(1, args.draws)
                                   if any(e.kind == "train" for e in members[name]) else [])]]

@@ -139,11 +139,11 @@ def key(example: Example, every: list[Example]) -> str:
 
 def make_folder(top: Path) -> Path:
     """A folder under ``top`` that looks like the repository's root: links to its data,
-    scripts and docs (what a fresh clone has: nothing beside it)."""
+    scripts, examples and docs (what a fresh clone has: nothing beside it)."""
     top.mkdir(parents=True, exist_ok=True)
     work = top / "work"
     work.mkdir()
-    for name in ("raw_data", "scripts", "docs", "plot_results", "README.md"):
+    for name in ("raw_data", "scripts", "examples", "docs", "plot_results", "README.md"):
         (work / name).symlink_to(ROOT / name)
     return work
 

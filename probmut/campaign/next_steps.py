@@ -138,11 +138,12 @@ def settle_command(campaign, steps) -> str:
     run = campaign.run_settings
     folder = Path(campaign.manifest).parent.resolve()
     config = run.get("config", {})
+    user_code = {"function": "--trainer", "command": "--command"}.get(run.get("trainer"))
+    trainer = [user_code, run["code"]] if user_code else ["--architecture", run["architecture"]]
     words = ["probmut", "train", "--out", str(folder),
-             f"--{run['data']['option']}", run["dataset"],
-             "--architecture", run["architecture"], "--seed", str(run["seed"]),
-             "--epochs", str(config["epochs"]), "--batch-size", str(config["batch_size"])]
-    for option, key in (("--learning-rate", "learning_rate"), ("--patience", "patience")):
+             f"--{run['data']['option']}", run["dataset"], *trainer, "--seed", str(run["seed"])]
+    for option, key in (("--epochs", "epochs"), ("--batch-size", "batch_size"),
+                        ("--learning-rate", "learning_rate"), ("--patience", "patience")):
         if config.get(key) is not None:
             words += [option, str(config[key])]
     if campaign.model != folder.name:
@@ -163,9 +164,13 @@ def _run_from(campaign) -> tuple[str | None, str | None]:
     and a note when that cannot be known. A run whose ``--data`` was a relative path
     resumes only with that path, as given (train refuses other settings), so from the
     folder it is relative to: the first of the current folder and the run's folder and
-    those above it where it is found."""
+    those above it where it is found. A run of a user's training code finds it from the
+    folder the run started in, which the run does not record: a note says so."""
     run = campaign.run_settings
     data = Path(run["dataset"])
+    if run.get("trainer") in ("function", "command"):  # found from where the run started
+        return None, ("run it from the folder the run was started in: its training code "
+                      "(--trainer's module, --command's program) is found from there")
     if run["data"]["option"] != "data" or data.is_absolute():
         return None, None
     folder = Path(campaign.manifest).parent.resolve()

@@ -1,7 +1,8 @@
 """What ``probmut train`` found about trained populations, in the analysis commands'
 output (``kill``, ``posterior``).
 
-``probmut train`` writes each mutant population's flags (``equivalent``, ``broken``) and
+``probmut train`` writes each mutant population's flags (``equivalent``, ``broken``; for a
+user's training code ``not applied``, ``unverified``) and
 whether it is a survivor of the test set (see :mod:`probmut.train.flags`) into its
 manifest. When an analysis reads its populations through such a manifest
 (``--model/--mutation``), both are shown after the table and carried in the JSON
@@ -23,8 +24,9 @@ from probmut.io.manifest import Manifest
 
 def add_flag_arguments(parser) -> None:
     parser.add_argument("--exclude-flagged", action="store_true",
-                        help="leave out populations the manifest flags as equivalent or broken "
-                             "(probmut train's checks); survivors of the test set stay")
+                        help="leave out populations the manifest flags (equivalent, broken, not "
+                             "applied, unverified: probmut train's checks); survivors of the "
+                             "test set stay")
 
 
 @dataclasses.dataclass(frozen=True)

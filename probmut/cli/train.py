@@ -86,11 +86,20 @@ def register(subparsers) -> None:
                    help="hold out SHARE of each training class as a validation set (default: "
                         "gaze_lenet 0.1, as DeepCrime's lenet; none for other models; needed "
                         "by --patience, change_patience, remove_validation_set)")
-    p.add_argument("--architecture", default="digits_cnn", metavar="ARCHITECTURE",
+    p.add_argument("--architecture", metavar="ARCHITECTURE",
                    help=f"the network trained: {', '.join(MODELS)}, or module:function: a "
                         "function (input_shape, n_classes) returning a keras.Model classifier, "
                         "on the Python path (default: digits_cnn); a manifest's model is the "
                         "name the run writes (--name)")
+    p.add_argument("--trainer", metavar="MODULE:FUNCTION",
+                   help="train each instance with your own function instead (any framework): "
+                        "FUNCTION(spec) returns {'accuracy': ...}; MODULE is looked up in the "
+                        "current folder first (docs/training.md, Your own training code)")
+    # dest "command" is the subcommand's name (probmut.cli.main)
+    p.add_argument("--command", dest="program", metavar="COMMAND",
+                   help="train each instance with your own program instead: COMMAND runs once "
+                        "per instance, reads the spec JSON named by $PROBMUT_SPEC and writes "
+                        "its result JSON to $PROBMUT_RESULT")
     p.add_argument("--instances", type=integer(1),
                    help="instances per population (default: 20)")
     p.add_argument("--mutation", action="append", default=[], metavar="MUTATION",
@@ -293,8 +302,12 @@ def _dry_run(args) -> int:
     if args.search or args.until_settled or args.until_score is not None:
         raise ProbmutError("--dry-run looks at --mutation magnitudes; leave out --search, "
                            "--until-settled and --until-score")
+    if args.trainer or args.program:
+        raise ProbmutError("--dry-run shows what a mutation changes in the Keras trainer's "
+                           "model and data; leave out --trainer and --command",
+                           option="trainer" if args.trainer else "command")
     report = preview_mutations(args.mutation, data=_data(args), training=_training(args),
-                               architecture=args.architecture, seed=args.seed,
+                               architecture=args.architecture or "digits_cnn", seed=args.seed,
                                threads=args.threads)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     if report.illegal:
@@ -321,8 +334,9 @@ def handle(args) -> int:
             cpus_per_task=args.cpus_per_task, gpus_per_task=args.gpus_per_task,
             stack=args.stack, timeout=args.timeout, retry_failed=args.retry_failed,
             progress=not args.quiet),
-        architecture=args.architecture, name=args.name, seed=args.seed,
-        save_models=args.save_models, deepcrime=args.format == "deepcrime")
+        architecture=args.architecture, trainer=args.trainer, command=args.program,
+        name=args.name, seed=args.seed, save_models=args.save_models,
+        deepcrime=args.format == "deepcrime")
     print(report.to_json() if args.json else report)
     if report.diverged:
         print(f"{counted(len(report.diverged), 'instance')} diverged (recorded; see probmut "

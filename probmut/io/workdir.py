@@ -7,9 +7,10 @@ each a validated ``.npz`` (:mod:`probmut.io.checked`)::
     OUT/.work/weights/healthy/{id}.npz     trained healthy weights (model-level runs)
 
 A record holds the instance's symptom record (:class:`~probmut.io.records.InstanceRecord`),
-its outcome on each test input (bits; none when it was not scored) and, for a derived
-model-level mutant, how closely it matches its healthy instance
-(:data:`probmut.train.flags.MATCHES`). The trainer (:mod:`probmut.train.run`) writes
+its outcome on each test input (bits; none when it was not scored, or when a user's
+training code gave none), for a derived model-level mutant how closely it matches its
+healthy instance (:data:`probmut.train.flags.MATCHES`), and, for a user's training code,
+the hyperparameters it read (:mod:`probmut.train.user_code`). The trainer (:mod:`probmut.train.run`) writes
 them as instances finish and assembles the population files from them; a damaged
 record or weights file reads as missing, with a :class:`DamagedRecordWarning`, so that
 the instance is trained again.
@@ -58,12 +59,14 @@ class DamagedRecordWarning(UserWarning):
 
 class StoredInstance(NamedTuple):
     """A finished instance as its record holds it: the symptom record, the outcome on
-    each test input (empty when it was not scored), and its ``match`` with its healthy
-    instance (None when it was not derived)."""
+    each test input (empty when it was not scored), its ``match`` with its healthy
+    instance (None when it was not derived) and the hyperparameters its training code
+    ``read`` (None: unknown, or probmut's own code)."""
 
     record: InstanceRecord
     correct: np.ndarray
     match: str | None = None
+    read: tuple[str, ...] | None = None
 
 
 def settings_path(out) -> Path:
@@ -129,12 +132,15 @@ def finished_ids(out, population: str) -> list[int]:
 
 
 def write_record(out, population: str, record: InstanceRecord, correct: np.ndarray | None,
-                 match: str | None = None) -> None:
+                 match: str | None = None, read: tuple[str, ...] | None = None) -> None:
     """Write one finished instance's record (atomically): ``correct`` holds its outcome
     on each test input (None when it was not scored), ``match`` its match with its
-    healthy instance (None when it was not derived)."""
+    healthy instance (None when it was not derived), ``read`` the hyperparameters its
+    training code read (None: unknown)."""
     correct = np.zeros(0, bool) if correct is None else np.asarray(correct, bool)
     matched = {} if match is None else {"match": np.array(match)}
+    if read is not None:
+        matched["read"] = np.array(sorted(read), dtype=str)
     write_checked(record_path(out, population, record.instance),
                   record_key(population, record.instance),
                   accuracy=np.float64(record.accuracy), seed=np.int64(record.seed),
@@ -182,7 +188,8 @@ def read_record(out, population: str, instance: int) -> StoredInstance | None:
                        constant=None if constant < 0 else bool(constant),
                        error=str(record["error"])),
         np.unpackbits(record["correct"], count=n_inputs).astype(bool),
-        str(record["match"]) if "match" in record else None)
+        str(record["match"]) if "match" in record else None,
+        tuple(str(name) for name in record["read"]) if "read" in record else None)
 
 
 def write_weights(out, instance: int, weights: list) -> None:

@@ -4,15 +4,17 @@ Every backend offers the same two things: ``map_unordered(fn, calls)``, yielding
 ``(index, result_or_exception)`` as calls finish, and ``shared`` keyword arguments
 (large, read-only: the dataset; given with ``share()``) that reach every call without
 being re-sent per call.
-Each worker process sizes TensorFlow's thread pools to ``threads`` and turns on
-deterministic ops, so results are identical whichever backend ran them.
-:func:`make_backend` builds the one a run asks for.
+Each process that runs calls is set up once, before its first call, by the run's
+trainer (``setup(threads)``, :class:`probmut.train.trainers.Trainer`; by default the
+Keras trainer's: TensorFlow's thread pools sized to ``threads`` and deterministic ops), so
+results are identical whichever backend ran them. :func:`make_backend` builds the one a
+run asks for.
 
-Time limits. A TensorFlow op cannot be interrupted from inside its own process, so a
-call is stopped two ways: the call itself stops training at the first batch end past
-its deadline (``Assignment.timeout``: the instance is recorded as timed out, its worker
-lives on), and the worker backends stop a call still running ``hard_timeout``
-seconds after it started (:func:`hard_limit`) by killing its worker process (a
+Time limits. A TensorFlow op (or a user's training function) cannot be interrupted
+from inside its own process, so a call is stopped two ways: the call itself stops
+training at the first batch end past its deadline (``Assignment.timeout``: the instance
+is recorded as timed out, its worker lives on), and the worker backends stop a call
+still running ``hard_timeout`` seconds after it started (:func:`hard_limit`) by killing its worker process (a
 fresh one takes its place) and yield :class:`InstanceTimeout` for it. A worker
 process that dies (out of memory, a segfault in native code) yields
 :class:`WorkerDied`; the other calls go on. :class:`Serial` runs calls in this
@@ -62,14 +64,15 @@ def cpu_count() -> int:
 
 def make_backend(kind: str = "local", *, jobs: int = 1, threads: int = 1,
                  timeout: float | None = None, address: str | None = None,
-                 cpus_per_task: float | None = None, gpus_per_task: float = 0):
+                 cpus_per_task: float | None = None, gpus_per_task: float = 0,
+                 setup=configure_tensorflow):
     """The backend a run asks for, not yet entered: :class:`Serial` for one job in this
     process, a :class:`LocalPool` of ``jobs`` worker processes, which start at once (they
-    import TensorFlow while the caller prepares the data), or a :class:`RayBackend`
-    (``address``; ``cpus_per_task`` default ``threads``). With a ``timeout`` (seconds
-    per instance) a local run uses worker processes even for one job, so that an
-    instance stuck inside TensorFlow can be killed (:func:`hard_limit`). Give the shared
-    arguments with ``share()`` before the first call.
+    run ``setup``, e.g. import TensorFlow, while the caller prepares the data), or a
+    :class:`RayBackend` (``address``; ``cpus_per_task`` default ``threads``). With a
+    ``timeout`` (seconds per instance) a local run uses worker processes even for one job,
+    so that an instance stuck inside TensorFlow can be killed (:func:`hard_limit`). Give
+    the shared arguments with ``share()`` before the first call.
 
     >>> make_backend(jobs=1, threads=1)
     Serial(threads=1)
@@ -77,23 +80,27 @@ def make_backend(kind: str = "local", *, jobs: int = 1, threads: int = 1,
     hard = None if timeout is None else hard_limit(timeout)
     if kind == "ray":
         return RayBackend(address, cpus_per_task or threads, gpus_per_task, threads,
-                          hard_timeout=hard)
+                          hard_timeout=hard, setup=setup)
     if kind != "local":
         raise ProbmutError(f"unknown backend {kind!r}; use local or ray", option="backend")
     if address is not None:
         raise ProbmutError("an address is for the ray backend", option="address")
     if jobs == 1 and timeout is None:
-        return Serial(threads)
-    return LocalPool(jobs, threads, hard_timeout=hard).start()
+        return Serial(threads, setup=setup)
+    return LocalPool(jobs, threads, hard_timeout=hard, setup=setup).start()
 
 
 class Serial:
-    """Run calls one after another in this process (``--jobs 1``); TensorFlow is set up
-    (:func:`probmut.train.tf_setup.configure_tensorflow`) when it is entered."""
+    """Run calls one after another in this process (``--jobs 1``), set up by ``setup``
+    before the first (default: TensorFlow's,
+    :func:`probmut.train.tf_setup.configure_tensorflow`), so that a run that never calls
+    its backend sets nothing up."""
 
-    def __init__(self, threads: int, shared: dict | None = None):
+    def __init__(self, threads: int, shared: dict | None = None, setup=configure_tensorflow):
         self.threads = threads
         self.shared = dict(shared or {})
+        self.setup = setup
+        self.ready = False
 
     def __repr__(self) -> str:
         return f"Serial(threads={self.threads})"
@@ -103,13 +110,15 @@ class Serial:
         self.shared.update(values)
 
     def __enter__(self):
-        configure_tensorflow(self.threads)
         return self
 
     def __exit__(self, *exc):
         return False
 
     def map_unordered(self, fn, calls):
+        if not self.ready:
+            self.setup(self.threads)
+            self.ready = True
         for index, args in enumerate(calls):
             try:
                 yield index, fn(*args, **self.shared)
@@ -176,10 +185,10 @@ class LocalPool:
 
     With ``hard_timeout`` a call still running that many seconds after it was handed
     to a worker is stopped by killing the worker (see the module notes). Each worker
-    runs ``setup(threads)`` once before its first call (default: TensorFlow's thread
-    pools and deterministic ops), then receives ``shared``. :meth:`start` starts the
-    workers early, so that they import TensorFlow while the caller prepares ``shared``
-    (filled in before the first :meth:`map_unordered`).
+    runs ``setup(threads)`` once before its first call (the trainer's; default:
+    TensorFlow's thread pools and deterministic ops), then receives ``shared``.
+    :meth:`start` starts the workers early, so that they set up (import TensorFlow) while
+    the caller prepares ``shared`` (filled in before the first :meth:`map_unordered`).
     """
 
     def __init__(self, jobs: int, threads: int, shared: dict | None = None,
@@ -282,8 +291,8 @@ class LocalPool:
                         "process was killed")
 
 
-def _ray_call(fn, threads, *args, **shared):
-    configure_tensorflow(threads)
+def _ray_call(fn, setup, threads, *args, **shared):
+    setup(threads)
     return fn(*args, **shared)
 
 
@@ -295,11 +304,13 @@ class RayBackend:
     Shared arguments go once into Ray's object store. With ``hard_timeout``, only as
     many tasks as the cluster's CPUs can run at once are submitted, so that a task runs
     from its submission, and a task still running ``hard_timeout`` seconds later is
-    force-cancelled (its worker process killed).
+    force-cancelled (its worker process killed). Each task runs ``setup(threads)`` first
+    (the trainer's; default: TensorFlow's, once per worker process).
     """
 
     def __init__(self, address: str | None, cpus: float, gpus: float, threads: int,
-                 shared: dict | None = None, hard_timeout: float | None = None):
+                 shared: dict | None = None, hard_timeout: float | None = None,
+                 setup=configure_tensorflow):
         try:
             import ray
         except ImportError:
@@ -321,6 +332,7 @@ class RayBackend:
         self.remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_ray_call)
         self.cpus = cpus
         self.threads = threads
+        self.setup = setup
         self.hard_timeout = hard_timeout
         self.shared = {}
         self.share(**(shared or {}))
@@ -351,7 +363,8 @@ class RayBackend:
         try:
             while pending or submitted < len(calls):
                 while submitted < len(calls) and len(pending) < slots:
-                    ref = self.remote.remote(fn, self.threads, *calls[submitted], **self.shared)
+                    ref = self.remote.remote(fn, self.setup, self.threads, *calls[submitted],
+                                             **self.shared)
                     pending[ref] = (submitted, time.monotonic())
                     submitted += 1
                 wait = None

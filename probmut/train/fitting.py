@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from probmut.train.datasets import ModelDims, concat, n_rows
+from probmut.train.datasets import ModelDims, n_rows
 from probmut.train.models import TrainConfig
 from probmut.train.tasks import TASKS
+from probmut.train.training_set import training_data  # noqa: F401 - public here too
 
 
 def keras_inputs(x):
@@ -63,15 +64,6 @@ def _watch_class():
                 self.model.stop_training = True
 
     return Watch
-
-
-def training_data(data, config: TrainConfig):
-    """The samples a population trains on: the training set, and the validation set too
-    when ``config`` has no validation (DeepCrime's ``remove_validation_set`` fits with
-    ``validation_split=0``: its mutant trains on all the data)."""
-    if config.validation or data.validation is None:
-        return data.x_train, data.y_train
-    return concat(data.x_train, data.x_val), np.concatenate([data.y_train, data.y_val])
 
 
 def fit(model, x, y, dims: ModelDims, task: str, config: TrainConfig, validation=None,

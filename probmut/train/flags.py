@@ -16,7 +16,12 @@ records:
 * ``broken``: at least half of the instances learnt nothing: they are right on exactly
   one class's inputs, as a constant prediction is (classifiers), or their accuracy is
   not above chance, the accuracy of the best constant prediction (:mod:`probmut.train.tasks`),
-  by more than 3 binomial standard deviations.
+  by more than 3 binomial standard deviations;
+* ``not applied`` (a user's training code, :mod:`probmut.train.user_code`): an instance
+  never read a hyperparameter the mutation changes: the mutation did not reach the
+  code, and its instances are healthy ones under another name, not mutants;
+* ``unverified`` (a user's program that does not say what it read): whether the
+  mutation reached the code is unknown.
 
 A *survivor* is not a flag: a model-level mutant whose every instance predicts on the
 test inputs exactly what its healthy instance predicts, though not every one kept its
@@ -51,9 +56,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-EQUIVALENT, BROKEN = "equivalent", "broken"
+EQUIVALENT, BROKEN, NOT_APPLIED, UNVERIFIED = "equivalent", "broken", "not applied", "unverified"
 #: What ``--exclude-flagged`` may leave out; a survivor is never among them.
-FLAGS = (EQUIVALENT, BROKEN)
+FLAGS = (EQUIVALENT, BROKEN, NOT_APPLIED, UNVERIFIED)
+
+
+class UnappliedMutationWarning(UserWarning):
+    """A mutation did not reach a user's training code (or whether it did is unknown)."""
 SURVIVOR = "survivor"
 
 #: How closely a model-level mutant instance matches the healthy instance it derives
@@ -96,11 +105,14 @@ class Flags:
 
 
 def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, task: str, *,
-                     equivalent_before: str = "", matches=(), training_inputs: int = 0) -> Flags:
-    """The flags of one population from its outcomes (instances x inputs), the test
-    labels, chance accuracy, what was known before training, and, model-level, each
-    instance's match with its healthy instance (:data:`MATCHES`; None for an instance
-    that was not derived) on the run's ``training_inputs`` training inputs.
+                     equivalent_before: str = "", matches=(), training_inputs: int = 0,
+                     not_applied: str = "", unverified: str = "") -> Flags:
+    """The flags of one population from its outcomes (instances x inputs; none: no
+    broken flag), the test labels, chance accuracy, what was known before training,
+    model-level, each instance's match with its healthy instance (:data:`MATCHES`; None
+    for an instance that was not derived) on the run's ``training_inputs`` training
+    inputs, and, for a user's training code, why its mutation is ``not_applied`` or
+    ``unverified`` ("": it is not).
 
     >>> labels = np.repeat([0, 1], 5)
     >>> ok = np.ones((2, 10), bool)
@@ -136,6 +148,10 @@ def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, tas
                        f"and on the {training_inputs} training inputs too, though {changed} "
                        f"ha{'s' if changed == 1 else 've'} other weights")
                     + ": the test set cannot tell this mutant apart")
+    for word, reason in ((NOT_APPLIED, not_applied), (UNVERIFIED, unverified)):
+        if reason:
+            flags.append(word)
+            reasons.append(reason)
     if len(correct):
         broken = broken_instances(correct, labels, chance, task)
         if 2 * broken.sum() >= len(broken):

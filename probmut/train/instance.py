@@ -20,6 +20,7 @@ from probmut.train import fitting, flags, models
 from probmut.train.operators import OPERATORS, population_config
 from probmut.train.stack.eligibility import trains_stacked
 from probmut.train.tasks import TASKS
+from probmut.train.training_set import training_set
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings, instance_seed
 
 
@@ -35,10 +36,7 @@ def _trained(settings: RunSettings, data, seed: int, operator=None, params=None,
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
     config = population_config(settings.config, operator, params)
-    x, y = fitting.training_data(data, config)
-    if operator is not None and operator.level == "data":
-        x, y = operator.apply(x, y, data.n_classes, params, np.random.default_rng(seed),
-                              data.task)
+    x, y = training_set(data, config, operator, params, seed)
     model = models.build_model(_spec(settings.architecture, data.dims), data.dims, config)
     report = fitting.fit(model, x, y, data.dims, data.task, config, data.validation, deadline)
     return model, report

@@ -9,7 +9,8 @@ recommender ``recommender`` (DeepCrime's MovieLens model), or a user classifier 
 ``module:function``, a function ``(input_shape, n_classes)`` (it may return a compiled
 model; its optimizer, learning rate, gradient clipping and loss then become the
 defaults, the loss object itself kept). Everything that says *how* to
-train lives in one :class:`TrainConfig`, which source-level mutations change.
+train lives in one :class:`~probmut.train.hyperparameters.TrainConfig` (re-exported
+here), which source-level mutations change.
 
 Examples
 --------
@@ -32,39 +33,7 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.train.datasets import ModelDims
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """How to train: every setting a source-level mutation may change.
-
-    ``optimizer`` is a Keras optimizer name or its serialized config (from a user's
-    compiled model); ``learning_rate`` None keeps the optimizer's own; ``clip`` is
-    ``("value" | "norm", threshold)`` gradient clipping. ``patience`` turns on early
-    stopping on the validation loss; ``validation`` False gives training no validation
-    data: the validation set is trained on with the rest and there is no early stopping
-    (DeepCrime's ``remove_validation_set``: ``fit(validation_split=0)``);
-    ``full_batch`` makes one batch of the whole training set. ``layer_changes`` holds
-    ``(layer index, attribute, value)`` applied to the built model's layer configs, e.g.
-    ``(1, "activation", "elu")``; ``structure`` holds ``("remove", layer index, None)``
-    or ``("add", layer index, "batch_normalization" | activation name)``: a layer left
-    out, or a layer inserted after it (Sequential models).
-    """
-
-    epochs: int
-    batch_size: int
-    optimizer: str | dict = "adam"
-    learning_rate: float | None = None
-    loss: str = "categorical_crossentropy"
-    layer_changes: tuple[tuple[int, str, Any], ...] = ()
-    structure: tuple[tuple[str, int, str | None], ...] = ()
-    clip: tuple[str, float] | None = None
-    patience: int | None = None
-    validation: bool = True
-    full_batch: bool = False
-
-    def replace(self, **changes) -> TrainConfig:
-        return dataclasses.replace(self, **changes)
+from probmut.train.hyperparameters import TrainConfig
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,13 @@
-"""What a training run is asked for, in groups: its data, the architecture's training
-settings it overrides, how it executes, and its mode (a number of instances, a search,
-rounds until each verdict is settled, or rounds until the mutation score is).
+"""What a training run is asked for, in groups: its data, the training settings it
+overrides, how it executes, and its mode (a number of instances, a search, rounds until
+each verdict is settled, or rounds until the mutation score is).
 :func:`~probmut.train.train_populations` takes one object of each group.
+
+A mode is a :class:`Mode`: it names its counts (checked positive before anything loads),
+checks the mutations it is given, and trains a run's
+:class:`~probmut.train.run.Job` (its driver, imported when it trains). Adding a mode is
+one class here and its driver; the run's seed (``job.settings.seed``) reaches every
+random decision of every mode.
 
 Examples
 --------
@@ -9,6 +15,8 @@ Examples
 'deepcrime'
 >>> TrainingOptions(epochs=2).overrides()
 {'epochs': 2}
+>>> UntilScore(round_size=5).counts()
+{'round_size': 5, 'max_instances': 200, 'sample': 20}
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from probmut.bagging import PosteriorSettings
+from probmut.errors import ProbmutError
 from probmut.train.datasets.download import DOWNLOAD_TIMEOUT
 
 #: The most instances per population that training in rounds trains (``--max-instances``).
@@ -86,17 +95,46 @@ class ExecutionOptions:
     progress: bool = True
 
 
+class Mode:
+    """How a run trains its populations (see the module notes): :meth:`counts`, :meth:`check`
+    and :meth:`train`."""
+
+    def counts(self) -> dict[str, int]:
+        """The counts that must be positive, by the name of their setting."""
+        raise NotImplementedError
+
+    def check(self, mutations: list) -> None:
+        """Refuse, in one line, mutations or settings this mode cannot train with.
+
+        Raises
+        ------
+        ProbmutError
+            Naming the setting at fault.
+        """
+
+    def train(self, job, mutations: list):
+        """Train ``job`` (:class:`~probmut.train.run.Job`) with the bound ``mutations``;
+        the run's :class:`~probmut.train.run.RunReport`."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True, kw_only=True)
-class Instances:
+class Instances(Mode):
     """Train ``count`` instances per population; ``max_error_rate``: DeepMutation's
     quality control (:mod:`probmut.train.flags`)."""
 
     count: int = 20
     max_error_rate: float | None = None
 
+    def counts(self) -> dict[str, int]:
+        return {"instances": self.count}
+
+    def train(self, job, mutations: list):
+        return job.train(mutations, self.count, max_error_rate=self.max_error_rate)
+
 
 @dataclass(frozen=True, kw_only=True)
-class Search:
+class Search(Mode):
     """Bisect ``magnitudes`` (``OPERATOR:WEAK,STRONG``) for the smallest killed magnitude,
     to ``resolution`` (default 1/16 of the range), each magnitude trained to ``instances``
     and killed per ``decision`` (``"posterior"`` or ``"deepcrime"``)."""
@@ -106,9 +144,57 @@ class Search:
     decision: str = "posterior"
     instances: int = 20
 
+    def counts(self) -> dict[str, int]:
+        return {"instances": self.instances}
+
+    def check(self, mutations: list) -> None:
+        from probmut.train.search import parse_search
+
+        if mutations:
+            raise ProbmutError("a search trains its own magnitudes; give no mutations",
+                               option="mutation")
+        if self.decision not in DECISIONS:
+            raise ProbmutError(f"unknown decision {self.decision!r}; use one of "
+                               f"{', '.join(DECISIONS)}", option="decision")
+        parse_search(self.magnitudes)
+        if self.resolution is not None and not self.resolution > 0:
+            raise ProbmutError(f"the resolution must be positive, got {self.resolution}",
+                               option="resolution")
+
+    def train(self, job, mutations: list):
+        from probmut.train.search import run_search
+
+        return run_search(job, self)
+
 
 @dataclass(frozen=True, kw_only=True)
-class UntilSettled:
+class _Rounds(Mode):
+    """Training in rounds of ``round_size``, at most ``max_instances`` per population,
+    judged with ``analysis``."""
+
+    round_size: int = 10
+    max_instances: int = MAX_INSTANCES
+    analysis: PosteriorSettings = field(default_factory=PosteriorSettings)
+
+    def counts(self) -> dict[str, int]:
+        return {"round_size": self.round_size, "max_instances": self.max_instances,
+                "sample": self.analysis.sample}
+
+    def check(self, mutations: list) -> None:
+        settled = isinstance(self, UntilSettled)
+        if not mutations:
+            rounds = "until settled" if settled else "until the score is settled"
+            raise ProbmutError(f"training {rounds} needs at least one mutation",
+                               option="until_settled" if settled else "until_score")
+        if self.analysis.sample > self.max_instances:
+            raise ProbmutError(f"the sample size k = {self.analysis.sample} is more than the "
+                               f"maximum of {self.max_instances} instances: "
+                               + ("no verdict could be reached" if settled else
+                                  "no score could be read"), option="sample")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UntilSettled(_Rounds):
     """Train in rounds of ``round_size`` until each mutant's verdict is settled, at most
     ``max_instances`` per population; the verdicts are those of
     :func:`probmut.recommend.recommend` with ``analysis`` (its ``sample`` k, bootstraps,
@@ -116,23 +202,33 @@ class UntilSettled:
     :data:`probmut.sequential.CERTAINTY`: at most ``1 - certainty`` of such runs end with a
     wrong settled verdict, for any true effect)."""
 
-    round_size: int = 10
-    max_instances: int = MAX_INSTANCES
     certainty: float | None = None
-    analysis: PosteriorSettings = field(default_factory=PosteriorSettings)
+
+    def train(self, job, mutations: list):
+        from probmut.train.rounds import train_until_settled
+
+        return train_until_settled(job, mutations, self)
 
 
 @dataclass(frozen=True, kw_only=True)
-class UntilScore:
+class UntilScore(_Rounds):
     """Train in rounds (plans of ``round_size`` steps, at most ``max_instances`` per
     population) the populations that weigh most on the mutation score's interval, until
     it is at most ``width`` wide (:mod:`probmut.train.until_score`), the score analysed
     with ``analysis``."""
 
     width: float = WIDTH
-    round_size: int = 10
-    max_instances: int = MAX_INSTANCES
-    analysis: PosteriorSettings = field(default_factory=PosteriorSettings)
+
+    def check(self, mutations: list) -> None:
+        if not 0 < self.width < 1:
+            raise ProbmutError(f"the width of the score's interval must be in (0, 1), got "
+                               f"{self.width}", option="until_score")
+        super().check(mutations)
+
+    def train(self, job, mutations: list):
+        from probmut.train.until_score import train_until_score
+
+        return train_until_score(job, mutations, self)
 
 
 #: The modes of a run.

@@ -21,21 +21,28 @@ from probmut.train.work import HEALTHY
 
 
 def assembled_flags(out: Path, population: str, dataset, mutation: Mutation | None,
-                    matches: list[str | None]) -> Flags:
+                    matches: list[str | None], not_applied: str = "",
+                    unverified: str = "") -> Flags:
     """The flags of one assembled population (see :mod:`probmut.train.flags`);
-    ``matches`` are its instances' matches with their healthy ones, as :func:`assemble`
-    returns them (not read again: a fifth of a second per 200 records)."""
+    ``matches`` are its instances' matches with their healthy ones, as
+    :func:`~probmut.train.run.assemble` returns them (not read again: a fifth of a second
+    per 200 records); ``not_applied`` and ``unverified``: why the mutation did not reach
+    a user's training code, or may not have ("": it did). A population without outcomes
+    (a user's code that returned none) cannot be found broken."""
     # crashed and timed-out instances were never scored: not counted either way
     path = out / f"{population}.outcomes.npz"
-    with warnings.catch_warnings():  # an interrupted run is short here: the analyses say so
-        warnings.simplefilter("ignore", IncompleteRunWarning)
-        _, correct, labels = load_outcomes(path, keep_failed=True)
-    correct = correct[np.array([r.status not in RETRYABLE for r in load_outcome_records(path)],
-                               dtype=bool)]
+    correct, labels = np.zeros((0, 0), bool), np.zeros(0, int)
+    if path.exists():
+        with warnings.catch_warnings():  # an interrupted run is short: the analyses say so
+            warnings.simplefilter("ignore", IncompleteRunWarning)
+            _, correct, labels = load_outcomes(path, keep_failed=True)
+        correct = correct[np.array([r.status not in RETRYABLE
+                                    for r in load_outcome_records(path)], dtype=bool)]
     chance = TASKS[dataset.task].chance(dataset.y_train, dataset.y_test)
     return population_flags(correct, labels, chance, dataset.task,
                             equivalent_before=mutation.equivalent if mutation else "",
-                            matches=matches, training_inputs=len(dataset.y_train))
+                            matches=matches, training_inputs=len(dataset.y_train),
+                            not_applied=not_applied, unverified=unverified)
 
 
 def _usable_outcomes(out: Path, population: str) -> tuple[np.ndarray, np.ndarray]:
@@ -51,13 +58,24 @@ def removed_by_quality_control(out: Path, mutations: list[Mutation], maximum: fl
     """DeepMutation's quality control on the assembled populations: mutant population
     stem -> why it is removed, for those whose mean error rate on the passed tests
     (:func:`probmut.train.flags.error_rates`; model-level against the healthy instance
-    each derives from) exceeds ``maximum``."""
-    healthy_ids, healthy = _usable_outcomes(out, HEALTHY) if counts.get(HEALTHY) else ((), ())
+    each derives from) exceeds ``maximum``. A population without outcomes (a user's
+    training code that returned none) cannot be judged: a warning says so."""
+    def without_outcomes(population: str) -> bool:
+        if (out / f"{population}.outcomes.npz").exists():
+            return False
+        warnings.warn(f"{population}: no per-input outcomes (the training code returned no "
+                      "'correct'): DeepMutation's quality control cannot judge "
+                      + ("the mutants" if population == HEALTHY else "it"), stacklevel=3)
+        return True
+
+    if not counts.get(HEALTHY) or without_outcomes(HEALTHY):
+        return {}
+    healthy_ids, healthy = _usable_outcomes(out, HEALTHY)
     if not len(healthy):  # no original: nothing to measure against
         return {}
     removed = {}
     for mutation in mutations:
-        if not counts.get(mutation.population):
+        if not counts.get(mutation.population) or without_outcomes(mutation.population):
             continue
         ids, correct = _usable_outcomes(out, mutation.population)
         if mutation.operator.paired:  # each against the healthy instance it derives from

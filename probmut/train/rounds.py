@@ -41,7 +41,7 @@ from pathlib import Path
 from probmut import seeds
 from probmut.errors import ProbmutError
 from probmut.io.rounds import read_rounds_document, write_rounds
-from probmut.train.run import RunReport, run_populations
+from probmut.train.run import RunReport
 from probmut.train.work import HEALTHY
 
 #: Verdict of a population that has fewer than k instances so far.
@@ -223,12 +223,13 @@ def recorded_rounds(out: Path, populations) -> dict | None:
     return document
 
 
-def train_round(number: int, runs: list[RunReport], settings, mutations, targets: dict,
-                out: Path, backend, dataset, *, name: str, **options) -> RunReport:
-    """Round ``number``: every population up to its target (stem -> instances); its run
-    is appended to ``runs``, the rounds' runs so far. A resumed run finds instances done
-    beyond those on disk after the round before; stderr says how many. ``options`` go to
-    :func:`probmut.train.run.run_populations` unchanged.
+def train_round(number: int, runs: list[RunReport], job, mutations, targets: dict, *,
+                most: int, rounds: dict) -> RunReport:
+    """Round ``number`` of ``job`` (:class:`~probmut.train.run.Job`): every population up
+    to its target (stem -> instances), at most ``most`` per population, under the plan
+    ``rounds`` (:func:`rounds_plan`); its run is appended to ``runs``, the rounds' runs so
+    far. A resumed run finds instances done beyond those on disk after the round before;
+    stderr says how many.
 
     Returns
     -------
@@ -236,12 +237,11 @@ def train_round(number: int, runs: list[RunReport], settings, mutations, targets
         The round's run (also appended to ``runs``).
     """
     on_disk = sum(runs[-1].counts.values()) if runs else 0
-    run = run_populations(settings, mutations, targets, out, backend, dataset, name=name,
-                          note_resumed=False, **options)
+    run = job.train(mutations, targets, most=most, rounds=rounds, note_resumed=False)
     runs.append(run)
     if run.resumed > on_disk:
-        print(f"round {number}: {run.resumed - on_disk} instances were already done in {out}",
-              file=sys.stderr)
+        print(f"round {number}: {run.resumed - on_disk} instances were already done in "
+              f"{job.out}", file=sys.stderr)
     return run
 
 
@@ -252,28 +252,24 @@ def _stops(verdict: dict, instances: int, max_instances: int) -> bool:
             or (verdict["reach"] is not None and verdict["reach"] < FUTILITY))
 
 
-def train_until_settled(settings, mutations, out, backend, dataset, *, name: str,
-                        analysis, round_size: int = 10, max_instances: int = 200,
-                        certainty: float | None = None, seed: int = 0, **options) -> SettleReport:
-    """Train in rounds until every mutant's verdict is settled or it reaches
-    ``max_instances`` (see the module notes).
+def train_until_settled(job, mutations, mode) -> SettleReport:
+    """Train ``job`` (:class:`~probmut.train.run.Job`) in rounds until every mutant's
+    verdict is settled or it reaches the mode's ``max_instances`` (see the module notes).
 
     Parameters
     ----------
-    settings, mutations, out, backend, dataset, name : as for
-        :func:`probmut.train.run.run_populations`; ``options`` (``deepcrime``,
-        ``progress``, ``save_models``, ...) go to it unchanged.
-    analysis : :class:`~probmut.bagging.PosteriorSettings` of the verdicts.
-    round_size : instances added per round to each population still in training.
-    max_instances : most instances per population.
-    certainty : ``1 - certainty`` bounds the chance of a wrong settled verdict over all the
-        rounds (default :data:`probmut.sequential.CERTAINTY`).
-    seed : the run's seed; each mutant's verdict at each look simulates its populations
-        from a stream of its own derived from it (the ``"verdict"`` role of
-        :mod:`probmut.seeds`).
+    job : the run's parts; its settings' seed seeds the verdicts: each mutant's verdict at
+        each look simulates its populations from a stream of its own derived from it (the
+        ``"verdict"`` role of :mod:`probmut.seeds`).
+    mutations : the bound mutations.
+    mode : :class:`~probmut.train.options.UntilSettled`: ``round_size`` instances added
+        per round to each population still in training, at most ``max_instances`` per
+        population, the verdicts' ``analysis`` and ``certainty`` (``1 - certainty``
+        bounds the chance of a wrong settled verdict over all the rounds; default
+        :data:`probmut.sequential.CERTAINTY`).
 
-    One line per round (instances and verdicts) goes to stderr, also without ``progress``
-    (which shows the training's progress bars).
+    One line per round (instances and verdicts) goes to stderr, also without progress bars
+    (which show the training).
 
     Returns
     -------
@@ -283,17 +279,18 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
     Raises
     ------
     ProbmutError
-        As :func:`probmut.train.run.run_populations` and
-        :func:`probmut.recommend.recommend` (e.g. a certainty outside (0.5, 1)).
+        As :meth:`probmut.train.run.Job.train` and :func:`probmut.recommend.recommend`
+        (e.g. a certainty outside (0.5, 1)).
     """
     from probmut.io.cache import Cache
     from probmut.sequential import CERTAINTY
 
-    out = Path(out)
-    certainty = CERTAINTY if certainty is None else certainty
+    out, seed, analysis = job.out, job.settings.seed, mode.analysis
+    round_size, max_instances = mode.round_size, mode.max_instances
+    certainty = CERTAINTY if mode.certainty is None else mode.certainty
     cache = Cache(out / ".work" / "verdicts")
-    options["rounds"] = rounds_plan("--until-settled", analysis, round=round_size,
-                                    max_instances=max_instances, certainty=certainty)
+    plan = rounds_plan("--until-settled", analysis, round=round_size,
+                       max_instances=max_instances, certainty=certainty)
     looks = _looks(round_size, max_instances, analysis.sample)
     training = {m.population: m for m in mutations}
     targets = {HEALTHY: 0} | dict.fromkeys(training, 0)
@@ -308,15 +305,14 @@ def train_until_settled(settings, mutations, out, backend, dataset, *, name: str
                     and not _stops(rounds[-1]["verdicts"][stem], targets[stem], max_instances)}
         print(f"resuming after round {number} of {out / 'rounds.json'}", file=sys.stderr)
         if not training:  # it had ended: its files, as they are
-            train_round(number, runs, settings, mutations, targets, out, backend, dataset,
-                        name=name, most=max_instances, **options)
+            train_round(number, runs, job, mutations, targets, most=max_instances, rounds=plan)
     while training:
         number += 1
         for stem in training:
             targets[stem] = min(targets[stem] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
-        run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
-                          name=name, most=max_instances, **options)
+        run = train_round(number, runs, job, mutations, targets, most=max_instances,
+                          rounds=plan)
         if run.failures:
             break
         verdicts = {}

@@ -29,8 +29,11 @@ import json
 import math
 import sys
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,18 +49,23 @@ from probmut.io.manifest import add_to_manifest
 from probmut.io.outcomes import save_outcomes
 from probmut.io.populations import write_deepcrime, write_instances
 from probmut.io.records import RETRYABLE, one_line
-from probmut.io.workdir import finished_ids, read_settings, read_weights, write_settings
+from probmut.io.workdir import (
+    StoredInstance,
+    finished_ids,
+    read_settings,
+    read_weights,
+    write_settings,
+)
 from probmut.results import Result, counted, listing
 from probmut.train.backends import InstanceTimeout
 from probmut.train.datasets import DATASETS
-from probmut.train.finished import load_record, model_path, save_record
-from probmut.train.flags import Flags
-from probmut.train.instance import train_instance
+from probmut.train.finished import load_record, save_record, saved_model
+from probmut.train.flags import NOT_APPLIED, UNVERIFIED, Flags, UnappliedMutationWarning
 from probmut.train.interrupts import Interrupts
 from probmut.train.operators import OPERATORS, Mutation, population_config
 from probmut.train.quality import assembled_flags, removed_by_quality_control
-from probmut.train.stack.eligibility import population_problem
 from probmut.train.tasks import strata
+from probmut.train.trainers import Trainer, trainer_of
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings
 
 
@@ -118,8 +126,10 @@ def _check_settings(out: Path, settings: RunSettings, data: dict,
     if recorded is None:
         write_settings(out, current)
         return
-    legacy = "rounds" not in recorded  # probmut 0.2.0 kept no plan: a resume records it
-    recorded = {**recorded, "rounds": current["rounds"]} if legacy else recorded
+    # what probmut 0.2.0 did not record: its plan (a resume records it) and its trainer
+    legacy = {key: value for key, value in (_KERAS_ONLY | {"rounds": current["rounds"]}).items()
+              if key not in recorded}
+    recorded = {**recorded, **legacy}
     _check_rounds(out, recorded["rounds"], current["rounds"])
     if recorded != current:
         raise ProbmutError(f"{out} holds a run with other settings: "
@@ -128,6 +138,10 @@ def _check_settings(out: Path, settings: RunSettings, data: dict,
                            "directory", option="out")
     if legacy:
         write_settings(out, current)
+
+
+#: The trainer of a run of probmut 0.2.0, which recorded none: it trained with Keras only.
+_KERAS_ONLY = {"trainer": "keras", "code": None}
 
 
 def _check_rounds(out: Path, before: dict | None, now: dict | None) -> None:
@@ -154,9 +168,15 @@ def _check_rounds(out: Path, before: dict | None, now: dict | None) -> None:
 def write_population(path: Path, records, rows, labels) -> None:
     """Write a population's tidy CSV (``path``) and its outcomes file beside it
     (``{stem}.outcomes.npz``): one record and one outcome row (None when the instance was
-    not scored) per instance."""
+    not scored) per instance. A population with a scored instance without outcomes (a
+    user's training code that returned no ``correct``) has no outcomes file (one written
+    before is removed): the per-input analyses cannot read it."""
     path = Path(path)
     write_instances(path, records)
+    if any(row is None and record.status not in RETRYABLE
+           for record, row in zip(records, rows, strict=True)):
+        path.with_name(f"{path.stem}.outcomes.npz").unlink(missing_ok=True)
+        return
     matrix = np.array([np.zeros(len(labels), bool) if row is None else row for row in rows],
                       dtype=bool).reshape(len(records), len(labels))
     save_outcomes(path.with_name(f"{path.stem}.outcomes.npz"), [r.instance for r in records],
@@ -164,50 +184,36 @@ def write_population(path: Path, records, rows, labels) -> None:
 
 
 def assemble(out: Path, population: str, instances: int, labels,
-             deepcrime: bool = False) -> list[str | None]:
+             deepcrime: bool = False) -> list[StoredInstance]:
     """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
-    ids below ``instances``; returns, for each of them, its match with its healthy
-    instance (see :func:`probmut.train.finished.load_record`), which the population's
-    flags read. ``deepcrime``
-    also writes ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
+    ids below ``instances``; returns them (:func:`probmut.train.finished.load_record`:
+    each instance's match with its healthy instance and the hyperparameters its code
+    read), which the population's flags read. ``deepcrime`` also writes
+    ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
     (:func:`probmut.io.populations.write_deepcrime`)."""
-    records, rows, matches = [], [], []
-    for instance in range(instances):
-        loaded = load_record(out, population, instance)
-        if loaded is not None:
-            record, correct, match = loaded
-            records.append(record)
-            rows.append(correct if correct.size else None)
-            matches.append(match)
-    write_population(out / f"{population}.csv", records, rows, labels)
+    stored = [loaded for instance in range(instances)
+              if (loaded := load_record(out, population, instance)) is not None]
+    records = [s.record for s in stored]
+    write_population(out / f"{population}.csv", records,
+                     [s.correct if s.correct.size else None for s in stored], labels)
     if deepcrime:
         write_deepcrime(out / f"{population}.deepcrime.csv", records)
-    return matches
-
-
-def train_unit(assignments: list[Assignment], stack: bool, healthy_weights=None, *,
-               dataset) -> list[InstanceResult]:
-    """One unit of work for a backend: a stack of instances of one population (``stack``)
-    or one instance; returns one result per assignment."""
-    if stack:
-        from probmut.train.stack.training import train_stack
-
-        return train_stack(assignments, dataset=dataset)
-    return [train_instance(assignments[0], healthy_weights, dataset=dataset)]
+    return stored
 
 
 def _units(assignments: list[Assignment], settings: RunSettings, dataset, say,
-           unstackable: dict[str, str] | None) -> list[tuple]:
-    """Group ``assignments`` (not model-level) into the calls of :func:`train_unit`: with
-    ``settings.stack`` K > 1, instances ``[jK, (j+1)K)`` of a stackable population form
-    stack j (its missing ones only, on a resume); other assignments run one by one, and
-    ``say`` tells why once per population. ``unstackable`` (population stem -> why) says
-    which populations cannot be stacked, when that was decided before the run; None:
-    decided here (:func:`probmut.train.stack.eligibility.population_problem`)."""
+           unstackable: dict[str, str] | None, trainer: Trainer) -> list[tuple]:
+    """Group ``assignments`` (not model-level) into the calls of the ``trainer``'s
+    ``train_unit``: with ``settings.stack`` K > 1, instances ``[jK, (j+1)K)`` of a
+    stackable population form stack j (its missing ones only, on a resume); other
+    assignments run one by one, and ``say`` tells why once per population.
+    ``unstackable`` (population stem -> why) says which populations cannot be stacked,
+    when that was decided before the run; None: decided here (the trainer's
+    ``stack_problem``)."""
     def why_alone(population: str, config) -> str | None:
         if unstackable is not None:
             return unstackable.get(population)
-        return population_problem(settings.architecture, dataset, config)
+        return trainer.stack_problem(settings, config, dataset)
 
     units, stacks, told = [], {}, set()
     for assignment in assignments:
@@ -376,6 +382,71 @@ def instance_targets(instances, populations: dict) -> dict[str, int]:
     return targets
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """How a run trains and writes, whatever its mode: DeepCrime's ``;``-separated files
+    too (``deepcrime``), progress bars on stderr (``progress``), each instance's model kept
+    (``save_models``: ``models/{population}/{id:05d}`` and the trainer's suffix; an
+    instance done without one is trained again to get it), a time limit per instance in
+    seconds (``timeout``: recorded as timed out; not with stacks), crashed and timed-out
+    instances trained again (``retry_failed``)."""
+
+    deepcrime: bool = False
+    progress: bool = True
+    save_models: bool = False
+    timeout: float | None = None
+    retry_failed: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """A run's fixed parts, which its mode and every round or magnitude share: its
+    :class:`~probmut.train.work.RunSettings` (the seed of every random decision among
+    them), the output directory, the backend (entered by the caller), the dataset, the
+    model's ``name`` in the manifest, its :class:`RunOptions`, ``unstackable``
+    (population -> why it trains one instance at a time although the stack size is above
+    1, when decided before the run; None: decided as it runs) and ``check``: how a
+    mutation found as the run goes (a search's magnitudes) is bound and checked,
+    ``check(mutations) -> (bound mutations, unstackable)``."""
+
+    settings: RunSettings
+    out: Path
+    backend: Any
+    dataset: Any
+    name: str
+    options: RunOptions = RunOptions()
+    unstackable: dict[str, str] | None = None
+    check: Callable | None = None
+
+    def train(self, mutations: list[Mutation], instances, *, most: int | None = None,
+              rounds: dict | None = None, note_resumed: bool = True,
+              max_error_rate: float | None = None) -> RunReport:
+        """Train the healthy population and every mutant population up to ``instances``
+        each, skipping finished ones, and write populations and manifest; see
+        :func:`run_populations`, which this is with the job's parts.
+
+        Returns
+        -------
+        RunReport
+            What this call trained, found done, and wrote.
+
+        Raises
+        ------
+        ProbmutError
+            For a time limit with stacks, a maximum error rate out of [0, 1), another run
+            writing to ``out``, or settings other than those ``out`` was started with.
+        """
+        if self.options.timeout is not None and self.settings.stack > 1:
+            raise ProbmutError("a time limit applies to one instance at a time; it cannot be "
+                               "combined with stacked training", option="timeout")
+        if max_error_rate is not None and not 0 <= max_error_rate < 1:
+            raise ProbmutError(f"the maximum error rate is a share in [0, 1), got "
+                               f"{max_error_rate}", option="max_error_rate")
+        with run_lock(self.out):
+            return _PopulationRun(self, mutations, instances, most, rounds,
+                                  max_error_rate).run(note_resumed)
+
+
 def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     out: Path, backend, dataset, *, name: str, deepcrime: bool = False,
                     progress: bool = True, save_models: bool = False,
@@ -393,36 +464,35 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     ``instances`` is one number for every population or a mapping from population stem
     to its own (:func:`instance_targets`; the rounds of :mod:`probmut.train.rounds`).
     ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
-    ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``save_models``
-    keeps each instance's model (``models/{population}/{id:05d}.keras``; an instance done
-    without one is trained again to get it); ``timeout`` stops an instance's training
-    after that many seconds (recorded as timed out; not with stacks); ``retry_failed``
-    trains crashed and timed-out instances again; ``max_error_rate`` applies
-    DeepMutation's quality control
+    ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``deepcrime``,
+    ``progress``, ``save_models``, ``timeout`` and ``retry_failed`` are the run's
+    :class:`RunOptions`. ``max_error_rate`` applies DeepMutation's quality control
     (:func:`probmut.train.quality.removed_by_quality_control`): a removed mutant
     keeps its files and is left out of the manifest's magnitudes (listed in its
     ``removed`` table). ``note_resumed``: say on stderr how many instances were already
     done. ``unstackable`` (population stem -> why) names the populations that train one
     instance at a time although ``settings.stack`` is above 1, when that was decided
-    before the run (where Keras is, :func:`probmut.train.trainer.train_populations`);
+    before the run (by the trainer's check, :func:`probmut.train.trainer.train_populations`);
     by default it is decided here. ``rounds`` is the plan of a run in rounds (its mode and
     the options that decide its rounds), recorded with the run's settings: a resume with
-    another plan is refused.
+    another plan is refused. The run's trainer is its settings' (:func:`~probmut.train.
+    trainers.trainer_of`).
+
+    Returns
+    -------
+    RunReport
+        What this call trained, found done, and wrote.
+
+    Raises
+    ------
+    ProbmutError
+        As :meth:`Job.train`.
     """
-    out = Path(out)
-    if timeout is not None and settings.stack > 1:
-        raise ProbmutError("a time limit applies to one instance at a time; it cannot be "
-                           "combined with stacked training", option="timeout")
-    if max_error_rate is not None and not 0 <= max_error_rate < 1:
-        raise ProbmutError(f"the maximum error rate is a share in [0, 1), got {max_error_rate}",
-                           option="max_error_rate")
-    options = dict(deepcrime=deepcrime, progress=progress, save_models=save_models,
-                   timeout=timeout, retry_failed=retry_failed, note_resumed=note_resumed,
-                   max_error_rate=max_error_rate, unstackable=unstackable, most=most,
-                   rounds=rounds)
-    with run_lock(out):
-        return _run_populations(settings, mutations, instances, out, backend, dataset, name,
-                                **options)
+    options = RunOptions(deepcrime=deepcrime, progress=progress, save_models=save_models,
+                         timeout=timeout, retry_failed=retry_failed)
+    job = Job(settings, Path(out), backend, dataset, name, options, unstackable)
+    return job.train(mutations, instances, most=most, rounds=rounds,
+                     note_resumed=note_resumed, max_error_rate=max_error_rate)
 
 
 @contextlib.contextmanager
@@ -444,136 +514,194 @@ def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bo
     loaded = load_record(out, assignment.population, assignment.instance)
     if loaded is None:
         return True
-    status = loaded[0].status
+    status = loaded.record.status
     if retry_failed and status in RETRYABLE:
         return True
     return (assignment.save_model and status not in RETRYABLE
-            and not model_path(out, assignment.population, assignment.instance).exists())
+            and saved_model(out, assignment.population, assignment.instance) is None)
 
 
-def _run_populations(settings, mutations, instances, out, backend, dataset, name, deepcrime,
-                     progress, save_models, timeout, retry_failed, note_resumed,
-                     max_error_rate, unstackable, most, rounds) -> RunReport:
-    from probmut.progress import progress as progress_bar
+class _PopulationRun:
+    """One call of :meth:`Job.train`: its plan (the assignments, healthy and source-level
+    first, then the model-level mutants derived from them), its loop over the units the
+    backend runs, and the files it writes as populations finish and when it stops."""
 
-    provenance = dataset.provenance()
-    _check_settings(out, settings, provenance, rounds)
-    remove_orphans(out)  # left by a killed run; the lock keeps other runs out
-    model_level = [m for m in mutations if m.operator.level == "model"]
-    populations = {HEALTHY: None} | {m.population: m for m in mutations}
-    targets = instance_targets(instances, populations)
-    refuse_shrinking(out, targets if most is None else dict.fromkeys(targets, most),
-                     "instances" if most is None else "max_instances")
-    options = dict(timeout=timeout, save_model=save_models)
-    # Instance by instance across the populations, so that a change of machine load during
-    # the run slows every population alike (their training seconds are compared).
-    trained_first = [Assignment(settings, stem, i, m and m.operator.name, m and m.params,
-                          keep_weights=stem == HEALTHY and (bool(model_level) or settings.stack > 1),
-                          **options)
-                     for i in range(max(targets.values())) for stem, m in populations.items()
-                     if (m is None or m.operator.level != "model") and i < targets[stem]]
-    derived = [Assignment(settings, m.population, i, m.operator.name, m.params, **options)
-               for i in range(max(targets.values())) for m in model_level
-               if i < targets[m.population]]
-    todo_keys = {(t.population, t.instance) for t in trained_first + derived
-                 if _needs_training(out, t, retry_failed)}
-    is_done = lambda assignment: (assignment.population, assignment.instance) not in todo_keys  # noqa: E731
-    report = RunReport(resumed=len(trained_first) + len(derived) - len(todo_keys), out=out,
-                       name=name)
-    left = {stem: sum(not is_done(t) for t in trained_first + derived if t.population == stem)
-            for stem in populations}
-    # the targets first: a run stopped at any moment from here on is known as unfinished
-    _write_manifest(out, name, settings, mutations, targets, provenance)
-    bar = progress_bar(len(todo_keys), f"train {name}", enabled=progress, unit="instance")
-    if report.resumed and note_resumed:
-        bar.write(f"resuming: {report.resumed} instances already done in {out}", file=sys.stderr)
-    start = time.perf_counter()
-    labels = strata(dataset.y_test, dataset.task)  # continuous targets: their label buckets
-    matches = {}  # per assembled population, its instances' matches (see assemble)
-    interrupts = Interrupts()
-    disk_full = False  # the run stopped on a full disk: what follows may meet it again
-    try:
-        for phase in (trained_first, derived):
-            todo = [t for t in phase if not is_done(t)]
-            if phase is derived:
-                units = [([t], False, read_weights(out, t.instance)) for t in todo]
-            else:
-                units = _units(todo, settings, dataset, lambda text: bar.write(text, sys.stderr),
-                               unstackable)
-                idle = idle_workers(units, getattr(backend, "jobs", 1))
-                if idle and not report.resumed:  # advice for a run's start, not its resume
-                    bar.write(f"probmut train: {idle}", file=sys.stderr)
-            for index, outcome in backend.map_unordered(train_unit, units):
-                assignments = units[index][0]
-                results = []
-                for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)), strict=True):
-                    if isinstance(result, BaseException):
-                        seconds = timeout if isinstance(result, InstanceTimeout) else math.nan
-                        result = _failure(assignment, result, seconds)
-                    results.append(result)
-                with together():  # a stack's records: all or none (a full disk half-way)
-                    for result in results:
-                        save_record(out, result)
-                for assignment, result in zip(assignments, results, strict=True):
-                    report.trained += 1
-                    report.trained_per_population[assignment.population] = \
-                        report.trained_per_population.get(assignment.population, 0) + 1
-                    where = f"{assignment.population} instance {assignment.instance}"
-                    if result.status in RETRYABLE:
-                        report.failures.append(f"{where}: {result.status}: {result.error}")
-                    elif result.status == "diverged":
-                        report.diverged.append(where)
-                    left[assignment.population] -= 1
-                    if left[assignment.population] == 0:
-                        matches[assignment.population] = assemble(
-                            out, assignment.population, targets[assignment.population], labels, deepcrime)
-                # one update per unit: a stack's members finish together
-                bar.set_postfix(done=report.trained, failed=len(report.failures),
-                                left=bar.total - bar.n - len(assignments), refresh=False)
-                bar.update(len(assignments))
-                if interrupts.requested:
-                    raise KeyboardInterrupt
-    except DiskFullError:
-        disk_full = True
-        raise
-    finally:
-        interrupts.restore()
-        bar.close()
-        report.seconds = time.perf_counter() - start
-        try:  # the files of what is done; on a full disk, the resume writes them
-            for stem in populations:
-                if stem not in matches:
-                    matches[stem] = assemble(out, stem, targets[stem], labels, deepcrime)
-            report.counts = {stem: len(matches[stem]) for stem in populations}
-            report.flags = {stem: assembled_flags(out, stem, dataset, m, matches[stem])
-                            for stem, m in populations.items() if report.counts[stem]}
-            if max_error_rate is not None:
-                report.removed = removed_by_quality_control(out, mutations, max_error_rate,
-                                                            report.counts)
-            _write_manifest(out, name, settings, mutations, targets, provenance, report.flags,
-                            report.removed)
+    def __init__(self, job: Job, mutations, instances, most, rounds, max_error_rate):
+        self.job, self.mutations, self.max_error_rate = job, mutations, max_error_rate
+        self.trainer = trainer_of(job.settings)
+        self.provenance = job.dataset.provenance()
+        _check_settings(job.out, job.settings, self.provenance, rounds)
+        remove_orphans(job.out)  # left by a killed run; the lock keeps other runs out
+        self.populations = {HEALTHY: None} | {m.population: m for m in mutations}
+        self.targets = instance_targets(instances, self.populations)
+        refuse_shrinking(job.out, self.targets if most is None
+                         else dict.fromkeys(self.targets, most),
+                         "instances" if most is None else "max_instances")
+        self.labels = strata(job.dataset.y_test, job.dataset.task)  # regression: buckets
+        self.stored: dict[str, list] = {}  # per assembled population (see assemble)
+
+    def _plan(self) -> tuple[list[Assignment], list[Assignment]]:
+        """The assignments, instance by instance across the populations, so that a change
+        of machine load during the run slows every population alike (their training
+        seconds are compared): those trained first, and the model-level mutants derived
+        from healthy instances after them."""
+        settings, options = self.job.settings, self.job.options
+        model_level = [m for m in self.mutations if m.operator.level == "model"]
+        keep = bool(model_level) or settings.stack > 1  # healthy weights, for later mutants
+        common = dict(timeout=options.timeout, save_model=options.save_models)
+        most = max(self.targets.values())
+        first = [Assignment(settings, stem, i, m and m.operator.name, m and m.params,
+                            keep_weights=stem == HEALTHY and keep, **common)
+                 for i in range(most) for stem, m in self.populations.items()
+                 if (m is None or m.operator.level != "model") and i < self.targets[stem]]
+        derived = [Assignment(settings, m.population, i, m.operator.name, m.params, **common)
+                   for i in range(most) for m in model_level if i < self.targets[m.population]]
+        return first, derived
+
+    def run(self, note_resumed: bool) -> RunReport:
+        from probmut.progress import progress as progress_bar
+
+        job = self.job
+        first, derived = self._plan()
+        todo = [t for t in first + derived
+                if _needs_training(job.out, t, job.options.retry_failed)]
+        self.left = {stem: sum(t.population == stem for t in todo) for stem in self.populations}
+        self.report = RunReport(resumed=len(first) + len(derived) - len(todo), out=job.out,
+                                name=job.name)
+        # the targets first: a run stopped at any moment from here on is known as unfinished
+        self._write_manifest()
+        self.bar = progress_bar(len(todo), f"train {job.name}", enabled=job.options.progress,
+                                unit="instance")
+        if self.report.resumed and note_resumed:
+            self.bar.write(f"resuming: {self.report.resumed} instances already done in "
+                           f"{job.out}", file=sys.stderr)
+        waiting = {(t.population, t.instance) for t in todo}
+        start = time.perf_counter()
+        interrupts = Interrupts()
+        disk_full = False  # the run stopped on a full disk: what follows may meet it again
+        try:
+            for phase in (first, derived):
+                units = self._units([t for t in phase if (t.population, t.instance) in waiting],
+                                    derived=phase is derived)
+                for index, outcome in job.backend.map_unordered(self.trainer.train_unit, units):
+                    self._keep(units[index][0], outcome)
+                    if interrupts.requested:
+                        raise KeyboardInterrupt
         except DiskFullError:
-            if not disk_full:
-                raise
-    return report
+            disk_full = True
+            raise
+        finally:
+            interrupts.restore()
+            self.bar.close()
+            self.report.seconds = time.perf_counter() - start
+            try:  # the files of what is done; on a full disk, the resume writes them
+                self._finish()
+            except DiskFullError:
+                if not disk_full:
+                    raise
+        return self.report
 
+    def _units(self, todo: list[Assignment], derived: bool) -> list[tuple]:
+        """The phase's calls of the trainer's ``train_unit``; a model-level mutant with its
+        healthy instance's kept weights."""
+        job = self.job
+        if derived:
+            return [([t], False, read_weights(job.out, t.instance)) for t in todo]
+        units = _units(todo, job.settings, job.dataset,
+                       lambda text: self.bar.write(text, sys.stderr), job.unstackable,
+                       self.trainer)
+        idle = idle_workers(units, getattr(job.backend, "jobs", 1))
+        if idle and not self.report.resumed:  # advice for a run's start, not its resume
+            self.bar.write(f"probmut train: {idle}", file=sys.stderr)
+        return units
 
-def _write_manifest(out: Path, name: str, settings: RunSettings, mutations, targets: dict,
-                    provenance: dict, flags: dict[str, Flags] | None = None,
-                    removed: dict[str, str] | None = None) -> None:
-    """Add the run's populations to ``OUT/manifest.toml`` with their targets (instances
-    per population) and, once assembled, what the run found: their ``flags`` (population
-    stem -> Flags, with why a population is a survivor) and the reasons the quality
-    control ``removed`` some (stem -> reason)."""
-    cfg = settings.config
-    none = Flags()
-    found = lambda m: [] if flags is None else [  # noqa: E731
-        list(flags.get(m.population, none).flags), flags.get(m.population, none).survivor,
-        (removed or {}).get(m.population, "")]
-    add_to_manifest(out / "manifest.toml", name, f"{HEALTHY}.csv",
-                    f"{settings.architecture} on {settings.dataset}, {max(targets.values())} instances, "
-                    f"{cfg.epochs} epochs, batch {cfg.batch_size}, seed {settings.seed} "
-                    "(probmut train)",
-                    [(m.operator.name, m.magnitude, m.operator.paired, *found(m))
-                     for m in mutations],
-                    data=provenance, targets={f"{stem}.csv": n for stem, n in targets.items()})
+    def _keep(self, assignments: list[Assignment], outcome) -> None:
+        """Record a unit's results (a stack's all or none), count them, and assemble each
+        population whose last instance this was."""
+        report, out = self.report, self.job.out
+        results = []
+        for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)),
+                                      strict=True):
+            if isinstance(result, BaseException):
+                seconds = self.job.options.timeout if isinstance(result, InstanceTimeout) \
+                    else math.nan
+                result = _failure(assignment, result, seconds)
+            results.append(result)
+        with together():  # a stack's records: all or none (a full disk half-way)
+            for result in results:
+                save_record(out, result, result.model_suffix or self.trainer.suffix)
+        for assignment, result in zip(assignments, results, strict=True):
+            stem = assignment.population
+            report.trained += 1
+            report.trained_per_population[stem] = report.trained_per_population.get(stem, 0) + 1
+            where = f"{stem} instance {assignment.instance}"
+            if result.status in RETRYABLE:
+                report.failures.append(f"{where}: {result.status}: {result.error}")
+            elif result.status == "diverged":
+                report.diverged.append(where)
+            self.left[stem] -= 1
+            if self.left[stem] == 0:
+                self.stored[stem] = assemble(out, stem, self.targets[stem], self.labels,
+                                             self.job.options.deepcrime)
+        # one update per unit: a stack's members finish together
+        self.bar.set_postfix(done=report.trained, failed=len(report.failures),
+                             left=self.bar.total - self.bar.n - len(assignments), refresh=False)
+        self.bar.update(len(assignments))
+
+    def _finish(self) -> None:
+        """Assemble the populations not assembled yet, find their flags, apply the quality
+        control, and write the manifest with what the run found."""
+        job, report = self.job, self.report
+        for stem in self.populations:
+            if stem not in self.stored:
+                self.stored[stem] = assemble(job.out, stem, self.targets[stem], self.labels,
+                                             job.options.deepcrime)
+        report.counts = {stem: len(self.stored[stem]) for stem in self.populations}
+        report.flags = {stem: self._flags(stem, m) for stem, m in self.populations.items()
+                        if report.counts[stem]}
+        if self.max_error_rate is not None:
+            report.removed = removed_by_quality_control(job.out, self.mutations,
+                                                        self.max_error_rate, report.counts)
+        self._write_manifest(report.flags, report.removed)
+
+    def _flags(self, population: str, mutation: Mutation | None) -> Flags:
+        """A population's flags (:func:`probmut.train.quality.assembled_flags`) and, for a
+        user's training code, whether its mutation reached the code
+        (:func:`probmut.train.user_code.application`), said once per population."""
+        stored, job = self.stored[population], self.job
+        found = ("", "")
+        if self.trainer.user_code:
+            from probmut.train.user_code import application
+
+            found = application(mutation, job.settings.config, job.dataset,
+                                [s.read for s in stored if s.record.status not in RETRYABLE])
+        for word, reason in zip((NOT_APPLIED, UNVERIFIED), found, strict=True):
+            if reason:
+                warnings.warn(f"{population}: {reason.split(' (')[0]}: flagged {word} (its "
+                              "verdicts and the mutation score leave it out)",
+                              UnappliedMutationWarning, stacklevel=2)
+        return assembled_flags(job.out, population, job.dataset, mutation,
+                               [s.match for s in stored], *found)
+
+    def _write_manifest(self, flags: dict[str, Flags] | None = None,
+                        removed: dict[str, str] | None = None) -> None:
+        """Add the run's populations to ``OUT/manifest.toml`` with their targets (instances
+        per population) and, once assembled, what the run found: their ``flags``
+        (population stem -> Flags, with why a population is a survivor) and the reasons the
+        quality control ``removed`` some (stem -> reason)."""
+        settings = self.job.settings
+        cfg = settings.config
+        none = Flags()
+        found = lambda m: [] if flags is None else [  # noqa: E731
+            list(flags.get(m.population, none).flags), flags.get(m.population, none).survivor,
+            (removed or {}).get(m.population, "")]
+        given = [f"{cfg.epochs} epochs"] * (cfg.epochs is not None) \
+            + [f"batch {cfg.batch_size}"] * (cfg.batch_size is not None)
+        add_to_manifest(self.job.out / "manifest.toml", self.job.name, f"{HEALTHY}.csv",
+                        f"{self.trainer.describe()} on {settings.dataset}, "
+                        + ", ".join([f"{max(self.targets.values())} instances", *given,
+                                     f"seed {settings.seed}"]) + " (probmut train)",
+                        [(m.operator.name, m.magnitude, m.operator.paired, *found(m))
+                         for m in self.mutations],
+                        data=self.provenance,
+                        targets={f"{stem}.csv": n for stem, n in self.targets.items()})

@@ -40,7 +40,6 @@ from dataclasses import asdict, dataclass
 from probmut.errors import ProbmutError
 from probmut.results import Result
 from probmut.seeds import DEFAULT_SEED
-from probmut.train.options import DECISIONS
 
 
 @dataclass(frozen=True)
@@ -220,8 +219,9 @@ class SearchResult(Result):
         return "\n".join(lines)
 
 
-def _decision(out, name: str, paired: bool, decision: str, instances: int):
-    """Killed? and the evidence, from the population files in ``out``."""
+def _decision(out, name: str, paired: bool, decision: str, instances: int, seed: int):
+    """Killed? and the evidence, from the population files in ``out`` (``seed``: the
+    bagged posterior's)."""
     from probmut.io.populations import read_population
     from probmut.io.records import AllFailedError
 
@@ -242,7 +242,7 @@ def _decision(out, name: str, paired: bool, decision: str, instances: int):
 
     sample = search_sample(instances)
     study = bagged_posteriors(healthy, [mutant], PosteriorSettings(sample=sample),
-                              paired=paired, seed=DEFAULT_SEED)
+                              paired=paired, seed=seed)
     post = study.populations[1]
     return post.killed, (f"ratio {post.ratio:.4g}, mean {post.mean:.3f} "
                          f"[{post.ci_low:.3f}, {post.ci_high:.3f}]")
@@ -254,61 +254,71 @@ def search_sample(instances: int) -> int:
     return max(2, min(20, instances // 2))
 
 
-def describe_decision(decision: str, instances: int) -> str:
+def describe_decision(decision: str, instances: int, seed: int = DEFAULT_SEED) -> str:
+    """How a search decides that a magnitude is killed, in words.
+
+    >>> describe_decision("posterior", 20, seed=7)
+    'bagged posterior, k = 10 of 20 instances, killed iff ratio > 1, seed 7'
+    """
     if decision == "deepcrime":
         return "DeepCrime's test on the whole populations, kill iff p < 0.05 and |d| >= 0.5"
     return (f"bagged posterior, k = {search_sample(instances)} of {instances} instances, "
-            "killed iff ratio > 1, seed 42")
+            f"killed iff ratio > 1, seed {seed}")
 
 
-def run_search(settings, text: str, resolution: float, instances: int, out, backend, dataset,
-               check, *, name: str, decision: str = "posterior", **run_options):
-    """Search per ``text`` (``OPERATOR:WEAK,STRONG``), training each needed magnitude's
-    population (and the healthy one) into ``out`` with
-    :func:`probmut.train.run.run_populations` (``run_options`` go to it). Each magnitude
-    is bound and checked as ``--mutation`` is, by ``check(mutations) -> (bound,
-    unstackable)``: :func:`probmut.train.legality.prepare` for the model, and which of the
-    populations cannot be stacked (None: the run decides). Returns the
-    :class:`~probmut.train.run.RunReport` of the search's training, the search's
-    :class:`SearchResult` as its ``search``."""
+def run_search(job, mode) -> Result:
+    """Search per ``mode`` (:class:`~probmut.train.options.Search`, checked: its
+    ``magnitudes`` ``OPERATOR:WEAK,STRONG``, ``resolution``, ``decision`` and
+    ``instances``), training each needed magnitude's population (and the healthy one)
+    into ``job`` (:class:`~probmut.train.run.Job`), the decisions seeded by its settings'
+    seed. Each magnitude is bound and checked as ``--mutation`` is, by ``job.check``
+    (which also says which of the populations cannot be stacked).
+
+    Returns
+    -------
+    RunReport
+        The :class:`~probmut.train.run.RunReport` of the search's training, the search's
+        :class:`SearchResult` as its ``search``.
+
+    Raises
+    ------
+    ProbmutError
+        A magnitude of the range that cannot train (e.g. one that leaves no training
+        data), with the advice to narrow the range; as :meth:`probmut.train.run.Job.train`.
+    """
+    import dataclasses
     import warnings
-    from pathlib import Path
 
     from probmut.io.records import FailedInstanceWarning
     from probmut.train.operators import parse_mutations
-    from probmut.train.run import RunReport, run_populations
+    from probmut.train.run import RunReport
 
-    if decision not in DECISIONS:
-        raise ProbmutError(f"unknown search decision {decision!r}; one of {', '.join(DECISIONS)}",
-                           option="decision")
-    if not resolution > 0:
-        raise ProbmutError(f"the resolution must be positive, got {resolution}",
-                           option="resolution")
-    operator, weak, strong, integer = parse_search(text)
+    operator, weak, strong, integer = parse_search(mode.magnitudes)
+    resolution = abs(strong - weak) / 16 if mode.resolution is None else mode.resolution
     if integer and resolution < 1:
         resolution = 1.0
-    out = Path(out)
+    instances, seed = mode.instances, job.settings.seed
     runs = []
 
     def decide(value):
         magnitude = magnitude_text(value, integer)
         try:
-            mutations, unstackable = check(parse_mutations(f"{operator}:{magnitude}"))
+            mutations, unstackable = job.check(parse_mutations(f"{operator}:{magnitude}"))
         except ProbmutError as error:  # e.g. a magnitude that leaves no training data
-            raise ProbmutError(f"{error} (magnitude {magnitude} of the search {text}: narrow "
-                               "its range)", option="search") from None
+            raise ProbmutError(f"{error} (magnitude {magnitude} of the search "
+                               f"{mode.magnitudes}: narrow its range)", option="search") from None
         mutation = mutations[0]
-        report = run_populations(settings, [mutation], instances, out, backend, dataset,
-                                 name=name, unstackable=unstackable, **run_options)
+        report = dataclasses.replace(job, unstackable=unstackable).train([mutation], instances)
         runs.append(report)
         trained = report.trained_per_population.get(mutation.population, 0) > 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FailedInstanceWarning)  # symptoms report them
-            killed, evidence = _decision(out, mutation.population, mutation.operator.paired,
-                                         decision, instances)
+            killed, evidence = _decision(job.out, mutation.population,
+                                         mutation.operator.paired, mode.decision, instances,
+                                         seed)
         return killed, evidence, trained
 
     steps = bisect(weak, strong, resolution, decide, integer)
     result = SearchResult(operator, weak, strong, resolution, tuple(steps),
-                          describe_decision(decision, instances), integer)
-    return RunReport.of_runs(runs, out=out, name=name, search=result)
+                          describe_decision(mode.decision, instances, seed), integer)
+    return RunReport.of_runs(runs, out=job.out, name=job.name, search=result)

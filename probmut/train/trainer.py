@@ -1,21 +1,24 @@
 """Training as a library: :func:`train_populations` does everything ``probmut train`` does.
 
-It checks every argument, loads the data, checks the model and the mutations
-(:mod:`probmut.train.legality`), chooses the stack size, builds the backend
-(:func:`probmut.train.backends.make_backend`) and trains: a fixed number of instances
-(:func:`probmut.train.run.run_populations`, with DeepMutation's quality control if
-asked), until each mutant's verdict is settled (:mod:`probmut.train.rounds`), or a
-search for the smallest killed magnitude (:mod:`probmut.train.search`). It returns a
-:class:`~probmut.train.run.RunReport`; the command only parses its arguments and prints
-the report. :func:`preview_mutations` is ``probmut train --dry-run``.
+It checks every argument, chooses the trainer (:mod:`probmut.train.trainers`: Keras, or
+a user's training function or program), loads the data, has the trainer check the
+mutations and choose the stack size, builds the backend
+(:func:`probmut.train.backends.make_backend`, its workers set up by the trainer) and
+hands the run's :class:`~probmut.train.run.Job` to its mode
+(:mod:`probmut.train.options`): a fixed number of instances (with DeepMutation's quality
+control if asked), rounds until each mutant's verdict is settled
+(:mod:`probmut.train.rounds`) or until the mutation score is
+(:mod:`probmut.train.until_score`), or a search for the smallest killed magnitude
+(:mod:`probmut.train.search`). It returns a :class:`~probmut.train.run.RunReport`; the
+command only parses its arguments and prints the report. :func:`preview_mutations` is
+``probmut train --dry-run``.
 
-Where TensorFlow is imported: a process imports it when it trains (one job: this one)
-or needs Keras to load the data (a Keras data set, an image folder) or to build the
-user's model. The checks that build models (the legality of training- and model-level
-mutations, ``--stack auto``'s size, which populations can be stacked) run where Keras
-is, as a backend call (:mod:`probmut.train.preflight`): with worker processes, on the
-first one ready, while this process checks the arguments and the data-level mutations
-and loads the data without it. The decisions are the same either way.
+Where TensorFlow is imported: with the Keras trainer, a process imports it when it
+trains (one job: this one) or needs Keras to load the data (a Keras data set, an image
+folder) or to build the user's model; the checks that build models run where Keras is
+(:mod:`probmut.train.keras_trainer`), so that with worker processes this one never
+imports it. A run of a user's training code imports it only for a Keras data set or an
+image folder.
 
 Examples
 --------
@@ -34,9 +37,10 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from probmut.errors import ProbmutError
@@ -51,32 +55,33 @@ from probmut.train.datasets import (
     source_of,
 )
 from probmut.train.dryrun import DryRun, dry_run
-from probmut.train.legality import needs_keras, prepare
+from probmut.train.keras_trainer import KerasTrainer
+from probmut.train.legality import needs_keras
 from probmut.train.models import MODELS, resolve_model, task_of, validation_split_of
 from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.options import (
-    DECISIONS,
     MODES,
     DataOptions,
     ExecutionOptions,
     Instances,
-    Search,
+    Mode,
     TrainingOptions,
-    UntilScore,
-    UntilSettled,
 )
-from probmut.train.preflight import Preflight, preflight
-from probmut.train.run import RunReport, recorded_stack, run_lock, run_populations
+from probmut.train.run import Job, RunOptions, RunReport, recorded_stack, run_lock
+from probmut.train.trainers import Checked, CheckRequest
 from probmut.train.work import RunSettings
 
 #: The base seed when none is given: the command line's default.
 SEED = DEFAULT_SEED
+#: The network the Keras trainer trains when none is given.
+DEFAULT_ARCHITECTURE = "digits_cnn"
 
 
 def train_populations(
         out, mutations: Sequence[str | Mutation] = (), *, mode=None,
         data: DataOptions | None = None, training: TrainingOptions | None = None,
-        execution: ExecutionOptions | None = None, architecture: str = "digits_cnn",
+        execution: ExecutionOptions | None = None, architecture: str | None = None,
+        trainer: str | Callable | None = None, command: str | None = None,
         name: str | None = None, seed: int = SEED, save_models: bool = False,
         deepcrime: bool = False) -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
@@ -92,14 +97,20 @@ def train_populations(
         :class:`~probmut.train.options.UntilScore`.
     data, training, execution : :class:`~probmut.train.options.DataOptions` (default:
         digits), :class:`~probmut.train.options.TrainingOptions` (the architecture's
-        settings it overrides), :class:`~probmut.train.options.ExecutionOptions` (one
-        local job).
-    architecture : the network trained: a bundled model
-        (:data:`probmut.train.models.MODELS`) or ``module:function``.
+        settings it overrides; for a user's training code, the hyperparameters it is
+        given), :class:`~probmut.train.options.ExecutionOptions` (one local job).
+    architecture : the network the Keras trainer trains: a bundled model
+        (:data:`probmut.train.models.MODELS`; default ``digits_cnn``) or
+        ``module:function``.
+    trainer : a training function instead: ``"MODULE:FUNCTION"`` or the function itself
+        (defined at the top level of an importable module), called once per instance
+        with its spec (:mod:`probmut.train.function_trainer`).
+    command : a training program instead, one process per instance
+        (:mod:`probmut.train.command_trainer`).
     name : the model's name in the manifest (default: ``out``'s name).
-    seed : the base seed of every instance's seed.
+    seed : the base seed of every instance's seed and of every mode's random decisions.
     save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``, the id
-        in five digits (``00000.keras``).
+        in five digits (``00000.keras``; a user's code: its model file's suffix).
     deepcrime : also write DeepCrime's ``;``-separated files.
 
     Returns
@@ -120,92 +131,101 @@ def train_populations(
     mode = Instances() if mode is None else mode
     data, training = data or DataOptions(), training or TrainingOptions()
     execution = execution or ExecutionOptions()
+    trainer, code = _trainer(architecture, trainer, command)
+    architecture = getattr(trainer, "architecture", None)  # a framework trainer's network
     parsed = _parsed(mutations)
     validation_split = validation_split_of(architecture, data.validation_split)
     _refuse_repeated(parsed)
-    _check_mode(mode, parsed)
+    if not isinstance(mode, Mode):
+        raise ProbmutError(f"unknown training mode {mode!r}; use one of "
+                           f"{', '.join(m.__name__ for m in MODES)}", option="mode")
+    mode.check(parsed)
     _check_settings(jobs=execution.jobs, threads=execution.threads,
                     validation_split=validation_split, stack=execution.stack,
-                    **training.overrides(), **_counts(mode))
+                    **training.overrides(), **mode.counts())
     stack = _stack_for(execution.timeout, execution.stack)
     if not data.download_timeout > 0:
         raise ProbmutError("the download timeout must be positive, got "
                            f"{data.download_timeout}", option="download_timeout")
     source, data_options = _data_source(data.dataset, data.data, data.image_size,
                                         data.test_split, validation_split)
-    resolution = None
-    if isinstance(mode, Search):
-        from probmut.train.search import parse_search
-
-        _, low, high, _ = parse_search(mode.magnitudes)  # refused before anything trains
-        resolution = abs(high - low) / 16 if mode.resolution is None else mode.resolution
-    _check_installed(execution.backend, execution.jobs, execution.threads)
+    _check_installed(trainer, execution.backend, execution.jobs, execution.threads)
     _check_out(out)
     # a run already in out: its lock first, so that a second train is refused before
-    # TensorFlow loads (run_populations takes it again, or first for a new run)
+    # TensorFlow loads (the run takes it again, or first for a new run)
     with run_lock(out) if (out / ".work").is_dir() else contextlib.nullcontext():
         if stack is None:
             stack = recorded_stack(out)  # a resumed run keeps its size; None: auto
-        name = name or out.resolve().name
-        overrides = training.overrides()
         runner = backends.make_backend(
             execution.backend, jobs=execution.jobs, threads=execution.threads,
             timeout=execution.timeout, address=execution.address,
-            cpus_per_task=execution.cpus_per_task, gpus_per_task=execution.gpus_per_task)
-        with _stopped_on_error(runner):  # its workers import TensorFlow meanwhile
+            cpus_per_task=execution.cpus_per_task, gpus_per_task=execution.gpus_per_task,
+            setup=trainer.setup)
+        with _stopped_on_error(runner):  # its workers set up (import TensorFlow) meanwhile
             loaded = _load(source, data_options, architecture, execution.threads,
                            data.download_timeout, keras=False)
-            checked, unchecked = _checked_here(parsed, loaded)
         with runner:
             runner.share(dataset=loaded)
-            found = _preflight(runner, architecture, overrides, checked, unchecked, stack)
-            if found.choice is not None and found.choice.why:
-                print(f"probmut train: automatic stack size: one instance at a time: "
-                      f"{found.choice.why} (a stack size given overrides it)", file=sys.stderr)
-            names = [m.population for m in found.mutations]
-            if len(set(names)) != len(names):
-                raise ProbmutError(f"a mutation magnitude is given twice: {names}",
-                                   option="mutation")
+            call = _on(runner)
+            request = CheckRequest(parsed, training.overrides(), stack)
+            found = _checked(trainer, request, loaded, call)
             size = found.stack if stack is None else stack
+
+            def check(mutations):  # a mutation found as the run goes (a search's magnitude)
+                more = trainer.check(CheckRequest(mutations, request.overrides, size),
+                                     dataset=loaded, call=call)
+                return list(more.mutations), more.unstackable
+
             settings = RunSettings(dataset=source, architecture=architecture, config=found.config,
-                                   seed=seed, stack=size)
-            options = dict(deepcrime=deepcrime, progress=execution.progress,
-                           save_models=save_models, timeout=execution.timeout,
-                           retry_failed=execution.retry_failed)
+                                   seed=seed, stack=size, trainer=trainer.kind, code=code)
+            options = RunOptions(deepcrime=deepcrime, progress=execution.progress,
+                                 save_models=save_models, timeout=execution.timeout,
+                                 retry_failed=execution.retry_failed)
+            job = Job(settings, out, runner, loaded, name or out.resolve().name, options,
+                      found.unstackable, check)
             # the whole run under its lock, its rounds and a search's magnitudes included:
             # another train into out is refused until this one ends
             with run_lock(out):
-                if isinstance(mode, Search):
-                    from probmut.train.search import run_search
+                return mode.train(job, list(found.mutations))
 
-                    def check(mutations):  # each magnitude, bound and checked as a mutation is
-                        more = _preflight(runner, architecture, overrides,
-                                          *_checked_here(mutations, loaded), size)
-                        return list(more.mutations), more.unstackable
 
-                    return run_search(settings, mode.magnitudes, resolution, mode.instances, out,
-                                      runner, loaded, check, name=name, decision=mode.decision,
-                                      **options)
-                options["unstackable"] = found.unstackable
-                if isinstance(mode, UntilSettled):
-                    from probmut.train.rounds import train_until_settled
+def _trainer(architecture: str | None, function, command: str | None):
+    """The run's trainer (Keras, a training function or a program) and the user's code
+    it runs (None for Keras), refused in one line when more than one is asked for or
+    the function cannot be imported."""
+    if function is not None and command is not None:
+        raise ProbmutError("give either a training function or a training command, not both",
+                           option="command")
+    if architecture is not None and (function is not None or command is not None):
+        raise ProbmutError("the architecture is the network the Keras trainer builds; a "
+                           "training function or command builds its own model",
+                           option="architecture")
+    if function is not None:
+        from probmut.train.function_trainer import FunctionTrainer, load_function
 
-                    return train_until_settled(settings, list(found.mutations), out, runner, loaded,
-                                               name=name, analysis=mode.analysis,
-                                               round_size=mode.round_size,
-                                               max_instances=mode.max_instances,
-                                               certainty=mode.certainty, seed=seed, **options)
-                if isinstance(mode, UntilScore):
-                    from probmut.train.until_score import train_until_score
+        trainer = (FunctionTrainer(function, os.getcwd()) if isinstance(function, str)
+                   else FunctionTrainer.of_function(function))
+        load_function(trainer.code, trainer.folder)  # a bad one refused before anything loads
+        return trainer, trainer.code
+    if command is not None:
+        from probmut.train.command_trainer import CommandTrainer
 
-                    return train_until_score(settings, list(found.mutations), out, runner, loaded,
-                                             name=name, analysis=mode.analysis, width=mode.width,
-                                             round_size=mode.round_size,
-                                             max_instances=mode.max_instances, seed=seed,
-                                             **options)
-                return run_populations(settings, list(found.mutations), mode.count, out, runner,
-                                       loaded, name=name, max_error_rate=mode.max_error_rate,
-                                       **options)
+        trainer = CommandTrainer.of_command(command)
+        return trainer, trainer.command
+    return KerasTrainer(architecture or DEFAULT_ARCHITECTURE), None
+
+
+def _checked(trainer, request: CheckRequest, dataset, call) -> Checked:
+    """The trainer's check of the run's mutations, its automatic stack size said on
+    stderr when it trains one instance at a time, and each population named once."""
+    found = trainer.check(request, dataset=dataset, call=call)
+    if found.why:
+        print(f"probmut train: automatic stack size: one instance at a time: "
+              f"{found.why} (a stack size given overrides it)", file=sys.stderr)
+    names = [m.population for m in found.mutations]
+    if len(set(names)) != len(names):
+        raise ProbmutError(f"a mutation magnitude is given twice: {names}", option="mutation")
+    return found
 
 
 def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions | None = None,
@@ -251,45 +271,6 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
     return dry_run(parsed, spec, loaded, config, seed=seed, architecture=architecture)
 
 
-def _counts(mode) -> dict:
-    """The counts of a mode that must be positive, by the name of their setting."""
-    if isinstance(mode, Instances):
-        return {"instances": mode.count}
-    if isinstance(mode, Search):
-        return {"instances": mode.instances}
-    return {"round_size": mode.round_size, "max_instances": mode.max_instances,
-            "sample": mode.analysis.sample}
-
-
-def _check_mode(mode, mutations) -> None:
-    """The mode is one of :data:`~probmut.train.options.MODES`, with the mutations and
-    settings it needs."""
-    if not isinstance(mode, MODES):
-        raise ProbmutError(f"unknown training mode {mode!r}; use one of "
-                           f"{', '.join(m.__name__ for m in MODES)}", option="mode")
-    if isinstance(mode, Search):
-        if mutations:
-            raise ProbmutError("a search trains its own magnitudes; give no mutations",
-                               option="mutation")
-        if mode.decision not in DECISIONS:
-            raise ProbmutError(f"unknown decision {mode.decision!r}; use one of "
-                               f"{', '.join(DECISIONS)}", option="decision")
-    if isinstance(mode, UntilScore) and not 0 < mode.width < 1:
-        raise ProbmutError(f"the width of the score's interval must be in (0, 1), got "
-                           f"{mode.width}", option="until_score")
-    if isinstance(mode, (UntilSettled, UntilScore)):
-        settled = isinstance(mode, UntilSettled)
-        if not mutations:
-            rounds = "until settled" if settled else "until the score is settled"
-            raise ProbmutError(f"training {rounds} needs at least one mutation",
-                               option="until_settled" if settled else "until_score")
-        if mode.analysis.sample > mode.max_instances:
-            raise ProbmutError(f"the sample size k = {mode.analysis.sample} is more than the "
-                               f"maximum of {mode.max_instances} instances: "
-                               + ("no verdict could be reached" if settled else
-                                  "no score could be read"), option="sample")
-
-
 def _stack_for(timeout: float | None, stack: int | None) -> int | None:
     """The stack size asked for: a time limit is per instance, so one at a time with one."""
     if timeout is None:
@@ -303,10 +284,10 @@ def _stack_for(timeout: float | None, stack: int | None) -> int | None:
     return 1
 
 
-def _check_installed(backend: str, jobs: int, threads: int) -> None:
+def _check_installed(trainer, backend: str, jobs: int, threads: int) -> None:
     """The extras the run needs are installed; a warning when it oversubscribes the CPUs."""
-    tf_setup.require("tensorflow", "train")
-    tf_setup.require("sklearn", "train")
+    for module, extra in trainer.requires:
+        tf_setup.require(module, extra)
     if backend == "ray":
         tf_setup.require("ray", "ray")
     if backend == "local" and jobs * threads > backends.cpu_count():
@@ -397,24 +378,12 @@ def _load(source: str, options: dict, model: str, threads: int, download_timeout
                         download_timeout=download_timeout)
 
 
-def _checked_here(mutations: list[Mutation], data) -> tuple[list[Mutation], list[Mutation]]:
-    """The leading mutations bound and checked here, on the data alone (data-level:
-    :func:`~probmut.train.legality.needs_keras`), and the others, to check where Keras
-    is. The split keeps the order of the checks, so the first illegal mutation is the
-    one reported."""
-    split = next((i for i, m in enumerate(mutations) if needs_keras(m)), len(mutations))
-    return prepare(mutations[:split], None, data, None), mutations[split:]
-
-
-def _preflight(runner, model: str, overrides: dict, checked: list[Mutation],
-               unchecked: list[Mutation], stack: int | None) -> Preflight:
-    """:func:`~probmut.train.preflight.preflight` as a call on ``runner`` (where Keras
-    is), or here when nothing needs Keras: a bundled model, every mutation checked, and
-    one instance at a time."""
-    if not unchecked and stack == 1 and model in MODELS:
-        return Preflight(MODELS[model].config.replace(**overrides), tuple(checked), None, {})
-    calls = [(model, overrides, checked, unchecked, stack)]
-    _, outcome = next(iter(runner.map_unordered(preflight, calls)))
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
+def _on(runner):
+    """``call(fn, *args)``: ``fn(*args)`` as one call on ``runner`` (where its workers are
+    set up), its exception raised here."""
+    def call(fn, *args):
+        _, outcome = next(iter(runner.map_unordered(fn, [args])))
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+    return call

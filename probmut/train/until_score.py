@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from probmut.errors import ProbmutError
 from probmut.train.options import WIDTH
@@ -301,34 +300,41 @@ def _line(record: dict, width: float, final: dict | None) -> str:
     return text + "; next: " + ", ".join(f"{stem} {n}" for stem, n in record["next"].items())
 
 
-def train_until_score(settings, mutations, out, backend, dataset, *, name: str, analysis,
-                      width: float = WIDTH, round_size: int = 10, max_instances: int = 200,
-                      seed: int = 0, jobs: int | None = None, **options) -> ScoreReport:
-    """Train in rounds until the mutation score's interval is at most ``width`` wide, or no
-    population below ``max_instances`` would narrow it (see the module notes).
+def train_until_score(job, mutations, mode) -> ScoreReport:
+    """Train ``job`` (:class:`~probmut.train.run.Job`) in rounds until the mutation
+    score's interval is at most the mode's ``width`` wide, or no population below its
+    ``max_instances`` would narrow it (see the module notes).
 
     Parameters
     ----------
-    settings, mutations, out, backend, dataset, name : as for
-        :func:`probmut.train.run.run_populations`; ``options`` (``deepcrime``,
-        ``progress``, ``save_models``, ...) go to it unchanged.
-    analysis : :class:`~probmut.bagging.PosteriorSettings` of the score (its ``mass`` is
-        the interval's).
-    width : the widest interval that settles the score.
-    round_size : the step of a round's plan: a population takes one step or more (at
-        most doubling in a round), ``round_size`` instances each.
-    max_instances : most instances per population.
-    seed, jobs : the score's seed (``probmut report --seed``) and the analysis' threads;
-        the same seed gives the same rounds for any ``jobs``.
+    job : the run's parts; its settings' seed is the score's (``probmut report --seed``).
+    mutations : the bound mutations.
+    mode : :class:`~probmut.train.options.UntilScore`: the widest interval that settles
+        the score (``width``), the step of a round's plan (``round_size``: a population
+        takes one step or more, at most doubling in a round), the most instances per
+        population (``max_instances``) and the score's ``analysis`` (its ``mass`` is the
+        interval's). The same seed gives the same rounds for any number of workers.
 
     One line per round (instances, the score, what the next round trains) goes to stderr,
-    also without ``progress`` (which shows the training's progress bars).
+    also without progress bars (which show the training).
+
+    Returns
+    -------
+    ScoreReport
+        The training of all the rounds, every round's score and plan, and how it ended.
+
+    Raises
+    ------
+    ProbmutError
+        As :meth:`probmut.train.run.Job.train`, and when failed instances leave a
+        population fewer than k usable instances.
     """
     from probmut.io.populations import read_population
 
-    out = Path(out)
-    options["rounds"] = rounds_plan("--until-score", analysis, until_score=width,
-                                    round=round_size, max_instances=max_instances)
+    out, seed, analysis = job.out, job.settings.seed, mode.analysis
+    width, round_size, max_instances = mode.width, mode.round_size, mode.max_instances
+    plan = rounds_plan("--until-score", analysis, until_score=width, round=round_size,
+                       max_instances=max_instances)
     targets = pilot_targets([m.population for m in mutations], analysis.sample, max_instances)
     paired = {m.population: m.operator.paired for m in mutations}
     runs, rounds, final, number, memo = [], [], None, 0, {}
@@ -338,12 +344,11 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
                                                 **rounds[-1]["next"]}
         print(f"resuming after round {number} of {out / 'rounds.json'}", file=sys.stderr)
         if final is not None:  # it had ended: its files, as they are
-            train_round(number, runs, settings, mutations, targets, out, backend, dataset,
-                        name=name, most=max_instances, **options)
+            train_round(number, runs, job, mutations, targets, most=max_instances, rounds=plan)
     while final is None:
         number += 1
-        run = train_round(number, runs, settings, mutations, targets, out, backend, dataset,
-                          name=name, most=max_instances, **options)
+        run = train_round(number, runs, job, mutations, targets, most=max_instances,
+                          rounds=plan)
         if run.failures:
             break
         left_out = [m.population for m in mutations if run.flags.get(m.population) and run.flags[m.population].flags]
@@ -364,7 +369,7 @@ def train_until_score(settings, mutations, out, backend, dataset, *, name: str, 
                     "(--retry-failed trains them again)", option="retry_failed")
         record = score_round(number, targets, healthy, scored, analysis, seed=seed,
                              width=width, round_size=round_size, max_instances=max_instances,
-                             jobs=jobs, memo=memo)
+                             memo=memo)
         rounds.append(record)
         final = None if record["next"] else _ending(record, width, max_instances, left_out)
         ScoreReport(rounds=rounds, final=final or {}, width=width, max_instances=max_instances,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from probmut import seeds
-from probmut.train.models import TrainConfig
+from probmut.train.hyperparameters import TrainConfig
 
 HEALTHY = "healthy"
 
@@ -39,23 +39,30 @@ def instance_seed(base_seed: int, instance: int, population: str) -> int:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What every population of a run shares: data, architecture, base training settings,
-    seed, and ``stack``: instances of a population trained at once (1: one at a time with
-    ``model.fit``; see :mod:`probmut.train.stack`)."""
+    """What every population of a run shares: data, architecture (the network a framework
+    trainer builds; None for a user's training code, which builds its own), base training
+    settings, seed, ``stack``: instances of a population trained at once (1: one at a
+    time; see :mod:`probmut.train.stack`), and the trainer: its kind (a key of
+    :data:`probmut.train.trainers.TRAINERS`) and ``code``, the user's training code it
+    runs (``MODULE:FUNCTION``, a command line; None for a framework trainer). A resume
+    must match them all."""
 
     dataset: str
-    architecture: str
+    architecture: str | None
     config: TrainConfig
-    seed: int = 0
+    seed: int = seeds.DEFAULT_SEED
     stack: int = 1
+    trainer: str = "keras"
+    code: str | None = None
 
 
 @dataclass(frozen=True)
 class Assignment:
     """One instance of one population, as a worker gets it. ``operator`` None is the
     healthy population; ``params`` are the mutation's parsed, layer-bound parameters
-    (plain data). ``timeout`` (seconds) stops its training at the next batch end past
-    it; ``save_model`` returns the trained (or mutated) model as ``.keras`` bytes."""
+    (plain data). ``timeout`` (seconds) stops its training (a framework trainer at the
+    next batch end past it); ``save_model`` returns the trained (or mutated) model's
+    file as bytes."""
 
     settings: RunSettings
     population: str
@@ -95,4 +102,7 @@ class InstanceResult:
     loss_history: tuple[float, ...] = ()
     initial_loss: float = math.nan
     constant: bool | None = None
-    model_bytes: bytes | None = None  # the .keras file, when the assignment asked for it
+    model_bytes: bytes | None = None  # the saved model, when the assignment asked for it
+    model_suffix: str | None = None  # its file's suffix, when not the trainer's own
+    # the hyperparameters a user's training code read (None: unknown, or probmut's own code)
+    read: tuple[str, ...] | None = None

@@ -18,7 +18,9 @@ from probmut.seeds import seed_of
 from probmut.sequential import CERTAINTY, settle_threshold
 from probmut.train.models import TrainConfig
 from probmut.train.operators import parse_mutations
+from probmut.train.options import UntilSettled
 from probmut.train.rounds import FUTILITY, train_until_settled
+from probmut.train.run import Job, RunOptions
 from probmut.train.work import HEALTHY, InstanceResult, RunSettings, instance_seed
 
 LABELS = np.zeros(2000, dtype=np.int64)
@@ -77,11 +79,16 @@ MUTATIONS = [m for text in ("delete_training_data:90", "change_label:20",
 ANALYSIS = PosteriorSettings(bootstraps=30, trials=30, sample=5)
 
 
-def _run(out, backend, capsys=None):
-    return train_until_settled(SETTINGS, MUTATIONS, out, backend,
-                               SyntheticData(), name="synthetic",
-                               analysis=ANALYSIS, round_size=5, max_instances=20, seed=1,
-                               progress=False)
+def job(out, backend, data=None) -> Job:
+    """A run of SETTINGS into ``out`` on ``backend``, its verdicts seeded with 1."""
+    return Job(dataclasses.replace(SETTINGS, seed=1), Path(out), backend,
+               data or SyntheticData(), "synthetic", RunOptions(progress=False))
+
+
+def _run(out, backend, capsys=None, mutations=MUTATIONS, **options):
+    mode = UntilSettled(analysis=ANALYSIS, round_size=5, max_instances=20) if not options \
+        else UntilSettled(**options)
+    return train_until_settled(job(out, backend), mutations, mode)
 
 
 def _ids(path):
@@ -256,8 +263,7 @@ def test_a_resume_with_other_round_options_is_refused_and_writes_nothing(tmp_pat
     files = _files(tmp_path)
     with pytest.raises(ProbmutError, match=f"holds a run trained in rounds with other "
                                            f"options: {says}; they decide") as refused:
-        train_until_settled(SETTINGS, MUTATIONS, tmp_path, SyntheticBackend(), SyntheticData(),
-                            name="synthetic", seed=1, progress=False, **(options | change))
+        _run(tmp_path, SyntheticBackend(), **(options | change))
     assert refused.value.option == "out" and _files(tmp_path) == files
 
 
@@ -286,10 +292,7 @@ def test_a_resume_with_other_mutations_is_refused(tmp_path):
     _run(tmp_path, SyntheticBackend())
     with pytest.raises(ProbmutError, match="holds the rounds of other mutations "
                                            r"\(change_label_20 left out\)"):
-        train_until_settled(SETTINGS, [MUTATIONS[0], MUTATIONS[2]], tmp_path,
-                            SyntheticBackend(), SyntheticData(), name="synthetic",
-                            analysis=ANALYSIS, round_size=5, max_instances=20, seed=1,
-                            progress=False)
+        _run(tmp_path, SyntheticBackend(), mutations=[MUTATIONS[0], MUTATIONS[2]])
 
 
 @pytest.mark.train

@@ -210,7 +210,7 @@ def test_each_member_gets_its_own_mutated_training_set(digits):
     assert len({len(y) for y in ys}) == 1 and len(ys[0]) < len(digits.y_train)
     assert not np.array_equal(xs[0], xs[1]) and not np.array_equal(xs[1], xs[2])
     for assignment, x, y in zip(assignments, xs, ys, strict=True):  # the set it gets alone
-        seed = instance_seed(0, assignment.instance, assignment.population)
+        seed = instance_seed(settings.seed, assignment.instance, assignment.population)
         alone = OPERATORS["delete_training_data"].apply(
             digits.x_train, digits.y_train, 10, assignment.params, np.random.default_rng(seed))
         assert np.array_equal(alone[0], x) and np.array_equal(alone[1], y)

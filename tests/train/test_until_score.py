@@ -19,10 +19,11 @@ from probmut.campaign import posterior_draws, score_shares, summarize_campaign
 from probmut.errors import ProbmutError
 from probmut.report import render_html
 from probmut.train.operators import parse_mutations
+from probmut.train.options import UntilScore
 from probmut.train.until_score import PILOT, pilot_targets, train_until_score
 from probmut.train.work import HEALTHY, InstanceResult, instance_seed
 
-from .test_rounds import SETTINGS, SyntheticBackend
+from .test_rounds import SyntheticBackend, job
 
 LABELS = np.arange(2000) % 10
 #: Mean accuracy of each population (spread 0.01): a clear mutant, two near the kill
@@ -66,9 +67,8 @@ class Data:
 
 
 def _run(out, backend, width=0.24, max_instances=80):
-    return train_until_score(SETTINGS, MUTATIONS, out, backend, Data(), name="synthetic",
-                             analysis=ANALYSIS, width=width, round_size=5,
-                             max_instances=max_instances, seed=1, progress=False)
+    return train_until_score(job(out, backend, Data()), MUTATIONS, UntilScore(
+        analysis=ANALYSIS, width=width, round_size=5, max_instances=max_instances))
 
 
 def _ids(path):

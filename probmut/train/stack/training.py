@@ -19,6 +19,7 @@ from probmut.train.operators import OPERATORS, population_config
 from probmut.train.stack.eligibility import sample_floats
 from probmut.train.stack.model import StackedModel
 from probmut.train.tasks import TASKS
+from probmut.train.training_set import training_set
 from probmut.train.work import Assignment, InstanceResult
 
 
@@ -358,17 +359,15 @@ def predict_classes(stack: StackedModel, x_test) -> np.ndarray:
 
 def member_data(assignments: list[Assignment], dataset) -> tuple[list, list]:
     """Each assignment's training set: the dataset's (with its validation set for a
-    population trained without one, :func:`probmut.train.fitting.training_data`), or the
+    population trained without one, :func:`probmut.train.training_set.training_set`), or the
     data mutation drawn with the instance's own seed (exactly the set it gets when
     trained alone)."""
     xs, ys = [], []
     for assignment in assignments:
         operator = OPERATORS[assignment.operator] if assignment.operator else None
-        x, y = fitting.training_data(dataset, population_config(
-            assignment.settings.config, operator, assignment.params))
-        if operator is not None and operator.level == "data":
-            x, y = operator.apply(x, y, dataset.n_classes, assignment.params,
-                                  np.random.default_rng(assignment.seed), dataset.task)
+        x, y = training_set(dataset, population_config(assignment.settings.config, operator,
+                                                       assignment.params),
+                            operator, assignment.params, assignment.seed)
         xs.append(x)
         ys.append(y)
     return xs, ys
