@@ -47,8 +47,8 @@ folder per document (under pytest's temporary folder, removed at the end of the
 session) that looks like the repository's root (links to ``raw_data``, ``scripts``,
 ``examples``, ``docs``, ``plot_results``; nothing beside it, as in a fresh clone): a
 folder's examples run in order and see each other's files (a training run, then its
-analysis); an example selected alone (``-k``) first runs the ones before it. Nothing is written into the
-repository.
+analysis); an example selected alone (``-k``) first runs the ones before it. Nothing is
+written into the repository.
 
 ``python scripts/record_docs.py`` re-records every documented output (and the spread)
 in one command.
