@@ -53,6 +53,19 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=_heaviness)
 
 
+@pytest.fixture
+def default_recursion_limit():
+    """Python's default recursion limit, which the command line runs with, for the test:
+    some libraries a test process may have imported raise it (pytensor: 3000), and a
+    hostile file nested 2000 deep then parses instead of failing as it does for users."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(limit)
+
+
 RAW = ROOT / "raw_data"
 REFERENCE = Path(os.environ.get("PROBMUT_REFERENCE",
                                 ROOT.parent / "shared" / "reference" / "pmt"))

@@ -48,6 +48,7 @@ def test_the_headers_command_runs_and_says_the_same(tmp_path, cli, monkeypatch):
     assert [m["posterior"] for m in again["mutants"]] == [m["posterior"] for m in first["mutants"]]
 
 
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_a_file_that_is_not_a_coverage_result_is_refused(tmp_path, cli):
     folder = write_run(tmp_path, FULL_RUN)
     (folder / "other.json").write_text('{"tau": 0.1}')
@@ -229,6 +230,7 @@ def test_compare_refuses_reports_whose_numbers_mean_other_things(cli, tmp_path):
     ("not JSON", "not a JSON document"),
     ("no file", "no such file"),
 ])
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_a_hostile_compare_file_is_one_line(cli, tmp_path, case, says):
     """Issue 57: 2000-deep arrays (a RecursionError before), a mutation_score of the
     wrong type, ... each one line and exit 2, nothing written."""
