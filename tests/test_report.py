@@ -488,6 +488,31 @@ def test_a_run_is_analysed_with_the_seed_it_recorded(tmp_path):
     assert (plain["seed"], plain["seed_source"]) == (42, "the default")
 
 
+def test_a_run_in_rounds_is_analysed_as_its_rounds_were(tmp_path):
+    """A run trained in rounds with `--sample 5 --bootstraps 30 --trials 30` read its
+    verdicts and score with them; its report, with no analysis option given, reads its
+    mutants with them too (recorded in .work/settings.json), and says so; an option given
+    sets the analysis itself."""
+    from probmut.train.rounds import rounds_plan
+
+    folder = write_run(tmp_path / "run", FULL_RUN)
+    plan = rounds_plan("--until-score", FAST, until_score=0.1, round=10, max_instances=200)
+    _write_settings(folder, RUN_SETTINGS | {"rounds": plan})
+    out = tmp_path / "r.html"
+    document = report_json(folder, out, "--no-verdicts")
+    assert document["analysis_source"] == "the run's"
+    assert (document["analysis"]["sample"], document["analysis"]["bootstraps"]) == (5, 30)
+    assert document["analysis"] == report_json(
+        folder, out, "--sample", "5", "--bootstraps", "30", "--trials", "30",
+        "--no-verdicts")["analysis"]
+    given = report_json(folder, out, "--sample", "6", "--no-verdicts")
+    assert (given["analysis_source"], given["analysis"]["sample"]) == ("given", 6)
+    assert given["analysis"]["bootstraps"] == 100      # the defaults, not the run's
+    _write_settings(folder, RUN_SETTINGS)              # not trained in rounds
+    plain = report_json(folder, out, "--no-verdicts")
+    assert (plain["analysis_source"], plain["analysis"]["sample"]) == ("the default", 20)
+
+
 def test_a_run_of_probmut_0_1_is_said_so_not_no_settings(tmp_path):
     """Issue 57: a run of probmut 0.1 has a .work/settings.json (its architecture called
     "model"): the next steps and the status box say it is a 0.1 run, which 0.2 does not

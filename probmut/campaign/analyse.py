@@ -95,7 +95,10 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
         ``coverage.json`` (``probmut coverage --json``) and the settings its run recorded
         (``.work/settings.json``, for the next steps' command) are read when present.
     model : the model (default: the manifest's first).
-    settings : :class:`~probmut.bagging.PosteriorSettings` of every analysis.
+    settings : :class:`~probmut.bagging.PosteriorSettings` of every analysis. None (the
+        default): those of the run's rounds, when it was trained in rounds (the k,
+        criterion, resamples and trials recorded in its ``.work/settings.json``), so that
+        its report reads its mutants as its verdicts or score did; else the defaults.
     seed, jobs : same seed, same numbers, for any number of threads. None (the
         default): the seed the run recorded (``train --seed``, in the manifest's folder's
         ``.work/settings.json``), so that a run's report shows the numbers its rounds
@@ -138,7 +141,13 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     """
     manifest, model, settings, coverage, earlier = _summarize_iv(manifest, model, settings,
                                                                 coverage, compare)
+    from probmut.bagging import PosteriorSettings
+
     run_settings, run_note, run_seed = _recorded_run(manifest.path.parent)
+    recorded = None if settings is not None else _recorded_analysis(run_settings)
+    analysis_source = ("given" if settings is not None else "the run's" if recorded is not None
+                       else "the default")
+    settings = settings or recorded or PosteriorSettings()
     source = "given" if seed is not None else "the run's" if run_seed is not None else (
         "the default")
     seed = seed if seed is not None else run_seed if run_seed is not None else DEFAULT_SEED
@@ -154,7 +163,7 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
     notes += [note for m in result.mutants for note in m.notes]
     result = replace(result, notes=tuple(dict.fromkeys(notes)), earlier=earlier,
                      verdicts=False, run_settings=run_settings, run_note=run_note,
-                     seed_source=source)
+                     seed_source=source, analysis_source=analysis_source)
     return (with_verdicts(result, jobs=jobs, progress=progress, cache=cache) if verdicts
             else result)
 
@@ -165,7 +174,6 @@ def _summarize_iv(manifest, model, settings, coverage, compare):
     coverage document (given, or ``coverage.json`` beside the manifest) and the earlier
     report. Returns the manifest, the model's name, the settings, the coverage document
     (or None) and the earlier report as (its name, its document) (or None)."""
-    from probmut.bagging import PosteriorSettings
     from probmut.io.coverage import read_coverage
     from probmut.io.manifest import Manifest
 
@@ -179,7 +187,26 @@ def _summarize_iv(manifest, model, settings, coverage, compare):
     coverage = coverage or (beside if beside.is_file() else None)
     coverage = read_coverage(coverage) if coverage else None
     earlier = (str(compare), read_report(compare)) if compare else None
-    return manifest, model, settings or PosteriorSettings(), coverage, earlier
+    return manifest, model, settings, coverage, earlier
+
+
+def _recorded_analysis(run_settings: dict | None):
+    """The analysis of a run trained in rounds (``rounds.analysis`` of its
+    ``.work/settings.json``: the k, criterion, resamples and trials its verdicts or score
+    used), as :class:`~probmut.bagging.PosteriorSettings`; None for another run, or a
+    record that cannot be read as one."""
+    from probmut.bagging import PosteriorSettings
+    from probmut.killtest import KillCriterion
+
+    rounds = (run_settings or {}).get("rounds")
+    analysis = rounds.get("analysis") if isinstance(rounds, dict) else None
+    if not isinstance(analysis, dict) or not isinstance(analysis.get("criterion"), dict):
+        return None
+    try:
+        return PosteriorSettings(**{**analysis,
+                                    "criterion": KillCriterion(**analysis["criterion"])})
+    except (ProbmutError, TypeError):
+        return None
 
 
 def with_verdicts(campaign: Campaign, *, jobs: int | None = None,

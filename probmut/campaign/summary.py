@@ -248,6 +248,9 @@ class Campaign(Result):
     #: Where the seed comes from: "given", "the run's" (``train --seed``, recorded in
     #: ``.work/settings.json``) or "the default".
     seed_source: str = "given"
+    #: Where the analysis settings come from: "given", "the run's" (the analysis of its
+    #: rounds, recorded in ``.work/settings.json``) or "the default".
+    analysis_source: str = "given"
     #: An earlier report's JSON document and its file (``--compare``).
     earlier: tuple[str, dict] | None = field(default=None, repr=False)
 
@@ -329,6 +332,7 @@ class Campaign(Result):
         return plain({
             "model": self.model, "manifest": self.manifest, "description": self.description,
             "data": self.data, "seed": self.seed, "seed_source": self.seed_source,
+            "analysis_source": self.analysis_source,
             "settings": self.settings.describe(), "analysis": self.analysis(),
             "complete": self.complete,
             "populations": [p.to_dict() for p in self.populations],
@@ -399,7 +403,9 @@ class Campaign(Result):
             verdict = m.verdict["verdict"] if m.verdict else ""
             lines.append(f"{m.name:<{width}}{m.count.instances:>5}{numbers}  "
                          f"{m.decision:<12}{verdict:<13}{', '.join(m.flags)}".rstrip())
-        lines.append(f"settings: {self.settings.describe()}, seed {self.describe_seed()}")
+        lines.append(f"settings: {self.settings.describe()}"
+                     + (" (the run's rounds')" if self.analysis_source == "the run's" else "")
+                     + f", seed {self.describe_seed()}")
         steps = self.next_steps()
         if steps.steps:
             lines += ["", str(steps)]

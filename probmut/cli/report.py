@@ -56,6 +56,12 @@ def _source(args) -> tuple[Path | None, str | None]:
     return (Path(args.manifest) if args.manifest else None), args.model
 
 
+#: The options (dests) that set the analysis (the bagged posteriors and their kill test).
+ANALYSIS_OPTIONS = frozenset({"paper", "bootstraps", "trials", "sample", "threshold", "fit",
+                              "interval", "criterion", "alpha", "effect", "direction",
+                              "round_p"})
+
+
 def command_line(args, parser) -> str:
     """The command that gives the report's numbers: ``probmut report`` with the options
     given on its command line (``args.given``), as given, but ``--out``, ``--json``,
@@ -98,7 +104,8 @@ def _run_report(args, parser) -> int:
 
     manifest, model = _source(args)
     out, again, most, model = _out(args, manifest, model)
-    settings = posterior_settings_from(args)
+    # none of them given: the analysis of the run's rounds, if it was trained in rounds
+    settings = posterior_settings_from(args) if args.given & ANALYSIS_OPTIONS else None
     if args.no_verdicts:
         refuse_given(args, ("cache",), "with --no-verdicts: only the verdicts are cached")
     if args.compare:  # its kind of outcomes now (the rest: summarize_campaign, as early)
