@@ -313,7 +313,7 @@ def train_until_settled(job, mutations, mode) -> SettleReport:
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
         run = train_round(number, runs, job, mutations, targets, most=max_instances,
                           rounds=plan)
-        if run.failures:
+        if run.failures or run.lost:  # the rounds wait for them: a rerun trains the lost
             break
         verdicts = {}
         for stem, mutation in list(training.items()):

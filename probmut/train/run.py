@@ -18,7 +18,9 @@ Every file is written to a temporary name and renamed, so a run killed at any mo
 or stopped by a full disk, leaves only whole files; running the same command again
 trains only what is missing.
 An instance that crashed or timed out is recorded like any other (its symptom record,
-:mod:`probmut.io.records`) and is not trained again unless ``retry_failed``.
+:mod:`probmut.io.records`) and is not trained again unless ``retry_failed``; a rerun
+lists them. One whose Ray worker or node was lost (:class:`~probmut.train.backends.TaskLost`)
+did not fail: nothing is recorded, and the next run trains it.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from probmut.io.workdir import (
     write_settings,
 )
 from probmut.results import Result, counted, listing
-from probmut.train.backends import InstanceTimeout
+from probmut.train.backends import InstanceTimeout, TaskLost
 from probmut.train.datasets import DATASETS
 from probmut.train.finished import load_record, save_record, saved_model
 from probmut.train.flags import NOT_APPLIED, UNVERIFIED, Flags, UnappliedMutationWarning
@@ -266,7 +268,9 @@ def _per_assignment(outcome, count: int) -> list:
 @dataclass
 class RunReport(Result):
     """What a run did: instances trained now, found already done, the ones that failed
-    now (crashed or timed out) or diverged, as ``population instance i: why``, each
+    now (crashed or timed out), that an earlier run recorded as failed
+    (``failed_before``), that were lost with their Ray worker or node and left for the
+    next run (``lost``), or that diverged, as ``population instance i: why``, each
     population's instances on disk and flags, the mutant populations DeepMutation's
     quality control removed, with why; where (``out``) and under which model ``name``
     its manifest holds them; and, for a killable-magnitude search, the search's result
@@ -279,6 +283,8 @@ class RunReport(Result):
     trained: int = 0
     resumed: int = 0
     failures: list[str] = field(default_factory=list)
+    failed_before: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
     diverged: list[str] = field(default_factory=list)
     seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)  # population -> instances on disk
@@ -298,6 +304,7 @@ class RunReport(Result):
         for run in runs:
             report.trained += run.trained
             report.failures += run.failures
+            report.lost += run.lost
             report.diverged += run.diverged
             report.seconds += run.seconds
             report.counts |= run.counts
@@ -307,6 +314,9 @@ class RunReport(Result):
                 report.trained_per_population[stem] = \
                     report.trained_per_population.get(stem, 0) + n
             report.out, report.name = run.out, run.name
+        now = {failure.split(":")[0] for failure in report.failures}
+        report.failed_before = [failure for failure in (runs[-1].failed_before if runs else [])
+                                if failure.split(":")[0] not in now]
         report.resumed = sum(report.counts.values()) - report.trained
         return report
 
@@ -328,7 +338,8 @@ class RunReport(Result):
     def to_dict(self) -> dict:
         search = {} if self.search is None else {"search": self.search.to_dict()}
         return {"trained": self.trained, "resumed": self.resumed, "seconds": self.seconds,
-                "failures": self.failures, "diverged": self.diverged, "model": self.name,
+                "failures": self.failures, "failed_before": self.failed_before,
+                "lost": self.lost, "diverged": self.diverged, "model": self.name,
                 "manifest": str(self.manifest), **listing(self.rows()), **search}
 
     def __str__(self) -> str:
@@ -509,16 +520,37 @@ def run_lock(out: Path):
                            option="out") from None
 
 
-def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bool:
-    """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
+def _needs_training(out: Path, assignment: Assignment, retry_failed: bool,
+                    failed_before: list[str]) -> bool:
+    """No usable record, a crash/timeout to retry, or a model to keep that is not there.
+    A crash or timeout kept is added to ``failed_before``."""
     loaded = load_record(out, assignment.population, assignment.instance)
     if loaded is None:
         return True
-    status = loaded.record.status
-    if retry_failed and status in RETRYABLE:
-        return True
-    return (assignment.save_model and status not in RETRYABLE
+    record = loaded.record
+    if record.status in RETRYABLE:
+        if retry_failed:
+            return True
+        failed_before.append(f"{assignment.population} instance {assignment.instance}: "
+                             f"{record.status}: {record.error}")
+        return False
+    return (assignment.save_model
             and saved_model(out, assignment.population, assignment.instance) is None)
+
+
+def _count(report: RunReport, assignment: Assignment, result) -> None:
+    """Add one instance's outcome (a result, or :class:`TaskLost`) to ``report``."""
+    where = f"{assignment.population} instance {assignment.instance}"
+    if isinstance(result, TaskLost):
+        report.lost.append(f"{where}: {result}")
+        return
+    report.trained += 1
+    report.trained_per_population[assignment.population] = \
+        report.trained_per_population.get(assignment.population, 0) + 1
+    if result.status in RETRYABLE:
+        report.failures.append(f"{where}: {result.status}: {result.error}")
+    elif result.status == "diverged":
+        report.diverged.append(where)
 
 
 class _PopulationRun:
@@ -563,11 +595,12 @@ class _PopulationRun:
 
         job = self.job
         first, derived = self._plan()
+        failed_before: list[str] = []
         todo = [t for t in first + derived
-                if _needs_training(job.out, t, job.options.retry_failed)]
+                if _needs_training(job.out, t, job.options.retry_failed, failed_before)]
         self.left = {stem: sum(t.population == stem for t in todo) for stem in self.populations}
         self.report = RunReport(resumed=len(first) + len(derived) - len(todo), out=job.out,
-                                name=job.name)
+                                name=job.name, failed_before=failed_before)
         # the targets first: a run stopped at any moment from here on is known as unfinished
         self._write_manifest()
         self.bar = progress_bar(len(todo), f"train {job.name}", enabled=job.options.progress,
@@ -622,23 +655,18 @@ class _PopulationRun:
         results = []
         for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)),
                                       strict=True):
-            if isinstance(result, BaseException):
+            if isinstance(result, BaseException) and not isinstance(result, TaskLost):
                 seconds = self.job.options.timeout if isinstance(result, InstanceTimeout) \
                     else math.nan
                 result = _failure(assignment, result, seconds)
             results.append(result)
         with together():  # a stack's records: all or none (a full disk half-way)
             for result in results:
-                save_record(out, result, result.model_suffix or self.trainer.suffix)
+                if not isinstance(result, TaskLost):  # not the instance's doing: no record
+                    save_record(out, result, result.model_suffix or self.trainer.suffix)
         for assignment, result in zip(assignments, results, strict=True):
             stem = assignment.population
-            report.trained += 1
-            report.trained_per_population[stem] = report.trained_per_population.get(stem, 0) + 1
-            where = f"{stem} instance {assignment.instance}"
-            if result.status in RETRYABLE:
-                report.failures.append(f"{where}: {result.status}: {result.error}")
-            elif result.status == "diverged":
-                report.diverged.append(where)
+            _count(report, assignment, result)
             self.left[stem] -= 1
             if self.left[stem] == 0:
                 self.stored[stem] = assemble(out, stem, self.targets[stem], self.labels,

@@ -349,7 +349,7 @@ def train_until_score(job, mutations, mode) -> ScoreReport:
         number += 1
         run = train_round(number, runs, job, mutations, targets, most=max_instances,
                           rounds=plan)
-        if run.failures:
+        if run.failures or run.lost:  # the rounds wait for them: a rerun trains the lost
             break
         left_out = [m.population for m in mutations if run.flags.get(m.population) and run.flags[m.population].flags]
         scored = {m.population: (read_population(out / f"{m.population}.csv", name=m.population), paired[m.population])
