@@ -271,6 +271,14 @@ def _mode(args):
     if not args.search and (args.resolution is not None or args.decision is not None):
         raise ProbmutError("a resolution and a decision are for a search",
                            option="resolution" if args.resolution is not None else "decision")
+    given = getattr(args, "given", frozenset())  # the options on the command line
+    round_flags = [name for dest, name in (("round_size", "--round"),
+                                           ("max_instances", "--max-instances"),
+                                           ("sample", "--sample")) if dest in given]
+    if round_flags and not until:
+        raise ProbmutError(f"{', '.join(round_flags)}: the rounds' settings are for training "
+                           "until settled or until the score is (--until-settled, "
+                           "--until-score)", option=round_flags[0].removeprefix("--"))
     analysis_flags = [flag(f) for f in ("criterion", "bootstraps", "trials") if getattr(args, f)]
     if analysis_flags and not until:
         raise ProbmutError(f"{', '.join(analysis_flags)}: the verdicts' and the score's "

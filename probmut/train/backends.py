@@ -1,14 +1,16 @@
 """Where instances run: in this process, in local worker processes, or as Ray tasks.
 
 Every backend offers the same two things: ``map_unordered(fn, calls)``, yielding
-``(index, result_or_exception)`` as calls finish, and ``shared`` keyword arguments
+``(index, result_or_exception)`` as calls finish (``limited=False``: without the hard
+time limit below, for a call that is not an instance), and ``shared`` keyword arguments
 (large, read-only: the dataset; given with ``share()``) that reach every call without
 being re-sent per call.
 Each process that runs calls is set up once, before its first call, by the run's
 trainer (``setup(threads)``, :class:`probmut.train.trainers.Trainer`; by default the
 Keras trainer's: TensorFlow's thread pools sized to ``threads`` and deterministic ops), so
 results are identical whichever backend ran them. :func:`make_backend` builds the one a
-run asks for.
+run asks for. What a call prints goes to stderr: stdout is the run's own
+output (``--json``).
 
 Time limits. A TensorFlow op (or a user's training function) cannot be interrupted
 from inside its own process, so a call is stopped two ways: the call itself stops
@@ -26,6 +28,7 @@ record as the instance's failure.
 from __future__ import annotations
 
 import collections
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -123,21 +126,24 @@ class Serial:
     def __exit__(self, *exc):
         return False
 
-    def map_unordered(self, fn, calls):
+    def map_unordered(self, fn, calls, limited: bool = True):
         if not self.ready:
             self.setup(self.threads)
             self.ready = True
         for index, args in enumerate(calls):
             try:
-                yield index, fn(*args, **self.shared)
+                with contextlib.redirect_stdout(sys.stderr):  # stdout is the run's output
+                    outcome = fn(*args, **self.shared)
             except Exception as error:  # one failed instance must not stop the run
-                yield index, error
+                outcome = error
+            yield index, outcome
 
 
 def _worker_main(connection, setup, threads: int) -> None:
     """A worker process: receive the shared arguments once it has started, then run
     ``(fn, args)`` jobs from the pipe until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    sys.stdout = sys.stderr  # the driver's stdout is the run's output (--json): not the calls'
     setup(threads)
     connection.send(_READY)  # start-up (importing TensorFlow) is not part of any call
     try:
@@ -259,8 +265,9 @@ class LocalPool:
                 raise ProbmutError(f"a worker process failed to start (exit code "
                                    f"{worker.process.exitcode})")
 
-    def map_unordered(self, fn, calls):
+    def map_unordered(self, fn, calls, limited: bool = True):
         queue = collections.deque(enumerate(calls))
+        hard_timeout = self.hard_timeout if limited else None
         self._grow(min(self.jobs, len(queue)))
         while queue or self.busy:
             self._check_started()
@@ -270,9 +277,9 @@ class LocalPool:
                 worker.connection.send((fn, args))
                 self.busy[worker] = (index, time.monotonic())
             wait = None
-            if self.hard_timeout is not None and self.busy:
+            if hard_timeout is not None and self.busy:
                 first = min(started for _, started in self.busy.values())
-                wait = max(0.0, first + self.hard_timeout - time.monotonic())
+                wait = max(0.0, first + hard_timeout - time.monotonic())
             handles = [w.connection for w in [*self.busy, *self.starting]]
             handles += [w.process.sentinel for w in [*self.busy, *self.starting]]
             multiprocessing.connection.wait(handles, timeout=wait)
@@ -291,17 +298,18 @@ class LocalPool:
                     code = worker.process.exitcode
                     self._replace(worker)
                     yield index, WorkerDied(f"the worker process died (exit code {code})")
-                elif (self.hard_timeout is not None
-                      and time.monotonic() - started > self.hard_timeout):
+                elif (hard_timeout is not None
+                      and time.monotonic() - started > hard_timeout):
                     self._replace(worker)
                     yield index, InstanceTimeout(
-                        f"still running {self.hard_timeout:g} s after it started; its worker "
+                        f"still running {hard_timeout:g} s after it started; its worker "
                         "process was killed")
 
 
 def _ray_call(fn, setup, threads, *args, **shared):
     setup(threads)
-    return fn(*args, **shared)
+    with contextlib.redirect_stdout(sys.stderr):  # as the other backends
+        return fn(*args, **shared)
 
 
 #: How often Ray runs a task again whose worker process or node was lost (Ray's
@@ -504,8 +512,8 @@ class RayBackend:
             self.interrupts.unhold()  # the run ends anyway
         return False
 
-    def _slots(self, calls: int) -> int:
-        if self.hard_timeout is None:
+    def _slots(self, calls: int, hard_timeout: float | None) -> int:
+        if hard_timeout is None:
             return calls
         return max(1, int(self.ray.cluster_resources().get("CPU", 1) // max(self.cpus, 1e-9)))
 
@@ -528,10 +536,11 @@ class RayBackend:
         except ray.exceptions.RayError as error:  # worker or node lost, more than retried
             return _lost(error)
 
-    def map_unordered(self, fn, calls):
+    def map_unordered(self, fn, calls, limited: bool = True):
         ray = self.ray
         calls = list(calls)
-        slots = self._slots(len(calls))
+        hard_timeout = self.hard_timeout if limited else None
+        slots = self._slots(len(calls), hard_timeout)
         pending: dict = {}  # ref -> (index, submitted)
         submitted = 0
         self.interrupts.hold()
@@ -543,9 +552,9 @@ class RayBackend:
                     pending[ref] = (submitted, time.monotonic())
                     submitted += 1
                 wait = _POLL
-                if self.hard_timeout is not None:
+                if hard_timeout is not None:
                     first = min(started for _, started in pending.values())
-                    wait = min(wait, max(0.0, first + self.hard_timeout - time.monotonic()))
+                    wait = min(wait, max(0.0, first + hard_timeout - time.monotonic()))
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=wait)
                 if self.interrupts.requested:  # held back: taken here, outside Ray's calls
                     self.interrupts.requested = False
@@ -555,12 +564,12 @@ class RayBackend:
                     index, _ = pending.pop(ref)
                     finished.append((index, self._outcome(ref)))
                 for ref, (index, started) in list(pending.items()):
-                    if (self.hard_timeout is not None
-                            and time.monotonic() - started > self.hard_timeout):
+                    if (hard_timeout is not None
+                            and time.monotonic() - started > hard_timeout):
                         ray.cancel(ref, force=True)
                         del pending[ref]
                         finished.append((index, InstanceTimeout(
-                            f"still running {self.hard_timeout:g} s after it started; its Ray "
+                            f"still running {hard_timeout:g} s after it started; its Ray "
                             "task was cancelled")))
                 for item in finished:  # the caller's code runs with Ctrl-C as it was
                     self.interrupts.unhold()

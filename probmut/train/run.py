@@ -113,24 +113,28 @@ def setting_changes(before: dict, now: dict) -> list[str]:
 
 
 def _check_settings(out: Path, settings: RunSettings, data: dict,
-                    rounds: dict | None = None) -> None:
+                    rounds: dict | None = None, threads: int = 1) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
     decide (not, say, the version of the library that loaded it). The settings also say
     which option named the data (``option``: ``dataset`` or ``data``), so that a report can
     write the command that trains the run on. ``rounds`` is the plan of a run trained in
-    rounds (None: a number of instances, or a search), checked by :func:`_check_rounds`."""
+    rounds (None: a number of instances, or a search), checked by :func:`_check_rounds`.
+    ``threads`` are the threads per instance (TensorFlow's for the Keras trainer): the
+    order of its float sums, and so every trained instance, depends on them
+    (docs/training.md)."""
     identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
     identity["option"] = "dataset" if settings.dataset in DATASETS else "data"
     current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity,
-                                     "rounds": rounds}))
+                                     "rounds": rounds, "threads": threads}))
     recorded = read_settings(out)
     if recorded is None:
         write_settings(out, current)
         return
-    # what probmut 0.2.0 did not record: its plan (a resume records it) and its trainer
-    legacy = {key: value for key, value in (_KERAS_ONLY | {"rounds": current["rounds"]}).items()
-              if key not in recorded}
+    # what probmut 0.2.0 did not record: its plan and threads (a resume records them) and
+    # its trainer
+    legacy = {key: value for key, value in (_KERAS_ONLY | {key: current[key] for key in (
+        "rounds", "threads")}).items() if key not in recorded}
     recorded = {**recorded, **legacy}
     _check_rounds(out, recorded["rounds"], current["rounds"])
     if recorded != current:
@@ -431,7 +435,7 @@ class Job:
 
     def train(self, mutations: list[Mutation], instances, *, most: int | None = None,
               rounds: dict | None = None, note_resumed: bool = True,
-              max_error_rate: float | None = None) -> RunReport:
+              max_error_rate: float | None = None, warn_small: bool = False) -> RunReport:
         """Train the healthy population and every mutant population up to ``instances``
         each, skipping finished ones, and write populations and manifest; see
         :func:`run_populations`, which this is with the job's parts.
@@ -455,7 +459,7 @@ class Job:
                                f"{max_error_rate}", option="max_error_rate")
         with run_lock(self.out):
             return _PopulationRun(self, mutations, instances, most, rounds,
-                                  max_error_rate).run(note_resumed)
+                                  max_error_rate, warn_small).run(note_resumed)
 
 
 def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
@@ -464,7 +468,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     timeout: float | None = None, retry_failed: bool = False,
                     note_resumed: bool = True, max_error_rate: float | None = None,
                     unstackable: dict[str, str] | None = None,
-                    most: int | None = None, rounds: dict | None = None) -> RunReport:
+                    most: int | None = None, rounds: dict | None = None,
+                    warn_small: bool = False) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
     A population with finished instances beyond its target is refused (a rerun never
@@ -487,7 +492,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     by default it is decided here. ``rounds`` is the plan of a run in rounds (its mode and
     the options that decide its rounds), recorded with the run's settings: a resume with
     another plan is refused. The run's trainer is its settings' (:func:`~probmut.train.
-    trainers.trainer_of`).
+    trainers.trainer_of`). ``warn_small``: warn as training starts when ``instances`` is
+    fewer than the k the analyses sample by default (they would analyse nothing).
 
     Returns
     -------
@@ -503,7 +509,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                          timeout=timeout, retry_failed=retry_failed)
     job = Job(settings, Path(out), backend, dataset, name, options, unstackable)
     return job.train(mutations, instances, most=most, rounds=rounds,
-                     note_resumed=note_resumed, max_error_rate=max_error_rate)
+                     note_resumed=note_resumed, max_error_rate=max_error_rate,
+                     warn_small=warn_small)
 
 
 @contextlib.contextmanager
@@ -538,6 +545,19 @@ def _needs_training(out: Path, assignment: Assignment, retry_failed: bool,
             and saved_model(out, assignment.population, assignment.instance) is None)
 
 
+def _warn_small(targets: dict[str, int]) -> None:
+    """Warn when the populations are smaller than the k per side the kill analyses
+    sample by default: without a smaller ``--sample`` they would analyse nothing."""
+    from probmut.bagging import PosteriorSettings
+
+    k, fewest = PosteriorSettings().sample, min(targets.values())
+    if fewest < k:
+        warnings.warn(f"{counted(fewest, 'instance')} per population: fewer than the k = {k} "
+                      "per side that the kill analyses (report, posterior, recommend, ...) "
+                      f"sample by default, so they would analyse nothing; give them --sample "
+                      f"{fewest} or less, or train --instances {k} or more", stacklevel=4)
+
+
 def _count(report: RunReport, assignment: Assignment, result) -> None:
     """Add one instance's outcome (a result, or :class:`TaskLost`) to ``report``."""
     where = f"{assignment.population} instance {assignment.instance}"
@@ -558,17 +578,21 @@ class _PopulationRun:
     first, then the model-level mutants derived from them), its loop over the units the
     backend runs, and the files it writes as populations finish and when it stops."""
 
-    def __init__(self, job: Job, mutations, instances, most, rounds, max_error_rate):
+    def __init__(self, job: Job, mutations, instances, most, rounds, max_error_rate,
+                 warn_small=False):
         self.job, self.mutations, self.max_error_rate = job, mutations, max_error_rate
         self.trainer = trainer_of(job.settings)
         self.provenance = job.dataset.provenance()
-        _check_settings(job.out, job.settings, self.provenance, rounds)
+        _check_settings(job.out, job.settings, self.provenance, rounds,
+                        getattr(job.backend, "threads", 1))
         remove_orphans(job.out)  # left by a killed run; the lock keeps other runs out
         self.populations = {HEALTHY: None} | {m.population: m for m in mutations}
         self.targets = instance_targets(instances, self.populations)
         refuse_shrinking(job.out, self.targets if most is None
                          else dict.fromkeys(self.targets, most),
                          "instances" if most is None else "max_instances")
+        if warn_small:
+            _warn_small(self.targets)
         self.labels = strata(job.dataset.y_test, job.dataset.task)  # regression: buckets
         self.stored: dict[str, list] = {}  # per assembled population (see assemble)
 

@@ -229,3 +229,16 @@ def test_a_cluster_refusing_the_clients_token_is_named_in_the_one_line(monkeypat
                            r"\(the cluster uses token authentication: set RAY_AUTH_TOKEN"):
             RayBackend(address, 1, 0, 1, {})
     assert "InvalidAuthToken" not in capfd.readouterr().err
+
+
+def test_a_call_that_is_not_an_instance_runs_without_the_time_limit():
+    """``limited=False`` (the checks before training): a call running past the hard
+    limit is not killed."""
+    with LocalPool(1, 1, {"offset": 100}, hard_timeout=0.5, setup=no_setup) as pool:
+        assert dict(pool.map_unordered(slow, [(1,)], limited=False)) == {0: 101}
+        assert isinstance(dict(pool.map_unordered(slow, [(1,)]))[0], InstanceTimeout)
+
+
+def slow(value, *, offset):
+    time.sleep(1.5)
+    return value + offset

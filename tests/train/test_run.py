@@ -443,3 +443,43 @@ def test_a_lost_instance_is_left_for_the_rerun_and_a_rerun_names_the_failed(tmp_
     assert capsys.readouterr().err.endswith(
         "1 instance recorded as failed by an earlier run, not trained again (--retry-failed "
         "trains them again):\n  delete_training_data_90 instance 2: crashed: RuntimeError: boom\n")
+
+
+def test_a_resume_with_other_threads_is_refused_naming_them(tmp_path):
+    """TensorFlow's threads per instance change the order of its float sums, so every
+    trained instance depends on them (docs/training.md): recorded with the run's
+    settings, a resume with others is refused naming them; a run of 0.2.0, which did
+    not record them, takes the resume's."""
+    from probmut.errors import ProbmutError
+    from probmut.io.workdir import read_settings, write_settings
+    from probmut.train.run import run_populations
+
+    from .test_rounds import SETTINGS, SyntheticBackend, SyntheticData
+
+    def run(threads):
+        backend = SyntheticBackend()
+        backend.threads = threads
+        return run_populations(SETTINGS, [], 2, tmp_path, backend, SyntheticData(),
+                               name="threads", progress=False)
+
+    run(2)
+    assert read_settings(tmp_path)["threads"] == 2
+    with pytest.raises(ProbmutError, match=r"holds a run with other settings: threads 2 "
+                                           r"before, 1 now; use the same settings"):
+        run(1)
+    recorded = read_settings(tmp_path)
+    del recorded["threads"]
+    write_settings(tmp_path, recorded)  # as 0.2.0 wrote it
+    assert run(1).resumed == 2 and read_settings(tmp_path)["threads"] == 1
+
+
+def test_populations_too_small_for_the_default_k_are_said_as_the_run_starts(tmp_path):
+    from probmut.train.run import run_populations
+
+    from .test_rounds import SETTINGS, SyntheticBackend, SyntheticData
+
+    with pytest.warns(UserWarning, match=r"^3 instances per population: fewer than the "
+                      r"k = 20 per side .* give them --sample 3 or less, or train "
+                      r"--instances 20 or more$"):
+        run_populations(SETTINGS, [], 3, tmp_path, SyntheticBackend(), SyntheticData(),
+                        name="small", progress=False, warn_small=True)
