@@ -552,10 +552,11 @@ def _warn_small(targets: dict[str, int]) -> None:
 
     k, fewest = PosteriorSettings().sample, min(targets.values())
     if fewest < k:
+        smaller = f"give them --sample {fewest} or less, or" if fewest >= 2 else "k is at least 2:"
         warnings.warn(f"{counted(fewest, 'instance')} per population: fewer than the k = {k} "
                       "per side that the kill analyses (report, posterior, recommend, ...) "
-                      f"sample by default, so they would analyse nothing; give them --sample "
-                      f"{fewest} or less, or train --instances {k} or more", stacklevel=4)
+                      f"sample by default, so they would analyse nothing; {smaller} train "
+                      f"--instances {k} or more", stacklevel=4)
 
 
 def _count(report: RunReport, assignment: Assignment, result) -> None:

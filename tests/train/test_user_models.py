@@ -62,7 +62,9 @@ def test_an_unbuilt_sequential_that_prints_trains_and_json_stays_json(tmp_path, 
     assert json.loads(ran.out)["trained"] == 1
     assert "building the user's model" in ran.err
     assert ("probmut: warning: 1 instance per population: fewer than the k = 20 per side "
-            "that the kill analyses") in ran.err
+            "that the kill analyses (report, posterior, recommend, ...) sample by default, so "
+            "they would analyse nothing; k is at least 2: train --instances 20 or more\n"
+            ) in ran.err
 
 
 def test_a_user_model_calling_sys_exit_is_a_crashed_instance_not_the_end(tmp_path, cli,
