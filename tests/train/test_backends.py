@@ -162,7 +162,7 @@ def stubborn(folder, number, *, offset):
 
 @pytest.mark.slow
 def test_ctrl_c_on_a_ray_run_stops_its_tasks_and_leaves_ray_usable(ray_cluster, tmp_path):
-    """Ctrl-C at several moments (submitting, waiting, while the caller handles a result)
+    """Ctrl-C at three moments (submitting, waiting, while the caller handles a result)
     ends in a KeyboardInterrupt out of the backend, every task not yet returned is
     stopped (none runs to its end afterwards, although it ignores KeyboardInterrupt), and
     Ray goes on working (one Ctrl-C in six used to abort Ray's core worker)."""
@@ -170,7 +170,7 @@ def test_ctrl_c_on_a_ray_run_stops_its_tasks_and_leaves_ray_usable(ray_cluster, 
     python_handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's
     try:
         with RayBackend(None, 1, 0, 1, {"offset": 0}, setup=no_setup) as backend:
-            for moment in (0.0, 0.2, 0.45, 0.7, 1.0):
+            for moment in (0.0, 0.45, 1.0):
                 folder = tmp_path / str(moment)
                 folder.mkdir()
                 calls = [(str(folder), number) for number in range(8)]
