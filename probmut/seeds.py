@@ -99,6 +99,9 @@ ROLES = {r.name: r for r in (
          what="the posterior draws behind one mutation's kill curve"),
     Role(name="campaign operator score", key=(2,), parts=("mutation",),
          what="joint draws of the kill probabilities of one operator's mutants (its score)"),
+    Role(name="score resamples", key=(3,), parts=("block",),
+         what="a block of resamples train --until-score adds to decide whether the score "
+              "is settled (block 1, 2, ...; the first is the analysis seed's own)"),
     Role(name="coverage subsets", key=(), parts=(),
          what="the random test subsets of coverage against killing"),
     Role(name="coverage bootstrap", key=(), parts=(),

@@ -343,11 +343,17 @@ def recommend_md_what_the_until_settled_run_found(folders):
 def score_md_what_the_until_score_run_trained(folders):
     """docs/score.md: deleting 90% of the data is killed in every resample from the pilot
     on, so its instances have nothing to narrow and it stays at its pilot; the report
-    reads the score of the last round."""
+    reads the score of the last round; each stop is decided on at least twice the
+    report's 100 resamples, and the run ends settled exactly when the last decision's
+    width, with three of its standard errors, is at most 0.3."""
     import json
 
     runs = run_folder(folders, "score.md", "probmut train")
-    rounds = json.loads((runs / "runs/score/rounds.json").read_text())["rounds"]
+    document = json.loads((runs / "runs/score/rounds.json").read_text())
+    rounds = document["rounds"]
+    assert all(r["decision"]["resamples"] >= 200 for r in rounds)
+    decision = rounds[-1]["decision"]
+    assert document["final"]["reached"] == (decision["width"] + 3 * decision["width_se"] <= 0.3)
     assert all(r["shares"]["delete_training_data_90"] == 0 for r in rounds)
     assert rounds[-1]["instances"]["delete_training_data_90"] == 10
     score = rounds[-1]["score"]

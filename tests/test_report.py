@@ -417,7 +417,10 @@ def test_next_steps_name_the_instances_that_settle_and_the_command(synthetic, pa
                                                             "data": {"option": "data"}})
     steps = from_files.next_steps()
     args = build_parser().parse_args(shlex.split(steps.command)[1:])
-    assert (args.data, args.dataset) == ("./digits", None)
+    assert (args.data, args.dataset, args.threads) == ("./digits", None, 1)
+    # the threads a run recorded, without which a resume is refused (results depend on them)
+    threaded = replace(with_settings, run_settings=run | {"threads": 4})
+    assert build_parser().parse_args(shlex.split(threaded.next_steps().command)[1:]).threads == 4
     assert steps.run_from is None and "the folder the run was started in" in steps.note
     (folder.parent / "digits").mkdir(exist_ok=True)
     steps = from_files.next_steps()

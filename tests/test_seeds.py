@@ -37,6 +37,7 @@ LEGACY = {
     "campaign draws": (("score",), lambda s: _child(s, 0, _crc("score"))),
     "campaign kill curve": (("lr",), lambda s: _child(s, 1, _crc("lr"))),
     "campaign operator score": (("lr",), lambda s: _child(s, 2, _crc("lr"))),
+    "score resamples": ((1,), lambda s: _child(s, 3, 1)),
     "coverage subsets": ((), lambda s: np.random.SeedSequence(s)),
     "coverage bootstrap": ((), lambda s: np.random.SeedSequence(s)),
     "instance": ((3, "healthy"), lambda s: np.random.SeedSequence([s, 3, _crc("healthy")])),

@@ -146,6 +146,8 @@ def settle_command(campaign, steps) -> str:
                         ("--learning-rate", "learning_rate"), ("--patience", "patience")):
         if config.get(key) is not None:
             words += [option, str(config[key])]
+    if run.get("threads", 1) != 1:  # a resume must keep them (results depend on them)
+        words += ["--threads", str(run["threads"])]
     if campaign.model != folder.name:
         words += ["--name", campaign.model]
     magnitudes: dict[str, list[str]] = {}

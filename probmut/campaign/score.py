@@ -36,6 +36,19 @@ def posterior_draws(posteriors, draws: int = DRAWS, seed=None) -> np.ndarray:
     >>> posterior_draws(rows, 1000, seed=0).mean(axis=0).round(1).tolist()
     [0.1, 0.9]
     """
+    return resampled_draws(posteriors, draws, seed)[1]
+
+
+def resampled_draws(posteriors, draws: int = DRAWS, seed=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`posterior_draws` with the resample each draw picked: ``(resamples, draws)``,
+    the same draws for the same seed.
+
+    >>> from probmut.bagging import PosteriorSettings, summarize
+    >>> rows = [summarize("a", np.arange(20) * 5, PosteriorSettings(bootstraps=20))]
+    >>> picked, values = resampled_draws(rows, 4, seed=0)
+    >>> picked.shape, values.shape
+    ((4,), (4, 1))
+    """
     posteriors = list(posteriors)
     if not posteriors:
         raise ProbmutError("no populations to draw from")
@@ -46,8 +59,9 @@ def posterior_draws(posteriors, draws: int = DRAWS, seed=None) -> np.ndarray:
     (bootstraps, trials), = shapes
     counts = np.stack([p.kill_counts for p in posteriors])
     rng = seed if isinstance(seed, np.random.Generator) else generator(seed, "campaign draws", "")
-    chosen = counts[:, rng.integers(0, bootstraps, draws)].T
-    return rng.beta(chosen + 1.0, trials - chosen + 1.0)
+    picked = rng.integers(0, bootstraps, draws)
+    chosen = counts[:, picked].T
+    return picked, rng.beta(chosen + 1.0, trials - chosen + 1.0)
 
 
 def equal_tailed(values, mass: float):
@@ -123,7 +137,12 @@ def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
 def campaign_score(posteriors, settings, seed) -> MutationScore:
     """The score of a campaign's analysed, unflagged mutants as ``probmut report`` shows
     it for the same seed: drawn from the campaign's own stream, at the settings' mass."""
-    return mutation_score(posteriors, seed=generator(seed, "campaign draws", "score"), mass=settings.mass)
+    return mutation_score(posteriors, seed=score_stream(seed), mass=settings.mass)
+
+
+def score_stream(seed) -> np.random.Generator:
+    """The stream of a campaign's score draws (:func:`campaign_score`) for ``seed``."""
+    return generator(seed, "campaign draws", "score")
 
 
 def mutant_posterior(healthy, mutant, settings, *, paired: bool = False, seed=None,

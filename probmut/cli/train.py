@@ -271,6 +271,14 @@ def _mode(args):
     if not args.search and (args.resolution is not None or args.decision is not None):
         raise ProbmutError("a resolution and a decision are for a search",
                            option="resolution" if args.resolution is not None else "decision")
+    given = getattr(args, "given", frozenset())  # the options on the command line
+    round_flags = [name for dest, name in (("round_size", "--round"),
+                                           ("max_instances", "--max-instances"),
+                                           ("sample", "--sample")) if dest in given]
+    if round_flags and not until:
+        raise ProbmutError(f"{', '.join(round_flags)}: the rounds' settings are for training "
+                           "until settled or until the score is (--until-settled, "
+                           "--until-score)", option=round_flags[0].removeprefix("--"))
     analysis_flags = [flag(f) for f in ("criterion", "bootstraps", "trials") if getattr(args, f)]
     if analysis_flags and not until:
         raise ProbmutError(f"{', '.join(analysis_flags)}: the verdicts' and the score's "
@@ -343,8 +351,31 @@ def handle(args) -> int:
               "symptoms): "
               + ", ".join(report.diverged[:5]) + (" ..." if len(report.diverged) > 5 else ""),
               file=sys.stderr)
-    if report.failures and report.search is None:  # a search decides on failed instances
+    return _failed(report)
+
+
+def _failed(report) -> int:
+    """Say on stderr which instances failed, were recorded as failed before, or were
+    lost with their Ray worker or node; 1 if any (a search decides on its failed ones)."""
+    def listed(entries):
+        return [*entries[:5], *(["..."] if len(entries) > 5 else [])]
+
+    code = 0
+    if report.lost:
+        print(f"{counted(len(report.lost), 'instance')} not trained: the Ray worker or node "
+              "running it was lost more often than Ray retries; nothing is recorded for it, "
+              "run the same command again to train it:", *listed(report.lost), sep="\n  ",
+              file=sys.stderr)
+        code = 1
+    if report.search is not None:
+        return code
+    if report.failures:
         print(f"{counted(len(report.failures), 'instance')} failed (recorded; --retry-failed "
-              "trains them again):", *report.failures[:5], sep="\n  ", file=sys.stderr)
-        return 1
-    return 0
+              "trains them again):", *listed(report.failures), sep="\n  ", file=sys.stderr)
+        code = 1
+    if report.failed_before:
+        print(f"{counted(len(report.failed_before), 'instance')} recorded as failed by an "
+              "earlier run, not trained again (--retry-failed trains them again):",
+              *listed(report.failed_before), sep="\n  ", file=sys.stderr)
+        code = 1
+    return code

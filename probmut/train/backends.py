@@ -1,14 +1,16 @@
 """Where instances run: in this process, in local worker processes, or as Ray tasks.
 
 Every backend offers the same two things: ``map_unordered(fn, calls)``, yielding
-``(index, result_or_exception)`` as calls finish, and ``shared`` keyword arguments
+``(index, result_or_exception)`` as calls finish (``limited=False``: without the hard
+time limit below, for a call that is not an instance), and ``shared`` keyword arguments
 (large, read-only: the dataset; given with ``share()``) that reach every call without
 being re-sent per call.
 Each process that runs calls is set up once, before its first call, by the run's
 trainer (``setup(threads)``, :class:`probmut.train.trainers.Trainer`; by default the
 Keras trainer's: TensorFlow's thread pools sized to ``threads`` and deterministic ops), so
 results are identical whichever backend ran them. :func:`make_backend` builds the one a
-run asks for.
+run asks for. What a call prints goes to stderr: stdout is the run's own
+output (``--json``).
 
 Time limits. A TensorFlow op (or a user's training function) cannot be interrupted
 from inside its own process, so a call is stopped two ways: the call itself stops
@@ -18,12 +20,15 @@ still running ``hard_timeout`` seconds after it started (:func:`hard_limit`) by 
 fresh one takes its place) and yield :class:`InstanceTimeout` for it. A worker
 process that dies (out of memory, a segfault in native code) yields
 :class:`WorkerDied`; the other calls go on. :class:`Serial` runs calls in this
-process and has no hard limit.
+process and has no hard limit. On Ray, a task whose worker or node is lost runs again
+(Ray's retries); lost once more it yields :class:`TaskLost`, which a run does not
+record as the instance's failure.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -33,6 +38,7 @@ import time
 
 from probmut.errors import ProbmutError
 from probmut.io.records import one_line
+from probmut.train.interrupts import Deferred
 from probmut.train.tf_setup import configure_tensorflow
 
 
@@ -42,6 +48,11 @@ class InstanceTimeout(Exception):
 
 class WorkerDied(Exception):
     """The worker process running a call died before returning."""
+
+
+class TaskLost(Exception):
+    """A Ray task's worker process or node was lost more often than Ray runs it again:
+    the call did not fail, it did not run to its end (not the instance's doing)."""
 
 
 def hard_limit(timeout: float) -> float:
@@ -115,21 +126,24 @@ class Serial:
     def __exit__(self, *exc):
         return False
 
-    def map_unordered(self, fn, calls):
+    def map_unordered(self, fn, calls, limited: bool = True):
         if not self.ready:
             self.setup(self.threads)
             self.ready = True
         for index, args in enumerate(calls):
             try:
-                yield index, fn(*args, **self.shared)
+                with contextlib.redirect_stdout(sys.stderr):  # stdout is the run's output
+                    outcome = fn(*args, **self.shared)
             except Exception as error:  # one failed instance must not stop the run
-                yield index, error
+                outcome = error
+            yield index, outcome
 
 
 def _worker_main(connection, setup, threads: int) -> None:
     """A worker process: receive the shared arguments once it has started, then run
     ``(fn, args)`` jobs from the pipe until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    sys.stdout = sys.stderr  # the driver's stdout is the run's output (--json): not the calls'
     setup(threads)
     connection.send(_READY)  # start-up (importing TensorFlow) is not part of any call
     try:
@@ -251,8 +265,9 @@ class LocalPool:
                 raise ProbmutError(f"a worker process failed to start (exit code "
                                    f"{worker.process.exitcode})")
 
-    def map_unordered(self, fn, calls):
+    def map_unordered(self, fn, calls, limited: bool = True):
         queue = collections.deque(enumerate(calls))
+        hard_timeout = self.hard_timeout if limited else None
         self._grow(min(self.jobs, len(queue)))
         while queue or self.busy:
             self._check_started()
@@ -262,9 +277,9 @@ class LocalPool:
                 worker.connection.send((fn, args))
                 self.busy[worker] = (index, time.monotonic())
             wait = None
-            if self.hard_timeout is not None and self.busy:
+            if hard_timeout is not None and self.busy:
                 first = min(started for _, started in self.busy.values())
-                wait = max(0.0, first + self.hard_timeout - time.monotonic())
+                wait = max(0.0, first + hard_timeout - time.monotonic())
             handles = [w.connection for w in [*self.busy, *self.starting]]
             handles += [w.process.sentinel for w in [*self.busy, *self.starting]]
             multiprocessing.connection.wait(handles, timeout=wait)
@@ -283,83 +298,252 @@ class LocalPool:
                     code = worker.process.exitcode
                     self._replace(worker)
                     yield index, WorkerDied(f"the worker process died (exit code {code})")
-                elif (self.hard_timeout is not None
-                      and time.monotonic() - started > self.hard_timeout):
+                elif (hard_timeout is not None
+                      and time.monotonic() - started > hard_timeout):
                     self._replace(worker)
                     yield index, InstanceTimeout(
-                        f"still running {self.hard_timeout:g} s after it started; its worker "
+                        f"still running {hard_timeout:g} s after it started; its worker "
                         "process was killed")
 
 
 def _ray_call(fn, setup, threads, *args, **shared):
     setup(threads)
-    return fn(*args, **shared)
+    with contextlib.redirect_stdout(sys.stderr):  # as the other backends
+        return fn(*args, **shared)
+
+
+#: How often Ray runs a task again whose worker process or node was lost (Ray's
+#: ``max_retries``; an exception of the call itself is never retried).
+RAY_RETRIES = 3
+#: Seconds the Ray backend waits at most for a result before it looks at Ctrl-C again.
+_POLL = 0.5
+#: Seconds to wait for a reply from a Ray cluster's address before giving up.
+CONNECT_TIMEOUT = 5.0
+#: Seconds to wait at most for Ray to settle the tasks cancelled when a run stops.
+_SETTLE = 30.0
+
+
+def ray_endpoint(address: str) -> tuple[str, int] | None:
+    """The host and port a Ray ``address`` connects to: ``ray://HOST[:PORT]`` (Ray
+    Client, port 10001 by default) or ``HOST:PORT``; ``auto`` as Ray resolves it (the
+    ``RAY_ADDRESS`` variable or the cluster last started on this machine; None when it
+    finds none, which Ray reports itself).
+
+    >>> ray_endpoint("ray://head.example:10002"), ray_endpoint("10.0.0.5:6379")
+    (('head.example', 10002), ('10.0.0.5', 6379))
+    """
+    from urllib.parse import urlsplit
+
+    if address.startswith("ray://"):
+        parts = urlsplit(address)
+        return parts.hostname or "", parts.port or 10001
+    if address == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+
+            address = canonicalize_bootstrap_address(address)
+        except Exception:  # noqa: BLE001  none found, or Ray's internals moved: Ray tells
+            return None
+        if address is None:
+            return None
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ProbmutError(f"{address!r} is not a Ray address: use HOST:PORT, ray://HOST:PORT "
+                           "or auto", option="address")
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Refuse at once a Ray ``address`` nothing answers at (Ray itself would try for
+    minutes): one line naming the address and why."""
+    import socket
+
+    endpoint = ray_endpoint(address)
+    if endpoint is None:
+        return
+    try:
+        socket.create_connection(endpoint, timeout=timeout).close()
+    except OSError as error:
+        why = f"no reply within {timeout:g} s" if isinstance(error, TimeoutError) \
+            else error.strerror or one_line(error)
+        raise ProbmutError(f"cannot reach a Ray cluster at {address!r} ({endpoint[0]}:"
+                           f"{endpoint[1]}): {why}; start one there (ray start --head) or give "
+                           "its address", option="address") from None
+
+
+def _connection_cause(log: str) -> str:
+    """What Ray's own log lines say about a failed connection, for the one line: a
+    missing or wrong authentication token, else the last reply from the address, else
+    nothing.
+
+    >>> _connection_cause("W gcs_client.cc:210: Failed to get cluster ID from GCS server: "
+    ...                   "Unauthenticated: RPC error: InvalidAuthToken: Authentication "
+    ...                   "token is missing or incorrect")
+    'InvalidAuthToken: Authentication token is missing or incorrect (the cluster uses token authentication: set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH, to its token)'
+    >>> _connection_cause("W gcs_client.cc:210: Failed to get cluster ID from GCS server: "
+    ...                   "RpcError: RPC error: Received http2 header with status: 404")
+    'its reply: RpcError: RPC error: Received http2 header with status: 404 (is it the address of a Ray head node?)'
+    """
+    lines = log.splitlines()
+    for line in lines:
+        if "InvalidAuthToken" in line:
+            return (f"{line[line.find('InvalidAuthToken'):].strip()} (the cluster uses token "
+                    "authentication: set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH, to its token)")
+    marker = "Failed to get cluster ID from GCS server: "
+    replies = [line[line.find(marker) + len(marker):].strip() for line in lines if marker in line]
+    if replies:
+        return f"its reply: {replies[-1]} (is it the address of a Ray head node?)"
+    return ""
+
+
+class _StderrCaptured:
+    """Ray's native log lines (written to file descriptor 2) go to a file for the block,
+    and are written out after it unless :attr:`keep` is False."""
+
+    def __enter__(self):
+        import tempfile
+
+        sys.stderr.flush()
+        self.file = tempfile.TemporaryFile(mode="w+b")
+        self.saved = os.dup(2)
+        os.dup2(self.file.fileno(), 2)
+        self.keep = True
+        return self
+
+    def text(self) -> str:
+        self.file.seek(0)
+        return self.file.read().decode(errors="replace")
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        if self.keep:
+            sys.stderr.write(self.text())
+        self.file.close()
+        return False
+
+
+def _lost(error: BaseException) -> TaskLost:
+    """The one line of a Ray system failure: its type and its first sentence."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    sentence = text.split(". ")[0].rstrip(".")
+    return TaskLost(f"{type(error).__name__}: {sentence}" if sentence else type(error).__name__)
 
 
 class RayBackend:
     """Each call is a Ray task requesting ``cpus`` CPUs and ``gpus`` GPUs (``--backend ray``).
 
-    Connects to ``address`` (an existing cluster, e.g. ``auto`` or ``ray://head:10001``)
-    or starts a local Ray instance; reuses a Ray session the caller already started.
-    Shared arguments go once into Ray's object store. With ``hard_timeout``, only as
-    many tasks as the cluster's CPUs can run at once are submitted, so that a task runs
-    from its submission, and a task still running ``hard_timeout`` seconds later is
-    force-cancelled (its worker process killed). Each task runs ``setup(threads)`` first
-    (the trainer's; default: TensorFlow's, once per worker process).
+    Connects to ``address`` (an existing cluster, e.g. ``auto`` or ``ray://head:10001``;
+    one nothing answers at is refused at once, :func:`check_reachable`) or starts a local
+    Ray instance; reuses a Ray session the caller already started. Shared arguments go
+    once into Ray's object store. Each task runs ``setup(threads)`` first (the
+    trainer's; default: TensorFlow's, once per worker process). With ``hard_timeout``,
+    only as many tasks as the cluster's CPUs can run at once are submitted, so that a
+    task runs from its submission, and a task still running ``hard_timeout`` seconds
+    later is force-cancelled (its worker process killed).
+
+    A task whose worker process or node is lost is run again by Ray (``retries`` times,
+    :data:`RAY_RETRIES`); lost once more, it yields :class:`TaskLost`: the instance did
+    not fail, it is left for the next run. Ctrl-C is held back while Ray submits,
+    connects or cancels (a KeyboardInterrupt inside its core worker has aborted the
+    process) and taken between waits: the tasks still running are cancelled and waited
+    for before the KeyboardInterrupt goes on.
     """
 
     def __init__(self, address: str | None, cpus: float, gpus: float, threads: int,
                  shared: dict | None = None, hard_timeout: float | None = None,
-                 setup=configure_tensorflow):
+                 setup=configure_tensorflow, retries: int = RAY_RETRIES):
+        self.interrupts = Deferred()
+        with self.interrupts.held():
+            self.ray = self._connect(address)
+        self.interrupts.release()
+        self.started = self._started
+        self.remote = self.ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=retries,
+                                      retry_exceptions=False)(_ray_call)
+        self.setup = setup
+        self.cpus = cpus
+        self.threads = threads
+        self.hard_timeout = hard_timeout
+        self.shared = {}
+        self.share(**(shared or {}))
+
+    def _connect(self, address: str | None):
+        """Ray, connected (or started); ``_started`` says whether this backend did it."""
         try:
             import ray
         except ImportError:
             raise ProbmutError("the ray backend needs Ray: pip install 'probmut[ray]'",
                                option="backend") from None
-        self.ray = ray
-        self.started = False
-        if not ray.is_initialized():
-            try:
-                ray.init(address=address, log_to_driver=False)
-            except (ConnectionError, ValueError) as error:
-                raise ProbmutError(f"cannot connect to Ray at {address!r}: {error}",
-                                   option="address") from None
-            except OSError as error:  # e.g. its socket paths under a long TMPDIR
-                raise ProbmutError(f"cannot start Ray: {error} (a shorter TMPDIR, or "
-                                   "--address of a running cluster, avoids long socket "
-                                   "paths)", option="backend") from None
-            self.started = True
-        self.remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_ray_call)
-        self.cpus = cpus
-        self.threads = threads
-        self.setup = setup
-        self.hard_timeout = hard_timeout
-        self.shared = {}
-        self.share(**(shared or {}))
+        self._started = False
+        if ray.is_initialized():
+            return ray
+        if address is not None:
+            check_reachable(address)
+        try:
+            with _StderrCaptured() as log:
+                try:
+                    ray.init(address=address, log_to_driver=False)
+                except (ConnectionError, ValueError) as error:
+                    cause = _connection_cause(log.text())
+                    log.keep = not cause
+                    raise ProbmutError(f"cannot connect to Ray at {address!r}: "
+                                       f"{cause or error}", option="address") from None
+        except OSError as error:  # e.g. its socket paths under a long TMPDIR
+            raise ProbmutError(f"cannot start Ray: {error} (a shorter TMPDIR, or "
+                               "--address of a running cluster, avoids long socket "
+                               "paths)", option="backend") from None
+        self._started = True
+        return ray
 
     def share(self, **values) -> None:
         """Arguments every call gets, put once into Ray's object store."""
-        self.shared.update({key: self.ray.put(value) for key, value in values.items()})
+        with self.interrupts.held():
+            self.shared.update({key: self.ray.put(value) for key, value in values.items()})
+        self.interrupts.release()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         if self.started:
-            self.ray.shutdown()
+            with self.interrupts.held():
+                self.ray.shutdown()
+            self.interrupts.unhold()  # the run ends anyway
         return False
 
-    def _slots(self, calls: int) -> int:
-        if self.hard_timeout is None:
+    def _slots(self, calls: int, hard_timeout: float | None) -> int:
+        if hard_timeout is None:
             return calls
         return max(1, int(self.ray.cluster_resources().get("CPU", 1) // max(self.cpus, 1e-9)))
 
-    def map_unordered(self, fn, calls):
+    def _stop(self, pending: dict) -> None:
+        """Cancel the tasks still pending and wait for Ray to settle each (so that no
+        result comes back while Ray shuts down)."""
+        refs = list(pending)
+        for ref in refs:
+            self.ray.cancel(ref, force=True)
+        if refs:
+            self.ray.wait(refs, num_returns=len(refs), timeout=_SETTLE)
+
+    def _outcome(self, ref):
+        """A finished task's result, its own exception, or :class:`TaskLost`."""
+        ray = self.ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as error:
+            return error.as_instanceof_cause()
+        except ray.exceptions.RayError as error:  # worker or node lost, more than retried
+            return _lost(error)
+
+    def map_unordered(self, fn, calls, limited: bool = True):
         ray = self.ray
         calls = list(calls)
-        slots = self._slots(len(calls))
+        hard_timeout = self.hard_timeout if limited else None
+        slots = self._slots(len(calls), hard_timeout)
         pending: dict = {}  # ref -> (index, submitted)
         submitted = 0
+        self.interrupts.hold()
         try:
             while pending or submitted < len(calls):
                 while submitted < len(calls) and len(pending) < slots:
@@ -367,27 +551,32 @@ class RayBackend:
                                              **self.shared)
                     pending[ref] = (submitted, time.monotonic())
                     submitted += 1
-                wait = None
-                if self.hard_timeout is not None:
+                wait = _POLL
+                if hard_timeout is not None:
                     first = min(started for _, started in pending.values())
-                    wait = max(0.0, first + self.hard_timeout - time.monotonic())
+                    wait = min(wait, max(0.0, first + hard_timeout - time.monotonic()))
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=wait)
+                if self.interrupts.requested:  # held back: taken here, outside Ray's calls
+                    self.interrupts.requested = False
+                    raise KeyboardInterrupt
+                finished = []
                 for ref in done:
                     index, _ = pending.pop(ref)
-                    try:
-                        yield index, ray.get(ref)
-                    except ray.exceptions.RayTaskError as error:
-                        yield index, error.as_instanceof_cause()
-                    except ray.exceptions.RayError as error:  # worker or node lost
-                        yield index, WorkerDied(one_line(error))
+                    finished.append((index, self._outcome(ref)))
                 for ref, (index, started) in list(pending.items()):
-                    if (self.hard_timeout is not None
-                            and time.monotonic() - started > self.hard_timeout):
+                    if (hard_timeout is not None
+                            and time.monotonic() - started > hard_timeout):
                         ray.cancel(ref, force=True)
                         del pending[ref]
-                        yield index, InstanceTimeout(
-                            f"still running {self.hard_timeout:g} s after it started; its Ray "
-                            "task was cancelled")
+                        finished.append((index, InstanceTimeout(
+                            f"still running {hard_timeout:g} s after it started; its Ray "
+                            "task was cancelled")))
+                for item in finished:  # the caller's code runs with Ctrl-C as it was
+                    self.interrupts.unhold()
+                    yield item
+                    self.interrupts.hold()
         finally:
-            for ref in pending:
-                ray.cancel(ref)
+            self.interrupts.hold()
+            self._stop(pending)
+            self.interrupts.unhold()
+        self.interrupts.release()  # a Ctrl-C while the last tasks were settled

@@ -1,5 +1,7 @@
 """Ctrl-C during a run: stop after the unit of work in progress, even when TensorFlow
-swallows the KeyboardInterrupt (:class:`Interrupts`)."""
+swallows the KeyboardInterrupt (:class:`Interrupts`), and hold it back where a
+KeyboardInterrupt raised half-way would leave a library in a broken state
+(:class:`Deferred`: importing Ray, connecting to it, submitting and cancelling its tasks)."""
 
 from __future__ import annotations
 
@@ -36,3 +38,71 @@ class Interrupts:
             signal.signal(signal.SIGINT, self._previous[0])
             sys.unraisablehook = self._previous[1]
             self._previous = None
+
+
+class Deferred:
+    """Hold Ctrl-C back while :meth:`held` is on: SIGINT is only remembered
+    (``requested``), and :meth:`release` gives it to the handler it would have met, in
+    this process's main thread, from plain Python code. Outside the main thread, or where
+    SIGINT is not handled by Python code (ignored, or the default action), it does
+    nothing.
+
+    >>> deferred = Deferred()
+    >>> with deferred.held():
+    ...     signal.raise_signal(signal.SIGINT)   # Ctrl-C while held: only remembered
+    >>> deferred.requested
+    True
+    >>> try:
+    ...     deferred.release()                 # now it interrupts
+    ... except KeyboardInterrupt:
+    ...     print("interrupted")
+    interrupted
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def _handler(self, signum, frame):
+        self.requested = True
+
+    def hold(self) -> None:
+        """Remember SIGINT from now on instead of handling it (until :meth:`unhold`)."""
+        if self._previous is not None or threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGINT)
+        if callable(previous):
+            self._previous = previous
+            signal.signal(signal.SIGINT, self._handler)
+
+    def unhold(self) -> None:
+        """Handle SIGINT again as before :meth:`hold`; a Ctrl-C held back stays in
+        ``requested``."""
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def held(self):
+        """A block during which SIGINT is held back (:meth:`hold`, :meth:`unhold`)."""
+        return _Held(self)
+
+    def release(self) -> None:
+        """Give a Ctrl-C held back to the handler it would have met (Python's raises
+        KeyboardInterrupt here)."""
+        self.unhold()
+        if self.requested:
+            self.requested = False
+            signal.raise_signal(signal.SIGINT)
+
+
+class _Held:
+    def __init__(self, deferred: Deferred):
+        self.deferred = deferred
+
+    def __enter__(self):
+        self.deferred.hold()
+        return self.deferred
+
+    def __exit__(self, *exc):
+        self.deferred.unhold()
+        return False

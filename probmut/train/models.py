@@ -23,8 +23,10 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -200,7 +202,8 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
     module_name, _, function_name = name.partition(":")
     wanted = "a function (input_shape, n_classes) -> keras.Model"
     try:
-        function = getattr(importlib.import_module(module_name), function_name)
+        with running_user_model(name):
+            function = getattr(importlib.import_module(module_name), function_name)
     except Exception as error:  # noqa: BLE001 - whatever the user's module raises on import
         raise ProbmutError(f"{name}: cannot import {function_name} from {module_name} "
                            f"({one_line(error)}); the module must be importable (on every "
@@ -210,7 +213,12 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
                            f"not {wanted}", option="architecture")
 
     def build(dims):
-        return function(tuple(dims.input_shape), dims.n_outputs)
+        with running_user_model(name):
+            model = function(tuple(dims.input_shape), dims.n_outputs)
+        if isinstance(model, keras.Sequential) and not model.built:
+            # a Sequential without keras.Input: built on the data's shape, as fit would
+            model.build((None, *dims.input_shape))
+        return model
 
     try:
         model = build(dims)
@@ -234,6 +242,29 @@ def resolve_model(name: str, dims: ModelDims) -> ModelSpec:
                                 learning_rate=rate if isinstance(rate, float) else None,
                                 clip=next(((k, v) for k, v in clips if v is not None), None))
     return ModelSpec(build, config, f"user model {name}")
+
+
+@contextlib.contextmanager
+def running_user_model(name: str):
+    """Run a user's model code (its module's import, its function): what it prints goes
+    to stderr, since stdout carries probmut's own output (``--json``), and a
+    ``sys.exit()`` in it is that code's error (:class:`UserCodeExit`), not the end of the
+    run.
+
+    >>> with running_user_model("mine:build"):
+    ...     sys.exit(0)
+    Traceback (most recent call last):
+    probmut.train.models.UserCodeExit: mine:build called sys.exit(0)
+    """
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    except SystemExit as stop:
+        raise UserCodeExit(f"{name} called sys.exit({stop.code!r})") from None
+
+
+class UserCodeExit(RuntimeError):
+    """A user's model code called ``sys.exit()``."""
 
 
 def loss_name(loss) -> str:

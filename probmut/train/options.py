@@ -130,7 +130,8 @@ class Instances(Mode):
         return {"instances": self.count}
 
     def train(self, job, mutations: list):
-        return job.train(mutations, self.count, max_error_rate=self.max_error_rate)
+        return job.train(mutations, self.count, max_error_rate=self.max_error_rate,
+                         warn_small=True)
 
 
 @dataclass(frozen=True, kw_only=True)

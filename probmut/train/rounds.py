@@ -5,10 +5,10 @@ Each round adds ``round_size`` instances to every mutant population still in tra
 goes on while any mutant needs it. After the round, :func:`probmut.recommend.recommend`
 judges every mutant in training on the instances trained so far (model-level mutants
 against the healthy instances they derive from); a mutant stops when its verdict is
-settled (killed or not killed), when it reaches ``max_instances``, or when settling by
+settled (killed or not killed), when it reaches ``max_instances``, or when settling at
 ``max_instances`` is out of reach: the verdict's ``reach``, the chance that its
-instances grown to ``max_instances`` settle it, its uncertainty included, is under
-``FUTILITY``. Stopping without a verdict never makes one wrong; it saves the instances
+instances grown to ``max_instances`` settle it there (the plan's last look), its
+uncertainty included, is under ``FUTILITY``. Stopping without a verdict never makes one wrong; it saves the instances
 of mutants at the decision boundary. Verdicts need at least k instances per side; rounds
 before that only train.
 
@@ -47,9 +47,10 @@ from probmut.train.work import HEALTHY
 #: Verdict of a population that has fewer than k instances so far.
 TOO_FEW = "too few instances"
 
-#: A mutant stops training, not settled, when the chance that it settles by
-#: ``max_instances`` is under this: it gives up at most this share of the settlements
-#: of the mutants it stops, and never makes a verdict wrong. Chosen on the synthetic
+#: A mutant stops training, not settled, when the chance that it settles at
+#: ``max_instances`` (the plan's last look; at any look up to it, by the verdicts' latent
+#: model, at most 1.3 points more: docs/recommend.md) is under this: it gives up about
+#: this share of the settlements of the mutants it stops, and never makes a verdict wrong. Chosen on the synthetic
 #: grid of scripts/validation/sequential_validation.py (seed 2026: against 0.02, 0.4 to
 #: 0.7 points fewer paths settled, 12 to 14 fewer instances per side) and checked on the
 #: bundled magnitudes, which the choice did not see (the same paths settled, 65 instances
@@ -135,7 +136,7 @@ def _short(verdict: dict, instances: int, maximum: int) -> str:
     detail = (f"P(killed) {verdict['p_killed']:.2f} ± {verdict['p_killed_se']:.2f}, "
               f"threshold {verdict['threshold']:.3g}")
     if verdict["reach"] is not None:
-        detail += f", P(settles by {maximum}) {verdict['reach']:.2f}"
+        detail += f", P(settles at {maximum}) {verdict['reach']:.2f}"
     return f"{instances} {word} ({detail})"
 
 
@@ -247,7 +248,7 @@ def train_round(number: int, runs: list[RunReport], job, mutations, targets: dic
 
 def _stops(verdict: dict, instances: int, max_instances: int) -> bool:
     """Whether a mutant trains no more after ``verdict`` on ``instances`` instances:
-    settled, at the cap, or out of reach of settling by it."""
+    settled, at the cap, or out of reach of settling at it."""
     return (verdict["verdict"] in ("killed", "not killed") or instances >= max_instances
             or (verdict["reach"] is not None and verdict["reach"] < FUTILITY))
 
@@ -313,7 +314,7 @@ def train_until_settled(job, mutations, mode) -> SettleReport:
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
         run = train_round(number, runs, job, mutations, targets, most=max_instances,
                           rounds=plan)
-        if run.failures:
+        if run.failures or run.lost:  # the rounds wait for them: a rerun trains the lost
             break
         verdicts = {}
         for stem, mutation in list(training.items()):

@@ -18,7 +18,9 @@ Every file is written to a temporary name and renamed, so a run killed at any mo
 or stopped by a full disk, leaves only whole files; running the same command again
 trains only what is missing.
 An instance that crashed or timed out is recorded like any other (its symptom record,
-:mod:`probmut.io.records`) and is not trained again unless ``retry_failed``.
+:mod:`probmut.io.records`) and is not trained again unless ``retry_failed``; a rerun
+lists them. One whose Ray worker or node was lost (:class:`~probmut.train.backends.TaskLost`)
+did not fail: nothing is recorded, and the next run trains it.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from probmut.io.workdir import (
     write_settings,
 )
 from probmut.results import Result, counted, listing
-from probmut.train.backends import InstanceTimeout
+from probmut.train.backends import InstanceTimeout, TaskLost
 from probmut.train.datasets import DATASETS
 from probmut.train.finished import load_record, save_record, saved_model
 from probmut.train.flags import NOT_APPLIED, UNVERIFIED, Flags, UnappliedMutationWarning
@@ -111,24 +113,28 @@ def setting_changes(before: dict, now: dict) -> list[str]:
 
 
 def _check_settings(out: Path, settings: RunSettings, data: dict,
-                    rounds: dict | None = None) -> None:
+                    rounds: dict | None = None, threads: int = 1) -> None:
     """Refuse to resume into ``out`` with settings, or data, other than those it was
     started with. ``data`` is the data set's provenance; its fingerprint and split sizes
     decide (not, say, the version of the library that loaded it). The settings also say
     which option named the data (``option``: ``dataset`` or ``data``), so that a report can
     write the command that trains the run on. ``rounds`` is the plan of a run trained in
-    rounds (None: a number of instances, or a search), checked by :func:`_check_rounds`."""
+    rounds (None: a number of instances, or a search), checked by :func:`_check_rounds`.
+    ``threads`` are the threads per instance (TensorFlow's for the Keras trainer): the
+    order of its float sums, and so every trained instance, depends on them
+    (docs/training.md)."""
     identity = {key: data[key] for key in ("name", "train", "validation", "test", "fingerprint")}
     identity["option"] = "dataset" if settings.dataset in DATASETS else "data"
     current = json.loads(json.dumps({**dataclasses.asdict(settings), "data": identity,
-                                     "rounds": rounds}))
+                                     "rounds": rounds, "threads": threads}))
     recorded = read_settings(out)
     if recorded is None:
         write_settings(out, current)
         return
-    # what probmut 0.2.0 did not record: its plan (a resume records it) and its trainer
-    legacy = {key: value for key, value in (_KERAS_ONLY | {"rounds": current["rounds"]}).items()
-              if key not in recorded}
+    # what probmut 0.2.0 did not record: its plan and threads (a resume records them) and
+    # its trainer
+    legacy = {key: value for key, value in (_KERAS_ONLY | {key: current[key] for key in (
+        "rounds", "threads")}).items() if key not in recorded}
     recorded = {**recorded, **legacy}
     _check_rounds(out, recorded["rounds"], current["rounds"])
     if recorded != current:
@@ -266,7 +272,9 @@ def _per_assignment(outcome, count: int) -> list:
 @dataclass
 class RunReport(Result):
     """What a run did: instances trained now, found already done, the ones that failed
-    now (crashed or timed out) or diverged, as ``population instance i: why``, each
+    now (crashed or timed out), that an earlier run recorded as failed
+    (``failed_before``), that were lost with their Ray worker or node and left for the
+    next run (``lost``), or that diverged, as ``population instance i: why``, each
     population's instances on disk and flags, the mutant populations DeepMutation's
     quality control removed, with why; where (``out``) and under which model ``name``
     its manifest holds them; and, for a killable-magnitude search, the search's result
@@ -279,6 +287,8 @@ class RunReport(Result):
     trained: int = 0
     resumed: int = 0
     failures: list[str] = field(default_factory=list)
+    failed_before: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
     diverged: list[str] = field(default_factory=list)
     seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)  # population -> instances on disk
@@ -298,6 +308,7 @@ class RunReport(Result):
         for run in runs:
             report.trained += run.trained
             report.failures += run.failures
+            report.lost += run.lost
             report.diverged += run.diverged
             report.seconds += run.seconds
             report.counts |= run.counts
@@ -307,6 +318,9 @@ class RunReport(Result):
                 report.trained_per_population[stem] = \
                     report.trained_per_population.get(stem, 0) + n
             report.out, report.name = run.out, run.name
+        now = {failure.split(":")[0] for failure in report.failures}
+        report.failed_before = [failure for failure in (runs[-1].failed_before if runs else [])
+                                if failure.split(":")[0] not in now]
         report.resumed = sum(report.counts.values()) - report.trained
         return report
 
@@ -328,7 +342,8 @@ class RunReport(Result):
     def to_dict(self) -> dict:
         search = {} if self.search is None else {"search": self.search.to_dict()}
         return {"trained": self.trained, "resumed": self.resumed, "seconds": self.seconds,
-                "failures": self.failures, "diverged": self.diverged, "model": self.name,
+                "failures": self.failures, "failed_before": self.failed_before,
+                "lost": self.lost, "diverged": self.diverged, "model": self.name,
                 "manifest": str(self.manifest), **listing(self.rows()), **search}
 
     def __str__(self) -> str:
@@ -420,7 +435,7 @@ class Job:
 
     def train(self, mutations: list[Mutation], instances, *, most: int | None = None,
               rounds: dict | None = None, note_resumed: bool = True,
-              max_error_rate: float | None = None) -> RunReport:
+              max_error_rate: float | None = None, warn_small: bool = False) -> RunReport:
         """Train the healthy population and every mutant population up to ``instances``
         each, skipping finished ones, and write populations and manifest; see
         :func:`run_populations`, which this is with the job's parts.
@@ -444,7 +459,7 @@ class Job:
                                f"{max_error_rate}", option="max_error_rate")
         with run_lock(self.out):
             return _PopulationRun(self, mutations, instances, most, rounds,
-                                  max_error_rate).run(note_resumed)
+                                  max_error_rate, warn_small).run(note_resumed)
 
 
 def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
@@ -453,7 +468,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                     timeout: float | None = None, retry_failed: bool = False,
                     note_resumed: bool = True, max_error_rate: float | None = None,
                     unstackable: dict[str, str] | None = None,
-                    most: int | None = None, rounds: dict | None = None) -> RunReport:
+                    most: int | None = None, rounds: dict | None = None,
+                    warn_small: bool = False) -> RunReport:
     """Train the healthy population and every mutant population up to ``instances``
     instances each, skipping finished ones; write populations and manifest into ``out``.
     A population with finished instances beyond its target is refused (a rerun never
@@ -476,7 +492,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     by default it is decided here. ``rounds`` is the plan of a run in rounds (its mode and
     the options that decide its rounds), recorded with the run's settings: a resume with
     another plan is refused. The run's trainer is its settings' (:func:`~probmut.train.
-    trainers.trainer_of`).
+    trainers.trainer_of`). ``warn_small``: warn as training starts when ``instances`` is
+    fewer than the k the analyses sample by default (they would analyse nothing).
 
     Returns
     -------
@@ -492,7 +509,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
                          timeout=timeout, retry_failed=retry_failed)
     job = Job(settings, Path(out), backend, dataset, name, options, unstackable)
     return job.train(mutations, instances, most=most, rounds=rounds,
-                     note_resumed=note_resumed, max_error_rate=max_error_rate)
+                     note_resumed=note_resumed, max_error_rate=max_error_rate,
+                     warn_small=warn_small)
 
 
 @contextlib.contextmanager
@@ -509,16 +527,51 @@ def run_lock(out: Path):
                            option="out") from None
 
 
-def _needs_training(out: Path, assignment: Assignment, retry_failed: bool) -> bool:
-    """No usable record, a crash/timeout to retry, or a model to keep that is not there."""
+def _needs_training(out: Path, assignment: Assignment, retry_failed: bool,
+                    failed_before: list[str]) -> bool:
+    """No usable record, a crash/timeout to retry, or a model to keep that is not there.
+    A crash or timeout kept is added to ``failed_before``."""
     loaded = load_record(out, assignment.population, assignment.instance)
     if loaded is None:
         return True
-    status = loaded.record.status
-    if retry_failed and status in RETRYABLE:
-        return True
-    return (assignment.save_model and status not in RETRYABLE
+    record = loaded.record
+    if record.status in RETRYABLE:
+        if retry_failed:
+            return True
+        failed_before.append(f"{assignment.population} instance {assignment.instance}: "
+                             f"{record.status}: {record.error}")
+        return False
+    return (assignment.save_model
             and saved_model(out, assignment.population, assignment.instance) is None)
+
+
+def _warn_small(targets: dict[str, int]) -> None:
+    """Warn when the populations are smaller than the k per side the kill analyses
+    sample by default: without a smaller ``--sample`` they would analyse nothing."""
+    from probmut.bagging import PosteriorSettings
+
+    k, fewest = PosteriorSettings().sample, min(targets.values())
+    if fewest < k:
+        smaller = f"give them --sample {fewest} or less, or" if fewest >= 2 else "k is at least 2:"
+        warnings.warn(f"{counted(fewest, 'instance')} per population: fewer than the k = {k} "
+                      "per side that the kill analyses (report, posterior, recommend, ...) "
+                      f"sample by default, so they would analyse nothing; {smaller} train "
+                      f"--instances {k} or more", stacklevel=4)
+
+
+def _count(report: RunReport, assignment: Assignment, result) -> None:
+    """Add one instance's outcome (a result, or :class:`TaskLost`) to ``report``."""
+    where = f"{assignment.population} instance {assignment.instance}"
+    if isinstance(result, TaskLost):
+        report.lost.append(f"{where}: {result}")
+        return
+    report.trained += 1
+    report.trained_per_population[assignment.population] = \
+        report.trained_per_population.get(assignment.population, 0) + 1
+    if result.status in RETRYABLE:
+        report.failures.append(f"{where}: {result.status}: {result.error}")
+    elif result.status == "diverged":
+        report.diverged.append(where)
 
 
 class _PopulationRun:
@@ -526,17 +579,21 @@ class _PopulationRun:
     first, then the model-level mutants derived from them), its loop over the units the
     backend runs, and the files it writes as populations finish and when it stops."""
 
-    def __init__(self, job: Job, mutations, instances, most, rounds, max_error_rate):
+    def __init__(self, job: Job, mutations, instances, most, rounds, max_error_rate,
+                 warn_small=False):
         self.job, self.mutations, self.max_error_rate = job, mutations, max_error_rate
         self.trainer = trainer_of(job.settings)
         self.provenance = job.dataset.provenance()
-        _check_settings(job.out, job.settings, self.provenance, rounds)
+        _check_settings(job.out, job.settings, self.provenance, rounds,
+                        getattr(job.backend, "threads", 1))
         remove_orphans(job.out)  # left by a killed run; the lock keeps other runs out
         self.populations = {HEALTHY: None} | {m.population: m for m in mutations}
         self.targets = instance_targets(instances, self.populations)
         refuse_shrinking(job.out, self.targets if most is None
                          else dict.fromkeys(self.targets, most),
                          "instances" if most is None else "max_instances")
+        if warn_small:
+            _warn_small(self.targets)
         self.labels = strata(job.dataset.y_test, job.dataset.task)  # regression: buckets
         self.stored: dict[str, list] = {}  # per assembled population (see assemble)
 
@@ -563,11 +620,12 @@ class _PopulationRun:
 
         job = self.job
         first, derived = self._plan()
+        failed_before: list[str] = []
         todo = [t for t in first + derived
-                if _needs_training(job.out, t, job.options.retry_failed)]
+                if _needs_training(job.out, t, job.options.retry_failed, failed_before)]
         self.left = {stem: sum(t.population == stem for t in todo) for stem in self.populations}
         self.report = RunReport(resumed=len(first) + len(derived) - len(todo), out=job.out,
-                                name=job.name)
+                                name=job.name, failed_before=failed_before)
         # the targets first: a run stopped at any moment from here on is known as unfinished
         self._write_manifest()
         self.bar = progress_bar(len(todo), f"train {job.name}", enabled=job.options.progress,
@@ -622,23 +680,18 @@ class _PopulationRun:
         results = []
         for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)),
                                       strict=True):
-            if isinstance(result, BaseException):
+            if isinstance(result, BaseException) and not isinstance(result, TaskLost):
                 seconds = self.job.options.timeout if isinstance(result, InstanceTimeout) \
                     else math.nan
                 result = _failure(assignment, result, seconds)
             results.append(result)
         with together():  # a stack's records: all or none (a full disk half-way)
             for result in results:
-                save_record(out, result, result.model_suffix or self.trainer.suffix)
+                if not isinstance(result, TaskLost):  # not the instance's doing: no record
+                    save_record(out, result, result.model_suffix or self.trainer.suffix)
         for assignment, result in zip(assignments, results, strict=True):
             stem = assignment.population
-            report.trained += 1
-            report.trained_per_population[stem] = report.trained_per_population.get(stem, 0) + 1
-            where = f"{stem} instance {assignment.instance}"
-            if result.status in RETRYABLE:
-                report.failures.append(f"{where}: {result.status}: {result.error}")
-            elif result.status == "diverged":
-                report.diverged.append(where)
+            _count(report, assignment, result)
             self.left[stem] -= 1
             if self.left[stem] == 0:
                 self.stored[stem] = assemble(out, stem, self.targets[stem], self.labels,

@@ -310,9 +310,13 @@ def _check_settings(*, learning_rate=None, patience=None, validation_split=None,
     if learning_rate is not None and not learning_rate > 0:
         raise ProbmutError(f"the learning rate must be positive, got {learning_rate}",
                            option="learning_rate")
-    if patience is not None and (patience < 0 or validation_split is None):
-        raise ProbmutError("early stopping needs a validation split and a patience of at "
-                           "least 0", option="patience")
+    if patience is not None and patience < 0:
+        raise ProbmutError(f"the patience is a number of epochs without improvement, 0 or "
+                           f"more, got {patience}", option="patience")
+    if patience is not None and validation_split is None:
+        raise ProbmutError("early stopping watches the validation loss: give a validation "
+                           "split (--validation-split SHARE) with the patience",
+                           option="patience")
 
 
 def _data_source(dataset, data, image_size, test_split, validation_split):
@@ -382,7 +386,8 @@ def _on(runner):
     """``call(fn, *args)``: ``fn(*args)`` as one call on ``runner`` (where its workers are
     set up), its exception raised here."""
     def call(fn, *args):
-        _, outcome = next(iter(runner.map_unordered(fn, [args])))
+        # not an instance: a user's model that builds slowly is the instances' to time out
+        _, outcome = next(iter(runner.map_unordered(fn, [args], limited=False)))
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome

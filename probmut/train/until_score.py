@@ -41,6 +41,8 @@ import math
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 from probmut.errors import ProbmutError
 from probmut.train.options import WIDTH
 from probmut.train.rounds import RoundsReport, recorded_rounds, rounds_plan, train_round
@@ -51,6 +53,16 @@ from probmut.train.work import HEALTHY
 #: with another seed than the validation's: docs/score.md).
 PILOT = 2
 HEALTHY_PILOT = 5
+#: The stop decision's margin, in Monte-Carlo standard errors of the interval's width
+#: (:func:`width_error`): a width this close to the one asked for is undecided
+#: (:func:`decide`), and at the most resamples it settles the score only this far below.
+MARGIN = 3.0
+#: Bootstrap replicates of the resamples behind :func:`width_error`.
+REPLICATES = 200
+#: The resamples a stop decision pools at least and at most, in multiples of the
+#: analysis' B. The width of one block and its bootstrap error err together (an
+#: unusually narrow width comes with a small error), so a second block checks the first.
+LEAST_BLOCKS, MOST_BLOCKS = 2, 16
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,7 @@ class Assessment:
     score: object
     shares: object
     names: tuple[str, ...]
+    posteriors: tuple = ()
 
     @property
     def width(self) -> float:
@@ -136,7 +149,122 @@ def assess(healthy, mutants: dict, settings, *, seed, jobs: int | None = None,
     shares = score_shares(posteriors, healthy.values,
                           [population.values for population, _ in mutants.values()],
                           [paired for _, paired in mutants.values()])
-    return Assessment(campaign_score(posteriors, settings, seed), shares, names)
+    return Assessment(campaign_score(posteriors, settings, seed), shares, names,
+                      tuple(posteriors))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether the score's interval is at most ``asked`` wide, read on ``resamples``
+    bootstrap resamples per mutant: the interval's ``width`` there and its Monte-Carlo
+    standard error ``width_se`` (:func:`decide`)."""
+
+    asked: float
+    width: float
+    width_se: float
+    resamples: int
+
+    @property
+    def settles(self) -> bool:
+        """``width + MARGIN width_se <= asked``: a stop the Monte-Carlo error cannot undo.
+
+        >>> Decision(0.10, 0.085, 0.004, 100).settles, Decision(0.10, 0.09, 0.004, 100).settles
+        (True, False)
+        """
+        return self.width + MARGIN * self.width_se <= self.asked
+
+    def to_dict(self) -> dict:
+        return {"width": self.width, "width_se": self.width_se, "resamples": self.resamples}
+
+
+def decide(assessment: Assessment, healthy, mutants: dict, settings, *, seed, asked: float,
+           jobs: int | None = None, memo: dict | None = None) -> Decision:
+    """Whether the score of ``assessment`` (:func:`assess`, on ``healthy`` and ``mutants``
+    with ``settings`` and ``seed``) is settled at the width ``asked``, its Monte-Carlo
+    error accounted for.
+
+    The interval's width is itself a Monte-Carlo estimate, from B resamples of each
+    population (about 8% of it is its standard error on the bundled pilots), so a rule
+    that stops at the first width under ``asked`` stops on the analysis seed's luck.
+    While the width is within ``MARGIN`` of its standard errors (:func:`width_error`) of
+    ``asked``, blocks of B more resamples (kill tests of their own, seeded from ``seed``
+    and the block) are pooled with the ones read, doubling them, up to ``MOST_BLOCKS``
+    times B, and never fewer than ``LEAST_BLOCKS`` times B are read; the width and its error are read again on the pool (the score's interval
+    as :func:`~probmut.campaign.campaign_score` reads it, from joint draws over every
+    resample). Decided, the score is settled when the width is under ``asked``;
+    undecided at the most resamples, when it is ``MARGIN`` standard errors under it (not
+    at all, then, but a little past it). The score the round records stays the one of
+    the B resamples, which ``probmut report`` shows.
+    """
+    from probmut.bagging import summarize
+    from probmut.campaign import campaign_score, mutant_posterior
+    from probmut.io.cache import cache_key
+    from probmut.seeds import stream
+
+    memo = {} if memo is None else memo
+    posteriors = list(assessment.posteriors)
+    width, width_se = assessment.width, width_error(posteriors, settings.mass, seed)
+    blocks = 1
+    while blocks < LEAST_BLOCKS or (abs(width - asked) <= MARGIN * width_se
+                                    and blocks < MOST_BLOCKS):
+        for block in range(blocks, 2 * blocks):
+            for index, (population, paired) in enumerate(mutants.values()):
+                key = cache_key(healthy.values, healthy.ids, population.values,
+                                population.ids, paired, settings, seed, "block", block)
+                if key not in memo:
+                    memo[key] = mutant_posterior(
+                        healthy, population, settings, paired=paired, jobs=jobs,
+                        seed=stream(seed, "score resamples", block)).kill_counts
+                pooled = posteriors[index]
+                posteriors[index] = summarize(pooled.name, np.concatenate(
+                    [pooled.kill_counts, memo[key]]), settings)
+        blocks *= 2
+        score = campaign_score(posteriors, settings, seed)
+        width = score.ci_high - score.ci_low
+        width_se = width_error(posteriors, settings.mass, seed)
+    return Decision(asked, width, width_se, blocks * settings.bootstraps)
+
+
+def width_error(posteriors, mass: float, seed, replicates: int = REPLICATES) -> float:
+    """The Monte-Carlo standard error of the width of the score's interval
+    (:func:`probmut.campaign.campaign_score` with the same seed): how much the width moves
+    from one analysis seed to another.
+
+    The score's joint draws pick one of B bootstrap resamples each; the resamples (a
+    resample of the instances and N kill tests on it) are independent given the
+    instances, so the width is a statistic of a sample of B of them, and its error is
+    that of the bootstrap over them: each replicate weighs every draw by how often its
+    resample is picked among B drawn with replacement and takes the weighted interval's
+    width; the error is the standard deviation of ``replicates`` widths (the noise of
+    the 20,000 draws themselves, small beside it, is left out). On three lenet pilots
+    its mean over 20 analysis seeds matched the standard deviation of the width over
+    them (docs/score.md).
+
+    >>> from probmut.bagging import PosteriorSettings, summarize
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [summarize(name, rng.binomial(100, p, 100), PosteriorSettings())
+    ...         for name, p in (("a", 0.3), ("b", 0.7))]
+    >>> round(width_error(rows, 0.95, seed=1), 3)
+    0.007
+    """
+    from probmut.campaign.score import DRAWS, resampled_draws, score_stream
+    from probmut.seeds import generator
+
+    picked, draws = resampled_draws(posteriors, DRAWS, score_stream(seed))
+    scores = draws.mean(axis=1)
+    order = np.argsort(scores, kind="stable")
+    scores, picked = scores[order], picked[order]
+    bootstraps = posteriors[0].kill_counts.size
+    rng = generator(seed, "campaign draws", "score width error")
+    tails = np.array([(1 - mass) / 2, (1 + mass) / 2])
+    widths = np.empty(replicates)
+    for r in range(replicates):
+        times = np.bincount(rng.integers(0, bootstraps, bootstraps), minlength=bootstraps)
+        weights = np.cumsum(times[picked])
+        # the first draw whose cumulative weight reaches each tail (inverted_cdf)
+        low, high = np.minimum(np.searchsorted(weights, tails * weights[-1]), scores.size - 1)
+        widths[r] = scores[high] - scores[low]
+    return float(widths.std(ddof=1))
 
 
 def pilot_targets(stems, sample: int, max_instances: int) -> dict[str, int]:
@@ -225,13 +353,13 @@ class ScoreReport(RoundsReport):
     def table(self) -> str:
         """The rounds as a readable table: instances, the score, and the next round."""
         lines = [f"{'round':>5}{HEALTHY:>9}{'instances':>11}  {'score':<6} {'95% interval':<16}"
-                 f"{'width':>7}  the next round trains, up to"]
+                 f"{'width':>7}  {'decided on':<22}  the next round trains, up to"]
         for r in self.rounds:
             s = r["score"]
             following = ", ".join(f"{stem} {n}" for stem, n in r["next"].items()) or "-"
             lines.append(f"{r['round']:>5}{r['instances'][HEALTHY]:>9}{r['spent']:>11}  "
                          f"{s['mean']:<6.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}] "
-                         f"{s['width']:>7.3f}  {following}")
+                         f"{s['width']:>7.3f}  {_decided_on(r):<22}  {following}")
         lines += ["", *self.endings()]
         return "\n".join(line.rstrip() for line in lines)
 
@@ -245,20 +373,25 @@ def score_round(number: int, targets: dict[str, int], healthy, scored: dict, ana
     ``targets`` (stem -> instances, every population of the run)."""
     assessment = assess(healthy, scored, analysis, seed=seed, jobs=jobs, memo=memo)
     current = {p: targets[p] for p in (HEALTHY, *scored)}
-    following = {} if assessment.width <= width else plan_round(
+    decision = decide(assessment, healthy, scored, analysis, seed=seed, asked=width, jobs=jobs,
+                      memo=memo)
+    # the next round aims at the margin under the width, as the decision reads it
+    target = max(width - MARGIN * decision.width_se, 1e-9) * assessment.width / decision.width
+    following = {} if decision.settles else plan_round(
         assessment, current, {stem: paired for stem, (_, paired) in scored.items()},
-        width=width, round_size=round_size, max_instances=max_instances)
+        width=target, round_size=round_size, max_instances=max_instances)
     planned = current | following
     score = assessment.score
     return {"round": number, "instances": dict(targets), "spent": sum(targets.values()),
             "score": {"mean": score.mean, "ci_low": score.ci_low, "ci_high": score.ci_high,
                       "width": assessment.width, "mutants": score.mutants},
+            "decision": decision.to_dict(),
             "shares": assessment.parts(),
             "width_next": assessment.width_at(planned[HEALTHY],
                                               [planned[n] for n in assessment.names]),
             "width_at_cap": assessment.width_at(max_instances,
                                                 [max_instances] * len(assessment.names)),
-            "healthy_for_width": assessment.healthy_for(width,
+            "healthy_for_width": assessment.healthy_for(target,
                                                         [max_instances] * len(assessment.names)),
             "next": following}
 
@@ -266,12 +399,14 @@ def score_round(number: int, targets: dict[str, int], healthy, scored: dict, ana
 def _ending(record: dict, width: float, max_instances: int, left_out: list[str]) -> dict:
     """How the run ended, in words and numbers (``final``)."""
     s = record["score"]
-    reached = s["width"] <= width
+    reached = Decision(width, **record["decision"]).settles
     if reached:
-        why = f"at most {width:g}"
+        why = f"settled at {width:g} (decided on {_decided_on(record)} resamples)"
     else:
         needed = record["healthy_for_width"]
-        why = (f"wider than {width:g}: no population below {max_instances} instances would "
+        why = (f"not settled at {width:g} (decided on {_decided_on(record)} resamples): no "
+               "population below "
+               f"{max_instances} instances would "
                f"narrow it ({record['shares'][HEALTHY]:.0%} of its variance is the healthy "
                "population's, shared by every mutant; " + (
                    f"with every mutant at {max_instances}, about {needed} healthy instances "
@@ -288,13 +423,25 @@ def _ending(record: dict, width: float, max_instances: int, left_out: list[str])
             "spent": record["spent"], "left_out": left_out, "message": message}
 
 
+def _decided_on(record: dict) -> str:
+    """The width the stop was decided on, with its Monte-Carlo standard error and its
+    resamples (a 0.2.0 run's rounds decided on the width alone).
+
+    >>> _decided_on({"decision": {"width": 0.0931, "width_se": 0.0042, "resamples": 400}})
+    '0.093 ± 0.004 on 400'
+    """
+    d = record.get("decision")
+    return "-" if d is None else f"{d['width']:.3f} ± {d['width_se']:.3f} on {d['resamples']}"
+
+
 def _line(record: dict, width: float, final: dict | None) -> str:
     """The round's line on stderr."""
     s = record["score"]
+    sign = "settled at" if Decision(width, **record["decision"]).settles else "not settled at"
     text = (f"round {record['round']}: {record['spent']} instances ({HEALTHY} "
             f"{record['instances'][HEALTHY]}); score {s['mean']:.3f} [{s['ci_low']:.3f}, "
-            f"{s['ci_high']:.3f}], width {s['width']:.3f} {'<=' if s['width'] <= width else '>'} "
-            f"{width:g}")
+            f"{s['ci_high']:.3f}], width {s['width']:.3f} ({_decided_on(record)} resamples) "
+            f"{sign} {width:g}")
     if final is not None:
         return text + "; stops"
     return text + "; next: " + ", ".join(f"{stem} {n}" for stem, n in record["next"].items())
@@ -349,7 +496,7 @@ def train_until_score(job, mutations, mode) -> ScoreReport:
         number += 1
         run = train_round(number, runs, job, mutations, targets, most=max_instances,
                           rounds=plan)
-        if run.failures:
+        if run.failures or run.lost:  # the rounds wait for them: a rerun trains the lost
             break
         left_out = [m.population for m in mutations if run.flags.get(m.population) and run.flags[m.population].flags]
         scored = {m.population: (read_population(out / f"{m.population}.csv", name=m.population), paired[m.population])

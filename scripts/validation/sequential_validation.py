@@ -6,7 +6,7 @@ command line) after each round, on the first n instances per side, for n = 20, 3
 200 (pilot 20, rounds of 10, at most 200 per side: 19 looks), each look with the stream
 `train --until-settled` gives it (the "verdict" role of probmut.seeds, of the path's
 name and the look). A path stops as the command stops a mutant: at its first settled
-verdict, at 200, or, not settled, when the chance of settling by 200 is under
+verdict, at 200, or, not settled, when the chance of settling at 200 is under
 probmut.train.rounds.FUTILITY. Each path is judged against a reference it has no part in:
 
 (a) Synthetic populations over a grid of effects (Cohen's d from 0 to 1.5 in steps of
@@ -202,7 +202,7 @@ class Trajectory:
 def replay(trajectory: Trajectory, rule: Rule) -> dict:
     """The path as `train --until-settled` runs it under ``rule``: looks until the first
     settled verdict, the last look, or the first look before the last where the chance of
-    settling by the last is under FUTILITY (read from that look's p_killed, as
+    settling at the last is under FUTILITY (read from that look's p_killed, as
     probmut.train.rounds does)."""
     seen = []
     for i, n in enumerate(LOOKS):
@@ -317,7 +317,7 @@ def report_a(cells, args):
           "fresh population, 'expected wrong' weighs each settled verdict by its chance of "
           "being wrong given q (standard error in brackets; 'high': the upper end of its 95% "
           f"interval). Paths stop as the command stops them (settled, at {MAXIMUM}, or when "
-          f"the chance of settling by {MAXIMUM} is under {FUTILITY:g}: 'stopped'). 'Most any "
+          f"the chance of settling at {MAXIMUM} is under {FUTILITY:g}: 'stopped'). 'Most any "
           "rule may settle': a settled verdict is wrong with probability min(q, 1 - q) at "
           f"best, so no rule keeping wrong settled verdicts under {1 - CERTAINTY:.0%} settles "
           "more.\n")

@@ -44,6 +44,12 @@ def test_the_mode_and_its_settings_come_from_the_flags():
     (["--criterion", "welch"], "--criterion: the verdicts' and the score's settings are for "
                                "training until settled"),
     (["--trials", "30", "--bootstraps", "20"], "--bootstraps, --trials: the verdicts'"),
+    (["--round", "5"], "--round: the rounds' settings are for training until settled"),
+    (["--instances", "5", "--max-instances", "50", "--sample", "5"],
+     "--max-instances, --sample: the rounds' settings are for training until settled or "
+     "until the score is (--until-settled, --until-score) (--max-instances)"),
+    (["--search", "delete_training_data:0,9", "--sample", "10"],
+     "--sample: the rounds' settings"),
 ])
 def test_flags_of_another_mode_are_refused(cli, tmp_path, argv, says):
     cli.refused("train", "--out", tmp_path / "run", *argv, says=says)

@@ -383,3 +383,103 @@ def same_but_seconds(first, second):
     """Two populations' records agree in everything but the measured seconds."""
     strip = lambda records: [repr(dataclasses.replace(r, seconds=0.0)) for r in records]  # noqa: E731
     return strip(first) == strip(second)
+
+
+class LosingBackend:
+    """The synthetic backend of test_rounds.py, where healthy instance 1's unit is lost
+    with its Ray node and delete_training_data_90 instance 2 crashes."""
+
+    def __init__(self):
+        from .test_rounds import SyntheticBackend
+
+        self.synthetic = SyntheticBackend()
+
+    def map_unordered(self, fn, calls):
+        from probmut.train.backends import TaskLost
+        from probmut.train.work import InstanceResult
+
+        for index, (assignments, _, _) in enumerate(calls):
+            (assignment,) = assignments
+            where = (assignment.population, assignment.instance)
+            if where == ("healthy", 1):
+                yield index, TaskLost("NodeDiedError: the node running it is dead")
+            elif where == ("delete_training_data_90", 2):
+                yield index, [InstanceResult(*where, 0, float("nan"), None, 0.0,
+                                             status="crashed", error="RuntimeError: boom")]
+            else:
+                yield index, [self.synthetic._result(assignment)]
+
+
+def test_a_lost_instance_is_left_for_the_rerun_and_a_rerun_names_the_failed(tmp_path, capsys):
+    """A unit lost with its Ray worker or node is no crash: nothing is recorded, the
+    command says so and exits 1, and the same command trains it; an instance recorded as
+    crashed is not trained again, but every rerun names it and exits 1 (docs/symptoms.md:
+    the exit code is 1 while any instance of the run crashed)."""
+    from probmut.cli.train import _failed
+    from probmut.train.operators import parse_mutations
+    from probmut.train.run import run_populations
+
+    from .test_rounds import SETTINGS, SyntheticBackend, SyntheticData
+
+    mutations = parse_mutations("delete_training_data:90")
+    run = lambda backend: run_populations(SETTINGS, mutations, 3, tmp_path, backend,  # noqa: E731
+                                          SyntheticData(), name="lost", progress=False)
+    first = run(LosingBackend())
+    assert first.lost == ["healthy instance 1: NodeDiedError: the node running it is dead"]
+    assert first.failures == ["delete_training_data_90 instance 2: crashed: RuntimeError: boom"]
+    assert first.trained == 5 and first.counts == {"healthy": 2, "delete_training_data_90": 3}
+    assert not (tmp_path / ".work" / "healthy" / "00001.npz").exists()
+    assert _failed(first) == 1
+    err = capsys.readouterr().err
+    assert "1 instance not trained: the Ray worker or node running it was lost" in err
+    assert "healthy instance 1: NodeDiedError" in err and "run the same command again" in err
+
+    again = SyntheticBackend()
+    second = run(again)
+    assert again.trained == [("healthy", 1)]  # the lost one; the crashed one stays recorded
+    assert second.lost == [] and second.failures == []
+    assert second.failed_before == ["delete_training_data_90 instance 2: crashed: RuntimeError: boom"]
+    assert _failed(second) == 1
+    assert capsys.readouterr().err.endswith(
+        "1 instance recorded as failed by an earlier run, not trained again (--retry-failed "
+        "trains them again):\n  delete_training_data_90 instance 2: crashed: RuntimeError: boom\n")
+
+
+def test_a_resume_with_other_threads_is_refused_naming_them(tmp_path):
+    """TensorFlow's threads per instance change the order of its float sums, so every
+    trained instance depends on them (docs/training.md): recorded with the run's
+    settings, a resume with others is refused naming them; a run of 0.2.0, which did
+    not record them, takes the resume's."""
+    from probmut.errors import ProbmutError
+    from probmut.io.workdir import read_settings, write_settings
+    from probmut.train.run import run_populations
+
+    from .test_rounds import SETTINGS, SyntheticBackend, SyntheticData
+
+    def run(threads):
+        backend = SyntheticBackend()
+        backend.threads = threads
+        return run_populations(SETTINGS, [], 2, tmp_path, backend, SyntheticData(),
+                               name="threads", progress=False)
+
+    run(2)
+    assert read_settings(tmp_path)["threads"] == 2
+    with pytest.raises(ProbmutError, match=r"holds a run with other settings: threads 2 "
+                                           r"before, 1 now; use the same settings"):
+        run(1)
+    recorded = read_settings(tmp_path)
+    del recorded["threads"]
+    write_settings(tmp_path, recorded)  # as 0.2.0 wrote it
+    assert run(1).resumed == 2 and read_settings(tmp_path)["threads"] == 1
+
+
+def test_populations_too_small_for_the_default_k_are_said_as_the_run_starts(tmp_path):
+    from probmut.train.run import run_populations
+
+    from .test_rounds import SETTINGS, SyntheticBackend, SyntheticData
+
+    with pytest.warns(UserWarning, match=r"^3 instances per population: fewer than the "
+                      r"k = 20 per side .* give them --sample 3 or less, or train "
+                      r"--instances 20 or more$"):
+        run_populations(SETTINGS, [], 3, tmp_path, SyntheticBackend(), SyntheticData(),
+                        name="small", progress=False, warn_small=True)

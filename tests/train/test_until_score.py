@@ -20,7 +20,14 @@ from probmut.errors import ProbmutError
 from probmut.report import render_html
 from probmut.train.operators import parse_mutations
 from probmut.train.options import UntilScore
-from probmut.train.until_score import PILOT, pilot_targets, train_until_score
+from probmut.train.until_score import (
+    LEAST_BLOCKS,
+    MARGIN,
+    PILOT,
+    pilot_targets,
+    train_until_score,
+    width_error,
+)
 from probmut.train.work import HEALTHY, InstanceResult, instance_seed
 
 from .test_rounds import SyntheticBackend, job
@@ -66,7 +73,16 @@ class Data:
                 "fingerprint": "none", "source": "synthetic"}
 
 
-def _run(out, backend, width=0.24, max_instances=80):
+@pytest.fixture(autouse=True)
+def fewer_blocks(monkeypatch, request):
+    """The runs here decide their stops on at most 4 times B resamples, not 16: what they
+    check does not depend on it, and their rounds are cheaper (the decision's own test
+    keeps 16)."""
+    if "monte_carlo_error" not in request.node.name:
+        monkeypatch.setattr("probmut.train.until_score.MOST_BLOCKS", 4)
+
+
+def _run(out, backend, width=0.28, max_instances=80):
     return train_until_score(job(out, backend, Data()), MUTATIONS, UntilScore(
         analysis=ANALYSIS, width=width, round_size=5, max_instances=max_instances))
 
@@ -83,9 +99,15 @@ def test_rounds_train_what_weighs_on_the_score_and_stop_at_the_width(tmp_path, c
     assert document["rounds"] == json.loads(json.dumps(report.rounds))
     assert report.to_dict()["final"] == document["final"]
     assert rounds[0]["instances"] == pilot_targets([m.population for m in MUTATIONS], 5, 80)
-    # It stops at the first round whose interval is at most the width.
-    widths = [r["score"]["width"] for r in rounds]
-    assert widths[-1] <= 0.24 < min(widths[:-1]) and document["final"]["reached"]
+    # It stops at the first round whose interval is at most the width beyond its
+    # Monte-Carlo error (decided on at least twice B resamples, more where the width is
+    # within its margin of standard errors of it).
+    decided = [r["decision"] for r in rounds]
+    margins = [d["width"] + MARGIN * d["width_se"] for d in decided]
+    assert margins[-1] <= 0.28 < min(margins[:-1]) and document["final"]["reached"]
+    assert all(d["width_se"] > 0 and d["resamples"] % ANALYSIS.bootstraps == 0 for d in decided)
+    assert min(d["resamples"] for d in decided) >= LEAST_BLOCKS * ANALYSIS.bootstraps
+    assert max(d["resamples"] for d in decided) > LEAST_BLOCKS * ANALYSIS.bootstraps
     assert len(rounds) >= 3 and rounds[-1]["next"] == {}
     for before, after in zip(rounds, rounds[1:], strict=False):
         # Each round trains what the one before planned, each population at most doubled:
@@ -117,7 +139,7 @@ def test_rounds_train_what_weighs_on_the_score_and_stop_at_the_width(tmp_path, c
     err = capsys.readouterr().err
     first = rounds[0]["instances"]
     assert f"round 1: {sum(first.values())} instances (healthy {first[HEALTHY]}); score" in err
-    assert err.rstrip().endswith("<= 0.24; stops")
+    assert err.rstrip().endswith(" resamples) settled at 0.28; stops")
     # The manifest's targets are the last round's; the report reads the same score.
     campaign = summarize_campaign(tmp_path / "manifest.toml", settings=ANALYSIS, seed=1,
                                   verdicts=False)
@@ -140,7 +162,8 @@ def test_stops_at_the_cap_and_resumes_to_the_same_rounds(tmp_path):
     reference = run(tmp_path / "whole", Backend())
     final, last = reference.final, reference.rounds[-1]
     assert not final["reached"] and last["next"] == {} and last["score"]["width"] > 0.05
-    assert "wider than 0.05: no population below 40 instances would narrow it" in final["message"]
+    assert "not settled at 0.05 (decided on " in final["message"]
+    assert "resamples): no population below 40 instances would narrow it" in final["message"]
     needed = last["healthy_for_width"]
     assert (f"about {needed} healthy instances would bring it to 0.05" if needed else
             "no number of healthy instances would") in final["message"]
@@ -237,8 +260,35 @@ def test_a_resume_with_another_width_is_refused_and_writes_nothing(tmp_path):
     options go on from the last round and train nothing more once it has ended."""
     _run(tmp_path, Backend())
     files = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
-    with pytest.raises(ProbmutError, match="other options: until_score 0.24 before, 0.3 now"):
+    with pytest.raises(ProbmutError, match="other options: until_score 0.28 before, 0.3 now"):
         _run(tmp_path, Backend(), width=0.3)
     again = Backend()
     assert _run(tmp_path, again).trained == 0 and again.trained == []
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == files
+
+
+def test_the_stop_is_decided_beyond_the_widths_monte_carlo_error():
+    """The interval's width moves with the analysis seed (its B resamples): at seeds 0
+    and 1 this campaign's widths, 0.315 and 0.401, straddle 0.358, so a stop at the first
+    width under it depended on the seed. The decision pools more resamples while the width
+    is within its Monte-Carlo margin of the width asked for, and both seeds decide alike,
+    on 16 times B."""
+    from probmut.population import Population
+    from probmut.train.until_score import MOST_BLOCKS, assess, decide
+
+    rng = np.random.default_rng(3)
+    healthy = Population.from_values(rng.normal(0.9, 0.01, 25))
+    scored = {f"m{i}": (Population.from_values(rng.normal(0.9 - drop, 0.01, 10)), False)
+              for i, drop in enumerate((0.0, 0.006, 0.012))}
+    found = {seed: assess(healthy, scored, ANALYSIS, seed=seed) for seed in (0, 1)}
+    asked = (found[0].width + found[1].width) / 2
+    assert found[0].width < asked - 0.04 and found[1].width > asked + 0.04
+    decided = {seed: decide(a, healthy, scored, ANALYSIS, seed=seed, asked=asked)
+               for seed, a in found.items()}
+    assert [d.settles for d in decided.values()] == [False, False]
+    assert [d.resamples for d in decided.values()] == [MOST_BLOCKS * ANALYSIS.bootstraps] * 2
+    # the pooled widths agree within their errors, and the error shrank with the pool
+    assert abs(decided[0].width - decided[1].width) < 2 * np.hypot(
+        decided[0].width_se, decided[1].width_se)
+    assert all(d.width_se < width_error(list(found[s].posteriors), 0.95, s) / 2
+               for s, d in decided.items())
