@@ -94,7 +94,8 @@ def test_bad_roles_and_seeds_are_refused_in_one_line(call, message):
 
 def test_the_default_seed_is_set_once():
     """Every command's --seed, the training library's and the replication's default are
-    probmut.seeds.DEFAULT_SEED."""
+    probmut.seeds.DEFAULT_SEED; the report's is the run's recorded seed (None), and
+    DEFAULT_SEED for populations of no run."""
     import argparse
     import inspect
 
@@ -106,5 +107,9 @@ def test_the_default_seed_is_set_once():
                     if isinstance(a, argparse._SubParsersAction)).choices
     defaults = {name: action.default for name, parser in commands.items()
                 for action in parser._actions if "--seed" in action.option_strings}
+    assert defaults.pop("report") is None
     assert len(defaults) >= 9 and set(defaults.values()) == {seeds.DEFAULT_SEED}
+    from probmut.campaign import summarize_campaign
+
+    assert summarize_campaign(model="mnist_dc", verdicts=False).seed == seeds.DEFAULT_SEED
     assert SEED == seeds.DEFAULT_SEED == inspect.signature(replicate).parameters["seed"].default
