@@ -377,8 +377,10 @@ def test_each_operator_has_its_counts_and_its_score(synthetic, page_of):
 
 def test_next_steps_name_the_instances_that_settle_and_the_command(synthetic, page_of):
     """Every unsettled or unanalysed mutant with the instances per side that would
-    settle it (recommend's `needed`), and a `probmut train ... --until-settled` command
-    with the settings the run recorded, which probmut train's parser takes as such."""
+    settle it (recommend's `needed`), and the `probmut train` command that trains them
+    on with the settings the run recorded, which probmut train's parser takes as such:
+    `--instances` for a run of a number of instances (train refuses to go on in rounds
+    from one), the run's own rounds with a larger `--max-instances` for a run in rounds."""
     from probmut.cli.main import build_parser
 
     folder, found = synthetic
@@ -399,12 +401,21 @@ def test_next_steps_name_the_instances_that_settle_and_the_command(synthetic, pa
     assert (missing.outcome, missing.needed) == ("not analysed", 5)   # k: no target recorded
     args = build_parser().parse_args(shlex.split(steps.command)[1:])
     assert (args.command, args.dataset, args.architecture, args.seed, args.epochs,
-            args.batch_size, args.learning_rate, args.until_settled, args.sample) == (
-        "train", "digits", "digits_cnn", 7, 3, 16, 0.01, True, 5)
+            args.batch_size, args.learning_rate, args.until_settled) == (
+        "train", "digits", "digits_cnn", 7, 3, 16, 0.01, False)
     assert sorted(args.mutation) == sorted(
         f"{m}:{','.join(s.magnitude for s in steps.steps if s.mutation == m and s.needed)}"
         for m in {s.mutation for s in steps.steps if s.needed})
-    assert args.max_instances >= max(s.needed for s in steps.steps if s.needed)
+    assert args.instances >= max(s.needed for s in steps.steps if s.needed)
+    from probmut.train.rounds import rounds_plan
+
+    plan = rounds_plan("--until-settled", FAST, round=4, max_instances=12, certainty=0.9)
+    in_rounds = replace(with_settings, run_settings=run | {"rounds": plan})
+    again = build_parser().parse_args(shlex.split(in_rounds.next_steps().command)[1:])
+    assert (again.until_settled, again.round_size, again.certainty, again.sample,
+            again.bootstraps, again.trials, again.instances) == (True, 4, 0.9, 5, 30, 30, None)
+    assert again.max_instances > 12 and again.max_instances % 4 == 0
+    assert again.max_instances >= max(s.needed for s in steps.steps if s.needed)
     # the run's folder by its full path: the command works from any folder
     assert args.name == "syn" and args.out == folder.resolve() and steps.run_from is None
     page = page_of(with_settings)

@@ -11,7 +11,7 @@ from probmut.results import Result
 
 #: The outcomes a next step is for, in the order the summary counts them.
 LEFT_TO_DO = ("not settled", "not analysed")
-#: Instances per population a ``--until-settled`` run adds each round (train's default).
+#: The step of the instances the command asks for (train's default round).
 ROUND = 10
 #: Why a campaign has no next-steps command when its folder holds no run of probmut train.
 NOT_A_RUN = ("no command: these populations were not trained by probmut train in this "
@@ -43,9 +43,8 @@ class NextStep:
 @dataclass(frozen=True)
 class NextSteps(Result):
     """The campaign's unsettled and unanalysed mutants with the instances that would settle
-    them, and ``command``: the ``probmut train ... --until-settled`` command that trains
-    them on (into the run's folder, by its absolute path, with the settings its run
-    recorded), to run from ``run_from`` (None: from any folder; a folder where the run's
+    them, and ``command``: the ``probmut train`` command that trains them on (into the
+    run's folder, by its absolute path, with the settings its run recorded), to run from ``run_from`` (None: from any folder; a folder where the run's
     ``--data`` path is relative to it), or None with ``no_command`` saying why
     (populations not trained by probmut train, say); ``note``: where to run it when
     that cannot be known."""
@@ -156,9 +155,47 @@ def settle_command(campaign, steps) -> str:
     for mutation, chosen in magnitudes.items():
         words += ["--mutation", f"{mutation}:{','.join(chosen)}"]
     most = max(max(s.needed for s in steps), max(s.instances for s in steps) + ROUND)
-    words += ["--until-settled", "--max-instances", str(-(-most // ROUND) * ROUND),
-              "--sample", str(campaign.settings.sample)]
-    return shlex.join(words)
+    # probmut 0.2.0 recorded no plan: trained in rounds where it left its rounds.json
+    plan = run.get("rounds", {} if campaign.rounds_file else None)
+    return shlex.join(words + _how_many(plan, most, campaign.settings.sample))
+
+
+def _how_many(plan: dict | None, most: int, sample: int) -> list[str]:
+    """How the command trains on to ``most`` instances per side: a run of a number of
+    instances with ``--instances`` (train refuses to go on in rounds from it); a run in
+    rounds as it was trained, its options repeated (train refuses others) with a larger
+    ``--max-instances`` (its rounds go on to it); a run in rounds of probmut 0.2.0, which
+    recorded no plan (``{}``), until settled.
+
+    >>> _how_many(None, 43, 20)
+    ['--instances', '50']
+    >>> from probmut.bagging import PosteriorSettings
+    >>> from probmut.train.rounds import rounds_plan
+    >>> plan = rounds_plan("--until-settled", PosteriorSettings(sample=5), round=4,
+    ...                    max_instances=40, certainty=0.95)
+    >>> _how_many(plan, 43, 5)
+    ['--until-settled', '--round', '4', '--certainty', '0.95', '--sample', '5', '--max-instances', '44']
+    """
+    if plan is None:
+        return ["--instances", str(-(-most // ROUND) * ROUND)]
+    if "mode" not in plan:
+        return ["--until-settled", "--max-instances", str(-(-most // ROUND) * ROUND),
+                "--sample", str(sample)]
+    step = plan["round"]
+    words = [plan["mode"]] + ([str(plan["until_score"])] if "until_score" in plan else [])
+    words += ["--round", str(step)]
+    if "certainty" in plan:
+        words += ["--certainty", f"{plan['certainty']:g}"]
+    analysis = plan["analysis"]
+    words += ["--sample", str(analysis["sample"])]
+    kind = analysis["criterion"]["kind"]
+    for flag, value, default in (("--criterion", kind, "deepcrime"),
+                                 ("--bootstraps", analysis["bootstraps"], 100),
+                                 ("--trials", analysis["trials"], 100)):
+        if value != default:
+            words += [flag, str(value)]
+    cap = max(-(-most // step) * step, plan["max_instances"] + step)
+    return words + ["--max-instances", str(cap)]
 
 
 def _run_from(campaign) -> tuple[str | None, str | None]:

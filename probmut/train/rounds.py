@@ -301,9 +301,12 @@ def train_until_settled(job, mutations, mode) -> SettleReport:
         for record in rounds:
             final |= record["verdicts"]
         number, targets = rounds[-1]["round"], dict(rounds[-1]["instances"])
+        last = {stem: v for record in rounds for stem, v in record["verdicts"].items()}
+        raised = max_instances > document["max_instances"]  # a larger cap: unsettled go on
         training = {stem: m for stem, m in training.items()
-                    if stem in rounds[-1]["verdicts"]
-                    and not _stops(rounds[-1]["verdicts"][stem], targets[stem], max_instances)}
+                    if (last[stem]["verdict"] not in ("killed", "not killed") if raised
+                        else stem in rounds[-1]["verdicts"]
+                        and not _stops(last[stem], targets[stem], max_instances))}
         print(f"resuming after round {number} of {out / 'rounds.json'}", file=sys.stderr)
         if not training:  # it had ended: its files, as they are
             train_round(number, runs, job, mutations, targets, most=max_instances, rounds=plan)

@@ -132,11 +132,14 @@ def _check_settings(out: Path, settings: RunSettings, data: dict,
         write_settings(out, current)
         return
     # what probmut 0.2.0 did not record: its plan and threads (a resume records them) and
-    # its trainer
-    legacy = {key: value for key, value in (_KERAS_ONLY | {key: current[key] for key in (
-        "rounds", "threads")}).items() if key not in recorded}
+    # its trainer; it was trained in rounds where it left its rounds.json
+    plan = (current["rounds"] or {"mode": "probmut 0.2.0"} if (out / "rounds.json").is_file()
+            else None)
+    legacy = {key: value for key, value in (_KERAS_ONLY | {"rounds": plan, "threads": current[
+        "threads"]}).items() if key not in recorded}
     recorded = {**recorded, **legacy}
-    _check_rounds(out, recorded["rounds"], current["rounds"])
+    if _check_rounds(out, recorded["rounds"], current["rounds"]):  # a larger cap
+        legacy["rounds"] = recorded["rounds"] = current["rounds"]
     if recorded != current:
         raise ProbmutError(f"{out} holds a run with other settings: "
                            f"{'; '.join(setting_changes(recorded, current))}; use the "
@@ -150,13 +153,15 @@ def _check_settings(out: Path, settings: RunSettings, data: dict,
 _KERAS_ONLY = {"trainer": "keras", "code": None}
 
 
-def _check_rounds(out: Path, before: dict | None, now: dict | None) -> None:
-    """Refuse to go on with a run of another plan: rounds replayed with other decisions
-    (another certainty, k, round size, ...) would end at other targets than the instances
-    done, and a run of a number of instances continued in rounds would start from rounds
-    smaller than what is done; either would rewrite its files with fewer instances."""
+def _check_rounds(out: Path, before: dict | None, now: dict | None) -> bool:
+    """Refuse to go on with a run of another plan: rounds with other decisions (another
+    certainty, k, round size, ...) would not follow from the rounds done, a smaller cap
+    would end below the instances done, and a run of a number of instances continued in
+    rounds would start from rounds smaller than what is done. A larger cap
+    (``max_instances``) goes on: its next rounds are planned to it. Returns whether the
+    plan is a new one to record (a larger cap)."""
     if before == now:
-        return
+        return False
     if before is None:
         raise ProbmutError(f"{out} holds a run of a number of instances, not trained in "
                            "rounds: train in rounds into another output directory (or give "
@@ -165,10 +170,14 @@ def _check_rounds(out: Path, before: dict | None, now: dict | None) -> None:
         raise ProbmutError(f"{out} holds a run trained in rounds ({before['mode']}): resume "
                            "it with the same options, or train into another output "
                            "directory", option="out")
+    if ({**before, "max_instances": now["max_instances"]} == now
+            and now["max_instances"] > before["max_instances"]):
+        return True
     raise ProbmutError(f"{out} holds a run trained in rounds with other options: "
                        f"{'; '.join(setting_changes(before, now))}; they decide which "
-                       "instances each round trains: resume with the same options, or train "
-                       "into another output directory", option="out")
+                       "instances each round trains: resume with the same options (a larger "
+                       "--max-instances goes on), or train into another output directory",
+                       option="out")
 
 
 def write_population(path: Path, records, rows, labels) -> None:

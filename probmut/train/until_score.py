@@ -490,6 +490,9 @@ def train_until_score(job, mutations, mode) -> ScoreReport:
         number, targets = rounds[-1]["round"], {**rounds[-1]["instances"],
                                                 **rounds[-1]["next"]}
         print(f"resuming after round {number} of {out / 'rounds.json'}", file=sys.stderr)
+        if final is not None and not final.get("reached") \
+                and max_instances > document["max_instances"]:
+            final = None  # stopped at its cap, which is now larger: the rounds go on
         if final is not None:  # it had ended: its files, as they are
             train_round(number, runs, job, mutations, targets, most=max_instances, rounds=plan)
     while final is None:

@@ -249,13 +249,13 @@ def test_a_resume_goes_on_from_its_last_round_and_never_shrinks_the_files(tmp_pa
     (dict(certainty=0.6), "certainty 0.95 before, 0.6 now"),
     (dict(analysis=dataclasses.replace(ANALYSIS, sample=4)), "analysis.sample 5 before, 4 now"),
     (dict(round_size=4), "round 5 before, 4 now"),
-    (dict(max_instances=30), "max_instances 20 before, 30 now"),
+    (dict(max_instances=15), "max_instances 20 before, 15 now"),
 ])
 def test_a_resume_with_other_round_options_is_refused_and_writes_nothing(tmp_path, change,
                                                                          says):
-    """Another certainty, k, round size or cap decides other rounds: resumed with them, a
-    run ended at other targets than its instances done and rewrote its files and rounds
-    with fewer (issue 57). It is refused, naming each option that differs."""
+    """Another certainty, k, round size or a smaller cap decides other rounds: resumed
+    with them, a run ended at other targets than its instances done and rewrote its files
+    and rounds with fewer (issue 57). It is refused, naming each option that differs."""
     from probmut.errors import ProbmutError
 
     options = dict(analysis=ANALYSIS, round_size=5, max_instances=20, certainty=CERTAINTY)
@@ -265,6 +265,31 @@ def test_a_resume_with_other_round_options_is_refused_and_writes_nothing(tmp_pat
                                            f"options: {says}; they decide") as refused:
         _run(tmp_path, SyntheticBackend(), **(options | change))
     assert refused.value.option == "out" and _files(tmp_path) == files
+
+
+def test_a_larger_cap_trains_the_unsettled_mutants_on(tmp_path):
+    """The next steps of a run stopped at its cap (or by futility) are the same command
+    with a larger --max-instances: the mutants not settled go on from where they stopped,
+    the settled ones stay as they are, nothing is trained twice, and the plan recorded is
+    the new one."""
+    from probmut.io.workdir import read_settings
+
+    first = _run(tmp_path, SyntheticBackend())
+    unsettled = [stem for stem, v in first.final.items()
+                 if v["verdict"] not in ("killed", "not killed")]
+    settled = [stem for stem in first.final if stem not in unsettled]
+    assert unsettled and settled
+    before = {p.name: len(_ids(p)) for p in tmp_path.glob("*.csv")}
+    backend = SyntheticBackend()
+    more = _run(tmp_path, backend, analysis=ANALYSIS, round_size=5, max_instances=40)
+    assert more.rounds[:len(first.rounds)] == first.rounds and len(more.rounds) > len(first.rounds)
+    trained = {population for population, _ in backend.trained}
+    assert trained and not trained & set(settled)
+    assert len(backend.trained) == len(set(backend.trained))
+    after = {p.name: len(_ids(p)) for p in tmp_path.glob("*.csv")}
+    assert all(after[name] >= n for name, n in before.items())
+    assert all(after[f"{stem}.csv"] > before[f"{stem}.csv"] for stem in unsettled)
+    assert read_settings(tmp_path)["rounds"]["max_instances"] == 40
 
 
 def test_a_run_of_a_number_of_instances_is_not_continued_in_rounds(tmp_path):
@@ -284,6 +309,19 @@ def test_a_run_of_a_number_of_instances_is_not_continued_in_rounds(tmp_path):
         run_populations(SETTINGS, MUTATIONS[:1], 20, tmp_path / "rounds", SyntheticBackend(),
                         SyntheticData(), name="synthetic", progress=False)
     assert _files(tmp_path) == files
+    # a run of probmut 0.2.0 recorded no plan: without its rounds.json, it was no run in
+    # rounds (and with one, it is not continued as a run of a number of instances)
+    settings = tmp_path / ".work" / "settings.json"
+    recorded = json.loads(settings.read_text())
+    settings.write_text(json.dumps({k: v for k, v in recorded.items() if k != "rounds"}))
+    with pytest.raises(ProbmutError, match="holds a run of a number of instances"):
+        _run(tmp_path, SyntheticBackend())
+    (tmp_path / "rounds.json").write_text('{"rounds": [], "final": {}}')
+    with pytest.raises(ProbmutError, match=r"holds a run trained in rounds \(probmut 0.2.0\)"):
+        run_populations(SETTINGS, MUTATIONS[:1], 8, tmp_path, SyntheticBackend(),
+                        SyntheticData(), name="synthetic", progress=False)
+    assert json.loads(settings.read_text()) == {k: v for k, v in recorded.items()
+                                                if k != "rounds"}
 
 
 def test_a_resume_with_other_mutations_is_refused(tmp_path):
