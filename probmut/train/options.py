@@ -205,6 +205,20 @@ class UntilSettled(_Rounds):
 
     certainty: float | None = None
 
+    def check(self, mutations: list) -> None:
+        """As every run in rounds, and a plan of looks coarse enough to integrate, said
+        before anything trains (a finer one would fail at the first verdict)."""
+        from probmut.sequential import MAX_PLAN_WORK, plan_work
+        from probmut.train.rounds import planned_looks
+
+        super().check(mutations)
+        looks = planned_looks(self.round_size, self.max_instances, self.analysis.sample)
+        if plan_work(looks) > MAX_PLAN_WORK:
+            raise ProbmutError(f"--round {self.round_size} up to --max-instances "
+                               f"{self.max_instances} plans {len(looks):,} looks, too many for "
+                               "the verdicts' thresholds to be computed; train in larger rounds "
+                               "(e.g. --round 10) or up to fewer instances", option="round_size")
+
     def train(self, job, mutations: list):
         from probmut.train.rounds import train_until_settled
 

@@ -140,11 +140,13 @@ def _short(verdict: dict, instances: int, maximum: int) -> str:
     return f"{instances} {word} ({detail})"
 
 
-def _looks(round_size: int, max_instances: int, sample: int) -> list[int]:
+def planned_looks(round_size: int, max_instances: int, sample: int) -> list[int]:
     """Instances per side at which the verdicts are planned: after every round, from k on.
 
-    >>> _looks(10, 200, 20)[:3], len(_looks(10, 200, 20)), _looks(30, 100, 20)
-    ([20, 30, 40], 19, [30, 60, 90, 100])
+    >>> planned_looks(10, 200, 20)[:3], len(planned_looks(10, 200, 20))
+    ([20, 30, 40], 19)
+    >>> planned_looks(30, 100, 20)
+    [30, 60, 90, 100]
     """
     rounds = -(-max_instances // round_size)
     sizes = {min(j * round_size, max_instances) for j in range(1, rounds + 1)}
@@ -292,7 +294,7 @@ def train_until_settled(job, mutations, mode) -> SettleReport:
     cache = Cache(out / ".work" / "verdicts")
     plan = rounds_plan("--until-settled", analysis, round=round_size,
                        max_instances=max_instances, certainty=certainty)
-    looks = _looks(round_size, max_instances, analysis.sample)
+    looks = planned_looks(round_size, max_instances, analysis.sample)
     training = {m.population: m for m in mutations}
     targets = {HEALTHY: 0} | dict.fromkeys(training, 0)
     runs, rounds, final, number = [], [], {}, 0

@@ -390,3 +390,13 @@ def test_each_mutant_and_look_draws_its_own_stream(tmp_path, monkeypatch):
     assert len(seen) > len(MUTATIONS)  # several looks
     assert len({seed for *_, seed in seen}) == len(seen)
     assert all(seed == seed_of(1, "verdict", name, n) for name, n, seed in seen)  # the run's seed 1
+
+
+def test_a_plan_too_fine_to_integrate_is_refused_before_anything_trains(cli, tmp_path):
+    """`--round 1 --max-instances 2000` plans 1,981 looks: the verdicts' thresholds cannot
+    be computed for them (probmut.sequential.plan_work), which failed at the first
+    verdict, after a round of training; it is refused before."""
+    cli.refused("train", "--until-settled", "--round", "1", "--max-instances", "2000",
+                "--mutation", "change_label:20", "--out", tmp_path / "x",
+                says="--round 1 up to --max-instances 2000 plans 1,981 looks, too many")
+    assert not (tmp_path / "x").exists()
