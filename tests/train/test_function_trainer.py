@@ -34,6 +34,8 @@ from .test_run import assert_same_but_seconds
 
 pytest.importorskip("sklearn")
 MLP = "tests.train.user_trainers:mlp"
+#: Set for a run: its processes refuse to train where TensorFlow is imported (user_trainers).
+NO_TENSORFLOW = "PROBMUT_TEST_NO_TENSORFLOW"
 MUTATIONS = ["delete_training_data:50", "change_learning_rate:0.05", "change_epochs:2"]
 QUIET = ExecutionOptions(progress=False)
 SMALL = PosteriorSettings(sample=3, bootstraps=20, trials=20)
@@ -91,8 +93,9 @@ def test_the_same_run_in_worker_processes_gives_the_same_files_without_tensorflo
             "assert main(argv) == 0\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('tensorflow', 'keras')))\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env(),
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                            env=env() | {NO_TENSORFLOW: "1"}, capture_output=True, text=True,
+                            timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
     assert _files(tmp_path / "run") == _files(out)
