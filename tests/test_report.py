@@ -527,6 +527,7 @@ def test_a_run_in_rounds_is_analysed_as_its_rounds_were(tmp_path):
     assert (plain["analysis_source"], plain["analysis"]["sample"]) == ("the default", 20)
 
 
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_a_run_of_probmut_0_1_is_said_so_not_no_settings(tmp_path):
     """Issue 57: a run of probmut 0.1 has a .work/settings.json (its architecture called
     "model"): the next steps and the status box say it is a 0.1 run, which 0.2 does not

@@ -189,7 +189,7 @@ def test_ctrl_c_on_a_ray_run_stops_its_tasks_and_leaves_ray_usable(ray_cluster, 
         signal.signal(signal.SIGINT, python_handler)
 
 
-def test_a_ray_address_nothing_answers_at_is_refused_at_once():
+def test_a_ray_address_nothing_answers_at_is_refused_at_once(monkeypatch):
     """Ray tries a wrong address 20 times for about 41 s each (13.7 minutes): refused
     at once, in one line naming it."""
     pytest.importorskip("ray")
@@ -198,6 +198,10 @@ def test_a_ray_address_nothing_answers_at_is_refused_at_once():
     with socket.socket() as free:  # a port nothing listens on
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
+    import ray
+
+    # as from the command line, with no session of this module's cluster to reuse
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
         with pytest.raises(ProbmutError, match=rf"^cannot reach a Ray cluster at '{address}' "
                            rf"\(127.0.0.1:{port}\): Connection refused; start one there"):

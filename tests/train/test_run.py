@@ -347,7 +347,7 @@ def test_a_full_disk_stops_a_run_that_resumes_to_the_same_files(tmp_path, cli, f
     full_disk(f"{out}/.work/weights/healthy/00003.npz")  # the second stack's last write
     stopped = cli(*train, out)
     assert stopped.code == 2
-    assert stopped.err.strip().splitlines() == [
+    assert stopped.err.strip().splitlines()[-1:] == [  # after the warning of small populations
         f"probmut train: error: {out}/.work/weights/healthy/00003.npz: cannot write it: No "
         "space left on device; free some space and try again, or write elsewhere; completed "
         "work is kept: the same command resumes"]
