@@ -109,7 +109,12 @@ ROLES = {r.name: r for r in (
     Role(name="instance", key=(), parts=("instance", "population"), layout="entropy", bits=32,
          what="the seed of one trained instance (its weights, data and mutation draws)"),
     Role(name="data order", key=(1,), parts=(), layout="entropy",
-         what="a stacked member's order of the training data, from its instance seed"),
+         what="a stacked member's order of the training data (a torch instance's too), "
+              "from its instance seed"),
+    Role(name="initial weights", key=(2,), parts=(), layout="entropy", bits=64,
+         what="a torch instance's initial weights, from its instance seed"),
+    Role(name="dropout masks", key=(3,), parts=(), layout="entropy", bits=64,
+         what="a torch instance's dropout masks, from its instance seed"),
 )}
 
 

@@ -42,6 +42,8 @@ LEGACY = {
     "coverage bootstrap": ((), lambda s: np.random.SeedSequence(s)),
     "instance": ((3, "healthy"), lambda s: np.random.SeedSequence([s, 3, _crc("healthy")])),
     "data order": ((), lambda s: np.random.SeedSequence([s, 1])),
+    "initial weights": ((), lambda s: np.random.SeedSequence([s, 2])),
+    "dropout masks": ((), lambda s: np.random.SeedSequence([s, 3])),
 }
 
 

@@ -1,0 +1,221 @@
+"""Several torch instances of one population trained at once, as one batched model.
+
+A stack of K members holds each weight with a leading member axis (PyTorch's model
+ensembling: ``torch.func.stack_module_state``, ``functional_call``, ``vmap``). Per member
+the computation is the one :func:`probmut.train.torch.fitting.fit` does alone:
+
+* initial weights: member k's are those its instance gets alone (its own build from
+  its seed);
+* data: member k trains on its own (possibly mutated) training set in its own order
+  (its ``"data order"`` stream), in batches of ``batch_size``, a smaller last one;
+* dropout: member k's masks are drawn from its own ``"dropout masks"`` generator, in
+  the order its solo training draws them, and handed to the batched model;
+* loss and update: member k's loss and gradient are its own (``vmap`` of the member's
+  loss and its gradient); one optimiser updates the stacked weights, which is each
+  member's own update (:mod:`probmut.train.torch.optimizers`: elementwise rules, the
+  clipping norm taken per member).
+
+What is not bit-identical to training alone is the floating-point summation order of
+the batched kernels (a grouped convolution, batched matrix products), which training
+amplifies like any change of seed; the population's statistics match
+(``tests/train/torch/test_stack.py``). A member whose loss stops being finite is
+recorded as alone (its losses up to that epoch) and trains on uselessly with the others.
+
+What stacks (:func:`stack_problem`): a model that traces, whose layers keep no running
+statistics (batch normalisation), draw nothing from torch's global generator and call
+each dropout once; no early stopping (members would stop at different epochs).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad_and_value, vmap
+
+from probmut import seeds
+from probmut.errors import ProbmutError
+from probmut.io.records import loss_diverged
+from probmut.train.fitting import score_outputs
+from probmut.train.operators import OPERATORS, population_config
+from probmut.train.torch import fitting
+from probmut.train.torch.architectures import torch_dims, torch_inputs
+from probmut.train.torch.build import build
+from probmut.train.torch.instance import spec_of, training_set
+from probmut.train.torch.losses import Outputs, batch_loss
+from probmut.train.torch.optimizers import KerasOptimizer, canonical
+from probmut.train.work import Assignment, InstanceResult
+
+_GLOBAL_RANDOM = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+                  nn.FeatureAlphaDropout, nn.RReLU)
+
+
+def stack_problem(architecture: str, dataset, config) -> str | None:
+    """Why a population of ``architecture`` trained per ``config`` on ``dataset`` cannot
+    be stacked, or None (module notes)."""
+    if config.patience is not None and config.validation and dataset.validation is not None:
+        return "early stopping stops each instance at its own epoch"
+    return _model_problem(architecture, dataset.dims, config.replace(patience=None))
+
+
+@functools.lru_cache(maxsize=64)
+def _model_problem(architecture: str, dims, config) -> str | None:
+    try:
+        canonical(config.optimizer)
+        built = build(spec_of(architecture, dims), torch_dims(dims), config, seed=0)
+    except ProbmutError as error:
+        return str(error)
+    if built.graph is None:
+        return built.problem
+    if any(True for _ in built.module.buffers()):
+        return "the model keeps running statistics (buffers: batch normalisation)"
+    for name, module in built.module.named_modules():
+        if isinstance(module, _GLOBAL_RANDOM):
+            return f"layer {name} ({type(module).__name__}) draws from torch's global generator"
+    for layer in built.graph.layers:
+        if layer.module in built.dropouts() and len(layer.calls) > 1:
+            return f"dropout {layer.name} is called {len(layer.calls)} times"
+    return None
+
+
+class Stack:
+    """The stacked weights of members ``builts`` (built alone from their seeds), and the
+    batched training step of their model."""
+
+    def __init__(self, builts: list, seeds_: list[int], config):
+        template = builts[0]
+        self.template, self.config, self.builts = template, config, builts
+        self.names = [n for n, w in template.module.named_parameters() if w.requires_grad]
+        members = [dict(b.module.named_parameters()) for b in builts]
+        self.weights = {n: torch.stack([m[n].detach() for m in members]) for n in self.names}
+        self.dropouts = [(name, module, template.graph.shapes[
+            template.graph.inputs_of(template.graph.layer_of_module(module).calls[0])[0]])
+            for name, module in template.module.named_modules()
+            if module in template.dropouts()]
+        self.generators = [torch.Generator().manual_seed(seeds.seed_of(s, "dropout masks"))
+                           for s in seeds_]
+        self.optimizer = KerasOptimizer(config.optimizer, config.learning_rate, config.clip,
+                                        list(self.weights.values()), stacked=True)
+
+        def member_loss(weights, x, target, masks):
+            outputs = functional_call(template.training_module, {**weights, **masks}, (x,))
+            return batch_loss(config.loss, target, Outputs(outputs, template.logits_of)) \
+                + template.penalty(weights)
+
+        self._step = vmap(grad_and_value(member_loss))
+
+    def masks(self, batch: int) -> dict:
+        """Each member's dropout masks for a batch, drawn from its own generator."""
+        return {f"{name}.mask": torch.stack([module.draw((batch, *shape), g)
+                                             for g in self.generators])
+                for name, module, shape in self.dropouts}
+
+    def step(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """One training step of every member on its batch (``x``: ``(K, batch, ...)``);
+        the members' losses."""
+        grads, losses = self._step(self.weights, x, target, self.masks(x.shape[1]))
+        self.optimizer.step([grads[n] for n in self.names])
+        return losses.detach()
+
+    def unstacked(self) -> list:
+        """The members' built models holding their trained weights."""
+        with torch.no_grad():
+            for k, built in enumerate(self.builts):
+                for name, weight in built.module.named_parameters():
+                    if name in self.weights:
+                        weight.copy_(self.weights[name][k])
+        return self.builts
+
+
+def fit_stack(stack: Stack, xs: list, ys: list, task: str, n_outputs: int,
+              seeds_: list[int]) -> tuple[list[tuple], list[float]]:
+    """Train ``stack``'s members on their own training sets (equally many samples) in
+    their own orders; each member's epoch losses (up to its first non-finite batch) and
+    initial loss."""
+    config = stack.config
+    same = all(x is xs[0] for x in xs)
+    inputs = [torch.from_numpy(torch_inputs(x)) for x in (xs[:1] if same else xs)]
+    wanted = [fitting.targets(y, task, n_outputs, config.loss) for y in ys]
+    stacked_inputs = inputs[0] if same else torch.stack(inputs)
+    stacked_targets = torch.stack(wanted)
+    n, members = len(ys[0]), torch.arange(len(ys))[:, None]
+    batch = n if config.full_batch else config.batch_size
+    orders = [seeds.generator(s, "data order") for s in seeds_]
+    histories = [[] for _ in seeds_]
+    initial = [math.nan] * len(seeds_)
+    stopped = [False] * len(seeds_)
+    for epoch in range(config.epochs):
+        rows = torch.from_numpy(np.stack([o.permutation(n) for o in orders]))
+        totals = torch.zeros(len(seeds_), dtype=torch.float64)
+        finite = torch.ones(len(seeds_), dtype=torch.bool)
+        for start in range(0, n, batch):
+            index = rows[:, start:start + batch]
+            x = stacked_inputs[index] if same else stacked_inputs[members, index]
+            losses = stack.step(x, stacked_targets[members, index])
+            if epoch == 0 and start == 0:
+                initial = losses.tolist()
+            totals += torch.where(finite, losses.double() * index.shape[1], totals.new_zeros(1))
+            ended = finite & ~torch.isfinite(losses)
+            totals[ended] = math.nan
+            finite &= torch.isfinite(losses)
+        for k, history in enumerate(histories):
+            if not stopped[k]:
+                history.append(float(totals[k]) / n)
+                stopped[k] = not bool(finite[k])
+    return [tuple(h) for h in histories], initial
+
+
+def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResult]:
+    """Train the instances ``assignments`` (one population, not model-level) as stacks
+    (members with equally many training samples together) and score each member alone;
+    one result per assignment, in order. A member's ``seconds`` is NaN: the stack's time
+    is shared, not any one instance's."""
+    settings = assignments[0].settings
+    operator = OPERATORS[assignments[0].operator] if assignments[0].operator else None
+    params = assignments[0].params
+    config = population_config(settings.config, operator, params)
+    member_seeds = [a.seed for a in assignments]
+    data = [training_set(dataset, config, s, operator, params) for s in member_seeds]
+    if operator is None or operator.level != "data":  # one training set for all
+        data = [data[0]] * len(data)
+    spec, dims = spec_of(settings.architecture, dataset.dims), torch_dims(dataset.dims)
+    by_size: dict[int, list[int]] = {}
+    for k, (_, y) in enumerate(data):
+        by_size.setdefault(len(y), []).append(k)
+    results = [None] * len(assignments)
+    for members in by_size.values():
+        chosen = [member_seeds[k] for k in members]
+        stack = Stack([build(spec, dims, config, s) for s in chosen], chosen, config)
+        histories, initial = fit_stack(stack, [data[k][0] for k in members],
+                                       [data[k][1] for k in members], dataset.task,
+                                       dataset.dims.n_outputs, chosen)
+        for j, (k, built) in enumerate(zip(members, stack.unstacked(), strict=True)):
+            scored = score_outputs(fitting.predict(built.module, dataset.x_test),
+                                   dataset.y_test, dataset.task)
+            losses = histories[j]
+            diverged = loss_diverged(initial[j], losses) or not scored.finite
+            assignment = assignments[k]
+            results[k] = InstanceResult(
+                assignment.population, assignment.instance, assignment.seed,
+                float(scored.correct.mean()), scored.correct, math.nan,
+                weights=fitting.weights_of(built.module) if assignment.keep_weights else None,
+                status="diverged" if diverged else "ok", loss_history=losses,
+                initial_loss=float(initial[j]), constant=scored.constant,
+                model_bytes=fitting.state_bytes(built.module) if assignment.save_model
+                else None)
+    return results
+
+
+def stacked_member(settings, dataset, instance: int, population: str):
+    """The built model holding the weights instance ``instance`` of ``population`` gets
+    when trained in a stack (of one, as the Keras trainer retrains it), for a model-level
+    mutant whose healthy weights were not kept."""
+    result = train_stack([Assignment(settings, population, instance, keep_weights=True)],
+                         dataset=dataset)[0]
+    built = build(spec_of(settings.architecture, dataset.dims), torch_dims(dataset.dims),
+                  settings.config, result.seed)
+    fitting.load_weights(built.module, result.weights)
+    return built
