@@ -45,15 +45,19 @@ from probmut.train.torch.settings import MODELS, TrainConfig
 class TorchSpec:
     """A torch architecture: ``build(dims) -> nn.Module`` (``dims`` from
     :func:`torch_dims`), its training settings, a description, and ``layers``: the layer
-    each operator targets by default in the subject's published configuration, as
-    indices into the torch layer table (:mod:`probmut.train.torch.graph`), the same
-    layers as the Keras spec's."""
+    each operator targets by default where the torch layer table
+    (:mod:`probmut.train.torch.graph`, an activation a layer of its own) would otherwise
+    default to another layer than the Keras model's: the Keras spec's published layers,
+    and ``remove_layer``'s first dropout (Keras' first hidden layer keeping its shape,
+    torch's would be a ReLU); ``initializer``: the Keras name of the weight
+    initialiser its Dense and convolution layers start from (None: the module's own)."""
 
     build: Callable[[ModelDims], nn.Module]
     config: TrainConfig
     description: str
     layers: dict[str, int] = dataclasses.field(default_factory=dict)
     task: str = "classification"
+    initializer: str | None = "glorot_uniform"
 
 
 def torch_dims(dims: ModelDims) -> ModelDims:
@@ -101,12 +105,15 @@ def _mlp(dims):
 
 ARCHITECTURES = {
     "digits_cnn": TorchSpec(_digits_cnn, MODELS["digits_cnn"].config,
-                            "small CNN for 8x8 digits (2 conv, dense 64), torch"),
+                            "small CNN for 8x8 digits (2 conv, dense 64), torch",
+                            layers={"remove_layer": 8}),
     "deepcrime_mnist": TorchSpec(_deepcrime_mnist, MODELS["deepcrime_mnist"].config,
                                  "DeepCrime's MNIST convnet (2 conv, max pool, dropout, "
                                  "dense 128), torch",
-                                 layers={"change_activation_function": 8}),  # Keras' 5
-    "mlp": TorchSpec(_mlp, MODELS["mlp"].config, "MLP (dense 128, dropout 0.2), torch"),
+                                 layers={"change_activation_function": 8,  # Keras' 5
+                                         "remove_layer": 5}),
+    "mlp": TorchSpec(_mlp, MODELS["mlp"].config, "MLP (dense 128, dropout 0.2), torch",
+                     layers={"remove_layer": 3}),
 }
 
 _WANTED = "a function (input_shape, n_classes) -> torch.nn.Module"
@@ -148,4 +155,5 @@ def resolve(name: str, dims: ModelDims) -> TorchSpec:
         raise ProbmutError(f"{name}: {function_name} returned an object of type "
                            f"{type(model).__name__}, not a torch.nn.Module; it must be "
                            f"{_WANTED}", option="architecture")
-    return TorchSpec(build, TrainConfig(epochs=10, batch_size=32), f"user torch model {name}")
+    return TorchSpec(build, TrainConfig(epochs=10, batch_size=32), f"user torch model {name}",
+                     initializer=None)

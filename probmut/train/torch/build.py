@@ -56,7 +56,10 @@ from probmut.train.torch.settings import REGULARISERS
 class Built:
     """A built model: ``module`` (a ``GraphModule`` when it traces), its layer table
     ``graph`` (None, and ``problem`` saying why, when it does not trace), ``penalties``
-    (weight name -> regulariser name), and what training reads: ``training_module``
+    (weight name -> regulariser name), ``initializers`` (layer name -> the Keras
+    initialiser a layer change drew its weight from; ``initializer`` the others'), and
+    what training reads:
+    ``training_module``
     (the model without its final softmax or sigmoid when it has one, ``logits_of``
     naming it; sharing the model's weights)."""
 
@@ -65,6 +68,8 @@ class Built:
     input_shape: tuple
     problem: str | None = None
     penalties: dict[str, str] = field(default_factory=dict)
+    initializers: dict[str, str] = field(default_factory=dict)
+    initializer: str | None = None
     training_module: nn.Module | None = None
     logits_of: str | None = None
 
@@ -86,18 +91,20 @@ class Built:
     def dropouts(self) -> list[SeededDropout]:
         return [m for m in self.module.modules() if isinstance(m, SeededDropout)]
 
+    def _with(self, module) -> Built:
+        graph = None if self.graph is None else TorchGraph(module, self.input_shape)
+        return Built(module, graph, self.input_shape, self.problem, dict(self.penalties),
+                     dict(self.initializers), initializer=self.initializer)
+
     def copy(self) -> Built:
         """An independent copy (weights too), to mutate without touching this one."""
-        module = copy.deepcopy(self.module)
-        graph = None if self.graph is None else TorchGraph(module, self.input_shape)
-        return Built(module, graph, self.input_shape, self.problem, dict(self.penalties))
+        return self._with(copy.deepcopy(self.module))
 
     def rebuilt(self) -> Built:
         """This model after its graph was edited: recompiled and read again."""
         self.module.graph.eliminate_dead_code()
         self.module.recompile()
-        return Built(self.module, TorchGraph(self.module, self.input_shape), self.input_shape,
-                     None, dict(self.penalties))
+        return self._with(self.module)
 
 
 def _training_view(module, graph):
@@ -130,8 +137,10 @@ def build(spec, dims, config, seed: int) -> Built:
             _seed_dropouts(module)
             if config.layer_changes or config.structure:
                 raise
-            return Built(module, None, tuple(dims.input_shape), str(error))
-        built = Built(traced, TorchGraph(traced, dims.input_shape), tuple(dims.input_shape))
+            return Built(module, None, tuple(dims.input_shape), str(error),
+                         initializer=spec.initializer)
+        built = Built(traced, TorchGraph(traced, dims.input_shape), tuple(dims.input_shape),
+                      initializer=spec.initializer)
         if config.layer_changes or config.structure:
             built = _changed(built, config)
     return built
@@ -154,6 +163,7 @@ def _changed(built: Built, config) -> Built:
             set_activation(built, layer, value)
         elif attribute == "kernel_initializer":
             initialise(layer.module.weight, value)
+            built.initializers[layer.name] = value
         elif attribute == "kernel_regularizer":
             built.penalties.pop(f"{layer.name}.weight", None)
             if value is not None:
