@@ -44,12 +44,12 @@ from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.operators.magnitudes import NETWORK
 from probmut.train.torch.architectures import torch_dims
 from probmut.train.torch.build import Built, build
-from probmut.train.torch.legality import architecture, check, healthy_model, layer_config
+from probmut.train.torch.legality import check, healthy_model, layer_config, layer_settings
 from probmut.train.torch.operators import TORCH_OPERATORS, kernel_of, scope
 from probmut.train.work import HEALTHY, instance_seed
 
 
-def dry_run(mutations, spec, data, config, *, seed: int, architecture_name: str = "") -> DryRun:
+def dry_run(mutations, spec, data, config, *, seed: int, architecture: str = "") -> DryRun:
     """Dry-run ``mutations`` (:class:`~probmut.train.operators.Mutation` objects or
     ``--mutation`` texts) for ``spec``'s torch model on ``data`` trained per ``config``,
     with the run's base ``seed``."""
@@ -78,7 +78,7 @@ def dry_run(mutations, spec, data, config, *, seed: int, architecture_name: str 
             previews.append(Preview(m.population, m.operator.name, m.magnitude, m.operator.level,
                                     True, None, _target(m, healthy), equivalent=m.equivalent,
                                     **found))
-    return DryRun(architecture_name or spec.description, seed, tuple(previews))
+    return DryRun(architecture or spec.description, seed, tuple(previews))
 
 
 def _target(mutation: Mutation, healthy: Built) -> str:
@@ -166,7 +166,7 @@ def model_changes(before: Built, after: Built) -> dict:
     ``{"layer I NAME: KEY": [before, after]}``, ``{"layer I NAME": [kind, other kind or
     None]}`` for a layer replaced or removed, ``{"new layer J (after layer I NAME)":
     [None, kind]}`` for one inserted; layers matched by kind and settings."""
-    a, b = architecture(before), architecture(after)
+    a, b = layer_settings(before), layer_settings(after)
     names = before.graph.names
     keys_b = [(kind, repr(config)) for kind, config in b]
     matcher = difflib.SequenceMatcher(a=[(kind, repr(config)) for kind, config in a],

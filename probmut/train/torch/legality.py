@@ -71,7 +71,7 @@ def _plain(value):
     return list(value) if isinstance(value, tuple) else value
 
 
-def architecture(built: Built) -> list:
+def layer_settings(built: Built) -> list:
     """Each layer's kind and settings (not names, which differ between builds)."""
     return [(layer.kind, layer_config(built, i)) for i, layer in enumerate(built.graph.layers)]
 
@@ -124,7 +124,7 @@ def _checked(mutation, spec, data, config, healthy: Built) -> Mutation:
             with torch.no_grad():
                 outputs = fitting.loss_of(mutant, sample, target, mutated.loss).reshape(1)
             if _settings(mutated) == _settings(config) and \
-                    architecture(mutant) == architecture(healthy):
+                    layer_settings(mutant) == layer_settings(healthy):
                 equivalent = "the same settings and architecture as the healthy model"
         else:
             mutant = TORCH_OPERATORS[operator.name].apply(healthy.copy(), params,

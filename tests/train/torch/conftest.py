@@ -1,0 +1,22 @@
+"""What the torch trainer's tests share: torch set up as a worker sets it up, the
+bundled digits (small enough for a few epochs in a second)."""
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def digits():
+    pytest.importorskip("torch")
+    from probmut.train.datasets import load_dataset
+    from probmut.train.torch.process import configure_torch
+
+    configure_torch(1)
+    return load_dataset("digits")
+
+
+@pytest.fixture(scope="module")
+def small_digits(digits):
+    """300 training samples of the digits (the whole test set), for tests that train."""
+    import dataclasses
+
+    return dataclasses.replace(digits, x_train=digits.x_train[:300], y_train=digits.y_train[:300])

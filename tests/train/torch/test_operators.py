@@ -1,0 +1,227 @@
+"""Every operator on torch models: what the dry run says a mutant changes is what the
+trained mutant's weights show, on a bundled architecture and on a module with a skip
+connection and a shared submodule; mutants that change nothing are flagged equivalent;
+a model torch.fx cannot trace takes no layer operator (one line, the reason)."""
+
+import io
+
+import numpy as np
+import pytest
+
+from probmut.errors import ProbmutError
+
+SKIP_SHARED = "tests.train.torch.subjects:skip_shared"
+SUBJECTS = ["digits_cnn", SKIP_SHARED]
+
+
+def _model_level():
+    from probmut.train.operators import OPERATORS
+
+    return [name for name, op in OPERATORS.items() if op.level == "model"]
+
+
+@pytest.fixture(scope="module")
+def healthy(small_digits):
+    """Healthy instance 0 of each subject, trained one epoch: its settings, built model
+    and kept weights."""
+    from probmut.train.torch.instance import healthy_model
+    from probmut.train.torch.settings import TrainConfig
+    from probmut.train.work import RunSettings
+
+    found = {}
+    for subject in SUBJECTS:
+        settings = RunSettings("digits", subject, TrainConfig(epochs=1, batch_size=32), seed=42)
+        built, report = healthy_model(settings, small_digits, 0)
+        assert report.losses
+        found[subject] = settings, built
+    return found
+
+
+def _state(built) -> dict:
+    return {k: v.detach().numpy().copy() for k, v in built.module.state_dict().items()}
+
+
+@pytest.mark.parametrize("subject", SUBJECTS)
+@pytest.mark.parametrize("name", _model_level())
+def test_the_dry_run_counts_what_the_trained_mutant_changed(small_digits, healthy, subject,
+                                                            name):
+    """The dry run (on healthy instance 0's initial weights) and the mutant derived from
+    the trained healthy instance 0 (the same seed) change the same weights, units or
+    neurons per layer, or the same layers; a layer operator keeps every trained weight."""
+    from probmut.train.operators import OPERATORS
+    from probmut.train.torch.dryrun import dry_run, model_changes
+    from probmut.train.torch.instance import mutate_paired, spec_of
+
+    settings, trained = healthy[subject]
+    spec = spec_of(subject, small_digits.dims)
+    (preview,) = dry_run([name], spec, small_digits, settings.config, seed=42).mutations
+    if not preview.legal:
+        assert subject == SKIP_SHARED and name == "neuron_switch", preview.reason
+        return
+    from probmut.train.operators import parse_mutations
+    from probmut.train.torch.legality import check
+
+    (mutation,) = check(parse_mutations(f"{name}:{preview.magnitude}")[0], spec, small_digits,
+                        settings.config, trained.copy())
+    healthy_model, before = trained.copy(), _state(trained)
+    rng = np.random.default_rng(__import__("probmut.train.work", fromlist=["x"]).instance_seed(
+        42, 0, mutation.population))
+    mutant, _, match = mutate_paired(healthy_model, OPERATORS[name], mutation.params, rng,
+                                     small_digits)
+    after = _state(mutant)
+    if preview.counted is None:  # a layer operator: the same layers changed, weights kept
+        assert preview.settings == model_changes(trained, mutant)
+        kept = {k: v for k, v in after.items() if k in before}
+        assert all(np.array_equal(before[k], v) for k, v in kept.items())
+        return
+    graph = trained.graph
+    for count in preview.layers:
+        layer = graph.layers[count.index]
+        old, new = before[f"{layer.name}.weight"], after[f"{layer.name}.weight"]
+        if preview.counted == "weights":
+            changed = int(np.sum(old != new))
+        elif preview.counted == "units":
+            rows = (old != new).reshape(len(old), -1).any(axis=1)
+            if f"{layer.name}.bias" in before:
+                rows |= before[f"{layer.name}.bias"] != after[f"{layer.name}.bias"]
+            changed = int(rows.sum())
+        else:  # neurons: the source's units whose weights into its consumers were zeroed
+            blocked = set()
+            for consumer, carried in graph.neuron_routes(layer):
+                key = f"{consumer.name}.weight"
+                columns = np.moveaxis(before[key] != after[key], 1, 0).reshape(
+                    before[key].shape[1], -1).any(axis=1)
+                blocked |= set(carried[columns & (carried >= 0)].tolist())
+            changed = len(blocked)
+        assert changed == count.changed, (layer.name, count)
+    assert sum(c.changed for c in preview.layers) >= 1
+    assert match in ("different", "test predictions", "training and test predictions")
+
+
+def test_the_skip_connection_and_the_shared_convolution_are_followed(small_digits, healthy):
+    """The shared convolution is one layer with two calls; neither it nor the stem (whose
+    neurons meet the addition) nor the output layer can have its neurons blocked; the
+    head can. Layer 4 (the addition) is the skip connection; the functional dropout
+    became a seeded dropout module."""
+    _, built = healthy[SKIP_SHARED]
+    graph = built.graph
+    assert [layer.kind for layer in graph.layers] == [
+        "Conv2d", "relu", "Conv2d", "relu", "add", "MaxPool2d", "flatten", "Linear", "relu",
+        "SeededDropout", "Linear", "softmax"]
+    assert len(graph.layers[2].calls) == 2
+    routed = {layer.name for layer in graph.layers
+              if graph.weighted(layer) and graph.neuron_routes(layer) is not None}
+    assert routed == {"head"}
+
+
+@pytest.mark.parametrize("text, match", [
+    ("weights_fuzzing:0.05_0", "weights"),              # noise of sd 0: nothing changes
+    ("gaussian_fuzzing:0.01_sd0", "weights"),
+    ("neurons_freezing:0@network", "weights"),          # ratio 0: no unit
+])
+def test_a_model_level_mutant_that_changes_nothing_is_flagged_equivalent(
+        small_digits, healthy, text, match):
+    from probmut.train import flags
+    from probmut.train.operators import parse_mutations
+    from probmut.train.torch.instance import mutate_paired
+
+    _, trained = healthy["digits_cnn"]
+    mutation = parse_mutations(text)[0]
+    params = {**mutation.params, "layer": mutation.params["layer"] or 0}
+    _, _, found = mutate_paired(trained.copy(), mutation.operator, params,
+                                np.random.default_rng(0), small_digits)
+    assert found == match
+    assert flags.population_flags  # the flags read these matches (flags.MATCHES)
+    assert found in flags.MATCHES
+
+
+@pytest.mark.parametrize("text", ["change_epochs:15", "change_activation_function:relu@1",
+                                  "change_dropout_rate:0.25", "data_shuffle"])
+def test_training_and_data_mutants_that_change_nothing_are_equivalent_before_training(
+        small_digits, text):
+    from probmut.train.operators import parse_mutations
+    from probmut.train.torch.architectures import ARCHITECTURES
+    from probmut.train.torch.legality import prepare
+
+    spec = ARCHITECTURES["digits_cnn"]
+    (bound,) = prepare(parse_mutations(text), spec, small_digits, spec.config)
+    assert bound.equivalent
+
+
+@pytest.mark.parametrize("text, key, present", [
+    ("remove_bias:0", "0.bias", False),
+    ("add_layer:batch_normalization@0", "probmut_batch_normalization.gamma", True),
+    ("add_layer:tanh@4", None, None),               # after the skip connection
+])
+def test_a_trained_training_level_mutant_is_the_model_its_dry_run_describes(
+        small_digits, text, key, present):
+    """The trained mutant's saved state (``.pt`` bytes) holds the weights of the model the
+    dry run builds, and not the healthy model's where the dry run says they differ."""
+    import torch
+
+    from probmut.train.operators import parse_mutations
+    from probmut.train.torch.architectures import resolve
+    from probmut.train.torch.dryrun import dry_run
+    from probmut.train.torch.instance import train_instance
+    from probmut.train.torch.legality import healthy_model, prepare
+    from probmut.train.work import Assignment, RunSettings
+
+    subject = "digits_cnn" if key else SKIP_SHARED
+    spec = resolve(subject, small_digits.dims)
+    config = spec.config.replace(epochs=1)
+    (mutation,) = prepare(parse_mutations(text), spec, small_digits, config)
+    (preview,) = dry_run([mutation], spec, small_digits, config, seed=1).mutations
+    assert preview.legal and preview.settings
+    settings = RunSettings("digits", subject, config, seed=1)
+    result = train_instance(Assignment(settings, mutation.population, 0, mutation.operator.name,
+                                       mutation.params, save_model=True), dataset=small_digits)
+    assert result.status == "ok", result.error
+    saved = torch.load(io.BytesIO(result.model_bytes))
+    built = healthy_model(spec, small_digits, mutation.operator.apply(config, mutation.params))
+    assert {k: tuple(v.shape) for k, v in saved.items()} == {
+        k: tuple(v.shape) for k, v in built.module.state_dict().items()}
+    if key is not None:
+        assert (key in saved) is present
+    else:  # an activation inserted after the addition: a new layer, no new weights
+        assert any(k.startswith("new layer") for k in preview.settings)
+
+
+def test_a_model_that_does_not_trace_takes_no_layer_operator(small_digits):
+    """Dynamic control flow: data-level and settings-level operators apply, layer ones are
+    refused with torch.fx's reason in one line, and the model trains."""
+    from probmut.train.operators import parse_mutations
+    from probmut.train.torch.architectures import resolve
+    from probmut.train.torch.instance import train_instance
+    from probmut.train.torch.legality import prepare
+    from probmut.train.work import Assignment, RunSettings
+
+    subject = "tests.train.torch.subjects:branching"
+    spec = resolve(subject, small_digits.dims)
+    assert prepare(parse_mutations("delete_training_data:10") + parse_mutations("change_epochs:2")
+                   + parse_mutations("change_optimisation_function:sgd"), spec, small_digits,
+                   spec.config)
+    for text in ("weights_fuzzing", "change_activation_function", "layer_deactivation"):
+        with pytest.raises(ProbmutError, match="cannot be traced by torch.fx") as refused:
+            prepare(parse_mutations(text), spec, small_digits, spec.config)
+        assert "\n" not in str(refused.value)
+    settings = RunSettings("digits", subject, spec.config.replace(epochs=1), seed=0)
+    result = train_instance(Assignment(settings, "healthy", 0), dataset=small_digits)
+    assert result.status == "ok", result.error
+
+
+@pytest.mark.parametrize("text, message", [
+    ("change_activation_function:sparsemax", "unknown activation 'sparsemax' for torch"),
+    ("change_loss_function:ctc", "unknown loss 'ctc' for torch"),
+    ("change_optimisation_function:ftrl", "unknown optimizer 'ftrl' for torch"),
+    ("change_weights_initialisation:stft", "unknown weight initializer 'stft' for torch"),
+    ("change_dropout_rate:0.5@3", r"layer 3 \(3\) is not a dropout layer"),
+])
+def test_names_and_targets_torch_cannot_take_are_refused_in_one_line(small_digits, text,
+                                                                     message):
+    from probmut.train.operators import parse_mutations
+    from probmut.train.torch.architectures import ARCHITECTURES
+    from probmut.train.torch.legality import prepare
+
+    spec = ARCHITECTURES["digits_cnn"]
+    with pytest.raises(ProbmutError, match=message):
+        prepare(parse_mutations(text), spec, small_digits, spec.config)
