@@ -77,15 +77,17 @@ class Built:
         if self.training_module is None:
             self.training_module, self.logits_of = _training_view(self.module, self.graph)
 
-    def penalty(self, weights: dict | None = None) -> torch.Tensor | float:
+    def penalty(self, weights: dict | None = None, members: bool = False):
         """The weight penalties' sum (Keras' ``l1 sum|w| + l2 sum w^2``), of the model's own
-        weights or of ``weights`` (name -> tensor: a stack's, summed over its members)."""
+        weights or of ``weights`` (name -> tensor); ``members``: the weights carry a
+        leading member axis, one sum per member."""
         weights = dict(self.module.named_parameters()) if weights is None else weights
         total = 0.0
         for name, regulariser in self.penalties.items():
             factors, w = REGULARISERS[regulariser][1], weights[name]
-            total = total + factors.get("l1", 0.0) * w.abs().sum() \
-                + factors.get("l2", 0.0) * w.square().sum()
+            axes = tuple(range(1, w.dim())) if members else tuple(range(w.dim()))
+            total = total + factors.get("l1", 0.0) * w.abs().sum(axes) \
+                + factors.get("l2", 0.0) * w.square().sum(axes)
         return total
 
     def dropouts(self) -> list[SeededDropout]:

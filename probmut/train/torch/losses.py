@@ -64,9 +64,10 @@ def categorical_crossentropy(target, outputs: Outputs):
 
 def sparse_categorical_crossentropy(target, outputs: Outputs):
     labels = target.long().reshape(-1)
-    if outputs.logits_of == "softmax":
-        return F.cross_entropy(outputs.values, labels, reduction="none")
-    return F.cross_entropy(torch.log(_clip(outputs.values)), labels, reduction="none")
+    values = outputs.values.reshape(len(labels), -1)
+    if outputs.logits_of != "softmax":
+        values = torch.log(_clip(values))
+    return F.cross_entropy(values, labels, reduction="none").reshape(outputs.values.shape[:-1])
 
 
 def binary_crossentropy(target, outputs: Outputs):
@@ -183,5 +184,7 @@ def canonical(name: str) -> str:
 
 
 def batch_loss(name: str, target: torch.Tensor, outputs: Outputs) -> torch.Tensor:
-    """Keras' loss ``name`` of a batch: the mean of its per-sample losses."""
-    return LOSSES[canonical(name)](target, outputs).mean()
+    """Keras' loss ``name`` of a batch: the mean of its per-sample losses (of each
+    member's batch, for a stack's outputs ``(members, batch, classes)``: one per member)."""
+    per_sample = LOSSES[canonical(name)](target, outputs)
+    return per_sample.mean() if per_sample.dim() == 1 else per_sample.mean(-1)

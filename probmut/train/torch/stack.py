@@ -10,10 +10,14 @@ the computation is the one :func:`probmut.train.torch.fitting.fit` does alone:
   (its ``"data order"`` stream), in batches of ``batch_size``, a smaller last one;
 * dropout: member k's masks are drawn from its own ``"dropout masks"`` generator, in
   the order its solo training draws them, and handed to the batched model;
-* loss and update: member k's loss and gradient are its own (``vmap`` of the member's
-  loss and its gradient); one optimiser updates the stacked weights, which is each
+* loss and update: member k's loss and gradient are its own (the stack's loss is the
+  sum of the members' losses); one optimiser updates the stacked weights, which is each
   member's own update (:mod:`probmut.train.torch.optimizers`: elementwise rules, the
   clipping norm taken per member).
+
+The members' model runs as grouped convolutions and batched matrix products
+(:mod:`probmut.train.torch.grouped`) where the model is a chain of the layers that
+module runs, else through ``vmap`` of the member's loss and gradient.
 
 What is not bit-identical to training alone is the floating-point summation order of
 the batched kernels (a grouped convolution, batched matrix products), which training
@@ -41,7 +45,7 @@ from probmut.errors import ProbmutError
 from probmut.io.records import loss_diverged
 from probmut.train.fitting import score_outputs
 from probmut.train.operators import OPERATORS, population_config
-from probmut.train.torch import fitting
+from probmut.train.torch import fitting, grouped
 from probmut.train.torch.architectures import torch_dims, torch_inputs
 from probmut.train.torch.build import build
 from probmut.train.torch.instance import spec_of, training_set
@@ -81,16 +85,25 @@ def _model_problem(architecture: str, dims, config) -> str | None:
     return None
 
 
+#: How a stack computes its members' model: ``"grouped"`` (:mod:`probmut.train.torch.grouped`:
+#: grouped convolutions and batched matrix products, for the chains of layers it runs),
+#: ``"vmap"`` (PyTorch's ensembling: ``vmap`` of ``functional_call``, any model that
+#: stacks) or ``"auto"``: grouped where it runs, else vmap (the faster where both run:
+#: scripts/benchmarks/bench_torch.py, docs/benchmarks.md).
+FORMULATIONS = ("auto", "grouped", "vmap")
+
+
 class Stack:
     """The stacked weights of members ``builts`` (built alone from their seeds), and the
-    batched training step of their model."""
+    batched training step of their model (``formulation``: :data:`FORMULATIONS`)."""
 
-    def __init__(self, builts: list, seeds_: list[int], config):
+    def __init__(self, builts: list, seeds_: list[int], config, formulation: str = "auto"):
         template = builts[0]
         self.template, self.config, self.builts = template, config, builts
         self.names = [n for n, w in template.module.named_parameters() if w.requires_grad]
         members = [dict(b.module.named_parameters()) for b in builts]
-        self.weights = {n: torch.stack([m[n].detach() for m in members]) for n in self.names}
+        self.weights = {n: torch.stack([m[n].detach() for m in members]).requires_grad_()
+                        for n in self.names}
         self.dropouts = [(name, module, template.graph.shapes[
             template.graph.inputs_of(template.graph.layer_of_module(module).calls[0])[0]])
             for name, module in template.module.named_modules()
@@ -100,12 +113,18 @@ class Stack:
         self.optimizer = KerasOptimizer(config.optimizer, config.learning_rate, config.clip,
                                         list(self.weights.values()), stacked=True)
 
+        problem = grouped.problem(template)
+        if formulation == "grouped" and problem is not None:
+            raise ProbmutError(f"the grouped stack cannot run this model: {problem}")
+        self.grouped = grouped.GroupedModel(template) if formulation != "vmap" and \
+            problem is None else None
+
         def member_loss(weights, x, target, masks):
             outputs = functional_call(template.training_module, {**weights, **masks}, (x,))
             return batch_loss(config.loss, target, Outputs(outputs, template.logits_of)) \
                 + template.penalty(weights)
 
-        self._step = vmap(grad_and_value(member_loss))
+        self._vmapped = vmap(grad_and_value(member_loss))
 
     def masks(self, batch: int) -> dict:
         """Each member's dropout masks for a batch, drawn from its own generator."""
@@ -116,8 +135,16 @@ class Stack:
     def step(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """One training step of every member on its batch (``x``: ``(K, batch, ...)``);
         the members' losses."""
-        grads, losses = self._step(self.weights, x, target, self.masks(x.shape[1]))
-        self.optimizer.step([grads[n] for n in self.names])
+        masks = self.masks(x.shape[1])
+        if self.grouped is None:
+            grads, losses = self._vmapped(self.weights, x, target, masks)
+            grads = [grads[n] for n in self.names]
+        else:
+            outputs = Outputs(self.grouped(self.weights, x, masks), self.template.logits_of)
+            losses = batch_loss(self.config.loss, target, outputs) \
+                + self.template.penalty(self.weights, members=True)
+            grads = torch.autograd.grad(losses.sum(), [self.weights[n] for n in self.names])
+        self.optimizer.step(grads)
         return losses.detach()
 
     def unstacked(self) -> list:
@@ -168,11 +195,13 @@ def fit_stack(stack: Stack, xs: list, ys: list, task: str, n_outputs: int,
     return [tuple(h) for h in histories], initial
 
 
-def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResult]:
+def train_stack(assignments: list[Assignment], *, dataset,
+                formulation: str = "auto") -> list[InstanceResult]:
     """Train the instances ``assignments`` (one population, not model-level) as stacks
-    (members with equally many training samples together) and score each member alone;
-    one result per assignment, in order. A member's ``seconds`` is NaN: the stack's time
-    is shared, not any one instance's."""
+    (members with equally many training samples together; ``formulation``: how the
+    stack computes, :data:`FORMULATIONS`) and score each member alone; one result per
+    assignment, in order. A member's ``seconds`` is NaN: the stack's time is shared, not
+    any one instance's."""
     settings = assignments[0].settings
     operator = OPERATORS[assignments[0].operator] if assignments[0].operator else None
     params = assignments[0].params
@@ -188,7 +217,8 @@ def train_stack(assignments: list[Assignment], *, dataset) -> list[InstanceResul
     results = [None] * len(assignments)
     for members in by_size.values():
         chosen = [member_seeds[k] for k in members]
-        stack = Stack([build(spec, dims, config, s) for s in chosen], chosen, config)
+        stack = Stack([build(spec, dims, config, s) for s in chosen], chosen, config,
+                      formulation)
         histories, initial = fit_stack(stack, [data[k][0] for k in members],
                                        [data[k][1] for k in members], dataset.task,
                                        dataset.dims.n_outputs, chosen)

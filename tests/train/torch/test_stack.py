@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 
+SKIP_SHARED = "tests.train.torch.subjects:skip_shared"
+
 
 def _assignments(architecture, count, epochs=2, population="healthy", operator=None,
                  params=None, **changes):
@@ -19,21 +21,28 @@ def _assignments(architecture, count, epochs=2, population="healthy", operator=N
             for i in range(count)]
 
 
-@pytest.mark.parametrize("architecture, population, operator, params, changes", [
-    ("digits_cnn", "healthy", None, None, {}),
+@pytest.mark.parametrize("architecture, population, operator, params, changes, formulation", [
+    ("digits_cnn", "healthy", None, None, {}, "grouped"),
+    ("digits_cnn", "healthy", None, None, {}, "vmap"),
     ("mlp", "delete_training_data_20", "delete_training_data",
-     {"percent": 20.0, "classes": None}, {"optimizer": "rmsprop", "clip": ("norm", 0.5)}),
-], ids=["digits_cnn-adam", "mlp-own-data-rmsprop-clipnorm"])
+     {"percent": 20.0, "classes": None}, {"optimizer": "rmsprop", "clip": ("norm", 0.5)},
+     "grouped"),
+    (SKIP_SHARED, "add_weights_regularisation_l1@7", "add_weights_regularisation",
+     {"name": "l1", "layer": 7}, {}, "auto"),
+], ids=["digits_cnn-grouped", "digits_cnn-vmap", "mlp-own-data-rmsprop-clipnorm",
+        "skip-shared-penalty-vmap"])
 def test_a_member_trains_as_the_same_instance_alone(small_digits, architecture, population,
-                                                    operator, params, changes):
+                                                    operator, params, changes, formulation):
     """Stack of 3 against each instance alone: the same losses and weights to float
     rounding (two epochs move the weights by about 0.1; rounding leaves under 1e-5), the
-    same scores; each member on its own mutated training set, with its own clipping."""
+    same scores; each member on its own mutated training set, with its own clipping; a
+    model with a skip connection, a shared convolution and a penalty through vmap."""
     from probmut.train.torch.instance import train_unit
+    from probmut.train.torch.stack import train_stack
 
     assignments = _assignments(architecture, 3, population=population, operator=operator,
                                params=params, **changes)
-    stacked = train_unit(assignments, True, dataset=small_digits)
+    stacked = train_stack(assignments, dataset=small_digits, formulation=formulation)
     for assignment, member in zip(assignments, stacked, strict=True):
         (alone,) = train_unit([assignment], False, dataset=small_digits)
         assert member.instance == assignment.instance and math.isnan(member.seconds)
