@@ -148,6 +148,16 @@ def build(spec, dims, config, seed: int) -> Built:
     return built
 
 
+def initial_weights(spec, dims, config, seed: int) -> dict:
+    """The initial weights (name -> tensor) :func:`build` gives instance ``seed``, made
+    without tracing the model when ``config`` changes no layer (a stack's members)."""
+    if config.layer_changes or config.structure:
+        return dict(build(spec, dims, config, seed).module.named_parameters())
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seeds.seed_of(seed, "initial weights"))
+        return dict(spec.build(dims).named_parameters())
+
+
 def _seed_dropouts(module: nn.Module) -> None:
     """An untraced model's ``nn.Dropout`` modules become seeded ones, in place."""
     for name, child in list(module.named_modules()):

@@ -100,7 +100,7 @@ class KerasOptimizer:
     @torch.no_grad()
     def step(self, grads: list) -> None:
         """One update of every weight from its gradient (in the order of ``weights``)."""
-        grads = self.clipped(list(grads))
+        grads = [g.contiguous() for g in self.clipped(list(grads))]  # fused kernels need it
         self.iterations += 1
         if self.name == "adamw":
             torch._foreach_mul_(self.weights, 1 - self.weight_decay * self.learning_rate)
@@ -112,14 +112,16 @@ def _sgd(opt, w, g):
 
 
 def _adam(opt, w, g, m, v):
+    """Keras' Adam, ``w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps)``, through
+    torch's fused Adam kernel: torch's rule ``w -= lr / (1 - b1^t) m / (sqrt(v / (1 -
+    b2^t)) + eps')`` is Keras' with ``eps' = eps / sqrt(1 - b2^t)``, given at every step.
+    (AdamW's decay is applied before, as Keras applies it.)"""
     t = opt.iterations
-    torch._foreach_lerp_(m, g, 1 - opt.beta_1)
-    torch._foreach_mul_(v, opt.beta_2)
-    torch._foreach_addcmul_(v, g, g, value=1 - opt.beta_2)
-    alpha = opt.learning_rate * math.sqrt(1 - opt.beta_2 ** t) / (1 - opt.beta_1 ** t)
-    denominator = torch._foreach_sqrt(v)
-    torch._foreach_add_(denominator, opt.epsilon)
-    torch._foreach_addcdiv_(w, m, denominator, value=-alpha)
+    steps = [torch.tensor(float(t)) for _ in w]
+    torch._fused_adam_(w, g, m, v, [], steps, lr=opt.learning_rate, beta1=opt.beta_1,
+                       beta2=opt.beta_2, weight_decay=0.0,
+                       eps=opt.epsilon / math.sqrt(1 - opt.beta_2 ** t), amsgrad=False,
+                       maximize=False)
 
 
 def _rmsprop(opt, w, g, v):

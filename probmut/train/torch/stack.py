@@ -47,7 +47,7 @@ from probmut.train.fitting import score_outputs
 from probmut.train.operators import OPERATORS, population_config
 from probmut.train.torch import fitting, grouped
 from probmut.train.torch.architectures import torch_dims, torch_inputs
-from probmut.train.torch.build import build
+from probmut.train.torch.build import build, initial_weights
 from probmut.train.torch.instance import spec_of, training_set
 from probmut.train.torch.losses import Outputs, batch_loss
 from probmut.train.torch.optimizers import KerasOptimizer, canonical
@@ -94,15 +94,16 @@ FORMULATIONS = ("auto", "grouped", "vmap")
 
 
 class Stack:
-    """The stacked weights of members ``builts`` (built alone from their seeds), and the
-    batched training step of their model (``formulation``: :data:`FORMULATIONS`)."""
+    """The stacked weights of members whose model is ``template`` (built for the first
+    of them) and whose initial weights are ``starts`` (name -> tensor, one mapping per
+    member, as each gets them alone), and the batched training step of their model
+    (``formulation``: :data:`FORMULATIONS`)."""
 
-    def __init__(self, builts: list, seeds_: list[int], config, formulation: str = "auto"):
-        template = builts[0]
-        self.template, self.config, self.builts = template, config, builts
+    def __init__(self, template, starts: list[dict], seeds_: list[int], config,
+                 formulation: str = "auto"):
+        self.template, self.config = template, config
         self.names = [n for n, w in template.module.named_parameters() if w.requires_grad]
-        members = [dict(b.module.named_parameters()) for b in builts]
-        self.weights = {n: torch.stack([m[n].detach() for m in members]).requires_grad_()
+        self.weights = {n: torch.stack([start[n].detach() for start in starts]).requires_grad_()
                         for n in self.names}
         self.dropouts = [(name, module, template.graph.shapes[
             template.graph.inputs_of(template.graph.layer_of_module(module).calls[0])[0]])
@@ -147,14 +148,13 @@ class Stack:
         self.optimizer.step(grads)
         return losses.detach()
 
-    def unstacked(self) -> list:
-        """The members' built models holding their trained weights."""
-        with torch.no_grad():
-            for k, built in enumerate(self.builts):
-                for name, weight in built.module.named_parameters():
-                    if name in self.weights:
-                        weight.copy_(self.weights[name][k])
-        return self.builts
+    def members(self):
+        """Each member's trained model in turn: the template holding its weights."""
+        for k in range(len(next(iter(self.weights.values())))):
+            with torch.no_grad():
+                for name, weight in self.template.module.named_parameters():
+                    weight.copy_(self.weights[name][k])
+            yield self.template
 
 
 def fit_stack(stack: Stack, xs: list, ys: list, task: str, n_outputs: int,
@@ -217,12 +217,14 @@ def train_stack(assignments: list[Assignment], *, dataset,
     results = [None] * len(assignments)
     for members in by_size.values():
         chosen = [member_seeds[k] for k in members]
-        stack = Stack([build(spec, dims, config, s) for s in chosen], chosen, config,
-                      formulation)
+        template = build(spec, dims, config, chosen[0])
+        starts = [dict(template.module.named_parameters())] + [
+            initial_weights(spec, dims, config, s) for s in chosen[1:]]
+        stack = Stack(template, starts, chosen, config, formulation)
         histories, initial = fit_stack(stack, [data[k][0] for k in members],
                                        [data[k][1] for k in members], dataset.task,
                                        dataset.dims.n_outputs, chosen)
-        for j, (k, built) in enumerate(zip(members, stack.unstacked(), strict=True)):
+        for j, (k, built) in enumerate(zip(members, stack.members(), strict=True)):
             scored = score_outputs(fitting.predict(built.module, dataset.x_test),
                                    dataset.y_test, dataset.task)
             losses = histories[j]
