@@ -285,8 +285,6 @@ class TorchOperator:
 
 
 _DATA = "the registry's own function on the numpy training data, before training"
-_PER_UNIT = {"neurons_freezing": keras_model.freeze, "weight_shuffling": keras_model.shuffle_weights,
-             "neuron_activation_inverse": keras_model.invert}
 
 #: The torch implementation of every operator of the registry, by its name.
 TORCH_OPERATORS = {
@@ -327,8 +325,14 @@ TORCH_OPERATORS = {
         "N(0, (SCALE |w|)^2) noise on RATIO of the trained kernel weights", weights_fuzzing),
     "gaussian_fuzzing": TorchOperator(
         "RATIO of the trained kernel weights w become N(w, SD^2)", gaussian_fuzzing),
-    **{name: TorchOperator(f"{change.__doc__.split('(')[0].strip()} (RATIO of the trained "
-                           "units)", per_unit(change)) for name, change in _PER_UNIT.items()},
+    "neurons_freezing": TorchOperator(
+        "the trained weights and bias of RATIO of the units zeroed", per_unit(keras_model.freeze)),
+    "weight_shuffling": TorchOperator(
+        "the trained incoming weights of RATIO of the units shuffled",
+        per_unit(keras_model.shuffle_weights)),
+    "neuron_activation_inverse": TorchOperator(
+        "the trained weights and bias of RATIO of the units negated",
+        per_unit(keras_model.invert)),
     "neuron_switch": TorchOperator(
         "RATIO of the trained units trade weights and biases cyclically within their layer",
         per_unit(keras_model.switch, kind="switchable")),
