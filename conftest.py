@@ -1,5 +1,5 @@
 """Run the docstring examples of probmut's modules as tests (``--doctest-modules``),
-skipping modules whose optional extra (TensorFlow, PyMC) is not installed; set
+skipping modules whose optional extra (TensorFlow, PyMC, PyTorch) is not installed; set
 TensorFlow up as `probmut train` does before any test or example runs it; and keep
 every temporary file of the session in one folder that is removed at its end."""
 
@@ -21,6 +21,8 @@ if importlib.util.find_spec("tensorflow") is None:
     collect_ignore_glob.append("probmut/train/*")
 if importlib.util.find_spec("pymc") is None:
     collect_ignore_glob.append("probmut/bayes/*.py")
+if importlib.util.find_spec("torch") is None:
+    collect_ignore_glob.append("probmut/train/torch/*.py")
 
 
 _FOLDER = pytest.StashKey[str]()

@@ -119,6 +119,25 @@ ARCHITECTURES = {
 _WANTED = "a function (input_shape, n_classes) -> torch.nn.Module"
 
 
+def _check_outputs(name: str, model: nn.Module, shape: tuple, n_classes: int) -> None:
+    """A classifier gives one row of ``n_classes`` outputs per sample (checked on two)."""
+    import torch
+
+    from probmut.io.records import one_line
+
+    model.eval()
+    try:
+        with torch.no_grad():
+            outputs = model(torch.zeros((2, *shape)))
+    except Exception as error:  # noqa: BLE001 - the user's forward, on inputs of the data's shape
+        raise ProbmutError(f"{name}: the model fails on inputs of shape {(2, *shape)} "
+                           f"({one_line(error)})", option="architecture") from None
+    if not isinstance(outputs, torch.Tensor) or tuple(outputs.shape) != (2, n_classes):
+        got = tuple(outputs.shape) if isinstance(outputs, torch.Tensor) else type(outputs).__name__
+        raise ProbmutError(f"{name}: the model gives {got} for 2 samples, not one row of "
+                           f"{n_classes} class probabilities each", option="architecture")
+
+
 def resolve(name: str, dims: ModelDims) -> TorchSpec:
     """The :class:`TorchSpec` of a bundled architecture or of a user ``module:function``
     (called once here with ``torch_dims(dims)``, so that a broken one fails before
@@ -155,5 +174,6 @@ def resolve(name: str, dims: ModelDims) -> TorchSpec:
         raise ProbmutError(f"{name}: {function_name} returned an object of type "
                            f"{type(model).__name__}, not a torch.nn.Module; it must be "
                            f"{_WANTED}", option="architecture")
+    _check_outputs(name, model, shape, dims.n_outputs)
     return TorchSpec(build, TrainConfig(epochs=10, batch_size=32), f"user torch model {name}",
                      initializer=None)

@@ -77,8 +77,7 @@ def trace(module: nn.Module) -> fx.GraphModule:
             f"({one_line(error)}); operators that target its layers need a forward "
             "without data-dependent control flow", option="architecture") from None
     for node in list(traced.graph.nodes):
-        if node.op == "call_module" and type(traced.get_submodule(node.target)) in (
-                nn.Dropout, nn.AlphaDropout):
+        if node.op == "call_module" and type(traced.get_submodule(node.target)) is nn.Dropout:
             set_module(traced, node.target, SeededDropout(traced.get_submodule(node.target).p))
         elif node.op == "call_function" and node.target in _DROPOUT_FUNCTIONS:
             p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)

@@ -184,13 +184,13 @@ def fit_stack(stack: Stack, xs: list, ys: list, task: str, n_outputs: int,
             losses = stack.step(x, stacked_targets[members, index])
             if epoch == 0 and start == 0:
                 initial = losses.tolist()
-            totals += torch.where(finite, losses.double() * index.shape[1], totals.new_zeros(1))
-            ended = finite & ~torch.isfinite(losses)
-            totals[ended] = math.nan
+            # as alone: a member's epoch loss counts its batches up to its first
+            # non-finite one (which makes it NaN); it has then stopped training
+            totals = torch.where(finite, totals + losses.double() * index.shape[1], totals)
             finite &= torch.isfinite(losses)
         for k, history in enumerate(histories):
             if not stopped[k]:
-                history.append(float(totals[k]) / n)
+                history.append(float(totals[k]) / n if finite[k] else math.nan)
                 stopped[k] = not bool(finite[k])
     return [tuple(h) for h in histories], initial
 

@@ -20,3 +20,13 @@ def small_digits(digits):
     import dataclasses
 
     return dataclasses.replace(digits, x_train=digits.x_train[:300], y_train=digits.y_train[:300])
+
+
+@pytest.fixture(scope="module")
+def tiny_digits(digits):
+    """64 training and 100 test samples: two batches, for tests that check what a trained
+    model is, not how well it learnt."""
+    import dataclasses
+
+    return dataclasses.replace(digits, x_train=digits.x_train[:64], y_train=digits.y_train[:64],
+                               x_test=digits.x_test[:100], y_test=digits.y_test[:100])

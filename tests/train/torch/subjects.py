@@ -62,3 +62,8 @@ def small_mlp(input_shape, n_classes):
 
 def not_a_module(input_shape, n_classes):
     return "a string"
+
+
+def wrong_outputs(input_shape, n_classes):
+    """Three outputs whatever the classes."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(int(torch.tensor(input_shape).prod()), 3))

@@ -10,6 +10,11 @@ import pytest
 
 from probmut.errors import ProbmutError
 
+pytest.importorskip("torch")
+
+from probmut.train.operators import parse_mutations  # noqa: E402
+from probmut.train.torch.legality import check  # noqa: E402
+
 SKIP_SHARED = "tests.train.torch.subjects:skip_shared"
 SUBJECTS = ["digits_cnn", SKIP_SHARED]
 
@@ -144,42 +149,49 @@ def test_training_and_data_mutants_that_change_nothing_are_equivalent_before_tra
     assert bound.equivalent
 
 
-@pytest.mark.parametrize("text, key, present", [
-    ("remove_bias:0", "0.bias", False),
-    ("add_layer:batch_normalization@0", "probmut_batch_normalization.gamma", True),
-    ("add_layer:tanh@4", None, None),               # after the skip connection
-])
+def _training_level():
+    from probmut.train.operators import OPERATORS
+
+    return [name for name, op in OPERATORS.items() if op.level == "training"]
+
+
+@pytest.mark.parametrize("subject", SUBJECTS)
+@pytest.mark.parametrize("text", _training_level() + ["add_layer:tanh@4", "remove_bias:0"])
 def test_a_trained_training_level_mutant_is_the_model_its_dry_run_describes(
-        small_digits, text, key, present):
-    """The trained mutant's saved state (``.pt`` bytes) holds the weights of the model the
-    dry run builds, and not the healthy model's where the dry run says they differ."""
+        tiny_digits, subject, text):
+    """Each training-level operator at its default: legal, or refused with a reason; a
+    legal mutant's dry run names what changes (or why nothing does), and the trained
+    mutant's saved state (``.pt`` bytes) holds the weights of the model the dry run
+    builds, which differ from the healthy model's where the dry run says layers do."""
     import torch
 
-    from probmut.train.operators import parse_mutations
     from probmut.train.torch.architectures import resolve
     from probmut.train.torch.dryrun import dry_run
     from probmut.train.torch.instance import train_instance
-    from probmut.train.torch.legality import healthy_model, prepare
+    from probmut.train.torch.legality import healthy_model
     from probmut.train.work import Assignment, RunSettings
 
-    subject = "digits_cnn" if key else SKIP_SHARED
-    spec = resolve(subject, small_digits.dims)
-    config = spec.config.replace(epochs=1)
-    (mutation,) = prepare(parse_mutations(text), spec, small_digits, config)
-    (preview,) = dry_run([mutation], spec, small_digits, config, seed=1).mutations
-    assert preview.legal and preview.settings
+    spec = resolve(subject, tiny_digits.dims)
+    config = spec.config.replace(epochs=1, clip=("norm", 1.0))
+    (preview,) = dry_run([text], spec, tiny_digits, config, seed=1).mutations
+    if not preview.legal:
+        assert preview.reason and "\n" not in preview.reason
+        return
+    assert preview.settings or preview.equivalent
+    (mutation,) = [m for m in parse_mutations(text)]
+    mutation = check(mutation, spec, tiny_digits, config, healthy_model(spec, tiny_digits,
+                                                                          config))[0]
     settings = RunSettings("digits", subject, config, seed=1)
     result = train_instance(Assignment(settings, mutation.population, 0, mutation.operator.name,
-                                       mutation.params, save_model=True), dataset=small_digits)
-    assert result.status == "ok", result.error
-    saved = torch.load(io.BytesIO(result.model_bytes))
-    built = healthy_model(spec, small_digits, mutation.operator.apply(config, mutation.params))
-    assert {k: tuple(v.shape) for k, v in saved.items()} == {
-        k: tuple(v.shape) for k, v in built.module.state_dict().items()}
-    if key is not None:
-        assert (key in saved) is present
-    else:  # an activation inserted after the addition: a new layer, no new weights
-        assert any(k.startswith("new layer") for k in preview.settings)
+                                       mutation.params, save_model=True), dataset=tiny_digits)
+    assert result.status in ("ok", "diverged"), result.error
+    saved = {k: tuple(v.shape) for k, v in torch.load(io.BytesIO(result.model_bytes)).items()}
+    mutant = healthy_model(spec, tiny_digits, mutation.operator.apply(config, mutation.params))
+    healthy = healthy_model(spec, tiny_digits, config)
+    assert saved == {k: tuple(v.shape) for k, v in mutant.module.state_dict().items()}
+    if any(key.endswith(": bias") or after == "BatchNormalization"
+           for key, (_, after) in preview.settings.items()):
+        assert saved != {k: tuple(v.shape) for k, v in healthy.module.state_dict().items()}
 
 
 def test_a_model_that_does_not_trace_takes_no_layer_operator(small_digits):
@@ -221,3 +233,18 @@ def test_names_and_targets_torch_cannot_take_are_refused_in_one_line(small_digit
     spec = ARCHITECTURES["digits_cnn"]
     with pytest.raises(ProbmutError, match=message):
         prepare(parse_mutations(text), spec, small_digits, spec.config)
+
+
+@pytest.mark.parametrize("subject, message", [
+    ("tests.train.torch.subjects:not_a_module", "not a torch.nn.Module"),
+    ("tests.train.torch.subjects:wrong_outputs", r"gives \(2, 3\) for 2 samples"),
+    ("tests.train.torch.subjects:missing", "cannot import missing"),
+    ("gaze_lenet", "a Keras architecture only"),
+])
+def test_a_model_function_that_is_not_a_classifier_is_refused_in_one_line(small_digits, subject,
+                                                                          message):
+    from probmut.train.torch.architectures import resolve
+
+    with pytest.raises(ProbmutError, match=message) as refused:
+        resolve(subject, small_digits.dims)
+    assert "\n" not in str(refused.value)

@@ -53,6 +53,21 @@ def test_a_member_trains_as_the_same_instance_alone(small_digits, architecture, 
         assert np.mean(member.correct != alone.correct) <= 0.01
 
 
+def test_a_diverging_member_is_recorded_as_alone(small_digits):
+    """A learning rate that makes the loss overflow: each member's losses end with the
+    epoch of its first non-finite batch, as alone, and it is flagged diverged."""
+    from probmut.train.torch.instance import train_unit
+    from probmut.train.torch.stack import train_stack
+
+    assignments = _assignments("mlp", 2, epochs=4, optimizer="sgd", learning_rate=1e12)
+    for member, assignment in zip(train_stack(assignments, dataset=small_digits), assignments,
+                                  strict=True):
+        (alone,) = train_unit([assignment], False, dataset=small_digits)
+        assert member.status == alone.status == "diverged"
+        assert len(member.loss_history) == len(alone.loss_history) < 4
+        assert not math.isfinite(member.loss_history[-1])
+
+
 def test_what_cannot_stack_says_why(small_digits):
     import dataclasses
 
