@@ -2,9 +2,13 @@
 
 Side by side in one run on this machine: every way trains the same healthy digits_cnn
 population (bundled digits, 3 epochs, batch 32, Adam; the same seed) in two worker
-processes of one thread each, each with half of the instances (what ``--jobs 2`` does
-on 2 cores); a way's wall time runs from both workers' start (after their imports and an
-untimed warm-up) to the last one's end. The ways:
+processes of one thread each (what ``--jobs 2`` does on 2 cores), kept for the whole run
+and warmed up first (untimed). The ways take turns, chunk by chunk: each cycle every way
+trains its next ``2 x --stack`` instances (a stack per worker; Keras one at a time its
+share of ``--keras-instances``), the order of the ways reversed every cycle, so that a
+change of machine load (the machine may be shared) falls on every way alike; a way's
+rate is its instances over its summed wall times (from both workers' start to the last
+one's end), over ``--rounds`` passes of its instances. The ways:
 
 * ``torch-alone``: one instance at a time (:func:`probmut.train.torch.instance.train_unit`);
 * ``torch-stacked``: stacks of ``--stack`` members (default 50) as probmut trains them:
@@ -22,10 +26,7 @@ untimed warm-up) to the last one's end. The ways:
   :func:`probmut.train.stack.training.train_stack` in stacks of 20, ``--stack auto``'s
   size), Keras one at a time on ``--keras-instances`` (default 40: its rate).
 
-The ways run in turn for ``--rounds`` rounds, the order reversed each round, so that a
-change of machine load tilts no ratio; each way's rate is its mean over the rounds, and
-the ratios are of those means. The load average is printed before and after (the
-machine may be shared). Run from the repository root::
+The load average is printed before and after. Run from the repository root::
 
     python scripts/benchmarks/bench_torch.py
     python scripts/benchmarks/bench_torch.py --instances 40 --rounds 1 --ways torch-alone,torch-stacked
@@ -137,61 +138,95 @@ def _runner(way: str, args):
     return run
 
 
-def _worker(way, instances, args, barrier, queue):
+def _serve(way, args, commands, results):
+    """A worker: set up, warm up (untimed: kernels chosen, libraries read from disk), then
+    train the instances each command names and report when it started and ended."""
     sys.path.insert(0, str(REPO))
     run = _runner(way, args)
-    run([0, 1], population="warm-up")  # untimed: kernels chosen, libraries read from disk
-    barrier.wait()
-    start = time.time()
-    accuracies = run(instances)
-    queue.put((start, time.time(), accuracies))
+    run([0, 1], population="warm-up")
+    results.put("ready")
+    while (instances := commands.get()) is not None:
+        start = time.time()
+        accuracies = run(instances)
+        results.put((start, time.time(), accuracies))
 
 
-def measure(way: str, args) -> dict:
-    """One way's wall time for its instances in two one-thread workers."""
-    count = args.keras_instances if way == "keras-alone" else args.instances
-    context = multiprocessing.get_context("spawn")
-    barrier, queue = context.Barrier(2), context.Queue()
-    halves = [list(range(count // 2)), list(range(count // 2, count))]
-    workers = [context.Process(target=_worker, args=(way, half, args, barrier, queue))
-               for half in halves]
-    for worker in workers:
-        worker.start()
-    finished = []
-    while len(finished) < len(workers):
-        try:
-            finished.append(queue.get(timeout=5))
-        except Empty:
-            dead = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
-            if dead:
-                for worker in workers:
-                    worker.kill()
-                raise RuntimeError(f"{way}: a worker failed (exit code {dead[0]})") from None
-    for worker in workers:
-        worker.join()
-    seconds = max(end for _, end, _ in finished) - min(start for start, _, _ in finished)
-    accuracies = [a for _, _, found in finished for a in found]
-    return {"instances": count, "seconds": round(seconds, 2),
-            "instances_per_min": round(count / seconds * 60, 1),
-            "mean_accuracy": round(sum(accuracies) / len(accuracies), 4)}
+class Workers:
+    """Two worker processes of one way, kept for the whole benchmark."""
+
+    def __init__(self, way: str, args):
+        context = multiprocessing.get_context("spawn")
+        self.way, self.results = way, context.Queue()
+        self.commands = [context.Queue() for _ in range(2)]
+        self.processes = [context.Process(target=_serve, args=(way, args, c, self.results))
+                          for c in self.commands]
+        for process in self.processes:
+            process.start()
+        self._collect()
+
+    def _collect(self) -> list:
+        found = []
+        while len(found) < len(self.processes):
+            try:
+                found.append(self.results.get(timeout=5))
+            except Empty:
+                dead = [p.exitcode for p in self.processes if p.exitcode not in (None, 0)]
+                if dead:
+                    self.close()
+                    raise RuntimeError(f"{self.way}: a worker failed (exit code {dead[0]})") \
+                        from None
+        return found
+
+    def measure(self, instances: list[int]) -> tuple[float, list[float]]:
+        """Wall time and accuracies of ``instances``, half to each worker (stacks of
+        consecutive instances)."""
+        half = len(instances) // 2
+        for commands, share in zip(self.commands, (instances[:half], instances[half:]),
+                                   strict=True):
+            commands.put(share)
+        finished = self._collect()
+        seconds = max(end for _, end, _ in finished) - min(start for start, _, _ in finished)
+        return seconds, [a for _, _, found in finished for a in found]
+
+    def close(self) -> None:
+        for commands in self.commands:
+            commands.put(None)
+        for process in self.processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
 
 
 def bench(args) -> dict:
+    """Every way's rate, measured in cycles: each cycle every way trains its next chunk
+    (``2 x --stack`` instances; Keras one at a time its share of ``--keras-instances``),
+    the ways' order reversed every cycle, so that a change of load falls on all ways."""
     ways = args.ways.split(",") + (["torch-compiled"] if args.compile else [])
+    cycles = args.rounds * args.instances // (2 * args.stack)
     result = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg(),
               "instances": args.instances, "epochs": args.epochs, "stack": args.stack,
-              "rounds": []}
-    for round_index in range(args.rounds):
-        order = ways if round_index % 2 == 0 else ways[::-1]
-        measured = {}
-        for way in order:
-            measured[way] = measure(way, args)
-            print(f"{way}: {json.dumps(measured[way])}", file=sys.stderr, flush=True)
-        result["rounds"].append(measured)
+              "cycles": cycles}
+    workers = {way: Workers(way, args) for way in ways}
+    totals = {way: [0.0, 0, []] for way in ways}  # seconds, instances, accuracies
+    try:
+        for cycle in range(cycles):
+            for way in (ways if cycle % 2 == 0 else ways[::-1]):
+                count = args.keras_instances if way == "keras-alone" else args.instances
+                chunk = count * args.rounds // cycles
+                first = (cycle * chunk) % count
+                seconds, accuracies = workers[way].measure(list(range(first, first + chunk)))
+                totals[way][0] += seconds
+                totals[way][1] += chunk
+                totals[way][2] += accuracies
+                print(f"cycle {cycle + 1}/{cycles} {way}: {chunk} in {seconds:.1f} s "
+                      f"(load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+    finally:
+        for pool in workers.values():
+            pool.close()
     result["load_average_end"] = os.getloadavg()
-    rate = {way: sum(r[way]["instances_per_min"] for r in result["rounds"]) / args.rounds
-            for way in ways}
+    rate = {way: n / seconds * 60 for way, (seconds, n, _) in totals.items()}
     result["instances_per_min"] = {way: round(value, 1) for way, value in rate.items()}
+    result["mean_accuracy"] = {way: round(sum(a) / len(a), 4) for way, (_, _, a) in totals.items()}
     ratios = {}
     for way in ways:
         if way != "torch-alone" and "torch-alone" in rate:
