@@ -40,6 +40,7 @@ import json
 import math
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -158,8 +159,8 @@ class Workers:
         context = multiprocessing.get_context("spawn")
         self.way, self.results = way, context.Queue()
         self.commands = [context.Queue() for _ in range(2)]
-        self.processes = [context.Process(target=_serve, args=(way, args, c, self.results))
-                          for c in self.commands]
+        self.processes = [context.Process(target=_serve, args=(way, args, c, self.results),
+                                          daemon=True) for c in self.commands]
         for process in self.processes:
             process.start()
         self._collect()
@@ -251,6 +252,7 @@ def main(argv=None) -> None:
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a stopped run stops its workers
     result = bench(args)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -40,9 +40,20 @@ class SeededDropout(nn.Module):
 
     def draw(self, shape, generator: torch.Generator | None) -> torch.Tensor:
         """A mask (the kept values' scale, 0 where dropped) of ``shape``."""
-        keep = torch.rand(shape, generator=generator) >= self.p
-        return keep.to(torch.float32) / (1.0 - self.p) if self.p < 1 else \
-            torch.zeros(shape)
+        return self.masked(torch.rand(shape, generator=generator))
+
+    def draw_members(self, shape, generators: list) -> torch.Tensor:
+        """Each member's mask of ``shape`` from its own generator, stacked: member k's is
+        the one :meth:`draw` gives it alone."""
+        uniform = torch.empty((len(generators), *shape))
+        for k, generator in enumerate(generators):
+            torch.rand(shape, generator=generator, out=uniform[k])
+        return self.masked(uniform)
+
+    def masked(self, uniform: torch.Tensor) -> torch.Tensor:
+        if self.p >= 1:
+            return torch.zeros_like(uniform)
+        return (uniform >= self.p).to(torch.float32) / (1.0 - self.p)
 
     def forward(self, x):
         if not self.training or self.p == 0:

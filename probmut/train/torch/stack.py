@@ -129,8 +129,7 @@ class Stack:
 
     def masks(self, batch: int) -> dict:
         """Each member's dropout masks for a batch, drawn from its own generator."""
-        return {f"{name}.mask": torch.stack([module.draw((batch, *shape), g)
-                                             for g in self.generators])
+        return {f"{name}.mask": module.draw_members((batch, *shape), self.generators)
                 for name, module, shape in self.dropouts}
 
     def step(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
