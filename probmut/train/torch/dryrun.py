@@ -20,7 +20,7 @@ Examples
 >>> report = dry_run(["neurons_freezing:0.05"], spec, load_dataset("digits"), spec.config,
 ...                  seed=42)
 >>> report.to_dict()["mutations"][0]["changes"]["layers"]   # int(16 x 0.05), at least 1
-[{'index': 0, 'name': '0', 'changed': 1, 'of': 16}]
+[{'index': 0, 'name': '0', 'changed': 1, 'of': 16, 'weights': ['weight', 'bias']}]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from probmut.train.dryrun import (
     DryRun,
     LayerCount,
     Preview,
+    Skipped,
     _data_changes,
     _samples,
     _setting_value,
@@ -45,7 +46,7 @@ from probmut.train.operators.magnitudes import NETWORK
 from probmut.train.torch.architectures import torch_dims
 from probmut.train.torch.build import Built, build
 from probmut.train.torch.legality import check, healthy_model, layer_config, layer_settings
-from probmut.train.torch.operators import TORCH_OPERATORS, kernel_of, scope
+from probmut.train.torch.operators import LAYER_KIND, TORCH_OPERATORS, kernel_of, scope
 from probmut.train.work import HEALTHY, instance_seed
 
 
@@ -95,8 +96,6 @@ def _target(mutation: Mutation, healthy: Built) -> str:
         found = healthy.graph.layers[layer]
         return f"layer {layer} {found.name} ({found.kind})"
     if layer == NETWORK:
-        from probmut.train.torch.operators import LAYER_KIND
-
         return "the whole network: every " + LAYER_KIND[mutation.operator.layer_kind][0][2:]
     return mutation.operator.default_target
 
@@ -125,11 +124,30 @@ def model_level_changes(mutation, fresh: Built, rng) -> dict:
     if operator.counts is None:  # a layer operator
         return {"settings": model_changes(fresh, mutant)}
     graph = fresh.graph
+    in_scope = scope(fresh, mutation.params, operator.layer_kind)
     layers = tuple(LayerCount(i, graph.layers[i].name,
                               _changed(fresh, before, graph.layers[i], operator.counts),
-                              _of(fresh, graph.layers[i], operator.counts))
-                   for i in scope(fresh, mutation.params, operator.layer_kind))
-    return {"counted": operator.counts, "layers": layers}
+                              _of(fresh, graph.layers[i], operator.counts),
+                              _weights(fresh, graph.layers[i], operator))
+                   for i in in_scope)
+    why = ("its neurons meet an addition, a layer that mixes them or a model output before "
+           "a weighted layer" if operator.layer_kind == "neurons"
+           else f"not {LAYER_KIND[operator.layer_kind][0]}")
+    skipped = () if mutation.params["layer"] != NETWORK else tuple(
+        Skipped(i, layer.name, why)
+        for i, layer in enumerate(graph.layers) if graph.weighted(layer) and i not in in_scope)
+    return {"counted": operator.counts, "layers": layers, "skipped": skipped}
+
+
+def _weights(built: Built, layer, operator) -> tuple[str, ...]:
+    """The layer's weights the operator changes, by their torch names (a blocked neuron's:
+    ``LAYER/weight`` of the layers it feeds)."""
+    if operator.counts == "neurons":
+        return tuple(f"{consumer.name}/weight" for consumer, _ in
+                     built.graph.neuron_routes(layer))
+    if operator.counts == "weights" or operator.layer_kind == "units":
+        return ("weight",)
+    return ("weight", "bias") if layer.module.bias is not None else ("weight",)
 
 
 def _state(module) -> tuple:

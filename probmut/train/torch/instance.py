@@ -20,13 +20,14 @@ import numpy as np
 
 from probmut.io.records import loss_diverged, one_line
 from probmut.train import flags
-from probmut.train.fitting import score_outputs, training_data
+from probmut.train.fitting import score_outputs
 from probmut.train.operators import OPERATORS, population_config
 from probmut.train.tasks import TASKS
 from probmut.train.torch import fitting
 from probmut.train.torch.architectures import resolve, torch_dims
 from probmut.train.torch.build import build
 from probmut.train.torch.operators import TORCH_OPERATORS
+from probmut.train.training_set import training_set
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, instance_seed
 
 
@@ -37,21 +38,10 @@ def spec_of(architecture: str, dims):
     return resolve(architecture, dims)
 
 
-def training_set(dataset, config, seed: int, operator=None, params=None):
-    """The samples instance ``seed`` of a population trains on: the data's (with the
-    validation set when ``config`` has none), changed by a data-level ``operator`` with
-    the instance's draws."""
-    x, y = training_data(dataset, config)
-    if operator is not None and operator.level == "data":
-        x, y = operator.apply(x, y, dataset.n_classes, params, np.random.default_rng(seed),
-                              dataset.task)
-    return x, y
-
-
 def trained(settings, dataset, seed: int, operator=None, params=None, deadline=None):
     """One instance built and trained alone: its built model and training report."""
     config = population_config(settings.config, operator, params)
-    x, y = training_set(dataset, config, seed, operator, params)
+    x, y = training_set(dataset, config, operator, params, seed)
     built = build(spec_of(settings.architecture, dataset.dims), torch_dims(dataset.dims),
                   config, seed)
     report = fitting.fit(built, x, y, dataset.task, dataset.dims.n_outputs, config, seed,

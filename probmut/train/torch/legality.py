@@ -26,7 +26,7 @@ import torch
 from probmut.errors import ProbmutError
 from probmut.train.datasets import check_training_set, n_rows, take
 from probmut.train.flags import data_equivalence
-from probmut.train.legality import _check_classes, _settings
+from probmut.train.legality import _check_classes
 from probmut.train.operators import Mutation
 from probmut.train.torch import fitting
 from probmut.train.torch.architectures import torch_dims, torch_inputs
@@ -81,6 +81,18 @@ def healthy_model(spec, data, config) -> Built:
     return build(spec, torch_dims(data.dims), config, seed=0)
 
 
+def effective_settings(config):
+    """The settings that decide training, besides the layers, with the learning rate the
+    optimizer starts with (Keras' default for it when ``config`` gives none), as
+    :func:`probmut.train.legality.effective_settings` compares them."""
+    from probmut.train.torch.optimizers import DEFAULTS
+
+    rate = config.learning_rate
+    if rate is None:
+        rate = DEFAULTS[canonical(config.optimizer)]["learning_rate"]
+    return dataclasses.replace(config, layer_changes=(), structure=(), learning_rate=rate)
+
+
 def _finite(outputs: torch.Tensor) -> bool:
     return bool(torch.isfinite(outputs).all())
 
@@ -123,7 +135,7 @@ def _checked(mutation, spec, data, config, healthy: Built) -> Mutation:
             mutant.module.eval()
             with torch.no_grad():
                 outputs = fitting.loss_of(mutant, sample, target, mutated.loss).reshape(1)
-            if _settings(mutated) == _settings(config) and \
+            if effective_settings(mutated) == effective_settings(config) and \
                     layer_settings(mutant) == layer_settings(healthy):
                 equivalent = "the same settings and architecture as the healthy model"
         else:

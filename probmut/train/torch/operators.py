@@ -12,7 +12,8 @@ defaults and sources), keyed by its name in :data:`TORCH_OPERATORS`.
   operators read each kernel in Keras' layout (inputs before units: a Dense kernel
   ``(in, out)``, a convolution's ``(kh, kw, in, out)``), draw with the registry's own
   :func:`~probmut.train.operators.model.select` and change kernels with its own
-  functions (``freeze``, ``invert``, ``switch``, ``shuffle_weights``), so a seed picks
+  functions (``freeze``, ``invert``, ``switch``, ``shuffle_weights``, on the layer's
+  :class:`~probmut.train.layer_weights.Units`: :func:`units_of`), so a seed picks
   the same weights, units and neurons of the same architecture in both frameworks.
 
 Layer targets (:data:`LAYER_KIND`, :func:`bind`) are read from the torch layer table
@@ -39,6 +40,7 @@ import numpy as np
 import torch
 
 from probmut.errors import ProbmutError
+from probmut.train.layer_weights import UnitAxes, Units
 from probmut.train.operators import OPERATORS, Mutation, _at_layer
 from probmut.train.operators import model as keras_model
 from probmut.train.operators.magnitudes import EACH, NETWORK
@@ -76,8 +78,12 @@ LAYER_KIND = {
                              lambda layer, b: _g(b).activation(layer) not in (None, "linear")),
     "kernel_initializer": ("a Dense or convolution layer (Linear, ConvNd)",
                            lambda layer, b: _g(b).weighted(layer)),
-    "kernel": ("a Dense or convolution layer (Linear, ConvNd)",
-               lambda layer, b: _g(b).weighted(layer)),
+    "weights": ("a Dense or convolution layer (Linear, ConvNd)",
+                lambda layer, b: _g(b).weighted(layer)),
+    "units": ("a Dense or convolution layer (Linear, ConvNd)",
+              lambda layer, b: _g(b).weighted(layer)),
+    "pre_activation": ("a Dense or convolution layer (Linear, ConvNd)",
+                       lambda layer, b: _g(b).weighted(layer)),
     "switchable": ("a Dense or convolution layer with at least two units",
                    lambda layer, b: _g(b).weighted(layer) and _g(b).units(layer) >= 2),
     "no_regulariser": ("a Dense or convolution layer without a weight penalty",
@@ -179,7 +185,7 @@ def scope(built: Built, params: dict, kind: str) -> list[int]:
 def _fuzz(built, params, rng, sd, minimum):
     """Add N(0, sd(chosen weights, kernel)^2) noise to ``ratio`` of the kernel weights
     (the count and the draws of :func:`probmut.train.operators.model.weights_fuzzing`)."""
-    layers = [built.graph.layers[i] for i in scope(built, params, "kernel")]
+    layers = [built.graph.layers[i] for i in scope(built, params, "weights")]
     kernels = [kernel_of(layer.module) for layer in layers]
     picks = keras_model.select([k.size for k in kernels], params["ratio"], rng, minimum)
     for layer, kernel, chosen in zip(layers, kernels, picks, strict=True):
@@ -205,22 +211,45 @@ def gaussian_fuzzing(built, params, rng):
                  minimum=1)
 
 
-def per_unit(change, kind="kernel"):
-    """A model operator changing ``ratio`` of the units of the layers in scope (at least
-    one) with the registry's ``change(kernel, bias, chosen, rng)``."""
+def units_of(module) -> Units:
+    """A Dense or convolution layer's units where its Keras-layout weights
+    (:func:`keras_weights`) hold them: the kernel's last axis and the bias, both carrying
+    the units' pre-activation (:class:`probmut.train.layer_weights.Units`)."""
+    axes = [UnitAxes(0, "kernel", module.weight.dim() - 1, module.weight.dim(), True,
+                     pre_activation=(0,))]
+    if module.bias is not None:
+        axes.append(UnitAxes(1, "bias", 0, 1, False, pre_activation=(0,)))
+    return Units(int(module.weight.shape[0]), tuple(axes))
+
+
+def keras_weights(module) -> list[np.ndarray]:
+    """A Dense or convolution layer's weights as Keras' ``get_weights()`` lists them:
+    its kernel in Keras' layout, then its bias (copies)."""
+    bias = [] if module.bias is None else [module.bias.detach().numpy().copy()]
+    return [kernel_of(module), *bias]
+
+
+def set_keras_weights(module, weights: list[np.ndarray]) -> None:
+    set_kernel(module, weights[0])
+    if module.bias is not None:
+        with torch.no_grad():
+            module.bias.copy_(torch.from_numpy(weights[1]))
+
+
+def per_unit(change, kind: str):
+    """A model operator changing ``ratio`` of the units of the layers in scope (of the
+    layer kind ``kind``; at least one) with the registry's ``change(units, weights,
+    chosen, rng)`` on the layer's Keras-layout weights."""
     def apply(built, params, rng):
         layers = [built.graph.layers[i] for i in scope(built, params, kind)]
-        picks = keras_model.select([built.graph.units(layer) for layer in layers],
-                                   params["ratio"], rng, minimum=1)
-        for layer, chosen in zip(layers, picks, strict=True):
+        found = [units_of(layer.module) for layer in layers]
+        picks = keras_model.select([units.count for units in found], params["ratio"], rng,
+                                   minimum=1)
+        for layer, units, chosen in zip(layers, found, picks, strict=True):
             if chosen.size:
-                kernel, module = kernel_of(layer.module), layer.module
-                bias = None if module.bias is None else module.bias.detach().numpy().copy()
-                change(kernel, bias, chosen, rng)
-                set_kernel(module, kernel)
-                if bias is not None:
-                    with torch.no_grad():
-                        module.bias.copy_(torch.from_numpy(bias))
+                weights = keras_weights(layer.module)
+                change(units, weights, chosen, rng)
+                set_keras_weights(layer.module, weights)
         return built
     apply.__doc__ = change.__doc__
     return apply
@@ -326,16 +355,17 @@ TORCH_OPERATORS = {
     "gaussian_fuzzing": TorchOperator(
         "RATIO of the trained kernel weights w become N(w, SD^2)", gaussian_fuzzing),
     "neurons_freezing": TorchOperator(
-        "the trained weights and bias of RATIO of the units zeroed", per_unit(keras_model.freeze)),
+        "the trained weights and bias of RATIO of the units zeroed",
+        per_unit(keras_model.freeze, "pre_activation")),
     "weight_shuffling": TorchOperator(
         "the trained incoming weights of RATIO of the units shuffled",
-        per_unit(keras_model.shuffle_weights)),
+        per_unit(keras_model.shuffle_weights, "units")),
     "neuron_activation_inverse": TorchOperator(
         "the trained weights and bias of RATIO of the units negated",
-        per_unit(keras_model.invert)),
+        per_unit(keras_model.invert, "pre_activation")),
     "neuron_switch": TorchOperator(
         "RATIO of the trained units trade weights and biases cyclically within their layer",
-        per_unit(keras_model.switch, kind="switchable")),
+        per_unit(keras_model.switch, "switchable")),
     "neuron_effect_blocking": TorchOperator(
         "the trained weights from RATIO of the neurons into the layers they feed zeroed",
         neuron_effect_blocking),

@@ -48,9 +48,10 @@ from probmut.train.operators import OPERATORS, population_config
 from probmut.train.torch import fitting, grouped
 from probmut.train.torch.architectures import torch_dims, torch_inputs
 from probmut.train.torch.build import build, initial_weights
-from probmut.train.torch.instance import spec_of, training_set
+from probmut.train.torch.instance import spec_of
 from probmut.train.torch.losses import Outputs, batch_loss
 from probmut.train.torch.optimizers import KerasOptimizer, canonical
+from probmut.train.training_set import training_set
 from probmut.train.work import Assignment, InstanceResult
 
 _GLOBAL_RANDOM = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
@@ -206,7 +207,7 @@ def train_stack(assignments: list[Assignment], *, dataset,
     params = assignments[0].params
     config = population_config(settings.config, operator, params)
     member_seeds = [a.seed for a in assignments]
-    data = [training_set(dataset, config, s, operator, params) for s in member_seeds]
+    data = [training_set(dataset, config, operator, params, s) for s in member_seeds]
     if operator is None or operator.level != "data":  # one training set for all
         data = [data[0]] * len(data)
     spec, dims = spec_of(settings.architecture, dataset.dims), torch_dims(dataset.dims)

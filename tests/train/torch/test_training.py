@@ -132,14 +132,14 @@ def test_one_batch_and_the_validation_set_trained_on_change_what_is_trained(digi
     import dataclasses
 
     from probmut.train.operators import OPERATORS
-    from probmut.train.torch.instance import training_set
+    from probmut.train.training_set import training_set
 
     data = dataclasses.replace(digits, x_val=digits.x_train[1000:], y_val=digits.y_train[1000:],
                                x_train=digits.x_train[:1000], y_train=digits.y_train[:1000])
     config = _settings(patience=2).config
     removed = OPERATORS["remove_validation_set"].apply(config, {})
-    assert len(training_set(data, removed, 0)[1]) == len(digits.y_train)
-    assert len(training_set(data, config, 0)[1]) == 1000
+    assert len(training_set(data, removed, None, None, 0)[1]) == len(digits.y_train)
+    assert len(training_set(data, config, None, None, 0)[1]) == 1000
     batched = _train(data, _settings(epochs=1))
     whole = _train(data, _settings(epochs=1), text="disable_batching")
     assert whole.initial_loss == pytest.approx(batched.initial_loss, abs=0.5)
