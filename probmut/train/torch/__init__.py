@@ -12,7 +12,8 @@ framework-neutral settings), :mod:`~probmut.train.torch.process` (a worker's set
 (the training loop), :mod:`~probmut.train.torch.operators` (every operator),
 :mod:`~probmut.train.torch.legality` and :mod:`~probmut.train.torch.dryrun` (before
 training), :mod:`~probmut.train.torch.instance` (one instance, and ``train_unit``),
-:mod:`~probmut.train.torch.stack` and :mod:`~probmut.train.torch.grouped` (many at once).
+:mod:`~probmut.train.torch.stack` and :mod:`~probmut.train.torch.grouped` (many at once),
+:mod:`~probmut.train.torch.trainer` (the trainer seam's protocol).
 
 Nothing else in probmut imports this package, and it imports neither TensorFlow nor
 Keras: a Keras run never imports torch, a torch run never TensorFlow.
