@@ -139,6 +139,8 @@ def settle_command(campaign, steps) -> str:
     config = run.get("config", {})
     user_code = {"function": "--trainer", "command": "--command"}.get(run.get("trainer"))
     trainer = [user_code, run["code"]] if user_code else ["--architecture", run["architecture"]]
+    if run.get("trainer") == "torch":  # keras, the default, is not named
+        trainer += ["--framework", "torch"]
     words = ["probmut", "train", "--out", str(folder),
              f"--{run['data']['option']}", run["dataset"], *trainer, "--seed", str(run["seed"])]
     for option, key in (("--epochs", "epochs"), ("--batch-size", "batch_size"),

@@ -30,6 +30,7 @@ from probmut.results import counted
 from probmut.seeds import DEFAULT_SEED
 from probmut.train.options import (
     DECISIONS,
+    FRAMEWORKS,
     DataOptions,
     ExecutionOptions,
     Instances,
@@ -44,6 +45,8 @@ EXAMPLE = """example:
                 --mutation delete_training_data:3.1,9.29,30.93 --out runs/digits
   probmut train ... --mutation weights_fuzzing:0.05_1@3 --mutation change_activation_function:elu
   probmut train --list-operators          every operator, its magnitude and default target
+  probmut train --framework torch --architecture digits_cnn --mutation GF --out runs/t
+                                          the same run with PyTorch (the torch extra)
 
   probmut train --architecture deepcrime_mnist --mutation neurons_freezing:0.05 --dry-run
                                           what a mutation changes, nothing trained
@@ -87,10 +90,14 @@ def register(subparsers) -> None:
                         "gaze_lenet 0.1, as DeepCrime's lenet; none for other models; needed "
                         "by --patience, change_patience, remove_validation_set)")
     p.add_argument("--architecture", metavar="ARCHITECTURE",
-                   help=f"the network trained: {', '.join(MODELS)}, or module:function: a "
-                        "function (input_shape, n_classes) returning a keras.Model classifier, "
-                        "on the Python path (default: digits_cnn); a manifest's model is the "
-                        "name the run writes (--name)")
+                   help=f"the network trained: {', '.join(MODELS)} (torch: digits_cnn, mlp, "
+                        "deepcrime_mnist), or module:function: a function (input_shape, "
+                        "n_classes) returning a keras.Model (torch: a torch.nn.Module) "
+                        "classifier, on the Python path (default: digits_cnn); a manifest's "
+                        "model is the name the run writes (--name)")
+    p.add_argument("--framework", choices=FRAMEWORKS, default="keras",
+                   help="the framework probmut trains the architecture with: keras or torch "
+                        "(PyTorch: the torch extra; docs/torch.md) (default: keras)")
     p.add_argument("--trainer", metavar="MODULE:FUNCTION",
                    help="train each instance with your own function instead (any framework): "
                         "FUNCTION(spec) returns {'accuracy': ...}; MODULE is looked up in the "
@@ -131,13 +138,13 @@ def register(subparsers) -> None:
     p.add_argument("--stack", type=_stack, default=None, metavar="K|auto",
                    help="train K instances of a population at once as one model; auto: up "
                         "to 20 for small models, 1 on a CPU for models whose training step is "
-                        "large; 1: one at a time with model.fit (default: auto)")
+                        "large (torch: 25); 1: one at a time with model.fit (default: auto)")
     p.add_argument("--jobs", type=integer(1, MAX_WORKERS), default=1,
                    help="worker processes training at once, each a stack or one instance "
                         "(local backend); 1: in this process (default: 1)")
     p.add_argument("--threads", type=integer(1, MAX_WORKERS), default=1,
-                   help="TensorFlow threads per instance; the same --threads gives the same "
-                        "files whatever --jobs or --backend (default: 1)")
+                   help="TensorFlow (torch) threads per instance; the same --threads gives the "
+                        "same files whatever --jobs or --backend (default: 1)")
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--cpus-per-task", type=number(0, float("inf"), low_open=True),
@@ -146,7 +153,7 @@ def register(subparsers) -> None:
                    help="Ray GPUs per task (default: 0)")
     p.add_argument("--save-models", action="store_true",
                    help="keep each instance's model as OUT/models/POPULATION/ID.keras, the "
-                        "id in five digits (00000.keras) "
+                        "id in five digits (00000.keras; torch: 00000.pt, its state_dict) "
                         "(model-level mutants after mutation)")
     p.add_argument("--timeout", type=number(0, float("inf"), low_open=True), metavar="SECONDS",
                    help="stop an instance's training after SECONDS (recorded as timed out); "
@@ -220,11 +227,20 @@ def register(subparsers) -> None:
     p.set_defaults(func=handle, resumes=True)
 
 
-def operator_table(json_output: bool) -> str:
-    """``--list-operators``: the registry as a table (two lines per operator) or JSON."""
+def operator_table(json_output: bool, framework: str = "keras") -> str:
+    """``--list-operators``: the registry as a table (two lines per operator) or JSON;
+    for torch, a third line (``"torch"`` in JSON): what the operator does to a torch
+    module (:data:`probmut.train.torch.operators.TORCH_OPERATORS`)."""
     from probmut.train.operators import OPERATORS
 
     rows = [op.describe() for op in OPERATORS.values()]
+    if framework == "torch":
+        from probmut.train import tf_setup
+
+        tf_setup.require("torch", "torch")
+        from probmut.train.torch.operators import TORCH_OPERATORS
+
+        rows = [{**row, "torch": TORCH_OPERATORS[row["name"]].what} for row in rows]
     if json_output:
         return json.dumps(rows, indent=2)
     lines = [f"{'operator':<31}{'level':<9}{'default':<21}source",
@@ -236,6 +252,8 @@ def operator_table(json_output: bool) -> str:
         note = f"; {row['note']}" if row["note"] else ""
         names = f"; also {', '.join(row['aliases'])}" if row["aliases"] else ""
         lines.append(f"  {row['magnitude']}; {row['default_target']}{only}{note}{names}")
+        if "torch" in row:
+            lines.append(f"  torch: {row['torch']}")
     return "\n".join(lines)
 
 
@@ -311,12 +329,12 @@ def _dry_run(args) -> int:
         raise ProbmutError("--dry-run looks at --mutation magnitudes; leave out --search, "
                            "--until-settled and --until-score")
     if args.trainer or args.program:
-        raise ProbmutError("--dry-run shows what a mutation changes in the Keras trainer's "
-                           "model and data; leave out --trainer and --command",
+        raise ProbmutError("--dry-run shows what a mutation changes in the model and data of "
+                           "probmut's own trainer; leave out --trainer and --command",
                            option="trainer" if args.trainer else "command")
     report = preview_mutations(args.mutation, data=_data(args), training=_training(args),
                                architecture=args.architecture or "digits_cnn", seed=args.seed,
-                               threads=args.threads)
+                               threads=args.threads, framework=args.framework)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     if report.illegal:
         raise ProbmutError(f"{report.illegal[0].label}: {report.illegal[0].reason}",
@@ -327,7 +345,7 @@ def _dry_run(args) -> int:
 def handle(args) -> int:
     """Train, or list the operators, or dry-run the mutations; print what was done."""
     if args.list_operators:
-        print(operator_table(args.json))
+        print(operator_table(args.json, args.framework))
         return 0
     if args.dry_run:
         return _dry_run(args)
@@ -344,7 +362,7 @@ def handle(args) -> int:
             progress=not args.quiet),
         architecture=args.architecture, trainer=args.trainer, command=args.program,
         name=args.name, seed=args.seed, save_models=args.save_models,
-        deepcrime=args.format == "deepcrime")
+        deepcrime=args.format == "deepcrime", framework=args.framework)
     print(report.to_json() if args.json else report)
     if report.diverged:
         print(f"{counted(len(report.diverged), 'instance')} diverged (recorded; see probmut "

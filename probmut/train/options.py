@@ -36,6 +36,9 @@ WIDTH = 0.10
 #: How a search decides that a magnitude is killed: the bagged posterior's ratio, or
 #: DeepCrime's single test on the whole populations.
 DECISIONS = ("posterior", "deepcrime")
+#: The frameworks of probmut's own trainers (``--framework``): Keras, the default, and
+#: PyTorch (:mod:`probmut.train.torch`).
+FRAMEWORKS = ("keras", "torch")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,8 @@
 """Training as a library: :func:`train_populations` does everything ``probmut train`` does.
 
-It checks every argument, chooses the trainer (:mod:`probmut.train.trainers`: Keras, or
-a user's training function or program), loads the data, has the trainer check the
+It checks every argument, chooses the trainer (:mod:`probmut.train.trainers`: Keras or
+PyTorch, ``framework``, or a user's training function or program), loads the data, has
+the trainer check the
 mutations and choose the stack size, builds the backend
 (:func:`probmut.train.backends.make_backend`, its workers set up by the trainer) and
 hands the run's :class:`~probmut.train.run.Job` to its mode
@@ -17,8 +18,9 @@ Where TensorFlow is imported: with the Keras trainer, a process imports it when 
 trains (one job: this one) or needs Keras to load the data (a Keras data set, an image
 folder) or to build the user's model; the checks that build models run where Keras is
 (:mod:`probmut.train.keras_trainer`), so that with worker processes this one never
-imports it. A run of a user's training code imports it only for a Keras data set or an
-image folder.
+imports it. A run of a user's training code, or of the torch trainer, imports it only
+for a Keras data set or an image folder (Keras reads them, in this process); a torch run
+imports torch where it trains and checks, and a Keras run never imports torch.
 
 Examples
 --------
@@ -60,6 +62,7 @@ from probmut.train.legality import needs_keras
 from probmut.train.models import MODELS, resolve_model, task_of, validation_split_of
 from probmut.train.operators import Mutation, parse_mutations
 from probmut.train.options import (
+    FRAMEWORKS,
     MODES,
     DataOptions,
     ExecutionOptions,
@@ -83,7 +86,7 @@ def train_populations(
         execution: ExecutionOptions | None = None, architecture: str | None = None,
         trainer: str | Callable | None = None, command: str | None = None,
         name: str | None = None, seed: int = SEED, save_models: bool = False,
-        deepcrime: bool = False) -> RunReport:
+        deepcrime: bool = False, framework: str = "keras") -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
     (resumable: the same call again trains only what is missing); ``probmut train``.
 
@@ -99,9 +102,12 @@ def train_populations(
         digits), :class:`~probmut.train.options.TrainingOptions` (the architecture's
         settings it overrides; for a user's training code, the hyperparameters it is
         given), :class:`~probmut.train.options.ExecutionOptions` (one local job).
-    architecture : the network the Keras trainer trains: a bundled model
-        (:data:`probmut.train.models.MODELS`; default ``digits_cnn``) or
-        ``module:function``.
+    architecture : the network probmut's trainer trains: a bundled model
+        (:data:`probmut.train.models.MODELS`, :data:`probmut.train.torch.architectures.
+        ARCHITECTURES`; default ``digits_cnn``) or ``module:function`` (returning a
+        ``keras.Model``, or with ``framework="torch"`` a ``torch.nn.Module``).
+    framework : ``"keras"`` (default) or ``"torch"``: probmut's trainer of that framework
+        trains ``architecture`` (:data:`probmut.train.options.FRAMEWORKS`; docs/torch.md).
     trainer : a training function instead: ``"MODULE:FUNCTION"`` or the function itself
         (defined at the top level of an importable module), called once per instance
         with its spec (:mod:`probmut.train.function_trainer`).
@@ -110,7 +116,8 @@ def train_populations(
     name : the model's name in the manifest (default: ``out``'s name).
     seed : the base seed of every instance's seed and of every mode's random decisions.
     save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``, the id
-        in five digits (``00000.keras``; a user's code: its model file's suffix).
+        in five digits (``00000.keras``; torch: ``00000.pt``, a ``state_dict``; a user's
+        code: its model file's suffix).
     deepcrime : also write DeepCrime's ``;``-separated files.
 
     Returns
@@ -131,7 +138,7 @@ def train_populations(
     mode = Instances() if mode is None else mode
     data, training = data or DataOptions(), training or TrainingOptions()
     execution = execution or ExecutionOptions()
-    trainer, code = _trainer(architecture, trainer, command)
+    trainer, code = _trainer(architecture, trainer, command, framework)
     architecture = getattr(trainer, "architecture", None)  # a framework trainer's network
     parsed = _parsed(mutations)
     validation_split = validation_split_of(architecture, data.validation_split)
@@ -189,15 +196,21 @@ def train_populations(
                 return mode.train(job, list(found.mutations))
 
 
-def _trainer(architecture: str | None, function, command: str | None):
-    """The run's trainer (Keras, a training function or a program) and the user's code
-    it runs (None for Keras), refused in one line when more than one is asked for or
-    the function cannot be imported."""
+def _trainer(architecture: str | None, function, command: str | None, framework: str = "keras"):
+    """The run's trainer (Keras or torch, a training function or a program) and the user's
+    code it runs (None for probmut's own), refused in one line when more than one is asked
+    for, the framework is unknown or the function cannot be imported."""
+    _check_framework(framework)
+    if framework != "keras" and (function is not None or command is not None):
+        raise ProbmutError(f"the framework ({framework}) is that of probmut's own trainer, "
+                           "which builds the architecture; a training function or command "
+                           "trains a model of its own (a training function hands probmut "
+                           "its torch model by returning it as 'model')", option="framework")
     if function is not None and command is not None:
         raise ProbmutError("give either a training function or a training command, not both",
                            option="command")
     if architecture is not None and (function is not None or command is not None):
-        raise ProbmutError("the architecture is the network the Keras trainer builds; a "
+        raise ProbmutError("the architecture is the network probmut's trainer builds; a "
                            "training function or command builds its own model",
                            option="architecture")
     if function is not None:
@@ -212,7 +225,17 @@ def _trainer(architecture: str | None, function, command: str | None):
 
         trainer = CommandTrainer.of_command(command)
         return trainer, trainer.command
+    if framework == "torch":
+        from probmut.train.torch.trainer import TorchTrainer
+
+        return TorchTrainer(architecture or DEFAULT_ARCHITECTURE), None
     return KerasTrainer(architecture or DEFAULT_ARCHITECTURE), None
+
+
+def _check_framework(framework: str) -> None:
+    if framework not in FRAMEWORKS:
+        raise ProbmutError(f"unknown framework {framework!r}; use one of "
+                           f"{', '.join(FRAMEWORKS)}", option="framework")
 
 
 def _checked(trainer, request: CheckRequest, dataset, call) -> Checked:
@@ -231,10 +254,11 @@ def _checked(trainer, request: CheckRequest, dataset, call) -> Checked:
 def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions | None = None,
                       training: TrainingOptions | None = None,
                       architecture: str = "digits_cnn", seed: int = SEED,
-                      threads: int = 1) -> DryRun:
+                      threads: int = 1, framework: str = "keras") -> DryRun:
     """What each mutation changes, nothing trained (``probmut train --dry-run``; the
     arguments as for :func:`train_populations`). Keras (and TensorFlow) is imported only
-    for mutations, data or a model that need it.
+    for mutations, data or a model that need it; with ``framework="torch"``, torch
+    (:func:`probmut.train.torch.dryrun.dry_run`), and TensorFlow only for data Keras reads.
 
     Returns
     -------
@@ -262,6 +286,10 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
     _check_settings(threads=threads, validation_split=validation_split, **training.overrides())
     source, data_options = _data_source(data.dataset, data.data, data.image_size,
                                         data.test_split, validation_split)
+    _check_framework(framework)
+    if framework == "torch":
+        return _torch_preview(parsed, source, data_options, data.download_timeout, training,
+                              architecture, seed, threads)
     keras = any(map(needs_keras, parsed)) or architecture not in MODELS
     if keras:
         tf_setup.require("tensorflow", "train")
@@ -269,6 +297,22 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
     spec = resolve_model(architecture, loaded.dims)
     config = spec.config.replace(**training.overrides())
     return dry_run(parsed, spec, loaded, config, seed=seed, architecture=architecture)
+
+
+def _torch_preview(parsed, source, data_options, download_timeout, training, architecture,
+                   seed, threads) -> DryRun:
+    """:func:`preview_mutations` of a torch model."""
+    tf_setup.require("torch", "torch")
+    from probmut.train.torch.architectures import resolve
+    from probmut.train.torch.dryrun import dry_run as torch_dry_run
+    from probmut.train.torch.process import configure_torch
+
+    loaded = _load(source, data_options, architecture, threads, download_timeout, False)
+    configure_torch(threads)
+    spec = resolve(architecture, loaded.dims)
+    config = spec.config.replace(**training.overrides())
+    return torch_dry_run(parsed, spec, loaded, config, seed=seed,
+                         architecture=f"{architecture} (torch)")
 
 
 def _stack_for(timeout: float | None, stack: int | None) -> int | None:

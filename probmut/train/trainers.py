@@ -14,6 +14,9 @@ The trainers (:data:`TRAINERS`, each in its own module, imported when a run uses
 
 * ``keras`` (:mod:`probmut.train.keras_trainer`): probmut's own, for the bundled
   architectures and a user's ``module:function`` Keras model; every operator applies;
+* ``torch`` (:mod:`probmut.train.torch.trainer`): probmut's own for PyTorch, the bundled
+  architectures built in torch and a user's ``module:function`` ``nn.Module``; every
+  operator applies (``--framework torch``);
 * ``function`` (:mod:`probmut.train.function_trainer`): a user's training function,
   ``FUNCTION(spec)`` per instance in probmut's workers (:mod:`probmut.train.user_code`);
 * ``command`` (:mod:`probmut.train.command_trainer`): a user's program, one process per
@@ -41,6 +44,7 @@ from probmut.train.hyperparameters import TrainConfig
 
 #: The trainers by kind: the class implementing :class:`Trainer`, as ``module:class``.
 TRAINERS = {"keras": "probmut.train.keras_trainer:KerasTrainer",
+            "torch": "probmut.train.torch.trainer:TorchTrainer",
             "function": "probmut.train.function_trainer:FunctionTrainer",
             "command": "probmut.train.command_trainer:CommandTrainer"}
 
