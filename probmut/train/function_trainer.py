@@ -12,6 +12,11 @@ its one line, and the run goes on. A function cannot be stopped from inside: wit
 time limit, its worker process is killed at the hard limit
 (:func:`probmut.train.backends.hard_limit`) and the instance recorded as timed out.
 
+A function that returns its trained torch model (``"model"``) gets model-level mutants:
+probmut derives each from healthy instance i's model, kept when it trained (or, if not
+kept, from the model of healthy instance i trained again by the function with its seed),
+and scores it (:mod:`probmut.train.torch.returned`).
+
 Examples
 --------
 >>> import statistics
@@ -23,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import random
@@ -36,8 +42,10 @@ import numpy as np
 
 from probmut.errors import ProbmutError
 from probmut.io.records import one_line
+from probmut.train.operators import OPERATORS
 from probmut.train.trainers import Checked, CheckRequest
 from probmut.train.user_code import check_request, failed, instance_spec, result_of
+from probmut.train.work import HEALTHY
 
 #: Functions imported in this process, by their ``MODULE:FUNCTION``.
 _LOADED: dict = {}
@@ -120,19 +128,46 @@ class FunctionTrainer:
             threadpool_limits(threads, user_api="blas")
 
     def check(self, request: CheckRequest, *, dataset, call) -> Checked:
-        """:func:`probmut.train.user_code.check_request`.
+        """:func:`probmut.train.user_code.check_request` (model-level mutations too: a
+        function can return its torch model).
 
         Raises
         ------
         ProbmutError
             A stack size above 1, a mutation a function cannot be given.
         """
-        return check_request(request, dataset, "a training function")
+        return check_request(request, dataset, "a training function", models=True)
 
     def train_unit(self, assignments, stack: bool, healthy_weights=None, *,
                    dataset) -> list:
-        """Each assignment by a call of the function (see the module notes)."""
-        return [self._train(assignment, dataset) for assignment in assignments]
+        """Each assignment by a call of the function, a model-level mutant derived from
+        its healthy instance's model (see the module notes)."""
+        return [self._derive(assignment, healthy_weights, dataset)
+                if assignment.operator and OPERATORS[assignment.operator].level == "model"
+                else self._train(assignment, dataset) for assignment in assignments]
+
+    def _derive(self, assignment, healthy_weights, dataset):
+        """A model-level mutant of the torch model healthy instance i returned."""
+        start = time.perf_counter()
+        try:
+            from probmut.train.torch.returned import derive, from_kept
+
+            if healthy_weights is None:  # not kept: trained again with its seed
+                healthy = dataclasses.replace(assignment, population=HEALTHY, operator=None,
+                                              params=None, keep_weights=True,
+                                              save_model=False)
+                trained = self._train(healthy, dataset)
+                if trained.status in ("crashed", "timed out"):
+                    raise ValueError(f"healthy instance {assignment.instance}, trained again "
+                                     f"for its mutant, failed: {trained.error}")
+                if trained.weights is None:
+                    raise ValueError(f"healthy instance {assignment.instance} returned no "
+                                     "model: a model-level mutant needs the training "
+                                     "function to return its torch model as 'model'")
+                healthy_weights = trained.weights
+            return derive(assignment, from_kept(healthy_weights), dataset, start)
+        except Exception as error:  # the instance failed, not the run
+            return failed(assignment, error, time.perf_counter() - start)
 
     def _train(self, assignment, dataset):
         start = time.perf_counter()

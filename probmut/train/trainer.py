@@ -228,8 +228,20 @@ def _trainer(architecture: str | None, function, command: str | None, framework:
     if framework == "torch":
         from probmut.train.torch.trainer import TorchTrainer
 
-        return TorchTrainer(architecture or DEFAULT_ARCHITECTURE), None
+        return TorchTrainer(_torch_architecture(architecture or DEFAULT_ARCHITECTURE)), None
     return KerasTrainer(architecture or DEFAULT_ARCHITECTURE), None
+
+
+def _torch_architecture(name: str) -> str:
+    """``name``, a torch architecture: torch is installed and a bundled name is one
+    (refused in one line before the data is checked; a ``module:function`` is called
+    once the data's shape is known)."""
+    tf_setup.require("torch", "torch")
+    if ":" not in name:
+        from probmut.train.torch.architectures import resolve
+
+        resolve(name, None)  # a bundled spec needs no dims
+    return name
 
 
 def _check_framework(framework: str) -> None:
@@ -284,9 +296,11 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
         raise ProbmutError("a dry run needs at least one mutation", option="mutation")
     validation_split = validation_split_of(architecture, data.validation_split)
     _check_settings(threads=threads, validation_split=validation_split, **training.overrides())
+    _check_framework(framework)
+    if framework == "torch":
+        _torch_architecture(architecture)
     source, data_options = _data_source(data.dataset, data.data, data.image_size,
                                         data.test_split, validation_split)
-    _check_framework(framework)
     if framework == "torch":
         return _torch_preview(parsed, source, data_options, data.download_timeout, training,
                               architecture, seed, threads)
@@ -302,7 +316,6 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
 def _torch_preview(parsed, source, data_options, download_timeout, training, architecture,
                    seed, threads) -> DryRun:
     """:func:`preview_mutations` of a torch model."""
-    tf_setup.require("torch", "torch")
     from probmut.train.torch.architectures import resolve
     from probmut.train.torch.dryrun import dry_run as torch_dry_run
     from probmut.train.torch.process import configure_torch

@@ -21,14 +21,20 @@ mapping with the same keys.
 The code returns a mapping with ``accuracy`` (on the test set) and optionally
 ``correct`` (one bool per test input, in order: per-input analyses, DeepMutation's
 quality control and the broken flag need it), ``loss_history`` (one loss per epoch:
-symptoms) and ``model_path`` (a saved model's file, kept with ``save_models``).
+symptoms), ``model_path`` (a saved model's file, kept with ``save_models``) and, from a
+function, ``model``: its trained ``torch.nn.Module``, which probmut then scores itself
+and mutates (:mod:`probmut.train.torch.returned`; a ``.pt`` state dict is kept with
+``save_models`` when no ``model_path`` is given).
 
 Which mutations apply: every data-level operator (probmut's own code, as for Keras) and
 the training-level operators that change a setting of the mapping (learning rate, batch
 size, epochs, optimizer, loss, patience, gradient clipping, the validation set, one
-batch). Operators that change or read a model's layers (model-level operators, and the
-training-level ones with a layer target) need a model of a framework probmut knows, and
-are refused. A mutation whose setting the code never read did not reach it: it is
+batch); to a function, the model-level operators too, applied by probmut to the torch
+model each healthy instance returns. Operators that change a model's layers before
+training (the training-level ones with a layer target) need a model probmut builds,
+and are refused, as are model-level ones for a program (whose model probmut never
+holds) and ``@each`` (one mutant per layer: the layers are known only once a model is
+trained). A mutation whose setting the code never read did not reach it: it is
 flagged ``not applied`` (:mod:`probmut.train.quality`), never counted as a mutant.
 
 Examples
@@ -163,7 +169,7 @@ def _read_only(x):
 
 
 #: What a result of a user's training code holds besides ``accuracy``.
-OPTIONAL = ("correct", "loss_history", "model_path")
+OPTIONAL = ("correct", "loss_history", "model_path", "model")
 
 
 def result_of(returned, assignment: Assignment, dataset, *, seconds: float,
@@ -171,7 +177,11 @@ def result_of(returned, assignment: Assignment, dataset, *, seconds: float,
     """The :class:`~probmut.train.work.InstanceResult` of what the user's code
     ``returned`` for ``assignment`` (the module notes' contract; ``read``: the
     hyperparameters it read, None when unknown). A loss that diverged (a NaN or an
-    infinity in ``loss_history``) makes it ``diverged``.
+    infinity in ``loss_history``) makes it ``diverged``. A returned torch ``model`` is
+    scored by probmut (:func:`probmut.train.torch.returned.score_returned`, which must
+    agree with ``accuracy`` and ``correct``), kept whole when ``assignment`` keeps its
+    weights (its model-level mutants derive from it) and saved as a ``.pt`` state dict
+    when the run keeps models and no ``model_path`` is given.
 
     Raises
     ------
@@ -199,12 +209,37 @@ def result_of(returned, assignment: Assignment, dataset, *, seconds: float,
     history = returned.get("loss_history")
     losses = () if history is None else tuple(_number(v, "loss_history", finite=False)
                                                for v in history)
-    model = _model_bytes(returned.get("model_path"), assignment.save_model)
+    module, weights, constant, finite = returned.get("model"), None, None, True
+    if module is not None:
+        if not is_torch_module(module):
+            raise ValueError(f"model must be the trained torch.nn.Module (which probmut "
+                             f"scores and mutates), got {_shown(module)}")
+        from probmut.train.torch.returned import kept, score_returned
+
+        scored = score_returned(module, accuracy, dataset, correct)
+        correct, accuracy = scored.correct, float(scored.correct.mean())
+        constant, finite = scored.constant, scored.finite
+        weights = kept(module) if assignment.keep_weights else None
+    model = _model_bytes(returned.get("model_path"), assignment.save_model, module)
     return InstanceResult(assignment.population, assignment.instance, assignment.seed,
-                          accuracy, correct, seconds,
-                          status="diverged" if loss_diverged(math.nan, losses) else "ok",
-                          loss_history=losses, model_bytes=model and model[1],
-                          model_suffix=model and model[0], read=read)
+                          accuracy, correct, seconds, weights=weights,
+                          status="diverged" if loss_diverged(math.nan, losses) or not finite
+                          else "ok", loss_history=losses, constant=constant,
+                          model_bytes=model and model[1], model_suffix=model and model[0],
+                          read=read)
+
+
+def is_torch_module(value) -> bool:
+    """Is ``value`` a ``torch.nn.Module``? (torch is not imported to find out: an object
+    of a module not imported is none of its classes.)
+
+    >>> is_torch_module({"weights": []})
+    False
+    """
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.nn.Module)
 
 
 def failed(assignment: Assignment, error: BaseException | str, seconds: float,
@@ -231,10 +266,15 @@ def _number(value, what: str, finite: bool = True) -> float:
     return number
 
 
-def _model_bytes(path, wanted: bool) -> tuple[str, bytes] | None:
-    """The saved model's suffix and bytes, when ``save_models`` wants it."""
+def _model_bytes(path, wanted: bool, module=None) -> tuple[str, bytes] | None:
+    """The saved model's suffix and bytes, when ``save_models`` wants it: the file at
+    ``path``, else the returned torch ``module``'s state dict."""
     if not wanted:
         return None
+    if path is None and module is not None:
+        from probmut.train.torch.fitting import state_bytes
+
+        return ".pt", state_bytes(module)
     if path is None:
         raise ValueError("save_models keeps each instance's model, but the result has no "
                          "model_path")
@@ -246,11 +286,12 @@ def _model_bytes(path, wanted: bool) -> tuple[str, bytes] | None:
 
 # ---------------------------------------------------------------- the mutations
 
-def check_request(request: CheckRequest, dataset, what: str) -> Checked:
+def check_request(request: CheckRequest, dataset, what: str, models: bool = False) -> Checked:
     """A trainer's check (:meth:`probmut.train.trainers.Trainer.check`) for a user's
     training code (``what``: "a training function", ...): the settings given
     (:func:`~probmut.train.hyperparameters.user_config`), the mutations it can be given
-    (:func:`check_mutations`), one instance at a time.
+    (:func:`check_mutations`; ``models``: the code can hand probmut its torch model),
+    one instance at a time.
 
     Raises
     ------
@@ -261,35 +302,46 @@ def check_request(request: CheckRequest, dataset, what: str) -> Checked:
         raise ProbmutError(f"{what} trains one instance at a time: leave out the stack size "
                            "(or give 1)", option="stack")
     config = user_config(**request.overrides)
-    mutations = check_mutations(request.mutations, config, dataset, what)
+    mutations = check_mutations(request.mutations, config, dataset, what, models)
     return Checked(config, tuple(mutations), 1 if request.stack is None else None)
 
 
 def check_mutations(mutations: list[Mutation], config: TrainConfig, dataset,
-                    what: str) -> list[Mutation]:
+                    what: str, models: bool = False) -> list[Mutation]:
     """The ``mutations`` a user's training code (``what``: "a training function", ...)
     can be given, bound and checked: data-level ones as for Keras
     (:func:`probmut.train.legality.prepare`, on the data alone), training-level ones on
-    the settings (``config``) they change, marked equivalent when they change none.
+    the settings (``config``) they change, marked equivalent when they change none;
+    with ``models`` (the code hands probmut its torch model), model-level ones
+    (:func:`_on_returned_models`), bound to a layer only on each returned model.
 
     Raises
     ------
     ProbmutError
-        For the first that cannot be given to it: one that changes or reads a model's
-        layers, or one the settings or data do not allow.
+        For the first that cannot be given to it: one that changes a model's layers
+        before training or (without ``models``) mutates a trained one, or one the
+        settings or data do not allow.
     """
     from probmut.train.legality import prepare
 
     checked = []
     for mutation in mutations:
         operator = mutation.operator
-        if operator.level == "model" or operator.layer_kind is not None:
-            what_it_needs = ("mutates a trained model" if operator.level == "model"
-                             else "changes a layer of the model")
-            raise ProbmutError(f"{mutation.label}: {operator.name} {what_it_needs}, which needs "
-                               f"a model of a framework probmut knows (the Keras trainer, "
-                               f"--architecture); {what} trains a model of its own: give it "
+        if operator.level == "model" and models:
+            checked.append(_on_returned_models(mutation, what))
+            continue
+        if operator.level == "model":
+            raise ProbmutError(f"{mutation.label}: {operator.name} mutates a trained model, "
+                               f"which needs a model probmut holds (its Keras or torch trainer, "
+                               f"--architecture, or a training function returning its torch "
+                               f"model as 'model'); {what} trains a model of its own: give it "
                                "data-level and training-level operators", option="mutation")
+        if operator.layer_kind is not None:
+            raise ProbmutError(f"{mutation.label}: {operator.name} changes a layer of the "
+                               f"model before training, which needs a model probmut builds "
+                               f"(the Keras or torch trainer, --architecture); {what} builds "
+                               "a model of its own: give it data-level, training-level and "
+                               "model-level operators", option="mutation")
         if operator.level == "data":
             checked += prepare([mutation], None, dataset, None)
             continue
@@ -305,6 +357,29 @@ def check_mutations(mutations: list[Mutation], config: TrainConfig, dataset,
             mutation, equivalent="the same hyperparameters as the healthy population"
             if same else ""))
     return checked
+
+
+def _on_returned_models(mutation: Mutation, what: str) -> Mutation:
+    """A model-level ``mutation`` for the torch models a training function returns:
+    its names checked as the torch trainer checks them (torch must be installed);
+    ``@each`` refused (its mutants, one per fitting layer, are known only once a model
+    is), and so is a layer operator without its layer (its population is named by it)."""
+    from probmut.train.operators.magnitudes import EACH
+    from probmut.train.tf_setup import require
+
+    require("torch", "torch")
+    from probmut.train.torch.operators import check_name
+
+    check_name(mutation)
+    if mutation.params.get("layer") == EACH:
+        raise ProbmutError(f"{mutation.label}: @each makes one mutant per fitting layer, "
+                           f"which are known only once {what}'s model is trained: give "
+                           "@LAYER, @network or no target", option="mutation")
+    if not mutation.magnitude:  # its population would be named by the layer it binds to
+        raise ProbmutError(f"{mutation.label}: give the layer ({mutation.operator.name}:LAYER"
+                           f"): its default is the model's first fitting layer, known only "
+                           f"once {what}'s model is trained", option="mutation")
+    return mutation
 
 
 def application(mutation: Mutation | None, config: TrainConfig, dataset,
