@@ -103,8 +103,11 @@ class Built:
         return self._with(copy.deepcopy(self.module))
 
     def rebuilt(self) -> Built:
-        """This model after its graph was edited: recompiled and read again."""
+        """This model after its graph was edited: recompiled and read again, without the
+        modules no longer called (a removed layer's: not in its state, not a dropout that
+        a stack would look for in the graph)."""
         self.module.graph.eliminate_dead_code()
+        self.module.delete_all_unused_submodules()
         self.module.recompile()
         return self._with(self.module)
 

@@ -194,6 +194,25 @@ def test_a_trained_training_level_mutant_is_the_model_its_dry_run_describes(
         assert saved != {k: tuple(v.shape) for k, v in healthy.module.state_dict().items()}
 
 
+def test_a_removed_layer_leaves_the_model_and_its_mutant_trains_in_a_stack(tiny_digits):
+    """remove_layer on digits_cnn's dropout: its module leaves the model (not in the
+    saved state, not a dropout that the stack looks for in the graph: a stack of them
+    failed before), and a stack of two trains."""
+    from probmut.train.torch.architectures import ARCHITECTURES, torch_dims
+    from probmut.train.torch.build import build
+    from probmut.train.torch.stack import train_stack
+    from probmut.train.work import Assignment, RunSettings
+
+    spec = ARCHITECTURES["digits_cnn"]
+    config = spec.config.replace(epochs=1, structure=(("remove", 8, None),))
+    built = build(spec, torch_dims(tiny_digits.dims), config, seed=0)
+    assert "8" not in dict(built.module.named_modules()) and not built.dropouts()
+    settings = RunSettings("digits", "digits_cnn", config, seed=1, stack=2)
+    stacked = train_stack([Assignment(settings, "healthy", i) for i in range(2)],
+                          dataset=tiny_digits)
+    assert [r.status for r in stacked] == ["ok", "ok"], [r.error for r in stacked]
+
+
 def test_a_model_that_does_not_trace_takes_no_layer_operator(small_digits):
     """Dynamic control flow: data-level and settings-level operators apply, layer ones are
     refused with torch.fx's reason in one line, and the model trains."""
