@@ -1,7 +1,9 @@
-"""``probmut evaluate``: score saved models (.keras, legacy .h5) into population files
-(see docs/training.md, "Scoring models trained elsewhere").
+"""``probmut evaluate``: score saved models (.keras, legacy .h5; torch's .pt state dicts
+with ``--framework torch``) into population files (see docs/training.md, "Scoring models
+trained elsewhere", and docs/torch.md).
 
-Registering the subcommand imports nothing heavy; TensorFlow is imported by the handler.
+Registering the subcommand imports nothing heavy; TensorFlow (torch, for ``.pt`` files)
+is imported by the handler.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ from probmut.cli.args import (
 )
 from probmut.errors import ProbmutError
 from probmut.results import counted, dumps, listing
+from probmut.train.options import FRAMEWORKS
 from probmut.train.tasks import TASKS
 
 EXAMPLE = """examples:
   probmut evaluate runs/digits/models/healthy --dataset digits --out rescored/healthy.csv
   probmut evaluate trained_models/ --dataset mnist --write-manifest dc/manifest.toml
+  probmut evaluate runs/t/models --dataset digits --framework torch --architecture digits_cnn \
+                   --write-manifest rescored/manifest.toml
 """
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "evaluate", help="score saved models (.keras, .h5) into population files",
+        "evaluate", help="score saved models (.keras, .h5; torch .pt) into population files",
         description="Score each model file (one instance) on a test set and write a "
                     "population CSV with per-input outcomes and symptom columns; or, with "
                     "--write-manifest, a population per group of DeepCrime-style files "
@@ -37,7 +42,16 @@ def register(subparsers) -> None:
                     ".h5) or of probmut's models/{population}/{i}.keras, and a manifest.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", nargs="+", metavar="MODEL",
-                   help="model files, or directories searched for .keras and .h5 files")
+                   help="model files, or directories searched for .keras and .h5 files (torch: "
+                        ".pt)")
+    p.add_argument("--framework", choices=FRAMEWORKS, default="keras",
+                   help="torch: the files are .pt state dicts of probmut train --framework "
+                        "torch, loaded into the --architecture (a mutant's file, in "
+                        "models/POPULATION/, into the architecture as its mutation changed "
+                        "it) (default: keras)")
+    p.add_argument("--architecture", metavar="ARCHITECTURE",
+                   help="with --framework torch: the network the state dicts are of, a bundled "
+                        "one (digits_cnn, mlp, deepcrime_mnist) or module:function")
     add_data_arguments(p, required=True, default="its test set is scored")
     p.add_argument("--task", choices=tuple(TASKS),
                    default="classification",
@@ -55,23 +69,51 @@ def register(subparsers) -> None:
                    help="worker processes scoring models at once; 1: in this process "
                         "(default: 1)")
     p.add_argument("--threads", type=integer(1, 4096), default=1,
-                   help="TensorFlow threads per job")
+                   help="TensorFlow (torch) threads per job")
     add_quiet_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=handle)
 
 
+def _framework(args):
+    """How each file is scored: ``(evaluate, its arguments, the workers' set-up)``, the
+    framework's modules required (one line if not installed)."""
+    from probmut.train import tf_setup
+
+    if args.framework == "keras":
+        if args.architecture is not None:
+            raise ProbmutError("the architecture is for torch state dicts (--framework torch); "
+                               "a .keras or .h5 file holds its own", option="architecture")
+        tf_setup.require("tensorflow", "train", "probmut evaluate")
+        from probmut.train.evaluate import evaluate_file
+
+        return evaluate_file, (), tf_setup.configure_tensorflow
+    tf_setup.require("torch", "torch", "probmut evaluate --framework torch")
+    if args.architecture is None:
+        raise ProbmutError("a .pt file holds a torch model's weights, not its network: give "
+                           "the --architecture it is the state of", option="architecture")
+    if args.task != "classification":
+        raise ProbmutError("torch models are classifiers here", option="task")
+    from probmut.train.torch.process import configure_torch
+    from probmut.train.torch.saved import evaluate_state
+
+    return evaluate_state, (args.architecture,), configure_torch
+
+
 def handle(args) -> int:
     from probmut.train import backends, tf_setup
 
-    tf_setup.require("tensorflow", "train", "probmut evaluate")
-    from probmut.train.datasets import load_dataset, source_of
+    evaluate, arguments, setup = _framework(args)
+    from probmut.train.datasets import check_data_arguments, load_dataset, source_of
     from probmut.train.evaluate import evaluate_population, group_models, instance_ids, model_files
 
-    files = model_files(args.models)
+    files = model_files(args.models, args.framework)
     options = data_options(args)
     source = source_of(options.pop("dataset"), options.pop("data"))
-    tf_setup.configure_tensorflow(args.threads)  # before Keras loads a data set or a model
+    if args.framework == "keras" or check_data_arguments(
+            source, image_size=args.image_size, test_split=args.test_split).keras:
+        tf_setup.configure_tensorflow(args.threads)  # before Keras loads a data set or a model
+    setup(args.threads)
     dataset = load_dataset(source, task=args.task, **options)
     if args.out is not None:  # the population CSV and its outcomes file beside it
         writable_file(args.out, "population file", "out")
@@ -93,14 +135,15 @@ def handle(args) -> int:
             stem = "healthy" if magnitude is None else f"{operator}_{magnitude}"
             plan.append((folder / f"{stem}.csv", [p for _, p in members],
                          [i for i, _ in members], (operator, magnitude)))
-    backend = backends.make_backend(jobs=args.jobs, threads=args.threads)
+    backend = backends.make_backend(jobs=args.jobs, threads=args.threads, setup=setup)
     backend.share(dataset=dataset)
     written = []
     with backend:
         for out, population_files, ids, _ in plan:
             written.append(evaluate_population(population_files, ids, out, backend, dataset,
                                                progress=not args.quiet,
-                                               label=f"evaluate {out.stem}"))
+                                               label=f"evaluate {out.stem}", evaluate=evaluate,
+                                               arguments=arguments))
     document = written[0].to_dict() if args.out is not None else listing(
         [w.to_dict() for w in written], manifest=str(args.write_manifest))
     if args.write_manifest is not None:

@@ -1,5 +1,6 @@
-"""Score saved models (``.keras``, or legacy ``.h5`` where Keras reads it) into
-population files: ``probmut evaluate``.
+"""Score saved models (``.keras``, or legacy ``.h5`` where Keras reads it; torch's ``.pt``
+state dicts: :mod:`probmut.train.torch.saved`) into population files: ``probmut
+evaluate``.
 
 Each model file is one instance. Its id is the number at the end of its name
 (``mnist_original_7.h5`` is instance 7, ``models/healthy/00003.keras`` instance 3)
@@ -15,8 +16,8 @@ Groups of model files (:func:`group_models`) follow one of two layouts:
 
 * DeepCrime's: ``{model}_original_{i}.h5`` (healthy) and
   ``{model}_{operator}_mutated0_MP_{magnitude}_{i}.h5`` (mutants);
-* probmut's (``--save-models``): ``models/{population}/{i}.keras``, the population
-  ``healthy`` or ``{operator}_{magnitude}``.
+* probmut's (``--save-models``): ``models/{population}/{i}.keras`` (torch: ``.pt``), the
+  population ``healthy`` or ``{operator}_{magnitude}``.
 
 Examples
 --------
@@ -45,6 +46,8 @@ from probmut.io.records import InstanceRecord, one_line
 from probmut.results import Result, counted
 
 MODEL_SUFFIXES = (".keras", ".h5")
+#: The suffix of a torch model's file: its ``state_dict`` (``probmut train --framework torch``).
+TORCH_SUFFIX = ".pt"
 _DEEPCRIME_HEALTHY = re.compile(r"^(?P<model>.+?)_original_(?P<i>\d+)$")
 _DEEPCRIME_MUTANT = re.compile(r"^(?P<prefix>.+?)_mutated\d+_MP_(?P<magnitude>.+)_(?P<i>\d+)$")
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
@@ -58,22 +61,31 @@ class Evaluation:
     correct: np.ndarray | None
 
 
-def model_files(paths) -> list[Path]:
+def model_files(paths, framework: str = "keras") -> list[Path]:
     """The model files named on the command line; a directory gives its ``.keras`` and
-    ``.h5`` files (recursively), sorted. A file named twice (also through a directory or
-    a link) is an error: each file is one instance."""
+    ``.h5`` files (``framework`` torch: ``.pt``) (recursively), sorted. A file named twice
+    (also through a directory or a link) is an error: each file is one instance."""
+    suffixes = (TORCH_SUFFIX,) if framework == "torch" else MODEL_SUFFIXES
+    kinds = " or ".join(suffixes)
     files = []
     for path in map(Path, paths):
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in MODEL_SUFFIXES)
-        elif path.suffix not in MODEL_SUFFIXES:
-            raise ProbmutError(f"{path}: not a model file (.keras or .h5)")
+            files += sorted(p for p in path.rglob("*") if p.suffix in suffixes)
+        elif path.suffix == TORCH_SUFFIX and framework != "torch":
+            raise ProbmutError(f"{path}: a torch model's state dict; give --framework torch "
+                               "and the --architecture it is the state of")
+        elif path.suffix not in suffixes:
+            raise ProbmutError(f"{path}: not a model file ({kinds})")
         elif not path.exists():
             raise ProbmutError(f"{path}: no such file")
         else:
             files.append(path)
     if not files:
-        raise ProbmutError(f"no .keras or .h5 model files in {', '.join(map(str, paths))}")
+        torch_files = framework != "torch" and any(
+            Path(p).is_dir() and next(Path(p).rglob(f"*{TORCH_SUFFIX}"), None) for p in paths)
+        hint = " (it holds torch models, .pt: give --framework torch and the --architecture)" \
+            if torch_files else ""
+        raise ProbmutError(f"no {kinds} model files in {', '.join(map(str, paths))}{hint}")
     seen: dict[Path, Path] = {}
     for path in files:
         if (first := seen.setdefault(path.resolve(), path)) is not path:
@@ -92,11 +104,11 @@ def instance_ids(paths) -> list[int]:
     return list(range(len(paths)))
 
 
-def _operator_and_magnitude(name: str):
+def operator_and_magnitude(name: str):
     """``(operator, magnitude)`` of a population folder's name, DeepCrime's operator names
     read as ours (None when no operator starts it).
 
-    >>> _operator_and_magnitude("change_gradient_clip_0.1")
+    >>> operator_and_magnitude("change_gradient_clip_0.1")
     ('change_gradient_clipping', '0.1')
     """
     from probmut.train.operators import ALIASES, OPERATORS
@@ -153,8 +165,8 @@ def group_models(paths) -> tuple[str | None, dict]:
                               []).append((int(mutant.group("i")), path))
         elif stem.isdigit() and path.parent.name == "healthy":
             groups.setdefault(("healthy", None), []).append((int(stem), path))
-        elif stem.isdigit() and _operator_and_magnitude(path.parent.name):
-            key = _operator_and_magnitude(path.parent.name)
+        elif stem.isdigit() and operator_and_magnitude(path.parent.name):
+            key = operator_and_magnitude(path.parent.name)
             groups.setdefault(key, []).append((int(stem), path))
         else:
             unknown.append(str(path))
@@ -163,7 +175,7 @@ def group_models(paths) -> tuple[str | None, dict]:
                            + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else "")
                            + ": expected DeepCrime's {model}_original_{i}.h5 / {model}_{operator}"
                            "_mutated0_MP_{magnitude}_{i}.h5 or probmut's models/{population}/"
-                           "{i}.keras")
+                           "{i}.keras (.pt)")
     if len(models_seen) > 1:
         raise ProbmutError(f"the files hold several models ({', '.join(sorted(models_seen))}); "
                            "evaluate one at a time")
@@ -338,17 +350,20 @@ class EvaluatedPopulation(Result):
 
 
 def evaluate_population(files, ids, out: Path, backend, dataset, progress: bool = True,
-                        label: str = "evaluate") -> EvaluatedPopulation:
+                        label: str = "evaluate", evaluate=evaluate_file,
+                        arguments: tuple = ()) -> EvaluatedPopulation:
     """Score ``files`` (instance ``ids``) with ``backend`` and write ``out`` (the tidy
-    CSV) and its ``.outcomes.npz`` beside it."""
+    CSV) and its ``.outcomes.npz`` beside it; ``evaluate(path, instance, *arguments,
+    dataset=...)`` scores one file (:func:`evaluate_file`; torch:
+    :func:`probmut.train.torch.saved.evaluate_state`, the architecture its argument)."""
     from probmut.progress import progress as progress_bar
     from probmut.train.run import write_population
     from probmut.train.tasks import strata
 
     results = {}
-    calls = [(path, instance) for path, instance in zip(files, ids, strict=True)]
+    calls = [(path, instance, *arguments) for path, instance in zip(files, ids, strict=True)]
     with progress_bar(len(calls), label, enabled=progress, unit="model") as bar:
-        for index, outcome in backend.map_unordered(evaluate_file, calls):
+        for index, outcome in backend.map_unordered(evaluate, calls):
             instance = ids[index]
             if isinstance(outcome, BaseException):
                 outcome = Evaluation(InstanceRecord(instance, math.nan, status="crashed",
