@@ -95,6 +95,24 @@ def register(subparsers) -> None:
     p.set_defaults(func=handle)
 
 
+def _refuse_torch(sources) -> None:
+    """Coverage reads a Keras model's layers (activations, relevance propagation): a run
+    of torch models, or ``.pt`` files, are refused in one line saying so."""
+    from probmut.io.workdir import read_settings
+
+    for source in map(Path, sources):
+        run = (source / "manifest.toml").exists()
+        found = source / "models" / "healthy" if run else source
+        torch_files = found.suffix == ".pt" or (found.is_dir() and next(
+            found.rglob("*.pt"), None) is not None)
+        if torch_files or run and (read_settings(source) or {}).get("trainer") == "torch":
+            raise ProbmutError(f"{source}: torch models (.pt state dicts): importance-"
+                               "driven coverage is computed on Keras models only (its "
+                               "relevance propagation and activations read Keras layers); "
+                               "--against RUN reads only a run's outcomes and takes a torch "
+                               "run")
+
+
 def _source(args):
     """Model files and the data source from the sources (a run directory or models)."""
     from probmut.train.datasets import source_of
@@ -160,6 +178,7 @@ def _against(run: str, strict: bool):
 def handle(args) -> int:
     from probmut.train import tf_setup
 
+    _refuse_torch(args.source)
     tf_setup.require("tensorflow", "train", "probmut coverage")
     files, source, label = _source(args)
     against = _against(args.against, args.strict) if args.against else None
