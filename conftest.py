@@ -1,5 +1,6 @@
 """Run the docstring examples of probmut's modules as tests (``--doctest-modules``),
-skipping modules whose optional extra (TensorFlow, PyMC, PyTorch) is not installed; set
+skipping modules whose optional extra (TensorFlow, PyMC, PyTorch) is not installed (CI
+sets PROBMUT_REQUIRE_TORCH: PyTorch's then fail); set
 TensorFlow up as `probmut train` does before any test or example runs it; and keep
 every temporary file of the session in one folder that is removed at its end."""
 
@@ -21,8 +22,8 @@ if importlib.util.find_spec("tensorflow") is None:
     collect_ignore_glob.append("probmut/train/*")
 if importlib.util.find_spec("pymc") is None:
     collect_ignore_glob.append("probmut/bayes/*.py")
-if importlib.util.find_spec("torch") is None:
-    collect_ignore_glob.append("probmut/train/torch/*.py")
+if importlib.util.find_spec("torch") is None and not os.environ.get("PROBMUT_REQUIRE_TORCH"):
+    collect_ignore_glob.append("probmut/train/torch/*.py")  # CI requires them (.ci/run)
 
 
 _FOLDER = pytest.StashKey[str]()

@@ -147,43 +147,46 @@ class FunctionTrainer:
                 else self._train(assignment, dataset) for assignment in assignments]
 
     def _derive(self, assignment, healthy_weights, dataset):
-        """A model-level mutant of the torch model healthy instance i returned."""
+        """A model-level mutant of the torch model healthy instance i returned: the one
+        its run kept, else the one it returns trained again with its seed."""
         start = time.perf_counter()
         try:
             from probmut.train.torch.returned import derive, from_kept
 
-            if healthy_weights is None:  # not kept: trained again with its seed
+            if healthy_weights is None:  # not kept (an earlier run's, or not picklable)
                 healthy = dataclasses.replace(assignment, population=HEALTHY, operator=None,
-                                              params=None, keep_weights=True,
+                                              params=None, keep_weights=False,
                                               save_model=False)
-                trained = self._train(healthy, dataset)
-                if trained.status in ("crashed", "timed out"):
-                    raise ValueError(f"healthy instance {assignment.instance}, trained again "
-                                     f"for its mutant, failed: {trained.error}")
-                if trained.weights is None:
-                    raise ValueError(f"healthy instance {assignment.instance} returned no "
-                                     "model: a model-level mutant needs the training "
-                                     "function to return its torch model as 'model'")
-                healthy_weights = trained.weights
-            return derive(assignment, from_kept(healthy_weights), dataset, start)
-        except Exception as error:  # the instance failed, not the run
+                with tempfile.TemporaryDirectory(prefix="probmut-instance-") as folder:
+                    returned, spec = self._call(healthy, dataset, folder)
+                    result_of(returned, healthy, dataset, seconds=0.0, read=None)  # checked
+                model = from_kept([], assignment.instance, returned.get("model"))
+            else:
+                model = from_kept(healthy_weights, assignment.instance)
+            return derive(assignment, model, dataset, start)
+        except (Exception, SystemExit) as error:  # the instance failed, not the run
             return failed(assignment, error, time.perf_counter() - start)
 
     def _train(self, assignment, dataset):
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="probmut-instance-") as folder:
             try:
-                function = load_function(self.code, self.folder)
-                spec = instance_spec(assignment, dataset, folder)
-                random.seed(assignment.seed)
-                np.random.seed(assignment.seed)
-                with contextlib.redirect_stdout(sys.stderr):
-                    returned = function(spec)
+                returned, spec = self._call(assignment, dataset, folder)
                 seconds = time.perf_counter() - start
                 return result_of(returned, assignment, dataset, seconds=seconds,
                                  read=tuple(sorted(spec.hyperparameters.read)))
             except (Exception, SystemExit) as error:  # the instance failed, not the run
                 return failed(assignment, error, time.perf_counter() - start)
+
+    def _call(self, assignment, dataset, folder: str):
+        """What the function returns for ``assignment`` (seeded, its prints on stderr),
+        and the spec it was given."""
+        function = load_function(self.code, self.folder)
+        spec = instance_spec(assignment, dataset, folder)
+        random.seed(assignment.seed)
+        np.random.seed(assignment.seed)
+        with contextlib.redirect_stdout(sys.stderr):
+            return function(spec), spec
 
     def stack_problem(self, settings, config, dataset) -> str | None:
         return "a training function trains one instance at a time"

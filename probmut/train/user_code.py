@@ -209,7 +209,10 @@ def result_of(returned, assignment: Assignment, dataset, *, seconds: float,
     history = returned.get("loss_history")
     losses = () if history is None else tuple(_number(v, "loss_history", finite=False)
                                                for v in history)
-    module, weights, constant, finite = returned.get("model"), None, None, True
+    module, constant, finite = returned.get("model"), None, True
+    # kept for model-level mutants: the module whole; none returned: nothing (an empty
+    # list, so that its mutants fail at once instead of training it again)
+    weights = [] if assignment.keep_weights else None
     if module is not None:
         if not is_torch_module(module):
             raise ValueError(f"model must be the trained torch.nn.Module (which probmut "
@@ -219,7 +222,8 @@ def result_of(returned, assignment: Assignment, dataset, *, seconds: float,
         scored = score_returned(module, accuracy, dataset, correct)
         correct, accuracy = scored.correct, float(scored.correct.mean())
         constant, finite = scored.constant, scored.finite
-        weights = kept(module) if assignment.keep_weights else None
+        if assignment.keep_weights:
+            weights = kept(module)
     model = _model_bytes(returned.get("model_path"), assignment.save_model, module)
     return InstanceResult(assignment.population, assignment.instance, assignment.seed,
                           accuracy, correct, seconds, weights=weights,

@@ -147,8 +147,6 @@ def test_a_failing_instance_is_recorded_and_the_run_goes_on(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("mutation, says", [
-    ("neurons_freezing:0.1", "neurons_freezing:0.1: neurons_freezing mutates a trained model, "
-                             "which needs a model of a framework probmut knows"),
     ("change_activation_function:elu", "changes a layer of the model"),
     ("change_patience:2", "the healthy model has no early stopping to change"),
     ("delete_training_data:100", "the mutated training set holds no samples"),
@@ -164,7 +162,7 @@ def test_what_a_function_cannot_be_given_is_refused_before_training(tmp_path, mu
                                                       "tests.train.user_trainers", "trainer"),
     ({"trainer": "nocolon"}, "give the training function as MODULE:FUNCTION", "trainer"),
     ({"trainer": lambda spec: {}}, "defined at the top level of a module", "trainer"),
-    ({"architecture": "mlp"}, "the architecture is the network the Keras trainer builds",
+    ({"architecture": "mlp"}, "the architecture is the network probmut's trainer builds",
      "architecture"),
     ({"command": "python x.py"}, "either a training function or a training command",
      "command"),

@@ -22,8 +22,10 @@ Examples
 >>> from pathlib import Path
 >>> module = model_for("digits_cnn", Path("models/add_layer_batch_normalization@4/00000.pt"),
 ...                    load_dataset("digits"))
->>> [type(m).__name__ for m in module.children()][4:6]   # a BatchNormalization inserted
-['ReLU', 'BatchNormalization']
+>>> called = [type(module.get_submodule(node.target)).__name__
+...           for node in module.graph.nodes if node.op == "call_module"]
+>>> called[3:7]                        # a BatchNormalization after layer 4, the second ReLU
+['Conv2d', 'ReLU', 'BatchNormalization', 'Flatten']
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@ bundled digits (small enough for a few epochs in a second)."""
 
 import pytest
 
+from . import torch_or_skip
+
 
 @pytest.fixture(scope="module")
 def digits():
-    pytest.importorskip("torch")
+    torch_or_skip()
     from probmut.train.datasets import load_dataset
     from probmut.train.torch.process import configure_torch
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from . import torch_or_skip
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -28,7 +28,7 @@ def test_probmut_and_the_keras_trainer_never_import_torch():
 
 
 def test_a_torch_run_never_imports_tensorflow_or_keras():
-    pytest.importorskip("torch")
+    torch_or_skip()
     loaded = _modules_after(
         "import pkgutil, importlib, probmut.train.torch as package\n"
         "for info in pkgutil.iter_modules(package.__path__):\n"

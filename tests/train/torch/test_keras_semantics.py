@@ -5,12 +5,14 @@ name, the bundled architectures' layers, and training steps end to end."""
 import numpy as np
 import pytest
 
+from . import torch_or_skip
+
 pytestmark = pytest.mark.train
 
 
 @pytest.fixture(scope="module")
 def keras():
-    pytest.importorskip("torch")
+    torch_or_skip()
     pytest.importorskip("tensorflow")
     from probmut.train.tf_setup import set_tensorflow_environment
 

@@ -10,7 +10,9 @@ import pytest
 
 from probmut.errors import ProbmutError
 
-pytest.importorskip("torch")
+from . import torch_or_skip
+
+torch_or_skip()
 
 from probmut.train.operators import parse_mutations  # noqa: E402
 from probmut.train.torch.legality import check  # noqa: E402
