@@ -113,7 +113,7 @@ def test_building_the_command_line_imports_no_heavy_module():
     # scipy.special were 0.5 s of it: the kill criteria's registry and the Beta maths).
     code = ("import sys, probmut.cli; probmut.cli.build_parser(); "
             "print([m for m in ('scipy', 'numba', 'matplotlib', 'pandas', 'tensorflow', "
-            "'pymc', 'arviz', 'nutpie', 'ray') if m in sys.modules])")
+            "'pymc', 'arviz', 'nutpie', 'ray', 'torch') if m in sys.modules])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

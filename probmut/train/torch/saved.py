@@ -83,6 +83,20 @@ def _model(architecture: str, found, dataset):
     return built
 
 
+def _check_fits(state: dict, own: dict, architecture: str) -> None:
+    """A state dict fits the model's: the same names and shapes; else one line saying
+    which differ (torch's own error spreads over many lines)."""
+    missing = [key for key in own if key not in state]
+    unexpected = [key for key in state if key not in own]
+    shapes = [f"{key} {tuple(state[key].shape)} for {tuple(own[key].shape)}" for key in own
+              if key in state and state[key].shape != own[key].shape]
+    if missing or unexpected or shapes:
+        found = [f"{what}: {', '.join(keys[:3])}{' ...' * (len(keys) > 3)}"
+                 for what, keys in (("missing", missing), ("unexpected", unexpected),
+                                    ("other shapes", shapes)) if keys]
+        raise ValueError(f"not the state of {architecture}'s model ({'; '.join(found)})")
+
+
 def evaluate_state(path, instance: int, architecture: str, *, dataset):
     """Load the state dict at ``path`` into its model (:func:`model_for`) and score it on
     ``dataset``'s test set: an :class:`~probmut.train.evaluate.Evaluation`, never an
@@ -93,6 +107,7 @@ def evaluate_state(path, instance: int, architecture: str, *, dataset):
     try:
         module = model_for(architecture, path, dataset)
         state = torch.load(path, map_location="cpu", weights_only=True)
+        _check_fits(state, module.state_dict(), architecture)
         module.load_state_dict(state)
         scored = score_outputs(fitting.predict(module, dataset.x_test), dataset.y_test,
                                dataset.task)
