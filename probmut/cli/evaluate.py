@@ -88,13 +88,14 @@ def _framework(args):
         from probmut.train.evaluate import evaluate_file
 
         return evaluate_file, (), tf_setup.configure_tensorflow
-    tf_setup.require("torch", "torch", "probmut evaluate --framework torch")
+    from probmut.train.torch.process import configure_torch, require_torch
+
+    require_torch("probmut evaluate --framework torch")
     if args.architecture is None:
         raise ProbmutError("a .pt file holds a torch model's weights, not its network: give "
                            "the --architecture it is the state of", option="architecture")
     if args.task != "classification":
         raise ProbmutError("torch models are classifiers here", option="task")
-    from probmut.train.torch.process import configure_torch
     from probmut.train.torch.saved import evaluate_state
 
     return evaluate_state, (args.architecture,), configure_torch

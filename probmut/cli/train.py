@@ -235,9 +235,9 @@ def operator_table(json_output: bool, framework: str = "keras") -> str:
 
     rows = [op.describe() for op in OPERATORS.values()]
     if framework == "torch":
-        from probmut.train import tf_setup
+        from probmut.train.torch.process import require_torch
 
-        tf_setup.require("torch", "torch")
+        require_torch()
         from probmut.train.torch.operators import TORCH_OPERATORS
 
         rows = [{**row, "torch": TORCH_OPERATORS[row["name"]].what} for row in rows]

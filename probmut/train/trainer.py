@@ -236,7 +236,9 @@ def _torch_architecture(name: str) -> str:
     """``name``, a torch architecture: torch is installed and a bundled name is one
     (refused in one line before the data is checked; a ``module:function`` is called
     once the data's shape is known)."""
-    tf_setup.require("torch", "torch")
+    from probmut.train.torch.process import require_torch
+
+    require_torch()
     if ":" not in name:
         from probmut.train.torch.architectures import resolve
 

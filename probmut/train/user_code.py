@@ -369,9 +369,9 @@ def _on_returned_models(mutation: Mutation, what: str) -> Mutation:
     ``@each`` refused (its mutants, one per fitting layer, are known only once a model
     is), and so is a layer operator without its layer (its population is named by it)."""
     from probmut.train.operators.magnitudes import EACH
-    from probmut.train.tf_setup import require
+    from probmut.train.torch.process import require_torch
 
-    require("torch", "torch")
+    require_torch("model-level operators on a training function's torch model")
     from probmut.train.torch.operators import check_name
 
     check_name(mutation)

@@ -13,8 +13,14 @@ framework-neutral settings), :mod:`~probmut.train.torch.process` (a worker's set
 :mod:`~probmut.train.torch.legality` and :mod:`~probmut.train.torch.dryrun` (before
 training), :mod:`~probmut.train.torch.instance` (one instance, and ``train_unit``),
 :mod:`~probmut.train.torch.stack` and :mod:`~probmut.train.torch.grouped` (many at once),
-:mod:`~probmut.train.torch.trainer` (the trainer seam's protocol).
+:mod:`~probmut.train.torch.trainer` (the trainer seam's protocol: ``probmut train
+--framework torch``), :mod:`~probmut.train.torch.returned` (the torch model a user's
+training function returns) and :mod:`~probmut.train.torch.saved` (saved ``.pt`` models
+scored again: ``probmut evaluate --framework torch``).
 
-Nothing else in probmut imports this package, and it imports neither TensorFlow nor
-Keras: a Keras run never imports torch, a torch run never TensorFlow.
+probmut imports this package only where torch is asked for (the torch trainer, a
+function's returned torch model, ``evaluate --framework torch``), and it imports
+neither TensorFlow nor Keras: a Keras run and the analysis never import torch, a torch
+run never TensorFlow (unless Keras must read its data set: Keras' data sets, image
+folders).
 """

@@ -43,3 +43,16 @@ def configure_torch(threads: int) -> None:
     except RuntimeError:  # already started: its size does not change any number
         pass
     torch.use_deterministic_algorithms(True)
+    _thread_lock_for_tqdm()
+
+
+def _thread_lock_for_tqdm() -> None:
+    """torch.fx's interpreter (the layer table reads a model through it) opens a disabled
+    tqdm bar, whose first use makes tqdm create a multiprocessing lock: a semaphore that a
+    spawned worker never releases, so that the resource tracker warns of a leak when a
+    run with workers ends. No bar of a worker crosses processes: a thread lock does."""
+    import threading
+
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())

@@ -1,8 +1,7 @@
 """The torch trainer behind the trainer seam's protocol
 (:class:`probmut.train.trainers.Trainer`): :class:`TorchTrainer`, for a run whose
-``trainer`` is ``torch``. A run gets it once :data:`probmut.train.trainers.TRAINERS`
-names it (``"torch": "probmut.train.torch.trainer:TorchTrainer"``) and the command line
-offers it: the wiring step of issue 54, not done here (docs/torch.md).
+``trainer`` is ``torch`` (``probmut train --framework torch``,
+``train_populations(..., framework="torch")``; docs/torch.md).
 
 Examples
 --------

@@ -1,28 +1,21 @@
 """The torch trainer behind the trainer seam's protocol: a whole run through probmut's
-run loop (records, populations, manifest, a resume), with the torch trainer put where
-the wiring step will put it."""
+run loop (records, populations, manifest, a resume), from Python."""
 
 import numpy as np
 import pytest
 
 
 @pytest.fixture
-def torch_run(monkeypatch, tmp_path, digits):
-    """``train_populations`` with the torch trainer (as TRAINERS and the command line will
-    name it), in this process (one job)."""
+def torch_run(tmp_path, digits):
+    """``train_populations`` with the torch trainer (``framework="torch"``), in this
+    process (one job)."""
     from probmut.train import trainer as entry
-    from probmut.train import trainers
     from probmut.train.options import ExecutionOptions, Instances, TrainingOptions
-    from probmut.train.torch.trainer import TorchTrainer
-
-    monkeypatch.setitem(trainers.TRAINERS, "torch", "probmut.train.torch.trainer:TorchTrainer")
-    monkeypatch.setattr(entry, "_trainer",
-                        lambda architecture, function, command: (TorchTrainer(architecture), None))
 
     def run(*mutations, stack=1):
         return entry.train_populations(
             tmp_path / "run", list(mutations), mode=Instances(count=3), architecture="mlp",
-            training=TrainingOptions(epochs=1),
+            framework="torch", training=TrainingOptions(epochs=1),
             execution=ExecutionOptions(stack=stack, progress=False), save_models=True)
     return run
 
