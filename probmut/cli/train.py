@@ -100,8 +100,9 @@ def register(subparsers) -> None:
                         "(PyTorch: the torch extra; docs/torch.md) (default: keras)")
     p.add_argument("--trainer", metavar="MODULE:FUNCTION",
                    help="train each instance with your own function instead (any framework): "
-                        "FUNCTION(spec) returns {'accuracy': ...}; MODULE is looked up in the "
-                        "current folder first (docs/training.md, Your own training code)")
+                        "FUNCTION(spec) returns {'accuracy': ...} (and 'model', its torch model, "
+                        "for model-level operators); MODULE is looked up in the current folder "
+                        "first (docs/training.md, Your own training code)")
     # dest "command" is the subcommand's name (probmut.cli.main)
     p.add_argument("--command", dest="program", metavar="COMMAND",
                    help="train each instance with your own program instead: COMMAND runs once "
