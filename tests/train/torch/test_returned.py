@@ -146,3 +146,15 @@ def test_the_returned_model_scored_as_probmut_feeds_it(digits):
     one_off[1] = not one_off[1]
     with pytest.raises(ValueError, match="2 inputs judged otherwise"):
         score_returned(model, None, digits, one_off)
+
+
+def test_the_documented_torch_function_is_the_examples():
+    """docs/training.md's listing of examples/digits_torch.py: each of its lines but the
+    elisions is the example's."""
+    from ..commands import REPO
+
+    documented = (REPO / "docs" / "training.md").read_text()
+    listing = documented.split("### A function's torch model")[1].split("```python\n")[1]
+    example = (REPO / "examples" / "digits_torch.py").read_text().splitlines()
+    lines = [line for line in listing.split("```")[0].splitlines() if line.strip() != "..."]
+    assert len(lines) > 5 and all(line in example for line in lines), lines
