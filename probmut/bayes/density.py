@@ -1,10 +1,10 @@
 """The log density of the model of :mod:`probmut.bayes` and its gradient, compiled by
 Numba (cached on disk) for nutpie's sampler, and the priors that PyMC's model of it reads
-too; tests/test_bayes.py checks them against PyMC's value and gradient. Parameters on the
-unconstrained scale, in PyMC's order: mu (2), log sigma (2), then log(nu - 1) of the
-Student-t (one shared by both groups; paired: healthy, then difference). A module of its
-own, imported on first use, so that importing :mod:`probmut.bayes`, as the command line
-does for its choices, needs no Numba.
+too; tests/bayes/test_density.py checks them against PyMC's value and gradient.
+Parameters on the unconstrained scale, in PyMC's order: mu (2), log sigma (2), then
+log(nu - 1) of the Student-t (one shared by both groups; paired: healthy, then
+difference). A module of its own, imported on first use, so that importing
+:mod:`probmut.bayes`, as the command line does for its choices, needs no Numba.
 """
 
 from __future__ import annotations
