@@ -1,4 +1,5 @@
-"""The Monte-Carlo engine: reproducibility, independence of workers, correct sampling."""
+"""The Monte-Carlo engine: reproducibility, independence of workers, correct sampling, for
+every kill criterion (each against METHOD.md section 3 written plainly with SciPy's tests)."""
 
 import numpy as np
 import pytest
@@ -7,8 +8,10 @@ from scipy import stats
 from probmut import engine
 from probmut.engine import kill_counts
 from probmut.errors import ProbmutError
+from probmut.killtest import KillCriterion
 
 from .conftest import paper_file
+from .killtest.conftest import rank_biserial
 
 
 def test_same_seed_same_counts_any_number_of_threads(mnist_delete):
@@ -164,3 +167,89 @@ def test_bootstrap_spread_and_posterior_variance_match_the_papers_runs(
         se = np.hypot(ours[key].std(ddof=1), theirs[key].std(ddof=1)) / 10
         assert abs(ours[key].mean() - theirs[key].mean()) < 4 * se, (key, ours[key].mean(),
                                                                      theirs[key].mean(), se)
+
+
+# --- the other kill criteria -----------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["welch", "mannwhitney"])
+def test_engine_is_reproducible_by_seed_for_each_criterion(mnist_delete, kind):
+    healthy, mutants = mnist_delete
+    criterion = KillCriterion(kind=kind)
+    one = kill_counts(healthy, mutants[1], repetitions=2, seed=11, jobs=1, criterion=criterion)
+    two = kill_counts(healthy, mutants[1], repetitions=2, seed=11, jobs=2, criterion=criterion)
+    np.testing.assert_array_equal(one, two)
+    assert not np.array_equal(one, kill_counts(healthy, mutants[1], repetitions=2, seed=12,
+                                               criterion=criterion))
+    # Same random draws, another test: the counts differ but stay close.
+    deepcrime = kill_counts(healthy, mutants[1], repetitions=2, seed=11)
+    assert not np.array_equal(one, deepcrime)
+    assert abs(one.mean() - deepcrime.mean()) < 15
+
+
+def _scipy_kill_rate(healthy, mutant, rng, kind, bootstraps=20, trials=50):
+    """METHOD.md section 3 with SciPy's tests (an independent oracle for the engine)."""
+    kills = 0
+    for _ in range(bootstraps):
+        h_boot = healthy[rng.integers(0, healthy.size, healthy.size)]
+        m_boot = mutant[rng.integers(0, mutant.size, mutant.size)]
+        for _ in range(trials):
+            x = h_boot[rng.choice(healthy.size, 20, replace=False)]
+            y = m_boot[rng.choice(mutant.size, 20, replace=False)]
+            if kind == "welch":
+                p = stats.ttest_ind(x, y, equal_var=False).pvalue
+                sp = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
+                kills += p < 0.05 and abs(x.mean() - y.mean()) / sp >= 0.5
+            else:
+                res = stats.mannwhitneyu(x, y)
+                a12 = res.statistic / 400
+                kills += res.pvalue < 0.05 and max(a12, 1 - a12) >= 0.64
+    return kills / (bootstraps * trials)
+
+
+@pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")
+@pytest.mark.parametrize("kind", ["welch", "mannwhitney"])
+def test_engine_kill_rate_matches_scipy_implementation(mnist_delete, kind):
+    healthy, mutants = mnist_delete
+    h, m = healthy.values, mutants[1].values
+    reference = _scipy_kill_rate(h, m, np.random.default_rng(5), kind)
+    engine = kill_counts(h, m, repetitions=10, seed=5,
+                         criterion=KillCriterion(kind=kind)).mean() / 100
+    se = np.sqrt(reference * (1 - reference) / 1000) + 0.02
+    assert abs(engine - reference) < 3 * se, (engine, reference)
+
+
+@pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")
+@pytest.mark.parametrize("kind", ["paired-t", "wilcoxon"])
+def test_engine_with_paired_criteria(manifest, kind):
+    from probmut.io.populations import read_population
+    from probmut.population import pair
+
+    mutation = manifest.mutation("mnist", "weights_fuzzing")
+    healthy, mutant = pair(read_population(mutation.healthy), read_population(mutation.files[1]))
+    criterion = KillCriterion(kind=kind)
+    run = dict(repetitions=10, paired=True, criterion=criterion)
+    one = kill_counts(healthy.values, mutant.values, seed=4, jobs=1, **run)
+    np.testing.assert_array_equal(one, kill_counts(healthy.values, mutant.values, seed=4,
+                                                   jobs=2, **run))
+    # Same kill probability as METHOD.md section 3 written plainly with SciPy's tests.
+    rng = np.random.default_rng(4)
+    h, m = healthy.values, mutant.values
+    kills = 0
+    for _ in range(20):
+        ids = rng.integers(0, h.size, h.size)
+        for _ in range(50):
+            pick = ids[rng.choice(h.size, 20, replace=False)]
+            x, y = h[pick], m[pick]
+            if kind == "paired-t":
+                p = stats.ttest_rel(x, y).pvalue
+                size = abs(np.mean(x - y) / np.std(x - y, ddof=1))
+            else:
+                p = stats.wilcoxon(x, y).pvalue
+                size = abs(rank_biserial(x[None], y[None])[0])
+            kills += p < 0.05 and size >= criterion.effect
+    reference = kills / 1000
+    engine = one.mean() / 100
+    se = np.sqrt(reference * (1 - reference) / 1000) + 0.02
+    assert abs(engine - reference) < 3 * se, (engine, reference)
+    # The healthy population against itself, paired: every difference is zero.
+    assert kill_counts(h, h, bootstraps=5, paired=True, criterion=criterion, seed=1).max() == 0
