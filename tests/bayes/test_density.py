@@ -1,7 +1,6 @@
 """The compiled log density nutpie samples (probmut.bayes.density): its digamma against
 SciPy's, its value and gradient against PyMC's model."""
 
-
 import numpy as np
 import pytest
 

@@ -1,7 +1,6 @@
 """Convergence checks (probmut.bayes.diagnostics): a chain that did not converge is
 flagged and warned about."""
 
-
 import pytest
 
 pytest.importorskip("pymc")

@@ -1,6 +1,5 @@
 """The simulated kill tests of each posterior draw (probmut.bayes.kill)."""
 
-
 import numpy as np
 import pytest
 

@@ -9,10 +9,7 @@ import pytest
 pytest.importorskip("pymc")
 pytest.importorskip("arviz")
 
-from probmut.bayes import (  # noqa: E402
-    BayesSettings,
-    model_posterior,
-)
+from probmut.bayes import BayesSettings, model_posterior  # noqa: E402
 
 from ..conftest import normal_accuracies  # noqa: E402
 
