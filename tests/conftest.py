@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
+from probmut.bagging import PosteriorSettings
 from probmut.io.manifest import Manifest, write_manifest
 from probmut.io.populations import read_population
 from probmut.io.records import InstanceRecord
@@ -319,6 +320,35 @@ def interrupted_run(folder: Path) -> Path:
     del sizes["neurons_freezing_0.1"]
     return write_run(folder, sizes, targets=dict.fromkeys(FULL_RUN, 12),
                      crashed=("delete_training_data_30",))
+
+
+#: Analysis settings small enough for the synthetic run's 12 instances: samples of k = 5,
+#: 30 resamples of 30 kill tests.
+FAST = PosteriorSettings(bootstraps=30, trials=30, sample=5)
+
+
+@pytest.fixture(scope="session")
+def synthetic(tmp_path_factory):
+    """A complete synthetic run (``FULL_RUN``, the first instance of
+    delete_training_data_30 crashed) and its campaign (with verdicts, ``FAST``): the
+    campaign's tests and the report's read it."""
+    from probmut.campaign import summarize_campaign
+
+    folder = write_run(tmp_path_factory.mktemp("run"), FULL_RUN,
+                       crashed=("delete_training_data_30",))
+    return folder, summarize_campaign(folder / "manifest.toml", settings=FAST, seed=3)
+
+
+#: What probmut train records of a run (.work/settings.json).
+RUN_SETTINGS = {"dataset": "digits", "architecture": "digits_cnn", "seed": 7, "stack": 1,
+                "config": {"epochs": 3, "batch_size": 16, "learning_rate": 0.01,
+                           "patience": None}, "data": {"name": "digits", "option": "dataset"}}
+
+
+def write_settings(folder: Path, settings: dict) -> None:
+    """Record ``settings`` as a run's ``.work/settings.json``, as probmut train does."""
+    (folder / ".work").mkdir(exist_ok=True)
+    (folder / ".work" / "settings.json").write_text(json.dumps(settings))
 
 
 class Ran(NamedTuple):

@@ -17,7 +17,8 @@ buttons that sort). It says whether each target of issue 56 is met:
 - writing it under :data:`MOST_CPU` seconds of CPU.
 
 What the page holds for 300 mutants (every row and section, the figures drawn on
-demand) is checked by tests/test_report_page.py on the same synthetic campaign.
+demand) is checked by tests/report/test_page_in_a_browser.py on the same synthetic
+campaign.
 
     python scripts/benchmarks/bench_report_scale.py
     python scripts/benchmarks/bench_report_scale.py --mutants 300 --json

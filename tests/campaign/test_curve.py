@@ -2,22 +2,13 @@
 regression, the smallest killed magnitude of the bundled populations, and its interval,
 which holds wherever between two tested magnitudes the curve crosses."""
 
-
 import math
 
 import numpy as np
 from scipy import optimize
 
 from probmut.bagging import PosteriorSettings, bagged_posteriors, summarize
-from probmut.campaign import (
-    first_killed,
-    isotonic,
-    kill_curve,
-    magnitude_values,
-)
-
-FAST = PosteriorSettings(bootstraps=30, trials=30, sample=5)
-
+from probmut.campaign import first_killed, isotonic, kill_curve, magnitude_values
 
 # --- the monotone fit -------------------------------------------------------------------
 

@@ -1,7 +1,6 @@
 """The mutation score (probmut.campaign.score): one mutant's score against its bagged
 mixture's exact mean and quantiles (SciPy), the joint draws' shared resamples."""
 
-
 import math
 
 import numpy as np
@@ -10,13 +9,7 @@ from scipy import optimize, special
 
 from probmut.bagging import PosteriorSettings, summarize
 from probmut.beta import mixture_pdf
-from probmut.campaign import (
-    mutation_score,
-    posterior_draws,
-)
-
-FAST = PosteriorSettings(bootstraps=30, trials=30, sample=5)
-
+from probmut.campaign import mutation_score, posterior_draws
 
 # --- the mutation score -----------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """`probmut report`: the page's header names the command that produced it, the page goes
 into the run's folder and replaces only its own campaign's, `--compare` says what
-changed; bad input is one line and exit 2. The page itself is tested in
-tests/test_report.py and, in a browser, tests/test_report_page.py."""
+changed; bad input is one line and exit 2. The page itself is tested in tests/report/
+(test_sections.py; in a browser, test_page_in_a_browser.py)."""
 
 import html
 import json

@@ -1,56 +1,40 @@
-"""The campaign report (probmut.campaign, probmut.report, `probmut report`): its numbers
-and its page's HTML. The page in a real browser: tests/test_report_page.py.
-
-The numbers are checked against independent references: the score of one mutant against
-its bagged mixture's quantiles (SciPy), the joint draws' correlation against its exact
-value, the monotone fit against SciPy's isotonic regression, the report's posteriors
-against `probmut posterior`'s, a paired mutant's baseline and P(above the baseline)
-against a computation of their own. Runs come from the project's own writers (a
-synthetic run: population files, outcomes, manifest, rounds; an interrupted one) and
-from the bundled data. The figures' texts are checked where matplotlib draws them: none
-covers another, none is smaller than 9 CSS px at the page's size.
-"""
+"""The report's page (probmut.report.sections, which renders a campaign's sections):
+what it must say where a campaign is most informative (an unfinished or interrupted
+run, a paired mutant's baseline, a symptom from another test, disagreements, next
+steps, per-operator scores, the seed), that it is self-contained and escapes the text
+of files; the page, the JSON and the text say the same. Runs come from the project's
+own writers (tests/conftest.py: a synthetic run, an interrupted one). The page in a real
+browser: tests/report/test_page_in_a_browser.py; the campaign's numbers:
+tests/campaign/."""
 
 import base64
+import html
 import html.parser
-import itertools
 import json
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from probmut.bagging import PosteriorSettings, bagged_posteriors
+from probmut.bagging import bagged_posteriors
 from probmut.beta import prob_greater
-from probmut.campaign import (
-    summarize_campaign,
-)
+from probmut.campaign import summarize_campaign
 from probmut.io.populations import read_population
 from probmut.report import draw_figures, figure_keys, render_html
 
-from .conftest import (
+from ..conftest import (
     CLI,
+    FAST,
     FULL_RUN,
     RUN_LABELS,
+    RUN_SETTINGS,
     interrupted_run,
     report_json,
     write_run,
+    write_settings,
 )
-
-FAST = PosteriorSettings(bootstraps=30, trials=30, sample=5)
-
-
-
-
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    """A complete synthetic run and its campaign (with verdicts)."""
-    folder = write_run(tmp_path_factory.mktemp("run"), FULL_RUN, crashed=("delete_training_data_30",))
-    return folder, summarize_campaign(folder / "manifest.toml", settings=FAST, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -59,26 +43,6 @@ def page_of(synthetic):
     (its figures drawn once)."""
     figures = draw_figures(synthetic[1])
     return lambda campaign=synthetic[1]: render_html(campaign, figures=figures)
-
-
-def test_a_complete_run_reports_everything_it_has(synthetic):
-    folder, found = synthetic
-    assert found.complete is None and not found.short   # the manifest records no targets
-    assert found.status_lines()[0].startswith("completeness unknown: the manifest records no")
-    by_name = {m.name: m for m in found.mutants}
-    shuffle = by_name["data_shuffle_10"]
-    assert shuffle.flags == ("equivalent",) and shuffle.outcome == "flagged"
-    assert found.score.mutants == 4                      # the flagged mutant is left out
-    assert [m.name for m in found.flagged] == ["data_shuffle_10"]
-    assert found.curves[2].excluded == ("10",) and not found.curves[2].magnitudes
-    strong = by_name["delete_training_data_50"]
-    assert strong.verdict["verdict"] == "killed" and strong.outcome == "killed"
-    crashed = by_name["delete_training_data_30"]
-    assert (crashed.count.instances, crashed.usable, crashed.symptoms.crashed) == (12, 11, 1)
-    assert by_name["neurons_freezing_0.1"].paired and strong.inputs is not None
-    assert strong.symptoms.symptom == "significant accuracy change"
-    assert found.data["name"] == "synthetic" and found.inputs is not None
-    assert any("failed instance(s) 0 (crashed) dropped" in note for note in found.notes)
 
 
 def test_an_unfinished_run_is_reported_unfinished(tmp_path):
@@ -106,7 +70,6 @@ def test_an_unfinished_run_is_reported_unfinished(tmp_path):
     text = CLI.ok("report", folder, "--sample", "5", "--bootstraps", "30", "--trials", "30",
                   "--no-verdicts", "--out", out, "--quiet")
     assert "UNFINISHED: 2 population(s) short" in text and "complete:" not in text
-
 
 
 def test_a_coverage_result_beside_the_run_is_shown(tmp_path):
@@ -139,8 +102,6 @@ def test_too_few_instances_for_the_sample_size_is_said_not_hidden(tmp_path):
     assert any("fewer than the sample size k = 20" in n for n in found.notes)
     assert "no mutant could be analysed" in render_html(found)
 
-
-# --- the page ---------------------------------------------------------------------------------
 
 class _Links(html.parser.HTMLParser):
     def __init__(self):
@@ -192,9 +153,6 @@ def test_text_from_files_is_escaped(tmp_path):
     page = render_html(summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False))
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
 
-
-
-# --- what the page must say where a campaign is most informative -----------------------------
 
 def _section(page: str, name: str) -> str:
     """The HTML of a mutant's section."""
@@ -320,19 +278,14 @@ def test_disagreements_and_warnings_sit_beside_the_verdict(synthetic, page_of):
     said = "disagree: test killed, decision not killed, verdict not settled"
     assert said in _row(page, "delete_training_data_10")[11]
     section = _section(page, "delete_training_data_10")
-    assert section.index("<th>verdict</th>") < section.index("<th>remarks</th>") < section.index(said)
+    assert (section.index("<th>verdict</th>") < section.index("<th>remarks</th>")
+            < section.index(said))
     crashed = by_name["delete_training_data_30"]
     dropped = next(n for n in crashed.notes if "failed instance(s) 0 (crashed) dropped" in n)
     assert dropped in found.notes
     assert _row(page, "delete_training_data_30")[11] == "failed instance(s) 0 (crashed) dropped"
     section = _section(page, "delete_training_data_30")
     assert section.index("<th>verdict</th>") < section.index(html.escape(dropped))
-
-
-def test_each_mutants_warning_of_too_few_instances_is_its_own(mnist_dc):
-    """DeepCrime's 20 vs 20 with k = 20: every mutant's own remarks carry the warning."""
-    for m in mnist_dc.mutants:
-        assert any("20 instances for samples of k = 20" in note for note in m.notes), m.notes
 
 
 def test_an_underflowing_p_value_reads_below_1e_300(synthetic, page_of):
@@ -461,16 +414,6 @@ def test_alike_next_steps_are_one_row(synthetic, page_of):
     assert row[1] == "no file yet" and "short" not in row[11]       # no target: not short
 
 
-def _write_settings(folder, settings: dict):
-    (folder / ".work").mkdir(exist_ok=True)
-    (folder / ".work" / "settings.json").write_text(json.dumps(settings))
-
-
-RUN_SETTINGS = {"dataset": "digits", "architecture": "digits_cnn", "seed": 7, "stack": 1,
-                "config": {"epochs": 3, "batch_size": 16, "learning_rate": 0.01,
-                           "patience": None}, "data": {"name": "digits", "option": "dataset"}}
-
-
 def test_a_run_is_analysed_with_the_seed_it_recorded(tmp_path):
     """Issue 56: `probmut report RUN` uses the run's seed (train --seed, in
     .work/settings.json), not 42, so its score is the one a `--until-score` round computed
@@ -479,7 +422,7 @@ def test_a_run_is_analysed_with_the_seed_it_recorded(tmp_path):
     from probmut.train.until_score import assess
 
     folder = write_run(tmp_path / "run", FULL_RUN)
-    _write_settings(folder, RUN_SETTINGS)
+    write_settings(folder, RUN_SETTINGS)
     out = tmp_path / "r.html"
     document = report_json(folder, out, "--sample", "5", "--bootstraps", "30", "--trials",
                            "30", "--no-verdicts")
@@ -502,53 +445,6 @@ def test_a_run_is_analysed_with_the_seed_it_recorded(tmp_path):
     assert (plain["seed"], plain["seed_source"]) == (42, "the default")
 
 
-def test_a_run_in_rounds_is_analysed_as_its_rounds_were(tmp_path):
-    """A run trained in rounds with `--sample 5 --bootstraps 30 --trials 30` read its
-    verdicts and score with them; its report, with no analysis option given, reads its
-    mutants with them too (recorded in .work/settings.json), and says so; an option given
-    sets the analysis itself."""
-    from probmut.train.rounds import rounds_plan
-
-    folder = write_run(tmp_path / "run", FULL_RUN)
-    plan = rounds_plan("--until-score", FAST, until_score=0.1, round=10, max_instances=200)
-    _write_settings(folder, RUN_SETTINGS | {"rounds": plan})
-    out = tmp_path / "r.html"
-    document = report_json(folder, out, "--no-verdicts")
-    assert document["analysis_source"] == "the run's"
-    assert (document["analysis"]["sample"], document["analysis"]["bootstraps"]) == (5, 30)
-    assert document["analysis"] == report_json(
-        folder, out, "--sample", "5", "--bootstraps", "30", "--trials", "30",
-        "--no-verdicts")["analysis"]
-    given = report_json(folder, out, "--sample", "6", "--no-verdicts")
-    assert (given["analysis_source"], given["analysis"]["sample"]) == ("given", 6)
-    assert given["analysis"]["bootstraps"] == 100      # the defaults, not the run's
-    _write_settings(folder, RUN_SETTINGS)              # not trained in rounds
-    plain = report_json(folder, out, "--no-verdicts")
-    assert (plain["analysis_source"], plain["analysis"]["sample"]) == ("the default", 20)
-
-
-@pytest.mark.usefixtures("default_recursion_limit")
-def test_a_run_of_probmut_0_1_is_said_so_not_no_settings(tmp_path):
-    """Issue 57: a run of probmut 0.1 has a .work/settings.json (its architecture called
-    "model"): the next steps and the status box say it is a 0.1 run, which 0.2 does not
-    resume (the words of probmut.io.workdir), never "no .work/settings.json"; its seed
-    is read still."""
-    folder = write_run(tmp_path / "run", FULL_RUN, targets=dict.fromkeys(FULL_RUN, 20))
-    old = {k: v for k, v in RUN_SETTINGS.items() if k not in ("architecture", "stack", "data")}
-    _write_settings(folder, old | {"model": "digits_cnn", "seed": 5})
-    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
-    assert (found.seed, found.seed_source) == (5, "the run's")
-    assert "a run started by probmut 0.1" in found.next_steps().no_command
-    assert "no .work/settings.json" not in found.next_steps().no_command
-    assert "probmut 0.2 does not resume a run of probmut 0.1" in found.status_lines()[0]
-    _write_settings(folder, RUN_SETTINGS)          # a run of probmut train: rerun it
-    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
-    assert found.status_lines()[0].endswith("rerun the same probmut train command to finish them")
-    (folder / ".work" / "settings.json").write_text("[" * 2000 + "]" * 2000)   # hostile
-    found = summarize_campaign(folder / "manifest.toml", settings=FAST, verdicts=False)
-    assert "nested too deeply" in found.next_steps().no_command and found.seed == 42
-
-
 def test_a_hand_written_manifests_unfinished_box_does_not_say_rerun_train(tmp_path):
     """Issue 56: targets in a manifest written by hand (no probmut train run here): the
     UNFINISHED box says to train the missing instances with the tool that wrote them."""
@@ -557,153 +453,3 @@ def test_a_hand_written_manifests_unfinished_box_does_not_say_rerun_train(tmp_pa
     assert found.status_lines()[0].startswith("UNFINISHED: 6 population(s) short")
     assert "train the missing instances with the tool that wrote them" in found.status_lines()[0]
     assert "rerun the same probmut train" not in render_html(found)
-
-
-# --- the figures --------------------------------------------------------------------------------
-
-def _texts(fig) -> list:
-    """Every text matplotlib draws in ``fig``: (text, box in pixels, size in points)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    found = [*fig.texts, *(t for legend in fig.legends for t in legend.get_texts())]
-    for ax in fig.axes:
-        found += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
-        if ax.get_legend():
-            found += ax.get_legend().get_texts()
-        for axis in (ax.xaxis, ax.yaxis):
-            low, high = sorted(axis.get_view_interval())
-            found += [label for place, label in zip(axis.get_majorticklocs(),
-                                                    axis.get_majorticklabels(), strict=True)
-                      if low - 1e-9 <= place <= high + 1e-9]
-    return [(t.get_text(), t.get_window_extent(renderer), t.get_fontsize()) for t in found
-            if t.get_visible() and t.get_text().strip()]
-
-
-def check_texts(fig) -> None:
-    """No text of the figure covers another or leaves the figure, and none is under 9 CSS
-    px where the page shows the figure at its own size (1 pt = 4/3 px)."""
-    texts = _texts(fig)
-    assert texts
-    frame = fig.bbox
-    for text, box, size in texts:
-        assert size * 4 / 3 >= 9, (text, size)
-        assert (box.x0 >= frame.x0 - 1 and box.x1 <= frame.x1 + 1 and box.y0 >= frame.y0 - 1
-                and box.y1 <= frame.y1 + 1), (text, box, frame)
-    for (a, first, _), (b, second, _) in itertools.combinations(texts, 2):
-        across = min(first.x1, second.x1) - max(first.x0, second.x0)
-        up = min(first.y1, second.y1) - max(first.y0, second.y0)
-        assert across <= 0.5 or up <= 0.5, (a, b, first, second)
-
-
-
-def test_no_text_of_a_figure_covers_another(mnist_campaign, mnist_dc, synthetic):
-    """Every figure of the report (operators with numbers and with long category names,
-    posteriors of every shape, the overview), as matplotlib lays out its texts."""
-    import matplotlib.pyplot as plt
-
-    from probmut.plots import plot_campaign, plot_kill_curve, plot_posterior
-
-    drawings = [lambda: plot_campaign(mnist_campaign), lambda: plot_campaign(synthetic[1])]
-    drawings += [lambda c=c, legend=legend: plot_kill_curve(c, legend=legend)
-                 for c in mnist_campaign.curves for legend in (False, True)]
-    posteriors = (*mnist_campaign.mutants[::4], *mnist_dc.mutants[::5],
-                  *(m for m in synthetic[1].mutants if m.posterior is not None))
-    drawings += [lambda m=m, legend=legend: plot_posterior(m.study, m.posterior.name,
-                                                           title="", legend=legend)
-                 for m in posteriors for legend in (False, True)]
-    for draw in drawings:
-        fig = draw()
-        check_texts(fig)
-        assert fig.get_size_inches()[0] * 96 <= 358   # a phone shows it unshrunk
-        plt.close(fig)
-
-
-def test_a_u_shaped_posterior_keeps_its_curve_and_interval_in_view(mnist_dc):
-    """The bundled DeepCrime populations (20 vs 20, k = 20): every resample kills always
-    or never, and the Beta summary's density runs to infinity at 0 and 1. The density
-    axis is capped at the mixture's height, so the mixture reaches most of it, the capped
-    summary is said, and the interval bar spans the interval."""
-    import matplotlib.pyplot as plt
-
-    from probmut.plots import plot_posterior
-
-    m = next(m for m in mnist_dc.mutants if m.name == "change_label_3.12")
-    p = m.posterior
-    assert p.alpha < 0.1 and p.beta < 0.1
-    fig = plot_posterior(m.study, p.name, title="")
-    ax = fig.axes[0]
-    parts = {line.get_gid(): line for line in ax.lines}
-    top = ax.get_ylim()[1]
-    assert max(parts["bagged-mixture"].get_ydata()) > 0.8 * top
-    assert "axis capped" in " ".join(t.get_text() for t in ax.texts)
-    assert list(parts["interval"].get_xdata()) == [p.ci_low, p.ci_high]
-    # issue 56: the mean's line stops below the "axis capped" label, never across it
-    fig.canvas.draw()
-    label = next(t for t in ax.texts if "axis capped" in t.get_text()).get_window_extent()
-    mean = parts["mean"].get_window_extent(fig.canvas.get_renderer())
-    assert label.x0 < mean.x0 < label.x1 and mean.y1 < label.y0
-    plt.close(fig)
-
-
-def test_the_overview_tells_outcomes_by_shape_and_keeps_its_axis_near(synthetic):
-    """Issue 56: the overview marked outcomes by colour only, and for 300 mutants was one
-    figure 4844 px tall with its axis at the bottom. Each outcome has its own marker, and
-    the overview is one figure per operator, 40 mutants at most (each with its axis)."""
-    import types
-
-    import matplotlib.pyplot as plt
-
-    from probmut.campaign.summary import OUTCOME_COLORS, OUTCOME_MARKERS
-    from probmut.plots import plot_campaign
-    from probmut.report.figures import OVERVIEW_ROWS, overview_parts
-
-    folder, found = synthetic
-    fig = plot_campaign(found)
-    by_colour = {matplotlib_colour(c): o for o, c in OUTCOME_COLORS.items()}
-    marked = {(by_colour[matplotlib_colour(line.get_color())], line.get_marker())
-              for line in fig.axes[0].lines if line.get_marker() not in ("None", None, "")}
-    outcomes = {m.outcome for m in found.mutants if m.posterior is not None}
-    assert marked == {(o, OUTCOME_MARKERS[o]) for o in outcomes} and len(outcomes) >= 2
-    plt.close(fig)
-    assert len(set(OUTCOME_MARKERS.values())) == len(OUTCOME_MARKERS)
-    many = types.SimpleNamespace(mutants=[types.SimpleNamespace(mutation=op) for op in
-                                          ["a"] * 95 + ["b"] * 3])
-    parts = overview_parts(many)
-    assert [len(p) for p in parts] == [32, 32, 31, 3]
-    assert all(len(p) <= OVERVIEW_ROWS for p in parts)
-    assert sorted(i for p in parts for i in p) == list(range(98))
-
-
-def matplotlib_colour(colour) -> tuple:
-    from matplotlib.colors import to_rgb
-
-    return tuple(round(c, 3) for c in to_rgb(colour))
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
-def test_drawing_workers_draw_the_same_figures_as_one_process():
-    """In a process with no other Python thread (the command line), the figures are drawn
-    by forked workers, started before the campaign is computed (as the command line
-    does) or after (the engine's native threads started), and are the figures one
-    process draws, byte for byte. (A test runner's process has threads of its own, where
-    the page's figures are drawn in-process: this runs in a fresh one.)"""
-    script = "\n".join([
-        "from probmut.campaign import summarize_campaign",
-        "from probmut.report import Drawing, figure_keys",
-        "with Drawing(jobs=2) as drawing:",
-        "    assert drawing.pool is not None",
-        "    campaign = summarize_campaign(model='mnist_dc', verdicts=False)",
-        "    drawing.draw(campaign, ('operator',))",
-        "    drawing.draw(campaign, ('overview',))",
-        "    before = drawing.wait()",
-        "with Drawing(jobs=2) as drawing:",
-        "    drawing.draw(campaign)",
-        "    after = drawing.wait()",
-        "with Drawing(jobs=1) as drawing:",
-        "    assert drawing.pool is None",
-        "    drawing.draw(campaign)",
-        "    one = drawing.wait()",
-        "print(len(one), len(figure_keys(campaign)), before == one, after == one)"])
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600)
-    assert done.stdout.split() == ["8", "8", "True", "True"], done.stderr

@@ -18,7 +18,8 @@ test_mnist_report_in_a_real_browser, which stores in the PNG the text the browse
 in it and fails when the page now shows other text (pixels are not compared: fonts differ
 between machines). To redraw it after an intended change::
 
-    PROBMUT_UPDATE_SCREENSHOT=1 python -m pytest -n 0 tests/test_report_page.py -k mnist_report
+    PROBMUT_UPDATE_SCREENSHOT=1 python -m pytest -n 0 \\
+        tests/report/test_page_in_a_browser.py -k mnist_report
 """
 
 import difflib
@@ -34,13 +35,9 @@ import pytest
 from probmut.campaign import magnitude_values
 from tests import chromium
 
-from .conftest import CLI, interrupted_run, report_json
+from ..conftest import CLI, RUN_SETTINGS, interrupted_run, report_json, write_settings
 
-REPO = Path(__file__).resolve().parents[1]
-#: What probmut train records of a run (.work/settings.json).
-RUN_SETTINGS = {"dataset": "digits", "architecture": "digits_cnn", "seed": 7, "stack": 1,
-                "config": {"epochs": 3, "batch_size": 16, "learning_rate": 0.01,
-                           "patience": None}, "data": {"name": "digits", "option": "dataset"}}
+REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT = REPO / "docs" / "figures" / "report_mnist.png"
 FAST = ("--sample", "5", "--bootstraps", "30", "--trials", "30")
 LAPTOP, PHONE = (1366, 900), (390, 844)
@@ -65,8 +62,7 @@ def interrupted(tmp_path_factory):
     top = tmp_path_factory.mktemp("interrupted")
     out = top / "report.html"
     run = interrupted_run(top / "run")
-    (run / ".work").mkdir()
-    (run / ".work" / "settings.json").write_text(json.dumps(RUN_SETTINGS))
+    write_settings(run, RUN_SETTINGS)
     return out, report_json(run, out, *FAST)
 
 
@@ -233,7 +229,8 @@ def test_every_column_is_visible_on_a_laptop_and_the_header_stays(browser, inter
     header = browser.evaluate(
         "(() => { const t = document.getElementById('mutant-table');"
         " window.scrollTo(0, t.getBoundingClientRect().top + window.scrollY + 100);"
-        " const h = t.tHead.rows[0].cells[0].getBoundingClientRect(), b = t.getBoundingClientRect();"
+        " const h = t.tHead.rows[0].cells[0].getBoundingClientRect();"
+        " const b = t.getBoundingClientRect();"
         " return [h.top, b.top, b.bottom]; })()")
     assert header[1] < -50 and header[2] > header[0] and abs(header[0]) <= 1, header
 
@@ -587,7 +584,7 @@ def test_mnist_report_in_a_real_browser(browser, tmp_path, cli):
                                            "committed screenshot", "the page now", lineterm=""))
     assert not stale, ("docs/figures/report_mnist.png is stale; redraw it with "
                        "PROBMUT_UPDATE_SCREENSHOT=1 python -m pytest -n 0 "
-                       f"tests/test_report_page.py -k mnist_report\n{stale}")
+                       f"tests/report/test_page_in_a_browser.py -k mnist_report\n{stale}")
 
 
 @pytest.mark.train
