@@ -39,7 +39,7 @@ HEAVY_FIRST = ("tests/train/test_run.py", "tests/test_docs.py::TestFolder_sympto
                "tests/test_recommend.py", "tests/test_docs.py::TestFolder_bayes",
                "tests/test_docs.py::TestFolder_studies",
                "tests/test_docs.py::TestFolder_recommend",
-               "tests/train/test_operator_targets.py", "tests/train/test_symptoms.py",
+               "tests/train/test_operator_targets.py", "tests/train/test_instance.py",
                "tests/train/test_stack.py", "tests/test_docs.py::TestFolder_score")
 
 

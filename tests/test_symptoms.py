@@ -1,5 +1,7 @@
-"""Symptom records (files) and Jia et al.'s classification: no TensorFlow (records and
-decisions are plain data). The search's bisection and the grouping of saved models are
+"""Jia et al.'s classification of symptom records (probmut.symptoms): no TensorFlow
+(records and decisions are plain data). The records' files are tested in tests/io/
+(test_records.py, test_populations.py), the trainer's records of a real run in
+tests/train/test_instance.py. The search's bisection and the grouping of saved models are
 tested in tests/train/test_search.py and tests/train/test_evaluate.py."""
 
 import json
@@ -9,79 +11,13 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu, ttest_ind, ttest_rel
 
-from probmut.errors import ProbmutError
-from probmut.io.outcomes import load_outcome_records, load_outcomes, save_outcomes
-from probmut.io.populations import read_instances, read_population, write_instances
-from probmut.io.records import FailedInstanceWarning, InstanceRecord, loss_diverged
+from probmut.io.records import InstanceRecord
 from probmut.killtest import KillCriterion, kill_test, kill_test_batch
 from probmut.symptoms import accuracy_p_value, classify, symptom_study
 
 from .conftest import failing_records, healthy_records
 
 R = InstanceRecord
-
-
-# ---------------------------------------------------------------- files
-
-def test_failed_instances_are_dropped_with_a_warning_naming_them(tmp_path):
-    path = tmp_path / "pop.csv"
-    write_instances(path, [R(0, 0.9, 1), R(1, math.nan, 2, status="crashed", error="E: x, y"),
-                           R(2, 0.1, 3, status="diverged", constant=True), R(3, 0.92, 4),
-                           R(4, math.nan, 5, status="timed out")])
-    with pytest.warns(FailedInstanceWarning, match=r"1 \(crashed\), 2 \(diverged\), 4 \(timed out\)"):
-        population = read_population(path)
-    assert population.ids.tolist() == [0, 3] and population.values.tolist() == [0.9, 0.92]
-    with pytest.raises(ProbmutError, match="failed instance"):
-        read_population(path, strict=True)
-    records = read_instances(path)
-    assert [r.status for r in records] == ["ok", "crashed", "diverged", "ok", "timed out"]
-    assert records[1].error == "E: x, y" and records[2].constant is True
-
-
-def test_every_instance_failed_is_an_error_not_an_empty_population(tmp_path):
-    path = tmp_path / "pop.csv"
-    write_instances(path, [R(0, 0.1, status="diverged"), R(1, 0.1, status="diverged")])
-    with pytest.raises(ProbmutError, match="every instance failed"):
-        read_population(path)
-
-
-def test_records_round_trip_through_csv_and_outcomes(tmp_path):
-    records = [R(0, 2 / 3, 11, seconds=1.25, loss_history=(2.5, float("nan")), initial_loss=2.3,
-                 constant=True, status="diverged"),
-               R(1, math.nan, 12, status="crashed", error="RuntimeError: boom"),
-               R(2, 1 / 3, 13, seconds=2.0, loss_history=(0.5,), initial_loss=2.1, constant=False)]
-    write_instances(tmp_path / "p.csv", records)
-    back = read_instances(tmp_path / "p.csv")
-    assert [r.accuracy for r in back][::2] == [2 / 3, 1 / 3]  # accuracies exactly
-    assert math.isnan(back[0].loss_history[1]) and back[2].loss_history == (0.5,)
-    assert [r.status for r in back] == ["diverged", "crashed", "ok"]
-    correct = np.array([[True, True, False], [False, False, False], [True, False, False]])
-    save_outcomes(tmp_path / "p.outcomes.npz", [0, 1, 2], correct, [1, 2, 3], records)
-    stored = load_outcome_records(tmp_path / "p.outcomes.npz")
-    assert [(r.status, r.constant, r.error) for r in stored] == [
-        ("diverged", True, ""), ("crashed", None, "RuntimeError: boom"), ("ok", False, "")]
-    assert stored[0].loss_history[0] == 2.5 and math.isnan(stored[0].loss_history[1])
-    with pytest.warns(FailedInstanceWarning, match=r"0 \(diverged\), 1 \(crashed\)"):
-        ids, matrix, _ = load_outcomes(tmp_path / "p.outcomes.npz")
-    assert ids.tolist() == [2] and matrix.tolist() == [[True, False, False]]
-    assert load_outcomes(tmp_path / "p.outcomes.npz", keep_failed=True)[0].tolist() == [0, 1, 2]
-
-
-def test_files_without_symptom_columns_read_as_ok(tmp_path):
-    (tmp_path / "old.csv").write_text("instance,accuracy,seed\n0,0.9,5\n1,0.8,6\n")
-    records = read_instances(tmp_path / "old.csv")
-    assert [(r.status, r.seed, r.constant) for r in records] == [("ok", 5, None), ("ok", 6, None)]
-    (tmp_path / "bad.csv").write_text("instance,accuracy,status\n0,0.9,exploded\n")
-    with pytest.raises(ProbmutError, match="unknown status 'exploded'"):
-        read_population(tmp_path / "bad.csv")
-
-
-@pytest.mark.parametrize("initial, losses, diverged", [
-    (2.3, [1.0, 0.4], False), (2.3, [2.3, 4.5], False), (2.3, [2.3, 4.7], True),
-    (2.3, [5e15, 486.0], True), (2.3, [1.0, math.inf], True), (-0.3, [-0.2, 0.1], True),
-    (-0.3, [-0.5, -0.9], False), (math.nan, [1.0], False)])
-def test_divergence_rule(initial, losses, diverged):
-    assert loss_diverged(initial, losses) is diverged
 
 
 # ---------------------------------------------------------------- classification
@@ -98,9 +34,11 @@ def test_a_majority_of_failures_gives_the_failure_symptom(status, symptom):
 
 
 def test_mixed_failures_take_the_most_frequent_and_ties_go_to_the_earlier():
-    mixed = failing_records(6, "timed out") + [R(6 + i, math.nan, status="crashed") for i in range(5)]
+    mixed = failing_records(6, "timed out") + [R(6 + i, math.nan, status="crashed")
+                                               for i in range(5)]
     assert classify(healthy_records(), mixed, "m").symptom == "hang"
-    tie = failing_records(5, "diverged") + [R(5 + i, math.nan, status="timed out") for i in range(5)]
+    tie = failing_records(5, "diverged") + [R(5 + i, math.nan, status="timed out")
+                                            for i in range(5)]
     assert classify(healthy_records(), tie, "m").symptom == "hang"
 
 
@@ -153,7 +91,8 @@ def test_a_mutant_that_changes_nothing_is_significant_5_percent_of_the_time(pair
         x = rng.normal(0.95, 0.01, (simulations, k))
         y = (x + rng.normal(0.0, 0.004, (simulations, k)) if paired
              else rng.normal(0.95, 0.01, (simulations, k)))
-        significant = np.mean([accuracy_p_value(a, b, paired) < 0.05 for a, b in zip(x, y, strict=True)])
+        significant = np.mean([accuracy_p_value(a, b, paired) < 0.05
+                               for a, b in zip(x, y, strict=True)])
         assert abs(significant - 0.05) < tolerance, (k, significant)
         if not paired:
             normal_tail = np.mean(kill_test_batch(x, y)[0] < 0.05)

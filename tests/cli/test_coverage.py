@@ -1,5 +1,5 @@
 """probmut coverage: what it refuses before any model is scored (its run on a trained
-run's saved models: tests/train/test_symptoms.py, which trains that run once)."""
+run's saved models: tests/train/test_instance.py, which trains that run once)."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """probmut evaluate: what it refuses, what it says of models that cannot be scored (its
-scores of a trained run's saved models, equal to train's: tests/train/test_symptoms.py,
+scores of a trained run's saved models, equal to train's: tests/train/test_instance.py,
 which trains that run once)."""
 
 import json

@@ -1,5 +1,8 @@
-"""Reading and validating populations: both formats, the paper's real traps."""
+"""Reading and validating populations: both formats, the paper's real traps, instances
+that failed (dropped with a warning naming them, or refused), files without symptom
+columns."""
 
+import math
 import warnings
 
 import pytest
@@ -7,11 +10,13 @@ import pytest
 from probmut.errors import ProbmutError
 from probmut.io.populations import (
     MissingAccuracyWarning,
+    read_instances,
     read_population,
     write_deepcrime,
+    write_instances,
     write_tidy,
 )
-from probmut.io.records import InstanceRecord
+from probmut.io.records import FailedInstanceWarning, InstanceRecord
 from probmut.population import Population, pair
 
 from ..conftest import RAW
@@ -68,7 +73,8 @@ def test_missing_instance_with_strict_is_an_error():
 
 
 def test_values_outside_unit_interval_are_refused():
-    path = RAW / "lenet" / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv"
+    path = (RAW / "lenet"
+            / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv")
     with pytest.raises(ProbmutError, match=r"outside \[0, 1\].*largest 7\.7"):
         read_population(path)
 
@@ -118,3 +124,40 @@ def test_pair_aligns_and_reports_unpaired_ids():
     assert aligned.values.tolist() == [0.4, 0.5, 0.6]
     with pytest.raises(ProbmutError, match=r"ids only in h: \[2\]; ids only in m: \[5\]"):
         pair(h, Population.from_values([0.6, 0.5, 0.4], ids=[0, 1, 5], name="m"))
+
+
+# --- symptom records: failed instances, files without their columns ---------------
+
+def test_failed_instances_are_dropped_with_a_warning_naming_them(tmp_path):
+    path = tmp_path / "pop.csv"
+    write_instances(path, [
+        InstanceRecord(0, 0.9, 1),
+        InstanceRecord(1, math.nan, 2, status="crashed", error="E: x, y"),
+        InstanceRecord(2, 0.1, 3, status="diverged", constant=True), InstanceRecord(3, 0.92, 4),
+        InstanceRecord(4, math.nan, 5, status="timed out")])
+    with pytest.warns(FailedInstanceWarning,
+                      match=r"1 \(crashed\), 2 \(diverged\), 4 \(timed out\)"):
+        population = read_population(path)
+    assert population.ids.tolist() == [0, 3] and population.values.tolist() == [0.9, 0.92]
+    with pytest.raises(ProbmutError, match="failed instance"):
+        read_population(path, strict=True)
+    records = read_instances(path)
+    assert [r.status for r in records] == ["ok", "crashed", "diverged", "ok", "timed out"]
+    assert records[1].error == "E: x, y" and records[2].constant is True
+
+
+def test_every_instance_failed_is_an_error_not_an_empty_population(tmp_path):
+    path = tmp_path / "pop.csv"
+    write_instances(path, [InstanceRecord(0, 0.1, status="diverged"),
+                           InstanceRecord(1, 0.1, status="diverged")])
+    with pytest.raises(ProbmutError, match="every instance failed"):
+        read_population(path)
+
+
+def test_files_without_symptom_columns_read_as_ok(tmp_path):
+    (tmp_path / "old.csv").write_text("instance,accuracy,seed\n0,0.9,5\n1,0.8,6\n")
+    records = read_instances(tmp_path / "old.csv")
+    assert [(r.status, r.seed, r.constant) for r in records] == [("ok", 5, None), ("ok", 6, None)]
+    (tmp_path / "bad.csv").write_text("instance,accuracy,status\n0,0.9,exploded\n")
+    with pytest.raises(ProbmutError, match="unknown status 'exploded'"):
+        read_population(tmp_path / "bad.csv")
