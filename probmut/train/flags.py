@@ -57,8 +57,6 @@ from dataclasses import dataclass
 import numpy as np
 
 EQUIVALENT, BROKEN, NOT_APPLIED, UNVERIFIED = "equivalent", "broken", "not applied", "unverified"
-#: What ``--exclude-flagged`` may leave out; a survivor is never among them.
-FLAGS = (EQUIVALENT, BROKEN, NOT_APPLIED, UNVERIFIED)
 
 
 class UnappliedMutationWarning(UserWarning):

@@ -125,7 +125,6 @@ _DC, _DM, _PMT = "DeepCrime", "DeepMutation", "PMT"
 #: LE and DM for DeepCrime's change_label and delete_training_data (whose own default
 #: stays 10: DeepCrime searches the percentage).
 DEEPMUTATION_DATA_PERCENT = "1"
-_HIDDEN = "first hidden layer"
 _RETRAINED = "(retrained)"
 
 OPERATORS = {op.name: op for op in [
