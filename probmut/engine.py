@@ -230,6 +230,54 @@ def _count(minimum: int):
     return integer(minimum, MAX_COUNT)
 
 
+def _sets(healthy, mutant, paired: bool, sample: int, per_set: int):
+    """The populations as 2-D arrays of sets (one per row), refused where the sets do not
+    match, do not pair, are smaller than the sample or ask for more than
+    :data:`MAX_RESAMPLES` resamples (``per_set``: resamples of each set)."""
+    h, m = _as_sets(healthy), _as_sets(mutant)
+    if h.shape[0] != m.shape[0]:
+        raise ProbmutError(f"{h.shape[0]} healthy sets but {m.shape[0]} mutant sets")
+    if paired and h.shape != m.shape:
+        raise ProbmutError("paired populations must have the same instances; sizes "
+                           f"{h.shape[1]} and {m.shape[1]}")
+    smallest = min(h.shape[1], m.shape[1])
+    if sample > smallest:
+        raise ProbmutError(
+            f"cannot draw {sample} instances without replacement from a population of "
+            f"{smallest}; use a sample size k <= {smallest}", option="sample")
+    resamples = h.shape[0] * per_set
+    if resamples > MAX_RESAMPLES:
+        raise ProbmutError(
+            f"{resamples:,} bootstrap resamples in one call (populations x repetitions x "
+            f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the bootstraps or the "
+            "repetitions", option="bootstraps")
+    return h, m
+
+
+def _run_kernel(h, m, paired: bool, per_set: int, trials: int, sample: int, criterion,
+                key: tuple[int, int], first_set: int, report) -> np.ndarray:
+    """The kill counts of every resample of every set (flat, set by set), computed by the
+    compiled kernel in calls of a fraction of a second (:func:`_calls`), each call's kill
+    tests counted to ``report``."""
+    tasks = h.shape[0] * per_set
+    out = np.empty(tasks, dtype=np.int64)
+    block, trial_step = _calls(tasks, trials, sample, h.shape[1], m.shape[1],
+                               numba.get_num_threads())
+    rows = block if trial_step < trials else 0  # tasks whose trials take several calls
+    states = np.empty((rows, 4), dtype=np.uint64)
+    h_boot, m_boot = np.empty((rows, h.shape[1])), np.empty((rows, m.shape[1]))
+    for first in range(0, tasks, block):
+        count = min(block, tasks - first)
+        for trials_from in range(0, trials, trial_step):
+            trials_to = min(trials, trials_from + trial_step)
+            _kill_count_kernel(h, m, paired, per_set, first, count, trials_from, trials_to,
+                               sample, *criterion.kernel_args(), *key, first_set * per_set,
+                               states, h_boot, m_boot, out)
+            if report is not None:
+                report(count * (trials_to - trials_from))
+    return out
+
+
 @checked(healthy=accuracies, mutant=accuracies, bootstraps=_count(1), trials=_count(1),
          sample=_count(2), repetitions=_count(1), paired=flag,
          criterion=optional(instance(KillCriterion)), seed=seed, jobs=jobs,
@@ -284,43 +332,12 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     """
     criterion = criterion or KillCriterion()
     criterion.require_pairing(paired)
-    h, m = _as_sets(healthy), _as_sets(mutant)
-    if h.shape[0] != m.shape[0]:
-        raise ProbmutError(f"{h.shape[0]} healthy sets but {m.shape[0]} mutant sets")
-    if paired and h.shape != m.shape:
-        raise ProbmutError(
-            f"paired populations must have the same instances; sizes {h.shape[1]} and {m.shape[1]}")
-    smallest = min(h.shape[1], m.shape[1])
-    if sample > smallest:
-        raise ProbmutError(
-            f"cannot draw {sample} instances without replacement from a population of "
-            f"{smallest}; use a sample size k <= {smallest}", option="sample")
-    resamples = h.shape[0] * int(repetitions) * int(bootstraps)
-    if resamples > MAX_RESAMPLES:
-        raise ProbmutError(
-            f"{resamples:,} bootstrap resamples in one call (populations x repetitions x "
-            f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the bootstraps or the "
-            "repetitions", option="bootstraps")
+    h, m = _sets(healthy, mutant, paired, sample, int(repetitions) * int(bootstraps))
     single = healthy.ndim == 1
-    key0, key1 = kernel_key(seed)
+    key = kernel_key(seed)
     set_jobs(jobs)
-    per_set = int(repetitions) * int(bootstraps)
-    tasks, trials, sample = h.shape[0] * per_set, int(trials), int(sample)
-    out = np.empty(tasks, dtype=np.int64)
-    block, trial_step = _calls(tasks, trials, sample, h.shape[1], m.shape[1],
-                               numba.get_num_threads())
-    rows = block if trial_step < trials else 0  # tasks whose trials take several calls
-    states = np.empty((rows, 4), dtype=np.uint64)
-    h_boot, m_boot = np.empty((rows, h.shape[1])), np.empty((rows, m.shape[1]))
-    for first in range(0, tasks, block):
-        count = min(block, tasks - first)
-        for trials_from in range(0, trials, trial_step):
-            trials_to = min(trials, trials_from + trial_step)
-            _kill_count_kernel(h, m, bool(paired), per_set, first, count, trials_from,
-                               trials_to, sample, *criterion.kernel_args(), key0, key1,
-                               int(first_set) * per_set, states, h_boot, m_boot, out)
-            if report is not None:
-                report(count * (trials_to - trials_from))
+    out = _run_kernel(h, m, bool(paired), int(repetitions) * int(bootstraps), int(trials),
+                      int(sample), criterion, key, int(first_set), report)
     out = out.reshape(h.shape[0], repetitions, bootstraps)
     if single:
         out = out[0]

@@ -365,14 +365,45 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     ('killed', [25, 100], 160)
     """
     from probmut.io.cache import Cache
-    from probmut.progress import progress as progress_display
 
     settings, h, m, name, sizes, looks, threshold, last_threshold = _recommend_iv(
         healthy, mutant, settings, sizes, populations, certainty, reference, needed_up_to, looks,
         paired, name, progress)
     pilot = min(h.size, m.size)
-    root = seeds.seed_sequence(seed)
-    cache = cache or Cache(None)
+    verdict, verdict_blocks, predictions = _simulations(
+        h, m, settings, sizes, populations, threshold, reference, paired,
+        seeds.seed_sequence(seed), cache or Cache(None), jobs, name, progress)
+    means, variances = (np.concatenate([b[field] for b in verdict_blocks])
+                        for field in ("means", "variances"))
+    killed, used = sequential.killed_of(verdict_blocks)
+    p_killed = killed / used
+    se = math.sqrt(p_killed * (1 - p_killed) / used)
+    boundary = _boundary(settings, float(np.median(variances)))
+    needed, needed_chance, reach = pilot, None, None
+    if verdict == "not settled":
+        needed, needed_chance, reach = _needed(p_killed, used, h, m, looks, threshold,
+                                               last_threshold, reference, needed_up_to)
+    message = _message(verdict, p_killed, se, threshold, len(looks), certainty, needed,
+                       _median_and_band(means), boundary, reference, needed_up_to, pilot,
+                       needed_chance)
+    if needed is not None and needed > needed_up_to:
+        needed, needed_chance = None, None
+    return Recommendation(
+        name=name, verdict=verdict, needed=needed, p_killed=p_killed, reference_means=means,
+        sizes=tuple(predictions), pilot=(h.size, m.size), message=message, settings=settings,
+        certainty=certainty, reference=reference, needed_up_to=needed_up_to,
+        populations=populations,
+        paired=paired, seed=seed, needed_chance=needed_chance, p_killed_se=se,
+        threshold=threshold, looks=len(looks), last_threshold=last_threshold, reach=reach)
+
+
+def _simulations(h, m, settings, sizes, populations, threshold, reference, paired, root,
+                 cache, jobs, name, progress):
+    """:func:`recommend`'s simulated populations, one progress bar for them: the verdict
+    (populations of the ``reference`` size, doubled until it settles or
+    ``MORE_POPULATIONS`` times as many) with its blocks, then one block per size of the
+    prediction table."""
+    from probmut.progress import progress as progress_display
 
     def simulate(role, n, block=0, count=populations):
         stored = simulate_block(h, m, settings, role=role, n=n, block=block, count=count,
@@ -393,35 +424,23 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         for n in sizes:
             block = simulate("size", n)
             predictions.append(SizePrediction(n, block["means"], block["killed"]))
-    means, variances = (np.concatenate([b[field] for b in verdict_blocks])
-                        for field in ("means", "variances"))
-    killed, used = sequential.killed_of(verdict_blocks)
-    p_killed = killed / used
-    se = math.sqrt(p_killed * (1 - p_killed) / used)
-    boundary = _boundary(settings, float(np.median(variances)))
-    needed, needed_chance, reach = pilot, None, None
-    if verdict == "not settled":
-        effective = 2 / (1 / h.size + 1 / m.size)  # the pilot's size for a difference
-        needed = sequential.needed(p_killed, used, effective, threshold, reference,
-                                   needed_up_to)
-        if needed is not None:
-            needed_chance = float(sequential.settle_chance(
-                p_killed, used, effective, threshold, reference, needed, grown=True))
-        if pilot < looks[-1]:
-            reach = float(sequential.settle_chance(p_killed, used, effective, last_threshold,
-                                                   reference, looks[-1], grown=True))
-    message = _message(verdict, p_killed, se, threshold, len(looks), certainty, needed,
-                       _median_and_band(means), boundary, reference, needed_up_to, pilot,
-                       needed_chance)
-    if needed is not None and needed > needed_up_to:
-        needed, needed_chance = None, None
-    return Recommendation(
-        name=name, verdict=verdict, needed=needed, p_killed=p_killed, reference_means=means,
-        sizes=tuple(predictions), pilot=(h.size, m.size), message=message, settings=settings,
-        certainty=certainty, reference=reference, needed_up_to=needed_up_to,
-        populations=populations,
-        paired=paired, seed=seed, needed_chance=needed_chance, p_killed_se=se,
-        threshold=threshold, looks=len(looks), last_threshold=last_threshold, reach=reach)
+    return verdict, verdict_blocks, predictions
+
+
+def _needed(p_killed, used, h, m, looks, threshold, last_threshold, reference, needed_up_to):
+    """For a verdict not settled: the instances per side that would settle it (None: no
+    size would), the chance that this pilot grown to that size does, and the chance that
+    the plan's last look settles it (None when this pilot is that look)."""
+    effective = 2 / (1 / h.size + 1 / m.size)  # the pilot's size for a difference
+    needed = sequential.needed(p_killed, used, effective, threshold, reference, needed_up_to)
+    needed_chance = reach = None
+    if needed is not None:
+        needed_chance = float(sequential.settle_chance(
+            p_killed, used, effective, threshold, reference, needed, grown=True))
+    if min(h.size, m.size) < looks[-1]:
+        reach = float(sequential.settle_chance(p_killed, used, effective, last_threshold,
+                                               reference, looks[-1], grown=True))
+    return needed, needed_chance, reach
 
 
 def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, reference,

@@ -21,6 +21,7 @@ and the chunk's place only: the numbers do not depend on chunking or ``jobs``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -212,6 +213,38 @@ class SampleSizeStudy(Result):
         return "\n".join(lines)
 
 
+def _moments(healthy, mutant, settings, repetitions, paired, engine_root, jobs, first_set,
+             cache, chunk, bar, key):
+    """The mean and the variance of the posterior of each of one size's sub-populations
+    (rows: ``healthy[i]`` against ``mutant[i]``, the ``first_set + i``-th set of the
+    engine's stream) in each repetition (columns), ``chunk`` sub-populations per engine
+    call, each chunk read from ``cache`` (under ``key(start, stop)``) or computed and
+    stored; ``bar`` counts the kill tests."""
+    from probmut.engine import kill_counts
+
+    count = len(healthy)
+    tests = settings.bootstraps * settings.trials * repetitions
+    means, variances = np.empty((count, repetitions)), np.empty((count, repetitions))
+    for start in range(0, count, chunk):
+        stop = min(start + chunk, count)
+        shape = (stop - start, repetitions)
+        stored = cache.get(key(start, stop), shapes={"means": shape, "variances": shape})
+        if stored is None:
+            counts = kill_counts(healthy[start:stop], mutant[start:stop],
+                                 bootstraps=settings.bootstraps, trials=settings.trials,
+                                 sample=settings.sample, repetitions=repetitions, paired=paired,
+                                 criterion=settings.criterion, seed=engine_root, jobs=jobs,
+                                 first_set=first_set + start, report=bar.update)
+            stored = dict(zip(("means", "variances"), repetition_moments(counts, settings),
+                              strict=True))
+            cache.put(key(start, stop), **stored)
+        else:
+            bar.update((stop - start) * tests)
+        means[start:stop] = stored["means"]
+        variances[start:stop] = stored["variances"]
+    return means, variances
+
+
 def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, paired: bool):
     healthy = np.empty((count, n), dtype=np.int64)
     mutant = np.empty((count, n), dtype=np.int64)
@@ -269,7 +302,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     >>> [(s.n, overlaps(s.n, 60)) for s in study.sizes]
     [(20, False), (50, True)]
     """
-    from probmut.engine import MAX_RESAMPLES, kill_counts
+    from probmut.engine import MAX_RESAMPLES
     from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
@@ -302,28 +335,10 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
         for index, n in enumerate(sizes):
             rng = seeds.generator(root, "sample-size draws", index)
             ids_h, ids_m = _draw(rng, subpopulations, n, h.size, m.size, paired)
-            means = np.empty((subpopulations, repetitions))
-            variances = np.empty((subpopulations, repetitions))
-            for start in range(0, subpopulations, chunk):
-                stop = min(start + chunk, subpopulations)
-                key = cache_key(*base_key, n, index, start, stop)
-                shape = (stop - start, repetitions)
-                stored = cache.get(key, shapes={"means": shape, "variances": shape})
-                if stored is None:
-                    counts = kill_counts(h[ids_h[start:stop]], m[ids_m[start:stop]],
-                                         bootstraps=settings.bootstraps, trials=settings.trials,
-                                         sample=settings.sample, repetitions=repetitions,
-                                         paired=paired, criterion=settings.criterion,
-                                         seed=engine_root, jobs=jobs,
-                                         first_set=index * subpopulations + start,
-                                         report=bar.update)
-                    stored = dict(zip(("means", "variances"),
-                                      repetition_moments(counts, settings), strict=True))
-                    cache.put(key, **stored)
-                else:
-                    bar.update((stop - start) * tests)
-                means[start:stop] = stored["means"]
-                variances[start:stop] = stored["variances"]
+            means, variances = _moments(
+                h[ids_h], m[ids_m], settings, repetitions, paired, engine_root, jobs,
+                index * subpopulations, cache, chunk, bar,
+                key=functools.partial(cache_key, *base_key, n, index))
             average_mean, average_var = means.mean(axis=1), variances.mean(axis=1)
             killed = np.array([ratio_of(a, v, settings.trials) > settings.threshold
                                for a, v in zip(average_mean, average_var, strict=True)])
