@@ -308,8 +308,9 @@ def prob_greater(a1: float, b1: float, a2: float, b2: float) -> float:
     levels = np.array([1e-12, 1e-9, 1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999,
                        1 - 1e-6, 1 - 1e-9, 1 - 1e-12])
     # Cuts as distances from 0 (lower half) and from 1 (upper half: mirrored quantiles).
-    from_zero = np.concatenate([_special().betaincinv(a, b, levels) for a, b in ((a1, b1), (a2, b2))])
-    from_one = np.concatenate([_special().betaincinv(b, a, levels) for a, b in ((a1, b1), (a2, b2))])
+    shapes = ((a1, b1), (a2, b2))
+    from_zero = np.concatenate([_special().betaincinv(a, b, levels) for a, b in shapes])
+    from_one = np.concatenate([_special().betaincinv(b, a, levels) for a, b in shapes])
     lower = _half_integral(a1, b1, log_beta, from_zero, lambda t: _special().betainc(a2, b2, t))
     upper = _half_integral(b1, a1, log_beta, from_one, lambda s: _special().betaincc(b2, a2, s))
     return float(min(max(lower + upper, 0.0), 1.0))

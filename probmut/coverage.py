@@ -497,7 +497,8 @@ class CoverageStudy(Result):
         for m in self.neurons:
             v = self.idc(m)
             combos = [i.combinations(m) for i in self.instances]
-            lines.append(f"{'IDC m=' + str(m):<14}{v.mean():>9.4f}{v.std(ddof=1) if v.size > 1 else 0:>9.4f}"
+            sd = v.std(ddof=1) if v.size > 1 else 0
+            lines.append(f"{'IDC m=' + str(m):<14}{v.mean():>9.4f}{sd:>9.4f}"
                          f"{v.min():>9.4f}{v.max():>9.4f}  {min(combos)}-{max(combos)} "
                          "combinations")
         for label, values, note in (

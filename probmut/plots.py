@@ -532,7 +532,8 @@ def _plot_bayes(study, axes):
     rope = ((-criterion.effect, criterion.effect) if criterion.spec.effect == "Cohen's d"
             else None)
     for row, comparison in zip(axes, study.comparisons, strict=True):
-        panels = (("kill probability", comparison.kill_draws, {"kind": "hist", "bins": np.linspace(0, 1, 51)}),
+        histogram = {"kind": "hist", "bins": np.linspace(0, 1, 51)}
+        panels = (("kill probability", comparison.kill_draws, histogram),
                   ("mean difference (mutant - healthy)", comparison.diff_draws, {"ref_val": 0.0}),
                   ("Cohen's d", comparison.d_draws, {"rope": rope}))
         for ax, (label, draws, options) in zip(row, panels, strict=True):

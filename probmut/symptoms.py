@@ -295,8 +295,8 @@ class SymptomStudy(Result):
     label: str = ""
 
     def to_dict(self) -> dict:
-        return plain(listing([p.to_dict() for p in self.populations], healthy=self.healthy.to_dict(),
-                             criterion=self.criterion.describe()))
+        return plain(listing([p.to_dict() for p in self.populations],
+                             healthy=self.healthy.to_dict(), criterion=self.criterion.describe()))
 
     def rows(self) -> list[dict]:
         rows = []

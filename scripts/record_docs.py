@@ -73,7 +73,8 @@ def run_folder(name, chosen, seed=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("documents", nargs="*", type=Path,
-                        help="re-record the folders these documents' examples run in (default: all)")
+                        help="re-record the folders these documents' examples run in "
+                             "(default: all)")
     parser.add_argument("--draws", type=int, default=5,
                         help="draws per training example: the documented one and draws - 1 "
                              "other seeds (default: 5)")

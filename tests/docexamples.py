@@ -318,7 +318,8 @@ def wall_times(line: str) -> list[bool]:
 def same_words(expected: str, actual: str) -> bool:
     """The same words and as many numbers, whatever the numbers (a timing's line).
 
-    >>> same_words("coverage  13.8 s  (0.69 s per instance)", "coverage  9.1 s  (0.4 s per instance)")
+    >>> same_words("coverage  13.8 s  (0.69 s per instance)",
+    ...            "coverage  9.1 s  (0.4 s per instance)")
     True
     """
     return tokens(expected)[0] == tokens(actual)[0]
@@ -430,7 +431,8 @@ def number_within_spread(documented: str, printed: str, spread, factor: float) -
     False
     >>> number_within_spread("0.3487", "-0.05", [0.22, 0.18], 9.43)  # a d, not in [0, 1]
     True
-    >>> number_within_spread("20", "20", [20.0, 0.0], 9.43), number_within_spread("20", "19", [20.0, 0.0], 9.43)
+    >>> (number_within_spread("20", "20", [20.0, 0.0], 9.43),
+    ...  number_within_spread("20", "19", [20.0, 0.0], 9.43))
     (True, False)
     >>> number_within_spread("0.000", "0.012", [0.0, 0.0], 9.43)
     True

@@ -93,7 +93,8 @@ def test_kill_rate_matches_a_plain_implementation(mnist_delete, manifest, paired
 
     if paired:
         mutation = manifest.mutation("mnist", "weights_fuzzing")
-        healthy, mutant = pair(read_population(mutation.healthy), read_population(mutation.files[2]))
+        healthy, mutant = pair(read_population(mutation.healthy),
+                               read_population(mutation.files[2]))
     else:
         healthy, mutant = mnist_delete[0], mnist_delete[1][1]
     reference = _reference_kill_rate(healthy.values, mutant.values, np.random.default_rng(3),

@@ -35,7 +35,8 @@ def test_the_long_format_entry_points_are_plain_functions_whatever_was_imported(
 def test_posterior_of_a_long_table_equals_the_array_api(long_table, mnist_delete):
     healthy, mutants = mnist_delete
     settings = PosteriorSettings(bootstraps=20)
-    from_frame = probmut.posteriors_from_table(long_table, subject="instance", settings=settings, seed=3)
+    from_frame = probmut.posteriors_from_table(long_table, subject="instance", settings=settings,
+                                               seed=3)
     direct = bagged_posteriors(healthy, mutants[:2], settings, seed=3).to_frame()
     # Mutants come in order of first appearance in the (shuffled) table.
     pd.testing.assert_frame_equal(from_frame.to_frame().loc[direct.index], direct)

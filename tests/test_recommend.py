@@ -211,10 +211,10 @@ def test_clear_mutants_still_settle_from_few_instances():
 
 @pytest.mark.slow
 def test_pilot_validation_quick_run_reports_every_part_reproducibly(tmp_path):
-    """scripts/validation/pilot_validation.py --quick: every part and the targets printed, the summary
-    saved, and a rerun (from its cache) prints the same tables."""
-    command = [sys.executable, str(ROOT / "scripts" / "validation" / "pilot_validation.py"), "--quick",
-               "--out", str(tmp_path)]
+    """scripts/validation/pilot_validation.py --quick: every part and the targets printed, the
+    summary saved, and a rerun (from its cache) prints the same tables."""
+    command = [sys.executable, str(ROOT / "scripts" / "validation" / "pilot_validation.py"),
+               "--quick", "--out", str(tmp_path)]
     first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     for heading in ("## (a)", "## (b)", "## (c)", "## (d)", "## (e)", "## Targets"):
@@ -240,8 +240,8 @@ def test_pilot_validation_quick_run_reports_every_part_reproducibly(tmp_path):
 def test_sequential_validation_quick_run_reports_every_part_reproducibly(tmp_path):
     """scripts/validation/sequential_validation.py --quick: both parts, the frontier and the targets
     printed and saved, and a rerun (every path from its cache) prints the same tables."""
-    command = [sys.executable, str(ROOT / "scripts" / "validation" / "sequential_validation.py"), "--quick",
-               "--out", str(tmp_path)]
+    command = [sys.executable, str(ROOT / "scripts" / "validation" / "sequential_validation.py"),
+               "--quick", "--out", str(tmp_path)]
     first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     for heading in ("## (a)", "### normal", "## (b)", "most any rule may settle",
@@ -282,7 +282,8 @@ def test_a_verdict_seed_keys_its_own_stream():
     h, m = rng.normal(0.99, 0.002, 20), rng.normal(0.988, 0.002, 20)
 
     def means(name, look):
-        return recommend(h, m, sizes=(), populations=20, seed=seed_of(5, "verdict", name, look)).reference_means
+        return recommend(h, m, sizes=(), populations=20,
+                         seed=seed_of(5, "verdict", name, look)).reference_means
 
     first = means("a", 20)
     assert np.array_equal(first, means("a", 20))

@@ -47,7 +47,8 @@ def test_the_thresholds_over_repeated_looks():
     scripts/validation/sequential_validation.py). Both are checked against a direct
     simulation of the latent model (40 000 paths: standard error about 0.1 to 0.16
     points); one look keeps the level."""
-    assert settle_threshold(20, [20]) == CERTAINTY == settle_threshold(25, [25], certainty=CERTAINTY)
+    assert settle_threshold(20, [20]) == CERTAINTY == settle_threshold(25, [25],
+                                                                        certainty=CERTAINTY)
     thresholds = [settle_threshold(n, LOOKS) for n in LOOKS]
     assert thresholds[0] == pytest.approx(0.9778, abs=2e-4) and len(set(thresholds)) == 1
     assert sequential_error(thresholds, LOOKS) == pytest.approx(SPEND * (1 - CERTAINTY), abs=1e-4)
@@ -103,7 +104,8 @@ def test_the_monte_carlo_error_of_p_killed_is_inside_the_verdict():
     def verdicts(p, repeats=2000):
         calls = [settle(lambda block, count: {"killed": rng.random(count) < p}, CERTAINTY, 100)
                  for _ in range(repeats)]
-        return [verdict for verdict, _ in calls], [blocks[0]["killed"].mean() for _, blocks in calls]
+        return ([verdict for verdict, _ in calls],
+                [blocks[0]["killed"].mean() for _, blocks in calls])
 
     called, first = verdicts(0.92)
     assert np.mean(np.array(first) >= CERTAINTY) > 0.12  # the naive reading settles often

@@ -19,7 +19,8 @@ def _student_t(rng, nu, size):
     finite = np.isfinite(nu)
     out = rng.standard_normal(size)
     if finite.any():
-        out[finite] = rng.standard_t(nu[finite][:, None, None], size=(int(finite.sum()),) + size[1:])
+        out[finite] = rng.standard_t(nu[finite][:, None, None],
+                                     size=(int(finite.sum()),) + size[1:])
     return out
 
 

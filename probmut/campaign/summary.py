@@ -222,7 +222,8 @@ class MutantSummary:
 
 @dataclass(frozen=True)
 class Campaign(Result):
-    """One model's mutation-testing campaign (see the module notes and :func:`summarize_campaign`)."""
+    """One model's mutation-testing campaign (see the module notes and
+    :func:`summarize_campaign`)."""
 
     model: str
     manifest: str

@@ -191,7 +191,8 @@ def _decimals(text: str) -> int | str:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of decimals or 'none', got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a number of decimals or 'none', got {text!r}") from None
 
 
 #: What ``--paper`` sets, by command family; explicit flags always win over it.

@@ -29,8 +29,9 @@ class Completeness:
     >>> short = Completeness("rs3", "rs3/delete_training_data_50.csv", instances=3, target=20)
     >>> short.complete
     False
-    >>> print(short.message())
-    rs3: delete_training_data_50 has 3 of 20 instances (the run stopped early: rerun the same `probmut train` command to finish it)
+    >>> print(short.message())  # doctest: +NORMALIZE_WHITESPACE
+    rs3: delete_training_data_50 has 3 of 20 instances (the run stopped early: rerun the same
+    `probmut train` command to finish it)
     """
 
     model: str

@@ -116,10 +116,13 @@ def _check_array_header(handle, path, size: int, what: str) -> None:
     >>> header = io.BytesIO()
     >>> np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
     ...                                               "shape": (2**40,)})
-    >>> _check_array_header(io.BytesIO(header.getvalue()), "big.npy", 128, "kill rates")
+    >>> _check_array_header(io.BytesIO(header.getvalue()), "big.npy", 128,
+    ...                     "kill rates")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    probmut.errors.ProbmutError: big.npy: its header claims 1,099,511,627,776 values of float64 (8,796,093,022,208 bytes), but the file holds 0 bytes of data: a cut or damaged array, not kill rates
+    probmut.errors.ProbmutError: big.npy: its header claims 1,099,511,627,776 values of float64
+    (8,796,093,022,208 bytes), but the file holds 0 bytes of data: a cut or damaged array, not kill
+    rates
     """
     import numpy as np
 

@@ -68,7 +68,8 @@ def save_outcomes(path, instance_ids, correct, labels, records=None) -> None:
     correct = np.asarray(correct, dtype=bool)
     ids = np.asarray(instance_ids, dtype=np.int64)
     if correct.ndim != 2 or correct.shape[0] != ids.shape[0]:
-        raise ValueError(f"correct must be (instances, inputs); got {correct.shape} for {ids.size} ids")
+        raise ValueError(
+            f"correct must be (instances, inputs); got {correct.shape} for {ids.size} ids")
     arrays = dict(
         instance=ids,
         correct=np.packbits(correct, axis=1),

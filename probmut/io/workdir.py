@@ -10,10 +10,10 @@ A record holds the instance's symptom record (:class:`~probmut.io.records.Instan
 its outcome on each test input (bits; none when it was not scored, or when a user's
 training code gave none), for a derived model-level mutant how closely it matches its
 healthy instance (:data:`probmut.train.flags.MATCHES`), and, for a user's training code,
-the hyperparameters it read (:mod:`probmut.train.user_code`). The trainer (:mod:`probmut.train.run`) writes
-them as instances finish and assembles the population files from them; a damaged
-record or weights file reads as missing, with a :class:`DamagedRecordWarning`, so that
-the instance is trained again.
+the hyperparameters it read (:mod:`probmut.train.user_code`). The trainer
+(:mod:`probmut.train.run`) writes them as instances finish and assembles the population
+files from them; a damaged record or weights file reads as missing, with a
+:class:`DamagedRecordWarning`, so that the instance is trained again.
 
 Examples
 --------

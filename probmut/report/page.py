@@ -22,7 +22,8 @@ def campaign_id(manifest, model: str, folder) -> str:
     >>> campaign_id("/runs/a/manifest.toml", "a", "/runs/a")
     'a @ manifest.toml'
     """
-    return f"{model} @ {Path(os.path.relpath(Path(manifest).resolve(), Path(folder).resolve())).as_posix()}"
+    relative = os.path.relpath(Path(manifest).resolve(), Path(folder).resolve())
+    return f"{model} @ {Path(relative).as_posix()}"
 
 
 _RECORDED = re.compile(r'<meta name="probmut-campaign" content="([^"]*)">')

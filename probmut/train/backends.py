@@ -16,13 +16,13 @@ Time limits. A TensorFlow op (or a user's training function) cannot be interrupt
 from inside its own process, so a call is stopped two ways: the call itself stops
 training at the first batch end past its deadline (``Assignment.timeout``: the instance
 is recorded as timed out, its worker lives on), and the worker backends stop a call
-still running ``hard_timeout`` seconds after it started (:func:`hard_limit`) by killing its worker process (a
-fresh one takes its place) and yield :class:`InstanceTimeout` for it. A worker
-process that dies (out of memory, a segfault in native code) yields
-:class:`WorkerDied`; the other calls go on. :class:`Serial` runs calls in this
-process and has no hard limit. On Ray, a task whose worker or node is lost runs again
-(Ray's retries); lost once more it yields :class:`TaskLost`, which a run does not
-record as the instance's failure.
+still running ``hard_timeout`` seconds after it started (:func:`hard_limit`) by killing its
+worker process (a fresh one takes its place) and yield :class:`InstanceTimeout` for it. A
+worker process that dies (out of memory, a segfault in native code) yields
+:class:`WorkerDied`; the other calls go on. :class:`Serial` runs calls in this process and
+has no hard limit. On Ray, a task whose worker or node is lost runs again (Ray's retries);
+lost once more it yields :class:`TaskLost`, which a run does not record as the instance's
+failure.
 """
 
 from __future__ import annotations
@@ -378,11 +378,14 @@ def _connection_cause(log: str) -> str:
 
     >>> _connection_cause("W gcs_client.cc:210: Failed to get cluster ID from GCS server: "
     ...                   "Unauthenticated: RPC error: InvalidAuthToken: Authentication "
-    ...                   "token is missing or incorrect")
-    'InvalidAuthToken: Authentication token is missing or incorrect (the cluster uses token authentication: set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH, to its token)'
+    ...                   "token is missing or incorrect")  # doctest: +NORMALIZE_WHITESPACE
+    'InvalidAuthToken: Authentication token is missing or incorrect (the cluster uses token
+    authentication: set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH, to its token)'
     >>> _connection_cause("W gcs_client.cc:210: Failed to get cluster ID from GCS server: "
-    ...                   "RpcError: RPC error: Received http2 header with status: 404")
-    'its reply: RpcError: RPC error: Received http2 header with status: 404 (is it the address of a Ray head node?)'
+    ...                   "RpcError: RPC error: Received http2 header with "
+    ...                   "status: 404")  # doctest: +NORMALIZE_WHITESPACE
+    'its reply: RpcError: RPC error: Received http2 header with status: 404 (is it the address of a
+    Ray head node?)'
     """
     lines = log.splitlines()
     for line in lines:

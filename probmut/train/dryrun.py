@@ -183,8 +183,8 @@ class DryRun:
         return {"mutations": [p.to_dict() for p in self.mutations]}
 
     def __str__(self) -> str:
-        lines = [f"dry run of {self.architecture}, seed {self.seed}: nothing is trained; counts are "
-                 "those of instance 0"]
+        lines = [f"dry run of {self.architecture}, seed {self.seed}: nothing is trained; counts "
+                 "are those of instance 0"]
         return "\n".join(lines + [line for p in self.mutations for line in p.lines()])
 
 

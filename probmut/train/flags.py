@@ -117,12 +117,16 @@ def population_flags(correct: np.ndarray, labels: np.ndarray, chance: float, tas
     >>> print(population_flags(ok, labels, 0.5, "classification", training_inputs=40,
     ...                        matches=[SAME_WEIGHTS, SAME_WEIGHTS]))
     equivalent: all 2 instances keep their healthy instances' weights
-    >>> print(population_flags(ok, labels, 0.5, "classification", training_inputs=40,
-    ...                        matches=[SAME_TEST_PREDICTIONS, SAME_WEIGHTS]).survivor)
-    all 2 instances predict on the 10 test inputs what their healthy instances predict, but 1 predicts otherwise on some of the 40 training inputs: the test set cannot tell this mutant apart
-    >>> print(population_flags(ok, labels, 0.5, "classification", training_inputs=40,
-    ...                        matches=[SAME_PREDICTIONS, SAME_WEIGHTS]).survivor)
-    all 2 instances predict on the 10 test inputs what their healthy instances predict, and on the 40 training inputs too, though 1 has other weights: the test set cannot tell this mutant apart
+    >>> found = population_flags(ok, labels, 0.5, "classification", training_inputs=40,
+    ...                          matches=[SAME_TEST_PREDICTIONS, SAME_WEIGHTS])
+    >>> print(found.survivor)  # doctest: +NORMALIZE_WHITESPACE
+    all 2 instances predict on the 10 test inputs what their healthy instances predict, but 1
+    predicts otherwise on some of the 40 training inputs: the test set cannot tell this mutant apart
+    >>> found = population_flags(ok, labels, 0.5, "classification", training_inputs=40,
+    ...                          matches=[SAME_PREDICTIONS, SAME_WEIGHTS])
+    >>> print(found.survivor)  # doctest: +NORMALIZE_WHITESPACE
+    all 2 instances predict on the 10 test inputs what their healthy instances predict, and on the
+    40 training inputs too, though 1 has other weights: the test set cannot tell this mutant apart
     """
     flags, reasons, survivor = [], [], ""
     matched = [m for m in matches if m is not None]

@@ -23,7 +23,7 @@ stacking it, whatever it is. Run from the repository root::
     python scripts/benchmarks/bench_train.py --json
     python scripts/benchmarks/bench_train.py --instances 10 --mutant-instances 0 --mnist-instances 0
     python scripts/benchmarks/bench_train.py --instances 10 --save-overhead
-    python scripts/benchmarks/bench_train.py --paper-size --json   # 200 instances each way (the paper's)
+    python scripts/benchmarks/bench_train.py --paper-size --json   # 200 instances each way
 
 ``--save-overhead`` measures only what ``--save-models`` costs, in one process without
 start-up noise (see :func:`save_overhead`); ``--crossover`` only the per-step times
@@ -116,7 +116,8 @@ def bench(args) -> dict:
         healthy = _ways(tmp, "digits", args.instances, *digits)
         base = _accuracies(tmp / "digits_baseline" / "healthy.csv")
         stacked = _accuracies(tmp / "digits_stacked" / "healthy.csv")
-        se = np.hypot(base.std(ddof=1) / np.sqrt(base.size), stacked.std(ddof=1) / np.sqrt(stacked.size))
+        se = np.hypot(base.std(ddof=1) / np.sqrt(base.size),
+                      stacked.std(ddof=1) / np.sqrt(stacked.size))
         result |= {
             "case": "paper size" if args.paper_size else "default",
             "instances": args.instances,
@@ -134,8 +135,10 @@ def bench(args) -> dict:
                 out = tmp / f"kill_{way}"
                 seconds = _train(out, "--instances", args.mutant_instances, "--stack", stack,
                                  "--mutation", f"delete_training_data:{MAGNITUDES}", *digits)
-                mutants[way] = {"seconds": round(seconds, 2), "killed": _decisions(out, min(8, args.mutant_instances // 2))}
-            mutants["same_decisions"] = mutants["baseline"]["killed"] == mutants["stacked"]["killed"]
+                killed = _decisions(out, min(8, args.mutant_instances // 2))
+                mutants[way] = {"seconds": round(seconds, 2), "killed": killed}
+            mutants["same_decisions"] = (mutants["baseline"]["killed"]
+                                         == mutants["stacked"]["killed"])
             result["delete_training_data"] = mutants
         if args.mnist_instances:
             data = tmp / "synthetic_mnist.npz"
@@ -295,7 +298,8 @@ def main() -> int:
         print(f"{label:32} {r['baseline']['instances_per_min']:14.1f} "
               f"{r['stacked']['instances_per_min']:10.1f} {r['speedup']:7.2f}x  (stacked runs "
               f"{' and '.join(f'{t} s' for t in r['stacked']['runs_seconds'])})")
-    print(f"accuracy one at a time: mean {result['baseline_mean']:.4f} sd {result['baseline_sd']:.4f}; "
+    print(f"accuracy one at a time: mean {result['baseline_mean']:.4f} "
+          f"sd {result['baseline_sd']:.4f}; "
           f"stacked: mean {result['stacked_mean']:.4f} sd {result['stacked_sd']:.4f}")
     print(f"means differ by {result['mean_difference_in_se']} standard errors; "
           f"KS p = {result['ks_p']:.3f}, Levene p = {result['levene_p']:.3f}")

@@ -26,8 +26,8 @@ where fresh instances can be drawn.
     real data, once with pilots, reference and measured bands all drawn fresh. What
     these miss, a pilot cannot know; the gap to the real data is shape or measurement.
 
-The verdict's certainty (probmut.sequential.CERTAINTY) was chosen on the MNIST magnitudes; the tables show
-MNIST (where it was chosen) and the other models (not seen) separately.
+The verdict's certainty (probmut.sequential.CERTAINTY) was chosen on the MNIST magnitudes;
+the tables show MNIST (where it was chosen) and the other models (not seen) separately.
 
 Every block is cached under --out (default validation_results/.cache): an interrupted run
 resumes, a rerun only prints. Prints Markdown tables (docs/recommend.md), writes
@@ -554,7 +554,8 @@ def normal_floor(args, results):
     bar.close()
     synthetic = []
     for entry in results:  # one normal population of 200 per magnitude, measured as in (a, b)
-        rng = np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(entry["index"], 4)))
+        rng = np.random.default_rng(np.random.SeedSequence(args.seed,
+                                                           spawn_key=(entry["index"], 4)))
         healthy, mutant = _normal_rows(rng, _normal_model(*data[entry["magnitude"]]), 1, POPULATION)
         synthetic.append((entry["magnitude"], entry["model"], healthy[0], mutant[0],
                           entry["paired"]))
@@ -641,7 +642,8 @@ def main() -> None:
     args.draws = args.draws or POPULATIONS
     started = time.perf_counter()
     results = run(args, selected(args))
-    print(f"{len(results)} magnitudes x {args.pilots} pilots of {' and '.join(map(str, PILOT_SIZES))} "
+    print(f"{len(results)} magnitudes x {args.pilots} pilots of "
+          f"{' and '.join(map(str, PILOT_SIZES))} "
           f"instances per side; recommend defaults ({args.draws} draws per block); "
           f"{args.measured} measured sub-populations per pilot and size; seed {args.seed}\n")
     summary = {"verdicts": report_verdicts(results), "needed": needed_check(args, results),

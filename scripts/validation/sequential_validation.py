@@ -460,7 +460,7 @@ def report_b(paths):
     return rows
 
 
-# --- targets and calibration -----------------------------------------------------------------------
+# --- targets and calibration -----------------------------------------------------------
 
 def clear_looks(cells) -> dict:
     """Mean looks of the paths of clear effects (q = 0 or 1) that settle, per shape."""

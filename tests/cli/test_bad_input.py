@@ -278,7 +278,7 @@ def test_mce_needs_two_repetitions(cli):
             says="--repetitions: must be at least 2")
 
 
-# --- damaged caches ---------------------------------------------------------------------------------
+# --- damaged caches ------------------------------------------------------------------------
 
 def test_a_study_on_a_damaged_cache_gives_the_fresh_numbers(cli, tmp_path):
     argv = ["sample-size", HEALTHY, MUTANT, "--sizes", "25", "--subpopulations", "2",
@@ -303,9 +303,9 @@ POPULATIONS = st.one_of(
     VALID, VALID, VALID,
     st.lists(st.tuples(st.integers(0, 60), CELLS), min_size=0, max_size=40),
     st.lists(st.tuples(st.integers(-5, 10**20), st.just("0.9")), max_size=5))
-GOOD_OPTIONS = [["--paired"], ["--paper"], ["--seed", "7"], ["--alpha", "0.5"], ["--effect", "large"], ["--criterion", "welch"],
-                ["--criterion", "mannwhitney"], ["--direction", "mutant-worse"],
-                ["--round-p", "3"], ["--round-p", "none"]]
+GOOD_OPTIONS = [["--paired"], ["--paper"], ["--seed", "7"], ["--alpha", "0.5"],
+                ["--effect", "large"], ["--criterion", "welch"], ["--criterion", "mannwhitney"],
+                ["--direction", "mutant-worse"], ["--round-p", "3"], ["--round-p", "none"]]
 BAD_OPTIONS = [["--seed", "-1"], ["--alpha", "1"], ["--effect", "-1"], ["--round-p", "-4"],
                ["--threshold", "nan"], ["--jobs", "0"]]
 OPTIONS = st.tuples(st.lists(st.sampled_from(GOOD_OPTIONS), max_size=3),

@@ -36,9 +36,9 @@ def test_cli_prints_json_and_draws_the_figure(tmp_path, cli):
         rows = "\n".join(f"{i},{float(v)!r}" for i, v in enumerate(values))
         (tmp_path / f"{name}.csv").write_text("instance,accuracy\n" + rows + "\n")
     figure = tmp_path / "bayes.png"
-    document = json.loads(cli.ok("bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),
-                 "--draws", "300", "--tune", "300", "--jobs", "1", "--seed", "7", "--json",
-                 "--plot", str(figure)))
+    document = json.loads(cli.ok("bayes", str(tmp_path / "healthy.csv"),
+                                 str(tmp_path / "mutant.csv"), "--draws", "300", "--tune", "300",
+                                 "--jobs", "1", "--seed", "7", "--json", "--plot", str(figure)))
     assert document["seed"] == 7 and document["figure"] == str(figure)
     assert figure.stat().st_size > 10_000
     cli.refused("bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),

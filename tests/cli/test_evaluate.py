@@ -35,7 +35,8 @@ def model_folder(tmp_path):
      "p.outcomes.npz: File name too long"),  # the CSV's name fits, its outcomes file's not
     (["{m}", "--write-manifest", "{t}"],
      "{t}: is a directory; give a file name for the manifest (--write-manifest)"),
-    (["{m}", "--manifest", "{t}"], "one of the arguments --out --write-manifest is required"),  # --manifest: its name before 0.2.0
+    # --manifest: its name before 0.2.0
+    (["{m}", "--manifest", "{t}"], "one of the arguments --out --write-manifest is required"),
 ])
 def test_evaluate_refuses_what_it_cannot_score_or_write(tmp_path, cli, model_folder, argv, says):
     pytest.importorskip("tensorflow")

@@ -57,7 +57,8 @@ def test_bad_input_exits_2_with_a_message_naming_the_problem(cli, tmp_path):
     assert "empty.csv: the file is empty" in cli.refused("kill", healthy, tmp_path / "empty.csv")
     (tmp_path / "text.csv").write_text("instance,accuracy\n0,0.9\n1,high\n")
     assert "'high' is not a number" in cli.refused("kill", healthy, tmp_path / "text.csv")
-    angles = RAW / "lenet" / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv"
+    angles = (RAW / "lenet"
+              / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv")
     assert "outside [0, 1]" in cli.refused("kill", healthy, angles)
     small = DC / "results_mnist_original_dc.csv"
     copy = tmp_path / "copy.csv"  # one file twice is refused first

@@ -22,7 +22,8 @@ def test_cli_json_and_text(cli):
         assert advice["threshold"] == CERTAINTY and advice["looks"] == 1
         assert advice["populations_used"] in (20, 40, 80, 160)
         p = advice["p_killed"]
-        assert advice["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / advice["populations_used"]))
+        assert advice["p_killed_se"] == pytest.approx(
+            np.sqrt(p * (1 - p) / advice["populations_used"]))
     looked = cli.json("recommend", "--model", "mnist", "--mutation", "delete_training_data",
                       "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations",
                       "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
@@ -41,11 +42,13 @@ def test_cli_json_and_text(cli):
     (["--pilot", "10"], "fewer than the sample size k = 20"),
     (["--pilot", "500"], "holds only 200 instances"),
     (["--pilot", "0"], "argument --pilot: must be at least 1"),
-    (["--pilot", "25", "--sizes", "25,x"], "argument --sizes: expected comma-separated population sizes"),
+    (["--pilot", "25", "--sizes", "25,x"],
+     "argument --sizes: expected comma-separated population sizes"),
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
     (["--pilot", "25", "--certainty", "1.5"], "argument --certainty: must be"),
     (["--pilot", "25", "--populations", "3"], "argument --populations: must be at least 10"),
-    (["--pilot", "25", "--draws", "30"], "unrecognized arguments: --draws"),  # its name before 0.2.0
+    # --draws: its name before 0.2.0
+    (["--pilot", "25", "--draws", "30"], "unrecognized arguments: --draws"),
     (["--pilot", "25", "--looks", "25,x"], "argument --looks: expected comma-separated "
                                            "instance counts, got '25,x'"),
     (["--pilot", "25", "--looks", "10,25"], "the planned looks must be at least the sample "
@@ -53,7 +56,8 @@ def test_cli_json_and_text(cli):
     (["--pilot", "25", "--populations", "30000"], "120,000 simulated populations of 200 instances "
                                             "per side exceed the limit"),
     # issue 44: the hint names the option that made the request too large
-    (["--pilot", "25", "--populations", "100000"], "lower the sizes or the populations (--populations)"),
+    (["--pilot", "25", "--populations", "100000"],
+     "lower the sizes or the populations (--populations)"),
     (["--pilot", "25", "--populations", "100", "--reference", "200000"], "(--reference)"),
     # issue 44: a plan without the pilot's size, unsorted or repeated, is refused
     (["--pilot", "40", "--looks", "50,60"], "the planned looks [50, 60] leave out this pilot's 40 "
@@ -85,8 +89,8 @@ def test_a_paired_pilot_of_two_is_refused(cli, tmp_path):
     """Found by the property test of test_bad_input: the pairs' covariance needs P >= 3."""
     for name in ("h.csv", "m.csv"):
         (tmp_path / name).write_text("instance,accuracy\n0,0.0\n1,0.0\n")
-    err = cli.refused("recommend", tmp_path / "h.csv", tmp_path / "m.csv", "--paired", "--sample", "2",
-               "--sizes", "2", "--reference", "4", "--no-cache")
+    err = cli.refused("recommend", tmp_path / "h.csv", tmp_path / "m.csv", "--paired",
+                      "--sample", "2", "--sizes", "2", "--reference", "4", "--no-cache")
     assert "a paired pilot needs at least 3 instances" in err
 
 

@@ -21,4 +21,5 @@ def test_replicate_quick_cli_writes_every_file(cli, tmp_path):
 
 
 def test_unknown_part_is_an_error(tmp_path, cli):
-    cli.refused("replicate", "--quick", "--out", str(tmp_path), "--only", "figure9", says="unknown part")
+    cli.refused("replicate", "--quick", "--out", str(tmp_path), "--only", "figure9",
+                says="unknown part")

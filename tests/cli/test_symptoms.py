@@ -17,7 +17,8 @@ def test_symptoms_command_on_a_run_directory(tmp_path, cli):
                     [InstanceRecord(r.instance, r.accuracy) for r in healthy_records()])
     write_manifest(tmp_path / "manifest.toml", {"models": {"digits": {
         "healthy": "healthy.csv", "mutations": {
-            "change_loss_function": {"paired": False, "pattern": "change_loss_function_{magnitude}.csv",
+            "change_loss_function": {"paired": False,
+                                     "pattern": "change_loss_function_{magnitude}.csv",
                                      "magnitudes": ["ctc"]},
             "weights_fuzzing": {"paired": True, "pattern": "weights_fuzzing_{magnitude}.csv",
                                 "magnitudes": ["0_1"]}}}}})

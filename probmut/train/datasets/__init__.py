@@ -158,10 +158,11 @@ def check_data_arguments(source: str, *, image_size: str | None = None,
     """Check what can be checked without loading anything heavy (before TensorFlow);
     the source's :class:`DataSource`.
 
-    >>> check_data_arguments("digits", validation_split=1.5)
+    >>> check_data_arguments("digits", validation_split=1.5)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    probmut.errors.ProbmutError: the validation split must be a share between 0 and 1 (exclusive), got 1.5
+    probmut.errors.ProbmutError: the validation split must be a share between 0 and 1 (exclusive),
+    got 1.5
     """
     _share(test_split, "test split", "test_split")
     _share(validation_split, "validation split", "validation_split")

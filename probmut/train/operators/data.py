@@ -122,7 +122,8 @@ def add_noise(x, y, n_classes, params, rng, task="classification"):
     that counts to no input changes nothing, as in DeepCrime."""
     chosen = _percent_of(rng, np.arange(len(y)), params["percent"])
     images = _first_input(x).copy()
-    spread = images[chosen].reshape(chosen.size, images[0].size).std(axis=1) * params["percent"] / 100
+    sd = images[chosen].reshape(chosen.size, images[0].size).std(axis=1)
+    spread = sd * params["percent"] / 100
     noise = rng.normal(0.0, 1.0, size=images[chosen].shape)
     images[chosen] += (noise * spread.reshape(-1, *[1] * (images.ndim - 1))).astype(images.dtype)
     return _with_first_input(x, images), y

@@ -11,8 +11,9 @@ Examples
 >>> config = TrainConfig(epochs=12, batch_size=128, clip=("value", 1.0))
 >>> change_gradient_clipping(config, {"clip": (None, 0.5)}).clip
 ('value', 0.5)
->>> needs_early_stopping(config, {})
-'the healthy model has no early stopping to change (train it with a patience N and a validation split)'
+>>> needs_early_stopping(config, {})  # doctest: +NORMALIZE_WHITESPACE
+'the healthy model has no early stopping to change (train it with a patience N and a validation
+split)'
 """
 
 from __future__ import annotations

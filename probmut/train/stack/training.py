@@ -123,7 +123,8 @@ class SeedRecipe:
             values.append(np.asarray(seeded(shape, dtype)))
         return values
 
-    def checked_weights(self, spec, dims, config, seeds: list[int]) -> list[list[np.ndarray]] | None:
+    def checked_weights(self, spec, dims, config,
+                        seeds: list[int]) -> list[list[np.ndarray]] | None:
         """Each of ``seeds``' weights by the recipe, the last one checked against the
         model's making for its seed (:func:`_unbuilt_weights`); None if they differ."""
         weights = [self.weights(seed) for seed in seeds]
