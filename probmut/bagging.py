@@ -278,14 +278,26 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
 
     Parameters
     ----------
-    healthy : :class:`~probmut.population.Population` or array of accuracies.
-    mutants : a list of populations (or arrays).
-    settings : :class:`PosteriorSettings` (default: probmut's defaults).
-    paired : model-level mutations; populations are aligned by instance id.
-    seed, jobs : see :func:`probmut.engine.kill_counts`. Every population pair is run
-        with the same seed (common random numbers): a mutant's numbers do not depend on
-        which other mutants are analysed with it, nor on their order.
-    report : called with the number of kill tests run, as they run (a progress bar's
+    healthy : Population or array_like
+        The healthy population (:class:`~probmut.population.Population`) or its
+        accuracies.
+    mutants : sequence of Population or array_like
+        The mutant populations, or their accuracies.
+    settings : PosteriorSettings, optional
+        The analysis (default: probmut's defaults).
+    paired : bool, optional
+        Model-level mutations: the populations are aligned by instance id.
+    seed : int, SeedSequence, Generator or None, optional
+        See :func:`probmut.engine.kill_counts`. Every population pair is run with the same
+        seed (common random numbers): a mutant's numbers do not depend on which other
+        mutants are analysed with it, nor on their order.
+    jobs : int, optional
+        Engine threads (None: all cores); the numbers do not depend on them.
+    names : sequence of str, optional
+        A display name for each population, the healthy one first (default: the
+        populations' own names).
+    report : callable, optional
+        Called with the number of kill tests run, as they run (a progress bar's
         ``update``); ``(1 + len(mutants)) * B * N`` in all.
 
     Returns

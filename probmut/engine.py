@@ -1,4 +1,5 @@
-"""The Monte-Carlo engine: kill counts of B x N kill tests (DeepCrime's by default), compiled.
+"""The Monte-Carlo engine: kill counts of B x N kill tests (DeepCrime's by default),
+compiled.
 
 This is the only hot code of probmut. One kernel serves every study:
 
@@ -8,11 +9,11 @@ This is the only hot code of probmut. One kernel serves every study:
 
 Each bootstrap resample is one *task* with its own random stream, derived from the
 seed and the task's index alone: the seed's two words (:func:`probmut.seeds.kernel_key`)
-hashed with the index through SplitMix64 into a xoshiro256** state. Tasks run in parallel threads (numba ``prange``),
-so the numbers depend on the seed only, never on the number of workers. Long work is
-split into kernel calls of a fraction of a second (blocks of tasks, and slices of their
-trials when a task is long, its stream and draws kept between calls), so that Ctrl-C
-and progress displays get their turn; the split never changes the numbers.
+hashed with the index through SplitMix64 into a xoshiro256** state. Tasks run in parallel
+threads (numba ``prange``), so the numbers depend on the seed only, never on the number of
+workers. Long work is split into kernel calls of a fraction of a second (blocks of tasks,
+and slices of their trials when a task is long, its stream and draws kept between calls),
+so that Ctrl-C and progress displays get their turn; the split never changes the numbers.
 
 Why numba: the kernel is a tight loop of small random draws and sums (about 40 random
 integers and 80 flops per test); numba compiles it to native code with threads and an
@@ -290,30 +291,40 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
 
     Parameters
     ----------
-    healthy, mutant : accuracies, 1-D (one population) or 2-D (S populations, one per
-        row, e.g. the sub-populations of a sample-size study). Paired data must be
-        aligned by instance id (see :func:`probmut.population.pair`).
-    bootstraps, trials, sample : B, N and k of METHOD.md section 3.
-    repetitions : R independent repetitions of the whole bagging (section 5).
-    paired : model-level mutation: resample ids once and draw the same ids on both sides.
-    criterion : the kill rule (default :class:`~probmut.killtest.KillCriterion`, the
-        DeepCrime test); its ``kind`` selects the test, dispatched inside the kernel. A
-        paired criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``.
-    seed : int, SeedSequence, Generator or None (:func:`probmut.seeds.kernel_key`). Same
-        seed, same counts, for any ``jobs``.
-    jobs : threads to use (None: all cores).
-    first_set : index of the first row of ``healthy`` within a larger study split into
+    healthy, mutant : array_like, shape (n,) or (S, n)
+        The accuracies: 1-D for one population, 2-D for S populations, one per row (e.g.
+        the sub-populations of a sample-size study). Paired data must be aligned by
+        instance id (see :func:`probmut.population.pair`).
+    bootstraps, trials, sample : int, optional
+        B, N and k of METHOD.md section 3.
+    repetitions : int, optional
+        R independent repetitions of the whole bagging (section 5).
+    paired : bool, optional
+        Model-level mutation: resample ids once and draw the same ids on both sides.
+    criterion : KillCriterion, optional
+        The kill rule (default :class:`~probmut.killtest.KillCriterion`, the DeepCrime
+        test); its ``kind`` selects the test, dispatched inside the kernel. A paired
+        criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``.
+    seed : int, SeedSequence, Generator or None, optional
+        See :func:`probmut.seeds.kernel_key`: the same seed gives the same counts, for any
+        ``jobs``.
+    jobs : int, optional
+        The threads to use (None: all cores).
+    first_set : int, optional
+        The index of the first row of ``healthy`` within a larger study split into
         several calls (e.g. for progress or resumable chunks): the counts of row ``i`` are
         those that row ``first_set + i`` would get in one call with the same seed.
-    report : called after each kernel call with the number of kill tests it ran (e.g. a
-        progress bar's ``update``). The work is split into calls of a fraction of a second
-        (see :func:`_calls`), so Ctrl-C interrupts within about that time; the split
-        never changes the counts.
+    report : callable, optional
+        Called after each kernel call with the number of kill tests it ran (e.g. a
+        progress bar's ``update``). The work is split into calls of a fraction of a
+        second (see :func:`_calls`), so Ctrl-C interrupts within about that time; the
+        split never changes the counts.
 
     Returns
     -------
-    int array of shape ``(S, R, B)``, squeezed of the axes that were not asked for:
-    ``(B,)`` for one population pair and one repetition, ``(R, B)`` with repetitions.
+    numpy.ndarray of int, shape (S, R, B)
+        The kill counts, squeezed of the axes that were not asked for: ``(B,)`` for one
+        population pair and one repetition, ``(R, B)`` with repetitions.
 
     Raises
     ------

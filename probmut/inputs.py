@@ -110,7 +110,8 @@ def fisher_exact_inputs(healthy_correct, n_healthy: int, mutant_correct, n_mutan
 
     >>> from scipy.stats import fisher_exact
     >>> p = fisher_exact_inputs([20, 12, 5], 20, [9, 12, 0], 20, "two-sided")
-    >>> ref = [fisher_exact([[h, 20 - h], [m, 20 - m]]).pvalue for h, m in [(20, 9), (12, 12), (5, 0)]]
+    >>> ref = [fisher_exact([[h, 20 - h], [m, 20 - m]]).pvalue
+    ...        for h, m in [(20, 9), (12, 12), (5, 0)]]
     >>> bool(np.allclose(p, ref, rtol=1e-12))
     True
     """
@@ -306,17 +307,25 @@ def analyse_inputs(healthy: Outcomes, mutants, *, inputs=None, alpha: float = 0.
 
     Parameters
     ----------
-    healthy, mutants : :class:`Outcomes` of the healthy population and of each mutant
-        (same test inputs, same labels).
-    inputs : the test set: indices (or a boolean mask) into the inputs of the files;
-        None: all of them. The Bonferroni pool is always all inputs of the files.
-    alpha : family-wise level of the statistical criterion.
-    correction : ``"bonferroni"`` (per-input level ``alpha / pool``) or ``"none"``
-        (``alpha``); both keep killing monotonic in the test set.
-    alternative : ``"greater"`` (the mutant errs more on the input) or ``"two-sided"``.
-    threshold : DeepMutation's majority: an input is correct for a population when more
-        than this fraction of its instances classify it correctly (wrong likewise).
-    show : killing inputs listed per mutant in the printed summary.
+    healthy : Outcomes
+        The healthy population's :class:`Outcomes`.
+    mutants : sequence of Outcomes
+        Each mutant's :class:`Outcomes` (the healthy one's test inputs and labels).
+    inputs : array_like of int or bool, optional
+        The test set: indices (or a boolean mask) into the inputs of the files; None: all
+        of them. The Bonferroni pool is always all inputs of the files.
+    alpha : float, optional
+        The family-wise level of the statistical criterion.
+    correction : {"bonferroni", "none"}, optional
+        A per-input level of ``alpha / pool`` (Bonferroni) or ``alpha``; both keep killing
+        monotonic in the test set.
+    alternative : {"greater", "two-sided"}, optional
+        ``"greater"``: the mutant errs more on the input.
+    threshold : float, optional
+        DeepMutation's majority: an input is correct for a population when more than this
+        fraction of its instances classify it correctly (wrong likewise).
+    show : int, optional
+        The killing inputs listed per mutant in the printed summary.
 
     Returns
     -------

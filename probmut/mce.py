@@ -57,9 +57,11 @@ def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
 
     Parameters
     ----------
-    values : array (..., R) of R >= 2 repetitions.
-    jackknife : ``"standard"`` (leave-one-out averages) or ``"paper"`` (leave-one-out
-        sums divided by R, as the paper's code does: the standard value times (R-1)/R).
+    values : array_like, shape (..., R)
+        R >= 2 repetitions of each value.
+    jackknife : {"standard", "paper"}
+        Leave-one-out averages (standard), or leave-one-out sums divided by R, as the
+        paper's code does: the standard value times (R-1)/R.
 
     Examples
     --------
@@ -70,7 +72,8 @@ def jackknife_se(values, jackknife: str = "standard") -> np.ndarray:
     True
     """
     if jackknife not in JACKKNIFES:
-        raise ProbmutError(f"unknown jackknife {jackknife!r}; choose one of {', '.join(JACKKNIFES)}")
+        raise ProbmutError(
+            f"unknown jackknife {jackknife!r}; choose one of {', '.join(JACKKNIFES)}")
     values = np.asarray(values, dtype=np.float64)
     count = values.shape[-1]
     if count < 2:
@@ -188,10 +191,20 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
 
     Parameters
     ----------
-    kill_counts : int array (R, B), e.g. ``load_kill_rates("reps.npy", 100)``.
-    settings : fit, grid, solver, jackknife and trials (default
-        :class:`PosteriorSettings`; the paper's MCE exactly:
-        :func:`probmut.paper.mce_settings`); B is the counts' own.
+    kill_counts : array_like of int, shape (R, B)
+        The kill counts of R repetitions, e.g. ``load_kill_rates("reps.npy", 100)``.
+    settings : PosteriorSettings, optional
+        The fit, grid, solver, jackknife and trials (default :class:`PosteriorSettings`;
+        the paper's MCE exactly: :func:`probmut.paper.mce_settings`); B is the counts'
+        own.
+    name : str, optional
+        The mutant's display name.
+    paired : bool, optional
+        Whether the counts come from a paired (model-level) mutant, as recorded.
+    seed : int or None, optional
+        The seed the counts were made with, as recorded.
+    source : str, optional
+        Where the counts come from, as recorded.
 
     Returns
     -------
@@ -237,14 +250,27 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.population.Population` or arrays of accuracies (paired
-        populations are aligned by instance id).
-    settings : B, N, k, criterion, Beta fit and jackknife (default
+    healthy, mutant : Population or array_like
+        The two populations (:class:`~probmut.population.Population`) or their
+        accuracies (paired populations are aligned by instance id).
+    settings : PosteriorSettings, optional
+        B, N, k, the criterion, the Beta fit and the jackknife (default
         :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.mce_settings`).
-    repetitions : R (the paper: 100).
-    seed, jobs : see :func:`probmut.engine.kill_counts`; same seed, same numbers.
-    report : called with the number of kill tests run, as they run (a progress bar's
+    repetitions : int, optional
+        R (the paper: 100).
+    paired : bool, optional
+        Model-level mutation: resample ids once and draw the same ids on both sides.
+    seed : int, SeedSequence, Generator or None, optional
+        See :func:`probmut.engine.kill_counts`: the same seed gives the same numbers.
+    jobs : int, optional
+        Engine threads (None: all cores); the numbers do not depend on them.
+    name : str, optional
+        The display name (default: the mutant population's).
+    report : callable, optional
+        Called with the number of kill tests run, as they run (a progress bar's
         ``update``); R * B * N in all.
+    cache : Cache, optional
+        A :class:`~probmut.io.cache.Cache` that keeps the kill counts for a rerun.
 
     Returns
     -------

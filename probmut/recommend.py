@@ -323,25 +323,40 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
 
     Parameters
     ----------
-    healthy, mutant : the pilot: :class:`~probmut.population.Population` or arrays
-        of accuracies, each at least the sample size k.
-    settings : how every simulated population is analysed (default
-        :class:`PosteriorSettings`: B = N = 100, k = 20).
-    sizes : population sizes n per side of the prediction table (each at least k;
-        empty for the verdict alone).
-    populations : simulated populations per size, and for the verdict's first block.
-    certainty : with one look, the predicted probability at which the verdict is settled;
-        over ``looks``, ``1 - certainty`` bounds the chance of a wrong settled verdict.
-    reference : size of "a large population", whose decision the verdict predicts.
-    needed_up_to : largest population per side ``needed`` may propose.
-    looks : the instances per side at which the verdict is looked at, in increasing
-        order, this pilot's size (the smaller side) among them (default: this pilot
-        only); see :func:`probmut.sequential.settle_threshold`.
-    paired : model-level mutation: ids drawn jointly (populations aligned by id).
-    seed, jobs : same seed, same numbers, for any ``jobs``.
-    cache : a :class:`~probmut.io.cache.Cache` to reuse blocks across runs.
-    progress : show progress on stderr (see :func:`probmut.progress.progress`).
-    name : the mutant's name in the output (default: the mutant population's).
+    healthy, mutant : Population or array_like
+        The pilot: two :class:`~probmut.population.Population` or their accuracies, each
+        at least the sample size k.
+    settings : PosteriorSettings, optional
+        How every simulated population is analysed (default :class:`PosteriorSettings`:
+        B = N = 100, k = 20).
+    sizes : sequence of int, optional
+        The population sizes n per side of the prediction table (each at least k; empty
+        for the verdict alone).
+    populations : int, optional
+        The simulated populations per size, and for the verdict's first block.
+    certainty : float, optional
+        With one look, the predicted probability at which the verdict is settled; over
+        ``looks``, ``1 - certainty`` bounds the chance of a wrong settled verdict.
+    reference : int, optional
+        The size of "a large population", whose decision the verdict predicts.
+    needed_up_to : int, optional
+        The largest population per side ``needed`` may propose.
+    looks : sequence of int, optional
+        The instances per side at which the verdict is looked at, in increasing order,
+        this pilot's size (the smaller side) among them (default: this pilot only); see
+        :func:`probmut.sequential.settle_threshold`.
+    paired : bool, optional
+        Model-level mutation: ids drawn jointly (populations aligned by id).
+    seed : int, SeedSequence, Generator or None, optional
+        The same seed gives the same numbers, for any ``jobs``.
+    jobs : int, optional
+        Engine threads (None: all cores); the numbers do not depend on them.
+    cache : Cache, optional
+        A :class:`~probmut.io.cache.Cache` to reuse blocks across runs.
+    progress : bool, optional
+        Show progress on stderr (see :func:`probmut.progress.progress`).
+    name : str, optional
+        The mutant's name in the output (default: the mutant population's).
 
     Returns
     -------
@@ -353,7 +368,8 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         For a pilot smaller than k per side (a paired one: under 3 instances), sizes,
         reference or needed_up_to under k, fewer than 10 populations, more simulated accuracies
         than :data:`MAX_SIMULATED`, a plan of looks out of order, under k, without this
-        pilot's size or too fine to integrate (:data:`probmut.sequential.MAX_PLAN_WORK`), a certainty outside (0.5, 1), a threshold that ``MORE_POPULATIONS`` times the
+        pilot's size or too fine to integrate (:data:`probmut.sequential.MAX_PLAN_WORK`),
+        a certainty outside (0.5, 1), a threshold that ``MORE_POPULATIONS`` times the
         populations cannot reach, populations that do not pair, or an unusable seed.
 
     Examples

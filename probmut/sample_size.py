@@ -268,17 +268,32 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.population.Population` or arrays of accuracies.
-    settings : B, N, k, criterion, Beta fit and jackknife (default
+    healthy, mutant : Population or array_like
+        The two populations (:class:`~probmut.population.Population`) or their
+        accuracies.
+    settings : PosteriorSettings, optional
+        B, N, k, the criterion, the Beta fit and the jackknife (default
         :class:`PosteriorSettings`; the paper's: :func:`probmut.paper.study_settings`).
-    sizes : population sizes n (each at most the smaller population).
-    subpopulations, repetitions : sub-populations per size (30) and R (100).
-    paired : model-level mutation: sub-populations take the same ids on both sides.
-    seed : int or None; sub-populations and tests are derived from it.
-    jobs : engine threads; the numbers do not depend on it.
-    cache : a :class:`~probmut.io.cache.Cache` to reuse and resume chunks.
-    chunk : sub-populations per engine call (a unit of caching).
-    progress : show progress on stderr (see :func:`probmut.progress.progress`).
+    sizes : sequence of int, optional
+        The population sizes n (each at most the smaller population).
+    subpopulations : int, optional
+        The sub-populations per size (30).
+    repetitions : int, optional
+        R (100).
+    paired : bool, optional
+        Model-level mutation: sub-populations take the same ids on both sides.
+    seed : int, SeedSequence, Generator or None, optional
+        The sub-populations and the tests are derived from it.
+    jobs : int, optional
+        Engine threads; the numbers do not depend on them.
+    cache : Cache, optional
+        A :class:`~probmut.io.cache.Cache` to reuse and resume chunks.
+    chunk : int, optional
+        The sub-populations per engine call (a unit of caching).
+    progress : bool, optional
+        Show progress on stderr (see :func:`probmut.progress.progress`).
+    name : str, optional
+        The display name (default: the mutant population's).
 
     Returns
     -------

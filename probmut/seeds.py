@@ -26,7 +26,8 @@ inside its compiled kernels from the two words of :func:`kernel_key`.
 
 Examples
 --------
->>> generator(42, "repeat", 3).integers(0, 100, 3).tolist() == generator(42, "repeat", 3).integers(0, 100, 3).tolist()
+>>> draw = lambda: generator(42, "repeat", 3).integers(0, 100, 3).tolist()
+>>> draw() == draw()
 True
 >>> stream(42, "recommend verdict", 200).spawn_key
 (1, 200)
@@ -123,10 +124,10 @@ def seed_sequence(seed) -> np.random.SeedSequence:
 
     Parameters
     ----------
-    seed : a non-negative int (or a sequence of them), a
-        :class:`numpy.random.SeedSequence` (returned as it is), a
-        :class:`numpy.random.Generator` (a fresh key is drawn from it, as scikit-learn
-        uses a ``random_state``) or None (fresh entropy).
+    seed : int, sequence of int, SeedSequence, Generator or None
+        A non-negative int (or a sequence of them), a :class:`numpy.random.SeedSequence`
+        (returned as it is), a :class:`numpy.random.Generator` (a fresh key is drawn from
+        it, as scikit-learn uses a ``random_state``) or None (fresh entropy).
 
     Returns
     -------
@@ -141,12 +142,14 @@ def seed_sequence(seed) -> np.random.SeedSequence:
     --------
     >>> seed_sequence(42).entropy
     42
-    >>> seed_sequence(np.random.default_rng(1)).entropy == seed_sequence(np.random.default_rng(1)).entropy
+    >>> entropy = lambda: seed_sequence(np.random.default_rng(1)).entropy
+    >>> entropy() == entropy()
     True
-    >>> seed_sequence(-5)
+    >>> seed_sequence(-5)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    probmut.errors.ProbmutError: a seed must be a non-negative integer, a SeedSequence, a Generator or None; got -5
+    probmut.errors.ProbmutError: a seed must be a non-negative integer, a SeedSequence, a Generator
+    or None; got -5
     """
     if isinstance(seed, np.random.SeedSequence):
         return seed
@@ -169,11 +172,13 @@ def stream(seed, role: str, *parts) -> np.random.SeedSequence:
 
     Parameters
     ----------
-    seed : anything :func:`seed_sequence` takes; an integer for a role of the
-        ``"entropy"`` layout.
-    role : the role's name.
-    parts : integers or strings (a string enters as its CRC-32), as many as the role
-        names.
+    seed : int, sequence of int, SeedSequence, Generator or None
+        Anything :func:`seed_sequence` takes; an integer for a role of the ``"entropy"``
+        layout.
+    role : str
+        The role's name.
+    *parts : int or str
+        As many as the role names (a string enters as its CRC-32).
 
     Returns
     -------

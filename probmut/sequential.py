@@ -81,10 +81,11 @@ def planned(looks) -> tuple[int, ...]:
     --------
     >>> planned(range(20, 50, 10))
     (20, 30, 40)
-    >>> planned([50, 40])
+    >>> planned([50, 40])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    probmut.errors.ProbmutError: the planned looks must be given in increasing order, each once; got [50, 40]
+    probmut.errors.ProbmutError: the planned looks must be given in increasing order, each once; got
+    [50, 40]
     """
     looks = tuple(int(n) for n in looks)
     if not looks or looks[0] < 1:
@@ -196,9 +197,9 @@ def plan_work(looks, reference: int = REFERENCE_SIZE) -> int:
 def _last_z(looks: tuple, reference: int, budget: float, shape: float, floor: float, *,
             progress: bool = False) -> float:
     """The z of the thresholds ``max(floor, Phi(z (n / n_last) ** -shape))`` at which
-    :func:`sequential_error` is ``budget`` (0 when the floor alone keeps it lower),
-    computed once per plan; ``progress``: lines counting the integrations over the looks when they take
-    seconds."""
+    :func:`sequential_error` is ``budget`` (0 when the floor alone keeps it lower), computed
+    once per plan; ``progress``: lines counting the integrations over the looks when they
+    take seconds."""
     from probmut.progress import ANALYSIS_DELAY
     from probmut.progress import progress as progress_display
 
@@ -409,16 +410,25 @@ def settle_chance(p_killed: float, populations: int, pilot: float, threshold: fl
 
     Parameters
     ----------
-    p_killed, populations : the pilot's p_killed and the populations behind it.
-    pilot : the pilot's size P (for a difference of two sides: their harmonic mean).
-    threshold : what p_killed must clear at n.
-    reference : the reference population's size.
-    n : a size above the pilot's, or an array of them.
-    grown : the pilot grown to n (its uncertainty included), else a fresh pilot of n.
+    p_killed : float
+        The pilot's p_killed.
+    populations : int
+        The simulated populations behind ``p_killed``.
+    pilot : float
+        The pilot's size P (for a difference of two sides: their harmonic mean).
+    threshold : float
+        What p_killed must clear at n.
+    reference : int
+        The reference population's size.
+    n : int or array_like of int
+        A size above the pilot's, or an array of them.
+    grown : bool
+        The pilot grown to n (its uncertainty included), else a fresh pilot of n.
 
     Returns
     -------
-    float or numpy.ndarray, as ``n``
+    float or numpy.ndarray
+        One chance per size, shaped as ``n``.
 
     Examples
     --------

@@ -81,13 +81,20 @@ def model_posterior(healthy, mutant, settings: BayesSettings | None = None, *,
 
     Parameters
     ----------
-    healthy, mutant : :class:`~probmut.io.populations.Population` or arrays of accuracies.
-    settings : :class:`BayesSettings` (default: 2 chains x 1000 draws, Student-t).
-    paired : model-level mutation: populations aligned by instance id, modelled
+    healthy, mutant : Population or array_like
+        The two populations (:class:`~probmut.population.Population`) or their
+        accuracies.
+    settings : BayesSettings, optional
+        The model and its sampling (default: 2 chains x 1000 draws, Student-t).
+    paired : bool, optional
+        Model-level mutation: the populations are aligned by instance id and modelled
         through per-instance differences.
-    seed : int, SeedSequence or None; seeds NUTS and the simulated tests.
-    name : display name (default the mutant population's name).
-    progressbar : the sampler's progress display (for a terminal).
+    seed : int, SeedSequence or None, optional
+        Seeds NUTS and the simulated tests.
+    name : str, optional
+        The display name (default: the mutant population's name).
+    progressbar : bool, optional
+        The sampler's progress display (for a terminal).
 
     Returns
     -------

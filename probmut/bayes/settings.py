@@ -20,18 +20,27 @@ class BayesSettings:
 
     Parameters
     ----------
-    draws, tune, chains : NUTS draws and tuning steps per chain, number of chains (>= 2,
+    draws, tune, chains : int
+        NUTS draws and tuning steps per chain, and the number of chains (at least 2:
         R-hat needs several).
-    cores : parallel workers (results do not depend on them): threads for nutpie's chains
+    cores : int
+        Parallel workers (results do not depend on them): threads for nutpie's chains
         and for the kill simulation, processes for PyMC's chains.
-    sampler : ``"nutpie"`` (default) or ``"pymc"``: which NUTS draws the posterior; the
-        same model and posterior, other draws.
-    likelihood : ``"student-t"`` (robust, default) or ``"normal"``.
-    trials : simulated k-vs-k kill tests per posterior draw.
-    sample : k, instances per side of one simulated test.
-    mass : probability mass of the highest-density intervals.
-    target_accept : NUTS step-size adaptation target.
-    criterion : the kill rule of the simulated tests.
+    sampler : {"nutpie", "pymc"}
+        Which NUTS draws the posterior (default nutpie): the same model and posterior,
+        other draws.
+    likelihood : {"student-t", "normal"}
+        The model's likelihood (default the robust Student-t).
+    trials : int
+        Simulated k-vs-k kill tests per posterior draw.
+    sample : int
+        k, the instances per side of one simulated test.
+    mass : float
+        The probability mass of the highest-density intervals.
+    target_accept : float
+        NUTS's step-size adaptation target.
+    criterion : KillCriterion
+        The kill rule of the simulated tests.
 
     >>> BayesSettings(draws=500).describe()[:40]
     'Student-t model, 2 chains x 500 draws (1'

@@ -90,28 +90,39 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
 
     Parameters
     ----------
-    manifest : a :class:`~probmut.io.manifest.Manifest` or its path (default: the
-        bundled data's). A run directory's ``manifest.toml``; its ``rounds.json``,
+    manifest : Manifest or path-like, optional
+        A :class:`~probmut.io.manifest.Manifest` or its path (default: the bundled
+        data's). A run directory's ``manifest.toml``; its ``rounds.json``,
         ``coverage.json`` (``probmut coverage --json``) and the settings its run recorded
         (``.work/settings.json``, for the next steps' command) are read when present.
-    model : the model (default: the manifest's first).
-    settings : :class:`~probmut.bagging.PosteriorSettings` of every analysis. None (the
+    model : str, optional
+        The model (default: the manifest's first).
+    settings : PosteriorSettings, optional
+        The :class:`~probmut.bagging.PosteriorSettings` of every analysis. None (the
         default): those of the run's rounds, when it was trained in rounds (the k,
         criterion, resamples and trials recorded in its ``.work/settings.json``), so that
         its report reads its mutants as its verdicts or score did; else the defaults.
-    seed, jobs : same seed, same numbers, for any number of threads. None (the
+    seed : int, SeedSequence, Generator or None, optional
+        The same seed gives the same numbers, for any number of threads. None (the
         default): the seed the run recorded (``train --seed``, in the manifest's folder's
         ``.work/settings.json``), so that a run's report shows the numbers its rounds
         computed; :data:`~probmut.seeds.DEFAULT_SEED` for populations of no run.
-    verdicts : compute each mutant's pilot verdict (:func:`probmut.recommend.recommend`;
-        the largest part of the time).
-    coverage : a coverage result's JSON file (default: ``coverage.json`` beside the
-        manifest, if any).
-    compare : an earlier report's JSON document (``probmut report --json``): which
-        outcomes changed since (:class:`Comparison`).
-    progress : progress lines on stderr.
-    cache : a :class:`~probmut.io.cache.Cache` for the verdicts' simulated blocks: a
-        rerun reads them instead of simulating them again (the same numbers).
+    jobs : int, optional
+        Engine threads (None: all cores); the numbers do not depend on them.
+    verdicts : bool, optional
+        Compute each mutant's pilot verdict (:func:`probmut.recommend.recommend`; the
+        largest part of the time).
+    coverage : path-like, optional
+        A coverage result's JSON file (default: ``coverage.json`` beside the manifest, if
+        any).
+    compare : dict, optional
+        An earlier report's JSON document (``probmut report --json``): which outcomes
+        changed since (:class:`Comparison`).
+    progress : bool, optional
+        Progress lines on stderr.
+    cache : Cache, optional
+        A :class:`~probmut.io.cache.Cache` for the verdicts' simulated blocks: a rerun
+        reads them instead of simulating them again (the same numbers).
 
     A population file not written yet, or holding only its header (a run stopped
     early), counts 0 instances and its mutant is not analysed; the rest is. Warnings

@@ -230,14 +230,24 @@ def kill_curve(mutation: str, posteriors: dict, *, excluded=(), baseline=None,
 
     Parameters
     ----------
-    mutation : the operator's name (it also keys the random stream).
-    posteriors : magnitude -> :class:`~probmut.bagging.PopulationPosterior`, the
-        magnitudes to fit (analysed and not flagged).
-    excluded : the operator's other magnitudes, listed but not fitted.
-    baseline : the healthy population's posterior mean (healthy against itself), drawn
-        for reference.
-    killed_at, draws, mass, seed : the kill probability that counts as killed, the joint
-        posterior draws of the interval, its mass, and the seed.
+    mutation : str
+        The operator's name (it also keys the random stream).
+    posteriors : dict of str to PopulationPosterior
+        Magnitude -> :class:`~probmut.bagging.PopulationPosterior`: the magnitudes to fit
+        (analysed and not flagged).
+    excluded : sequence of str, optional
+        The operator's other magnitudes, listed but not fitted.
+    baseline : float, optional
+        The healthy population's posterior mean (healthy against itself), drawn for
+        reference.
+    killed_at : float, optional
+        The kill probability that counts as killed.
+    draws : int, optional
+        The joint posterior draws of the interval.
+    mass : float, optional
+        The interval's probability mass.
+    seed : int, SeedSequence, Generator or None, optional
+        The same seed gives the same interval.
 
     Returns
     -------

@@ -105,11 +105,15 @@ def mutation_score(posteriors, *, draws: int = DRAWS, mass: float = 0.95,
 
     Parameters
     ----------
-    posteriors : :class:`~probmut.bagging.PopulationPosterior` of each mutant in the
-        score (leave flagged mutants out; keep survivors).
-    draws : joint posterior draws for the interval.
-    mass : the interval's probability mass.
-    seed : same seed, same interval.
+    posteriors : sequence of PopulationPosterior
+        The :class:`~probmut.bagging.PopulationPosterior` of each mutant in the score
+        (leave flagged mutants out; keep survivors).
+    draws : int, optional
+        The joint posterior draws of the interval.
+    mass : float, optional
+        The interval's probability mass.
+    seed : int, SeedSequence, Generator or None, optional
+        The same seed gives the same interval.
 
     Returns
     -------
@@ -156,7 +160,8 @@ def mutant_posterior(healthy, mutant, settings, *, paired: bool = False, seed=No
     >>> rng = np.random.default_rng(0)
     >>> h, m = (Population.from_values(rng.normal(mu, 0.01, 50)) for mu in (0.9, 0.895))
     >>> row = mutant_posterior(h, m, PosteriorSettings(), seed=3)
-    >>> bool(np.array_equal(row.kill_counts, bagged_posteriors(h, [m], seed=3).populations[1].kill_counts))
+    >>> bagged = bagged_posteriors(h, [m], seed=3).populations[1]
+    >>> bool(np.array_equal(row.kill_counts, bagged.kill_counts))
     True
     """
     from probmut.bagging import summarize
@@ -223,11 +228,15 @@ def score_shares(posteriors, healthy, mutants, paired) -> ScoreShares:
 
     Parameters
     ----------
-    posteriors : each mutant's :class:`~probmut.bagging.PopulationPosterior`, analysed
-        with the same seed (:func:`mutant_posterior`).
-    healthy : the healthy accuracies the unpaired mutants are compared with.
-    mutants : each mutant's accuracies (paired: those of its pairs).
-    paired : for each mutant, whether it is paired.
+    posteriors : sequence of PopulationPosterior
+        Each mutant's :class:`~probmut.bagging.PopulationPosterior`, analysed with the
+        same seed (:func:`mutant_posterior`).
+    healthy : array_like
+        The healthy accuracies the unpaired mutants are compared with.
+    mutants : sequence of array_like
+        Each mutant's accuracies (paired: those of its pairs).
+    paired : sequence of bool
+        For each mutant, whether it is paired.
 
     >>> from probmut.bagging import PosteriorSettings, summarize
     >>> rng = np.random.default_rng(0)

@@ -44,8 +44,10 @@ def load_kill_rates(path, trials: int) -> np.ndarray:
 
     Parameters
     ----------
-    path : a ``.npy`` array of float rates in [0, 1] or of integer counts in [0, N].
-    trials : N, the kill tests behind each rate.
+    path : path-like
+        A ``.npy`` array of float rates in [0, 1] or of integer counts in [0, N].
+    trials : int
+        N, the kill tests behind each rate.
 
     Returns
     -------

@@ -201,12 +201,16 @@ def read_population(path, name: str | None = None, strict: bool = False,
 
     Parameters
     ----------
-    path : the file.
-    name : a display name; default the file's stem.
-    strict : a missing accuracy, a failed instance, or fewer instances than the run that
-        wrote the file aims at (:func:`check_complete`) is an error instead of a warning.
-    manifest : the :class:`~probmut.io.manifest.Manifest` that names the file, if any:
-        where its run's target is looked up first.
+    path : path-like
+        The file.
+    name : str, optional
+        A display name (default: the file's stem).
+    strict : bool, optional
+        A missing accuracy, a failed instance, or fewer instances than the run that wrote
+        the file aims at (:func:`check_complete`) is an error instead of a warning.
+    manifest : Manifest, optional
+        The :class:`~probmut.io.manifest.Manifest` that names the file, if any: where its
+        run's target is looked up first.
 
     Returns
     -------
@@ -317,7 +321,8 @@ def write_deepcrime(path, records) -> None:
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "pop.deepcrime.csv")
-    >>> write_deepcrime(path, [InstanceRecord(0, 0.75), InstanceRecord(1, math.nan, status="crashed"),
+    >>> write_deepcrime(path, [InstanceRecord(0, 0.75),
+    ...                        InstanceRecord(1, math.nan, status="crashed"),
     ...                        InstanceRecord(2, 0.5)])
     >>> print(open(path).read().strip())
     true_label;pred_label_model_0;pred_label_model_2

@@ -66,7 +66,8 @@ class KillTestResult(Result):
                      else f"{self.n_healthy} healthy vs {self.n_mutant} mutant instances")
         return (f"{spec.test}, {instances}\n"
                 f"  mean accuracy  healthy {self.mean_healthy:.6g}  mutant {self.mean_mutant:.6g}\n"
-                f"  p-value {self.p_value:.6g}  {spec.effect} {self.effect_size:.4f}  -> {verdict}\n"
+                f"  p-value {self.p_value:.6g}  {spec.effect} {self.effect_size:.4f}"
+                f"  -> {verdict}\n"
                 f"  (killed iff {self.criterion})")
 
 
@@ -93,10 +94,12 @@ def kill_test(healthy, mutant, criterion: KillCriterion | None = None) -> KillTe
 
     Parameters
     ----------
-    healthy, mutant : array-like of accuracies, or :class:`probmut.population.Population`.
-        For a paired criterion, value i of both is a pair: align populations by instance
-        id first (:func:`probmut.population.pair`).
-    criterion : the kill rule; default ``KillCriterion()`` (DeepCrime, exact p, |d| >= 0.5).
+    healthy, mutant : array_like or Population
+        The two samples' accuracies, or :class:`probmut.population.Population`. For a
+        paired criterion, value i of both is a pair: align populations by instance id
+        first (:func:`probmut.population.pair`).
+    criterion : KillCriterion, optional
+        The kill rule (default ``KillCriterion()``: DeepCrime, exact p, |d| >= 0.5).
 
     Returns
     -------
@@ -189,7 +192,8 @@ def kill_test_batch(healthy, mutant, criterion: KillCriterion | None = None):
     x, y = np.ascontiguousarray(healthy), np.ascontiguousarray(mutant)
     if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
         raise ProbmutError(
-            f"batched samples must be 2-D with the same number of rows, got {x.shape} and {y.shape}")
+            "batched samples must be 2-D with the same number of rows, got "
+            f"{x.shape} and {y.shape}")
     if x.shape[1] < 2 or y.shape[1] < 2:
         raise ProbmutError("each sample needs at least 2 values")
     _require_pairs(criterion, x.shape[1], y.shape[1])

@@ -100,20 +100,24 @@ class KillCriterion:
 
     Parameters
     ----------
-    alpha : significance level; killed needs ``p < alpha``.
-    effect : effect-size threshold, a number or ``"small"``, ``"medium"``, ``"large"``
-        (each criterion's ``thresholds`` in :data:`CRITERIA`); None: medium. For
-        ``deepcrime``, ``welch`` and ``paired-t`` it is on Cohen's d (d_z): killed needs
-        ``|d| >= effect`` (two-sided, the paper's rule), ``d >= effect`` (mutant-worse,
-        DeepCrime's classifier rule) or ``d <= -effect`` (mutant-better, DeepCrime's
-        regression rule). For ``mannwhitney`` it is on A12, in [0.5, 1]:
-        ``max(A12, 1 - A12)``, ``A12`` or ``1 - A12`` must reach it; for ``wilcoxon`` on
-        the rank-biserial r_rb, in [0, 1], signed like d.
-    direction : one of :data:`DIRECTIONS`.
-    round_p : decimals to round p to before comparing (DeepCrime reads p from the
-        printed GLM summary, i.e. 3 decimals); None compares the exact p. Applies to
-        every kind.
-    kind : a name of :data:`CRITERIA`; ``paired-t`` and ``wilcoxon`` need paired data.
+    alpha : float
+        The significance level: killed needs ``p < alpha``.
+    effect : float or {"small", "medium", "large"} or None
+        The effect-size threshold, a number or a named size (each criterion's
+        ``thresholds`` in :data:`CRITERIA`); None: medium. For ``deepcrime``, ``welch``
+        and ``paired-t`` it is on Cohen's d (d_z): killed needs ``|d| >= effect``
+        (two-sided, the paper's rule), ``d >= effect`` (mutant-worse, DeepCrime's
+        classifier rule) or ``d <= -effect`` (mutant-better, DeepCrime's regression
+        rule). For ``mannwhitney`` it is on A12, in [0.5, 1]: ``max(A12, 1 - A12)``,
+        ``A12`` or ``1 - A12`` must reach it; for ``wilcoxon`` on the rank-biserial r_rb,
+        in [0, 1], signed like d.
+    direction : str
+        One of :data:`DIRECTIONS`.
+    round_p : int or None
+        The decimals to round p to before comparing (DeepCrime reads p from the printed
+        GLM summary, i.e. 3 decimals); None compares the exact p. Applies to every kind.
+    kind : str
+        A name of :data:`CRITERIA`; ``paired-t`` and ``wilcoxon`` need paired data.
 
     Raises
     ------
