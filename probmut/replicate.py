@@ -68,25 +68,35 @@ class Plan:
 
 
 @dataclass
-class ReplicateReport(Result):
-    """What a replication wrote, how long each part took, and the cache's use."""
+class _Written:
+    """What a replication has written so far: its files, and the figures it drew with the
+    time that took (never cached: every run draws every figure)."""
 
-    out: Path
-    quick: bool
     files: list = field(default_factory=list)
-    seconds: dict = field(default_factory=dict)
-    cache_hits: int = 0
-    cache_misses: int = 0
     figures: int = 0
     drawing_seconds: float = 0.0
 
     @contextmanager
     def drawing(self):
-        """Time a figure's drawing (never cached: every run draws every figure)."""
+        """Time a figure's drawing."""
         start = time.perf_counter()
         yield
         self.figures += 1
         self.drawing_seconds += time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class ReplicateReport(Result):
+    """What a replication wrote, how long each part took, and the cache's use."""
+
+    out: Path
+    quick: bool
+    files: tuple = ()
+    seconds: dict = field(default_factory=dict)
+    cache_hits: int = 0
+    cache_misses: int = 0
+    figures: int = 0
+    drawing_seconds: float = 0.0
 
     def to_dict(self) -> dict:
         return {"out": str(self.out), "quick": self.quick,
@@ -111,13 +121,13 @@ class ReplicateReport(Result):
         return "\n".join(lines)
 
 
-def _write_frame(frame, path: Path, report: ReplicateReport) -> None:
+def _write_frame(frame, path: Path, written: _Written) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, frame.to_csv(float_format="%.6g"))
-    report.files.append(path)
+    written.files.append(path)
 
 
-def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
+def _figure3(manifest, plan, out, cache, seed, jobs, written, bar):
     import pandas as pd
 
     from probmut.bagging import bagged_posteriors, study_from_kill_counts
@@ -149,17 +159,17 @@ def _figure3(manifest, plan, out, cache, seed, jobs, report, bar):
                                                names, plan.posterior, mutation.paired, seed,
                                                source="populations")
             label = f"{model}_{mutation.name}"
-            with report.drawing():
-                report.files.append(save(plot_posteriors(study, title=label.replace("_", " ")),
+            with written.drawing():
+                written.files.append(save(plot_posteriors(study, title=label.replace("_", " ")),
                                          out / model / f"{label}.png"))
             for post in study.populations:
                 rows.append({"model": model, "mutation": mutation.name} | post.to_dict())
             bar.update()
     _write_frame(pd.DataFrame(rows).set_index(["model", "mutation", "name"]),
-                 out / "ratio_table.csv", report)
+                 out / "ratio_table.csv", written)
 
 
-def _deepcrime(manifest, out, report, bar):
+def _deepcrime(manifest, out, written, bar):
     import pandas as pd
 
     from probmut.killtest import kill_test
@@ -184,7 +194,7 @@ def _deepcrime(manifest, out, report, bar):
                     caught.clear()
             bar.update()
     _write_frame(pd.DataFrame(rows).set_index(["model", "mutation", "magnitude"]),
-                 out / "deepcrime_table.csv", report)
+                 out / "deepcrime_table.csv", written)
 
 
 def _relative_note(caught, data_root) -> str:
@@ -194,7 +204,7 @@ def _relative_note(caught, data_root) -> str:
     return "; ".join(str(w.message).replace(prefix, "") for w in caught)
 
 
-def _motivating(manifest, plan, out, cache, seed, report, bar):
+def _motivating(manifest, plan, out, cache, seed, written, bar):
     import pandas as pd
 
     from probmut.plots import plot_motivating, save
@@ -231,15 +241,15 @@ def _motivating(manifest, plan, out, cache, seed, report, bar):
              "repetitions": r.pass_rates.size, "trials": r.trials}
             for label, results in series.items() for r in results if r.sample == 20]
     _write_frame(pd.DataFrame(rows).set_index("population"), out / "motivating_table.csv",
-                 report)
-    with report.drawing():
+                 written)
+    with written.drawing():
         figure = plot_motivating({label: [r for r in results if r.sample in plan.motivating_ks]
                                   for label, results in series.items()},
                                  title=f"{model} {name}: one DeepCrime test, k vs k")
-        report.files.append(save(figure, out / "motivating.png"))
+        written.files.append(save(figure, out / "motivating.png"))
 
 
-def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
+def _sample_size(manifest, plan, out, cache, seed, jobs, written, bar):
     from probmut.plots import plot_sample_size, save
     from probmut.sample_size import sample_size_study
 
@@ -255,13 +265,13 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, report, bar):
                                       seed=seed, jobs=jobs, cache=cache,
                                       name=f"{name} {magnitude}")
             _write_frame(study.to_frame(),
-                         out / "sample_size" / f"{model}_{name}_{magnitude}.csv", report)
+                         out / "sample_size" / f"{model}_{name}_{magnitude}.csv", written)
             studies.append(study)
             bar.update()
-        with report.drawing():
+        with written.drawing():
             figure = plot_sample_size(studies,
                                       title=f"{model} {name.replace('_', ' ')}: population size")
-            report.files.append(save(figure, out / model / f"{model}_{name}_sample_size.png"))
+            written.files.append(save(figure, out / model / f"{model}_{name}_sample_size.png"))
 
 
 def replicate(out, *, quick: bool = False, jobs: int | None = None,
@@ -271,13 +281,22 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None,
 
     Parameters
     ----------
-    out : output directory (``plot_results``).
-    quick : reduced settings (B = 20, N = 50, R = 10, 3 sizes, 10 sub-populations).
-    jobs, seed : engine threads and the seed (the paper's: 42).
-    cache_dir : cache directory (default ``out/.probmut_cache``); ``False``: no cache.
-    manifest : the manifest (default: the bundled ``raw_data/manifest.toml``).
-    parts : a subset of :data:`PARTS`.
-    progress : show progress on stderr (see :func:`probmut.progress.progress`).
+    out : path-like
+        The output directory (the paper's ``plot_results``).
+    quick : bool, optional
+        Reduced settings (B = 20, N = 50, R = 10, 3 sizes, 10 sub-populations).
+    jobs : int, optional
+        Engine threads (None: all cores); the numbers do not depend on them.
+    seed : int, optional
+        The seed (the paper's: 42).
+    cache_dir : path-like or False, optional
+        The cache directory (default ``out/.probmut_cache``); ``False``: no cache.
+    manifest : path-like, optional
+        The manifest (default: the bundled ``raw_data/manifest.toml``).
+    parts : sequence of str, optional
+        A subset of :data:`PARTS`.
+    progress : bool, optional
+        Show progress on stderr (see :func:`probmut.progress.progress`).
 
     Returns
     -------
@@ -296,7 +315,7 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None,
     manifest = Manifest.load(manifest)
     plan = Plan.quick() if quick else Plan.full()
     cache = Cache(None if cache_dir is False else (cache_dir or out / ".probmut_cache"))
-    report = ReplicateReport(out, quick)
+    written, seconds = _Written(), {}
     models = manifest.model_names()
     steps = {"figure3": sum(len(manifest.mutation_names(m)) for m in models
                             if not m.endswith(DEEPCRIME_SUFFIX)),
@@ -304,20 +323,20 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None,
                               if m.endswith(DEEPCRIME_SUFFIX)),
              "motivating": len(manifest.mutation(*paper.MOTIVATING).magnitudes) + 1,
              "sample-size": sum(len(c[2]) for c in paper.SAMPLE_SIZE_CONFIGS)}
-    runners = {"figure3": lambda bar: _figure3(manifest, plan, out, cache, seed, jobs, report,
+    runners = {"figure3": lambda bar: _figure3(manifest, plan, out, cache, seed, jobs, written,
                                                bar),
-               "deepcrime": lambda bar: _deepcrime(manifest, out, report, bar),
-               "motivating": lambda bar: _motivating(manifest, plan, out, cache, seed, report,
+               "deepcrime": lambda bar: _deepcrime(manifest, out, written, bar),
+               "motivating": lambda bar: _motivating(manifest, plan, out, cache, seed, written,
                                                      bar),
                "sample-size": lambda bar: _sample_size(manifest, plan, out, cache, seed, jobs,
-                                                       report, bar)}
+                                                       written, bar)}
     for part in PARTS:
         if part not in parts:
             continue
         start = time.perf_counter()
         with progress_display(steps[part], f"replicate {part}", enabled=progress) as bar:
             runners[part](bar)
-        report.seconds[part] = time.perf_counter() - start
-    report.cache_hits, report.cache_misses = cache.hits, cache.misses
-    return report
+        seconds[part] = time.perf_counter() - start
+    return ReplicateReport(out, quick, tuple(written.files), seconds, cache.hits, cache.misses,
+                           written.figures, written.drawing_seconds)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-class Result:
+class Result(ABC):
     """Mixin of every result: ``to_json`` from ``to_dict``, ``to_frame`` from ``rows``.
 
     Subclasses define ``to_dict()`` (the whole answer) and ``rows()`` (one dict per
@@ -71,8 +72,9 @@ class Result:
 
     index: str = "name"
 
-    def to_dict(self) -> dict:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+    @abstractmethod
+    def to_dict(self) -> dict:
+        """The whole answer, as a dict of plain values (:func:`plain` makes them so)."""
 
     def rows(self) -> list[dict]:
         return [self.to_dict()]

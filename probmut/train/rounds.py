@@ -8,9 +8,9 @@ against the healthy instances they derive from); a mutant stops when its verdict
 settled (killed or not killed), when it reaches ``max_instances``, or when settling at
 ``max_instances`` is out of reach: the verdict's ``reach``, the chance that its
 instances grown to ``max_instances`` settle it there (the plan's last look), its
-uncertainty included, is under ``FUTILITY``. Stopping without a verdict never makes one wrong; it saves the instances
-of mutants at the decision boundary. Verdicts need at least k instances per side; rounds
-before that only train.
+uncertainty included, is under ``FUTILITY``. Stopping without a verdict never makes one
+wrong; it saves the instances of mutants at the decision boundary. Verdicts need at least k
+instances per side; rounds before that only train.
 
 Looking again after every round gives a verdict more chances to settle by luck, so the
 verdicts are told the whole plan: the looks are at round_size, 2 round_size, ... (from
@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,15 +51,15 @@ TOO_FEW = "too few instances"
 #: A mutant stops training, not settled, when the chance that it settles at
 #: ``max_instances`` (the plan's last look; at any look up to it, by the verdicts' latent
 #: model, at most 1.3 points more: docs/recommend.md) is under this: it gives up about
-#: this share of the settlements of the mutants it stops, and never makes a verdict wrong. Chosen on the synthetic
-#: grid of scripts/validation/sequential_validation.py (seed 2026: against 0.02, 0.4 to
-#: 0.7 points fewer paths settled, 12 to 14 fewer instances per side) and checked on the
-#: bundled magnitudes, which the choice did not see (the same paths settled, 65 instances
-#: per side instead of 72; docs/recommend.md, *The futility stop*).
+#: this share of the settlements of the mutants it stops, and never makes a verdict wrong.
+#: Chosen on the synthetic grid of scripts/validation/sequential_validation.py (seed 2026:
+#: against 0.02, 0.4 to 0.7 points fewer paths settled, 12 to 14 fewer instances per side)
+#: and checked on the bundled magnitudes, which the choice did not see (the same paths
+#: settled, 65 instances per side instead of 72; docs/recommend.md, *The futility stop*).
 FUTILITY = 0.05
 
 
-@dataclass
+@dataclass(frozen=True)
 class RoundsReport(RunReport):
     """What a run in rounds did: its training (a :class:`RunReport` of all its rounds),
     every round's record (``rounds``), how it ended (``final``) and its plan
@@ -78,12 +79,13 @@ class RoundsReport(RunReport):
     def to_dict(self) -> dict:
         return super().to_dict() | self.document()
 
+    @abstractmethod
     def endings(self) -> list[str]:
         """How the run ended, in lines."""
-        raise NotImplementedError
 
+    @abstractmethod
     def table(self) -> str:
-        raise NotImplementedError
+        """The rounds as a readable table (``rounds.txt``)."""
 
     def __str__(self) -> str:
         return "\n".join([super().__str__(), f"  rounds: {self.out / 'rounds.txt'} and "
@@ -96,7 +98,7 @@ class RoundsReport(RunReport):
         write_rounds(self.out, self.document(), self.table())
 
 
-@dataclass
+@dataclass(frozen=True)
 class SettleReport(RoundsReport):
     """A run until settled (:class:`RoundsReport`): every round's instances and verdicts
     (``rounds``) and each mutant's last verdict (``final``: stem -> verdict)."""
@@ -258,21 +260,23 @@ def _stops(verdict: dict, instances: int, max_instances: int) -> bool:
 def train_until_settled(job, mutations, mode) -> SettleReport:
     """Train ``job`` (:class:`~probmut.train.run.Job`) in rounds until every mutant's
     verdict is settled or it reaches the mode's ``max_instances`` (see the module notes).
+    One line per round (instances and verdicts) goes to stderr, also without progress bars
+    (which show the training).
 
     Parameters
     ----------
-    job : the run's parts; its settings' seed seeds the verdicts: each mutant's verdict at
+    job : Job
+        The run's parts; its settings' seed seeds the verdicts: each mutant's verdict at
         each look simulates its populations from a stream of its own derived from it (the
         ``"verdict"`` role of :mod:`probmut.seeds`).
-    mutations : the bound mutations.
-    mode : :class:`~probmut.train.options.UntilSettled`: ``round_size`` instances added
-        per round to each population still in training, at most ``max_instances`` per
-        population, the verdicts' ``analysis`` and ``certainty`` (``1 - certainty``
-        bounds the chance of a wrong settled verdict over all the rounds; default
+    mutations : list of Mutation
+        The bound mutations.
+    mode : UntilSettled
+        :class:`~probmut.train.options.UntilSettled`: ``round_size`` instances added per
+        round to each population still in training, at most ``max_instances`` per
+        population, the verdicts' ``analysis`` and ``certainty`` (``1 - certainty`` bounds
+        the chance of a wrong settled verdict over all the rounds; default
         :data:`probmut.sequential.CERTAINTY`).
-
-    One line per round (instances and verdicts) goes to stderr, also without progress bars
-    (which show the training).
 
     Returns
     -------

@@ -254,8 +254,9 @@ def idle_workers(units: list[tuple], jobs: int) -> str | None:
     and the same seed must give the same files whatever the number of workers.
 
     >>> stack = lambda n: ([None] * n, True, None)  # a unit stacking n instances
-    >>> print(idle_workers([stack(20)], jobs=2))
-    1 stack of 20 instances for --jobs 2 leaves 1 worker idle; --stack 10 keeps 2 busy (the stack size changes results by float rounding, so it does not follow --jobs)
+    >>> print(idle_workers([stack(20)], jobs=2))  # doctest: +NORMALIZE_WHITESPACE
+    1 stack of 20 instances for --jobs 2 leaves 1 worker idle; --stack 10 keeps 2 busy (the stack
+    size changes results by float rounding, so it does not follow --jobs)
     >>> idle_workers([stack(20)] * 4, jobs=2) is None
     True
     """
@@ -278,7 +279,7 @@ def _per_assignment(outcome, count: int) -> list:
     return [outcome] * count if isinstance(outcome, BaseException) else outcome
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunReport(Result):
     """What a run did: instances trained now, found already done, the ones that failed
     now (crashed or timed out), that an earlier run recorded as failed
@@ -312,26 +313,27 @@ class RunReport(Result):
     def of_runs(cls, runs: list[RunReport], **fields):
         """One report for several runs into the same directory (rounds, or a search's
         magnitudes): their sums, the last run's view of each population, and as resumed
-        every instance on disk that none of them trained. ``fields`` set the others."""
-        report = cls(**fields)
+        every instance on disk that none of them trained; where (``out``) and under which
+        ``name`` the last run wrote. ``fields`` set the others."""
+        counts, flags, removed, per_population = {}, {}, {}, {}
         for run in runs:
-            report.trained += run.trained
-            report.failures += run.failures
-            report.lost += run.lost
-            report.diverged += run.diverged
-            report.seconds += run.seconds
-            report.counts |= run.counts
-            report.flags |= run.flags
-            report.removed |= run.removed
+            counts |= run.counts
+            flags |= run.flags
+            removed |= run.removed
             for stem, n in run.trained_per_population.items():
-                report.trained_per_population[stem] = \
-                    report.trained_per_population.get(stem, 0) + n
-            report.out, report.name = run.out, run.name
-        now = {failure.split(":")[0] for failure in report.failures}
-        report.failed_before = [failure for failure in (runs[-1].failed_before if runs else [])
-                                if failure.split(":")[0] not in now]
-        report.resumed = sum(report.counts.values()) - report.trained
-        return report
+                per_population[stem] = per_population.get(stem, 0) + n
+        failures = [failure for run in runs for failure in run.failures]
+        now = {failure.split(":")[0] for failure in failures}
+        failed_before = [failure for failure in (runs[-1].failed_before if runs else [])
+                         if failure.split(":")[0] not in now]
+        trained = sum(run.trained for run in runs)
+        where = {"out": runs[-1].out, "name": runs[-1].name} if runs else {}
+        return cls(**fields | where, trained=trained, resumed=sum(counts.values()) - trained,
+                   failures=failures, failed_before=failed_before,
+                   lost=[lost for run in runs for lost in run.lost],
+                   diverged=[diverged for run in runs for diverged in run.diverged],
+                   seconds=sum((run.seconds for run in runs), 0.0), counts=counts, flags=flags,
+                   trained_per_population=per_population, removed=removed)
 
     @property
     def manifest(self) -> Path:
@@ -568,19 +570,30 @@ def _warn_small(targets: dict[str, int]) -> None:
                       f"--instances {k} or more", stacklevel=4)
 
 
-def _count(report: RunReport, assignment: Assignment, result) -> None:
-    """Add one instance's outcome (a result, or :class:`TaskLost`) to ``report``."""
-    where = f"{assignment.population} instance {assignment.instance}"
-    if isinstance(result, TaskLost):
-        report.lost.append(f"{where}: {result}")
-        return
-    report.trained += 1
-    report.trained_per_population[assignment.population] = \
-        report.trained_per_population.get(assignment.population, 0) + 1
-    if result.status in RETRYABLE:
-        report.failures.append(f"{where}: {result.status}: {result.error}")
-    elif result.status == "diverged":
-        report.diverged.append(where)
+@dataclass
+class _Tally:
+    """What a call of :meth:`Job.train` has trained so far, as its :class:`RunReport` will
+    say it: instances trained (in all and per population), failed, lost and diverged."""
+
+    trained: int = 0
+    per_population: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    diverged: list[str] = field(default_factory=list)
+
+    def count(self, assignment: Assignment, result) -> None:
+        """Add one instance's outcome (a result, or :class:`TaskLost`)."""
+        where = f"{assignment.population} instance {assignment.instance}"
+        if isinstance(result, TaskLost):
+            self.lost.append(f"{where}: {result}")
+            return
+        self.trained += 1
+        self.per_population[assignment.population] = \
+            self.per_population.get(assignment.population, 0) + 1
+        if result.status in RETRYABLE:
+            self.failures.append(f"{where}: {result.status}: {result.error}")
+        elif result.status == "diverged":
+            self.diverged.append(where)
 
 
 class _PopulationRun:
@@ -633,15 +646,14 @@ class _PopulationRun:
         todo = [t for t in first + derived
                 if _needs_training(job.out, t, job.options.retry_failed, failed_before)]
         self.left = {stem: sum(t.population == stem for t in todo) for stem in self.populations}
-        self.report = RunReport(resumed=len(first) + len(derived) - len(todo), out=job.out,
-                                name=job.name, failed_before=failed_before)
+        self.tally, self.resumed = _Tally(), len(first) + len(derived) - len(todo)
         # the targets first: a run stopped at any moment from here on is known as unfinished
         self._write_manifest()
         self.bar = progress_bar(len(todo), f"train {job.name}", enabled=job.options.progress,
                                 unit="instance")
-        if self.report.resumed and note_resumed:
-            self.bar.write(f"resuming: {self.report.resumed} instances already done in "
-                           f"{job.out}", file=sys.stderr)
+        if self.resumed and note_resumed:
+            self.bar.write(f"resuming: {self.resumed} instances already done in {job.out}",
+                           file=sys.stderr)
         waiting = {(t.population, t.instance) for t in todo}
         start = time.perf_counter()
         interrupts = Interrupts()
@@ -660,13 +672,18 @@ class _PopulationRun:
         finally:
             interrupts.restore()
             self.bar.close()
-            self.report.seconds = time.perf_counter() - start
+            seconds = time.perf_counter() - start
             try:  # the files of what is done; on a full disk, the resume writes them
-                self._finish()
+                counts, flags, removed = self._finish()
             except DiskFullError:
                 if not disk_full:
                     raise
-        return self.report
+        tally = self.tally
+        return RunReport(trained=tally.trained, resumed=self.resumed, failures=tally.failures,
+                         failed_before=failed_before, lost=tally.lost, diverged=tally.diverged,
+                         seconds=seconds, counts=counts, flags=flags,
+                         trained_per_population=tally.per_population, removed=removed,
+                         out=job.out, name=job.name)
 
     def _units(self, todo: list[Assignment], derived: bool) -> list[tuple]:
         """The phase's calls of the trainer's ``train_unit``; a model-level mutant with its
@@ -678,14 +695,14 @@ class _PopulationRun:
                        lambda text: self.bar.write(text, sys.stderr), job.unstackable,
                        self.trainer)
         idle = idle_workers(units, getattr(job.backend, "jobs", 1))
-        if idle and not self.report.resumed:  # advice for a run's start, not its resume
+        if idle and not self.resumed:  # advice for a run's start, not its resume
             self.bar.write(f"probmut train: {idle}", file=sys.stderr)
         return units
 
     def _keep(self, assignments: list[Assignment], outcome) -> None:
         """Record a unit's results (a stack's all or none), count them, and assemble each
         population whose last instance this was."""
-        report, out = self.report, self.job.out
+        tally, out = self.tally, self.job.out
         results = []
         for assignment, result in zip(assignments, _per_assignment(outcome, len(assignments)),
                                       strict=True):
@@ -700,31 +717,34 @@ class _PopulationRun:
                     save_record(out, result, result.model_suffix or self.trainer.suffix)
         for assignment, result in zip(assignments, results, strict=True):
             stem = assignment.population
-            _count(report, assignment, result)
+            tally.count(assignment, result)
             self.left[stem] -= 1
             if self.left[stem] == 0:
                 self.stored[stem] = assemble(out, stem, self.targets[stem], self.labels,
                                              self.job.options.deepcrime)
         # one update per unit: a stack's members finish together
-        self.bar.set_postfix(done=report.trained, failed=len(report.failures),
+        self.bar.set_postfix(done=tally.trained, failed=len(tally.failures),
                              left=self.bar.total - self.bar.n - len(assignments), refresh=False)
         self.bar.update(len(assignments))
 
-    def _finish(self) -> None:
+    def _finish(self) -> tuple[dict[str, int], dict[str, Flags], dict[str, str]]:
         """Assemble the populations not assembled yet, find their flags, apply the quality
-        control, and write the manifest with what the run found."""
-        job, report = self.job, self.report
+        control, and write the manifest with what the run found: each population's
+        instances on disk and flags, and the reasons the quality control removed some."""
+        job = self.job
         for stem in self.populations:
             if stem not in self.stored:
                 self.stored[stem] = assemble(job.out, stem, self.targets[stem], self.labels,
                                              job.options.deepcrime)
-        report.counts = {stem: len(self.stored[stem]) for stem in self.populations}
-        report.flags = {stem: self._flags(stem, m) for stem, m in self.populations.items()
-                        if report.counts[stem]}
+        counts = {stem: len(self.stored[stem]) for stem in self.populations}
+        flags = {stem: self._flags(stem, m) for stem, m in self.populations.items()
+                 if counts[stem]}
+        removed = {}
         if self.max_error_rate is not None:
-            report.removed = removed_by_quality_control(job.out, self.mutations,
-                                                        self.max_error_rate, report.counts)
-        self._write_manifest(report.flags, report.removed)
+            removed = removed_by_quality_control(job.out, self.mutations, self.max_error_rate,
+                                                 counts)
+        self._write_manifest(flags, removed)
+        return counts, flags, removed
 
     def _flags(self, population: str, mutation: Mutation | None) -> Flags:
         """A population's flags (:func:`probmut.train.quality.assembled_flags`) and, for a

@@ -189,12 +189,13 @@ def decide(assessment: Assessment, healthy, mutants: dict, settings, *, seed, as
     While the width is within ``MARGIN`` of its standard errors (:func:`width_error`) of
     ``asked``, blocks of B more resamples (kill tests of their own, seeded from ``seed``
     and the block) are pooled with the ones read, doubling them, up to ``MOST_BLOCKS``
-    times B, and never fewer than ``LEAST_BLOCKS`` times B are read; the width and its error are read again on the pool (the score's interval
-    as :func:`~probmut.campaign.campaign_score` reads it, from joint draws over every
-    resample). Decided, the score is settled when the width is under ``asked``;
-    undecided at the most resamples, when it is ``MARGIN`` standard errors under it (not
-    at all, then, but a little past it). The score the round records stays the one of
-    the B resamples, which ``probmut report`` shows.
+    times B, and never fewer than ``LEAST_BLOCKS`` times B are read; the width and its error
+    are read again on the pool (the score's interval as
+    :func:`~probmut.campaign.campaign_score` reads it, from joint draws over every
+    resample). Decided, the score is settled when the width is under ``asked``; undecided at
+    the most resamples, when it is ``MARGIN`` standard errors under it (not at all, then,
+    but a little past it). The score the round records stays the one of the B resamples,
+    which ``probmut report`` shows.
     """
     from probmut.bagging import summarize
     from probmut.campaign import campaign_score, mutant_posterior
@@ -337,7 +338,7 @@ def plan_round(assessment: Assessment, targets: dict[str, int], paired: dict[str
     return {p: targets[p] + step for p, step in added.items() if step}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScoreReport(RoundsReport):
     """A run until the score is settled (:class:`~probmut.train.rounds.RoundsReport`):
     every round's instances, score and plan (``rounds``) and how it ended (``final``)."""
@@ -450,20 +451,22 @@ def _line(record: dict, width: float, final: dict | None) -> str:
 def train_until_score(job, mutations, mode) -> ScoreReport:
     """Train ``job`` (:class:`~probmut.train.run.Job`) in rounds until the mutation
     score's interval is at most the mode's ``width`` wide, or no population below its
-    ``max_instances`` would narrow it (see the module notes).
+    ``max_instances`` would narrow it (see the module notes). One line per round
+    (instances, the score, what the next round trains) goes to stderr, also without
+    progress bars (which show the training).
 
     Parameters
     ----------
-    job : the run's parts; its settings' seed is the score's (``probmut report --seed``).
-    mutations : the bound mutations.
-    mode : :class:`~probmut.train.options.UntilScore`: the widest interval that settles
-        the score (``width``), the step of a round's plan (``round_size``: a population
-        takes one step or more, at most doubling in a round), the most instances per
-        population (``max_instances``) and the score's ``analysis`` (its ``mass`` is the
-        interval's). The same seed gives the same rounds for any number of workers.
-
-    One line per round (instances, the score, what the next round trains) goes to stderr,
-    also without progress bars (which show the training).
+    job : Job
+        The run's parts; its settings' seed is the score's (``probmut report --seed``).
+    mutations : list of Mutation
+        The bound mutations.
+    mode : UntilScore
+        :class:`~probmut.train.options.UntilScore`: the widest interval that settles the
+        score (``width``), the step of a round's plan (``round_size``: a population takes
+        one step or more, at most doubling in a round), the most instances per population
+        (``max_instances``) and the score's ``analysis`` (its ``mass`` is the interval's).
+        The same seed gives the same rounds for any number of workers.
 
     Returns
     -------
@@ -501,8 +504,10 @@ def train_until_score(job, mutations, mode) -> ScoreReport:
                           rounds=plan)
         if run.failures or run.lost:  # the rounds wait for them: a rerun trains the lost
             break
-        left_out = [m.population for m in mutations if run.flags.get(m.population) and run.flags[m.population].flags]
-        scored = {m.population: (read_population(out / f"{m.population}.csv", name=m.population), paired[m.population])
+        left_out = [m.population for m in mutations
+                    if run.flags.get(m.population) and run.flags[m.population].flags]
+        scored = {m.population: (read_population(out / f"{m.population}.csv", name=m.population),
+                                 paired[m.population])
                   for m in mutations if m.population not in left_out}
         if not scored:
             final = {"reached": False, "message": "every mutant is flagged (equivalent or "
