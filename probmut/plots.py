@@ -26,7 +26,6 @@ from matplotlib.transforms import blended_transform_factory
 
 from probmut.bagging import PosteriorStudy
 from probmut.beta import beta_pdf, mixture_pdf, resample_posteriors
-from probmut.campaign.summary import OUTCOME_COLORS
 
 #: One place for the look of every figure.
 STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
@@ -37,8 +36,6 @@ STYLE = {"dpi": 150, "panel_size": (3.2, 2.4), "resample_color": "0.6",
          "report_width": 3.6, "report_text": {"font.size": 8, "axes.titlesize": 8,
                                               "axes.labelsize": 8, "legend.fontsize": 7.5,
                                               "xtick.labelsize": 7.5, "ytick.labelsize": 7.5},
-         # The report's outcomes (probmut.campaign.OUTCOMES), in its figures and on its page.
-         "outcome_colors": OUTCOME_COLORS,
          # Figures 4/5: the estimate and its lower/upper MCE bounds, side by side.
          "estimate_color": "tab:blue", "lower_color": "tab:green", "upper_color": "tab:orange",
          "bound_offset": 0.25,
@@ -332,7 +329,8 @@ def plot_campaign(campaign, *, mutants=None, ax=None, title: str | None = None):
     """Mutants of a campaign (:class:`probmut.campaign.Campaign`; ``mutants``: some of
     its :attr:`~probmut.campaign.Campaign.mutants`, default all) in its order, grouped
     by operator: each one's posterior mean and interval, its outcome (the report's) told
-    by colour and by marker shape (:data:`~probmut.campaign.summary.OUTCOME_MARKERS`); a
+    by colour and by marker shape (:data:`~probmut.report.assets.OUTCOME_COLORS` and
+    :data:`~probmut.report.assets.OUTCOME_MARKERS`, which the report's page shares); a
     mutant not analysed is said so. Returns the figure.
 
     >>> from probmut.campaign import summarize_campaign
@@ -340,14 +338,14 @@ def plot_campaign(campaign, *, mutants=None, ax=None, title: str | None = None):
     >>> [t.get_text() for t in fig.axes[0].texts][:2]
     ['change_label', 'delete_training_data']
     """
-    from probmut.campaign.summary import OUTCOME_MARKERS
+    from probmut.report.assets import OUTCOME_COLORS, OUTCOME_MARKERS
 
     mutants = campaign.mutants if mutants is None else tuple(mutants)
     rows = []  # (operator or None, mutant or None)
     for mutation in dict.fromkeys(m.mutation for m in mutants):
         rows.append((mutation, None))
         rows += [(None, m) for m in mutants if m.mutation == mutation]
-    colors = STYLE["outcome_colors"]
+    colors = OUTCOME_COLORS
     with _rc(report=True):
         own = ax is None
         if own:

@@ -13,13 +13,6 @@ from probmut.results import Result, plain
 
 #: What each mutant's summary outcome can be, in the order of the summary's counts.
 OUTCOMES = ("killed", "not killed", "not settled", "flagged", "not analysed")
-#: Their colours, in the report's figures and on its page (here, not among the figures'
-#: looks in :data:`probmut.plots.STYLE`: the page's style sheet needs no matplotlib).
-OUTCOME_COLORS = {"killed": "#2e7d32", "not killed": "#1565c0", "not settled": "#b34d00",
-                  "flagged": "#6a1b9a", "not analysed": "#757575"}
-#: Their markers in the report's figures (matplotlib's), so that an outcome is told by its
-#: shape too, not by its colour alone; a mutant not analysed has a label, not a marker.
-OUTCOME_MARKERS = {"killed": "o", "not killed": "s", "not settled": "D", "flagged": "X"}
 
 
 def analysis_of(settings) -> dict:

@@ -1,13 +1,22 @@
-"""The page's inline style sheet and script."""
+"""The page's inline style sheet and script, and the look of each outcome that the page
+and the report's figures (:func:`probmut.plots.plot_campaign`) share."""
 
 from __future__ import annotations
 
 from probmut.report.text import slug
 
+#: The colours of the outcomes (:data:`probmut.campaign.OUTCOMES`) in the report's
+#: figures and on its page (here, not among the figures' looks in
+#: :data:`probmut.plots.STYLE`: the page's style sheet needs no matplotlib, which the
+#: report command's own process never imports).
+OUTCOME_COLORS = {"killed": "#2e7d32", "not killed": "#1565c0", "not settled": "#b34d00",
+                  "flagged": "#6a1b9a", "not analysed": "#757575"}
+#: Their markers in the report's figures (matplotlib's), so that an outcome is told by its
+#: shape too, not by its colour alone; a mutant not analysed has a label, not a marker.
+OUTCOME_MARKERS = {"killed": "o", "not killed": "s", "not settled": "D", "flagged": "X"}
+
 
 def style_sheet() -> str:
-    from probmut.campaign.summary import OUTCOME_COLORS
-
     tags = "".join(f".tag.{slug(o)}{{border-color:{colour};color:{colour}}}"
                    for o, colour in OUTCOME_COLORS.items())
     return STYLE_SHEET + tags

@@ -8,7 +8,7 @@ from probmut import __version__
 from probmut.campaign import OUTCOMES, Campaign, MutantSummary, shown_path
 from probmut.campaign.compare import EMBEDDED
 from probmut.recommend import CERTAINTY, REFERENCE_SIZE
-from probmut.report.assets import SCRIPT, style_sheet
+from probmut.report.assets import OUTCOME_MARKERS, SCRIPT, style_sheet
 from probmut.report.figures import Image, draw_figures, overview_parts, posterior_data
 from probmut.report.text import (
     anchor,
@@ -279,8 +279,6 @@ def _curves(campaign: Campaign, figures: dict) -> str:
 
 
 def _overview(campaign: Campaign, figures: dict) -> str:
-    from probmut.campaign.summary import OUTCOME_MARKERS
-
     shapes = {"o": "●", "s": "■", "D": "◆", "X": "✖"}
     marks = {o: shapes[OUTCOME_MARKERS[o]] for o in OUTCOME_MARKERS}
     key = "".join(f"<li>{tag(o)} {marks.get(o, '(a label)')}</li>" for o in OUTCOMES)

@@ -102,8 +102,8 @@ def test_the_overview_tells_outcomes_by_shape_and_keeps_its_axis_near(synthetic)
 
     import matplotlib.pyplot as plt
 
-    from probmut.campaign.summary import OUTCOME_COLORS, OUTCOME_MARKERS
     from probmut.plots import plot_campaign
+    from probmut.report.assets import OUTCOME_COLORS, OUTCOME_MARKERS
     from probmut.report.figures import OVERVIEW_ROWS, overview_parts
 
     folder, found = synthetic
