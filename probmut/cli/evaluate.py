@@ -133,8 +133,8 @@ def handle(args) -> int:
         plan = []
         healthy_first = lambda group: (group[0][1] is not None, group[0])  # noqa: E731
         for (operator, magnitude), members in sorted(groups.items(), key=healthy_first):
-            stem = "healthy" if magnitude is None else f"{operator}_{magnitude}"
-            plan.append((folder / f"{stem}.csv", [p for _, p in members],
+            population = "healthy" if magnitude is None else f"{operator}_{magnitude}"
+            plan.append((folder / f"{population}.csv", [p for _, p in members],
                          [i for i, _ in members], (operator, magnitude)))
     backend = backends.make_backend(jobs=args.jobs, threads=args.threads, setup=setup)
     backend.share(dataset=dataset)

@@ -52,7 +52,7 @@ EXAMPLE = """example:
                                           what a mutation changes, nothing trained
 
 magnitudes are VALUE[@TARGET]: a percent (3.1), a Keras name (elu), RATIO_SCALE (0.05_1),
-@LAYER for a layer index (default: the subject's published layer, else the first fitting
+@LAYER for a layer index (default: the architecture's published layer, else the first fitting
 hidden layer), @each for one mutant per fitting layer, @network for every weighted layer
 (the default of DeepMutation's GF, WS, NEB, NAI, NS), @all or @CLASS for change_label,
 @C1+C2 for the class-targeted data operators; an operator without magnitudes takes its
@@ -363,7 +363,7 @@ def handle(args) -> int:
             progress=not args.quiet),
         architecture=args.architecture, trainer=args.trainer, command=args.program,
         name=args.name, seed=args.seed, save_models=args.save_models,
-        deepcrime=args.format == "deepcrime", framework=args.framework)
+        write_deepcrime_csv=args.format == "deepcrime", framework=args.framework)
     print(report.to_json() if args.json else report)
     if report.diverged:
         print(f"{counted(len(report.diverged), 'instance')} diverged (recorded; see probmut "

@@ -202,8 +202,9 @@ def unreadable(path) -> str | None:
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "m.keras")
     >>> _ = open(path, "wb").write(b"not a zip archive")
-    >>> unreadable(path)
-    'not a .keras model (a .keras file is a zip archive; this one is damaged or another kind of file)'
+    >>> print(unreadable(path))  # doctest: +NORMALIZE_WHITESPACE
+    not a .keras model (a .keras file is a zip archive; this one is damaged or another kind
+    of file)
     """
     import zipfile
 
@@ -223,11 +224,11 @@ def unreadable(path) -> str | None:
     return None
 
 
-def _architecture(path) -> str | None:
-    """A ``.keras`` file's architecture (its ``config.json``, with the ids that Keras
+def _saved_config(path) -> str | None:
+    """A ``.keras`` file's saved config (its ``config.json``, with the ids that Keras
     gives shared objects numbered in order of appearance: they are addresses in memory
     of the process that saved it) when loading only its weights into a model of that
-    architecture gives the whole model: no assets (a lookup layer's vocabulary is not a
+    config gives the whole model: no assets (a lookup layer's vocabulary is not a
     weight); None otherwise (``.h5`` files, archives with assets)."""
     import json
     import zipfile
@@ -254,15 +255,15 @@ def _architecture(path) -> str | None:
 
 
 class _LastModel:
-    """The last model :func:`load_model` built in this process, with its architecture."""
+    """The last model :func:`load_model` built in this process, with its saved config."""
 
-    architecture: str | None = None
+    config: str | None = None
     model = None
 
 
 def load_model(path):
     """The model saved in ``path`` (not compiled). A population's files share one
-    architecture: a ``.keras`` file whose architecture is the last loaded one's only
+    saved config: a ``.keras`` file whose config is the last loaded one's only
     loads its weights into that model object (Keras' ``load_model`` rebuilds it, about
     ten times as long on a small network, and its first ``predict`` traces again), so
     loading the next file changes the model returned before: use each model before
@@ -270,18 +271,18 @@ def load_model(path):
     wrong with it."""
     import keras
 
-    architecture = _architecture(path)
-    if architecture is not None and architecture == _LastModel.architecture:
+    config = _saved_config(path)
+    if config is not None and config == _LastModel.config:
         try:
             _LastModel.model.load_weights(path)
             return _LastModel.model
         except Exception:  # damaged weights: the full load below gives Keras' own error
             pass
-    _LastModel.architecture = _LastModel.model = None
+    _LastModel.config = _LastModel.model = None
     keras.backend.clear_session()
     model = keras.saving.load_model(path, compile=False)
-    if architecture is not None:
-        _LastModel.architecture, _LastModel.model = architecture, model
+    if config is not None:
+        _LastModel.config, _LastModel.model = config, model
     return model
 
 
@@ -313,7 +314,9 @@ class EvaluatedPopulation(Result):
 
     >>> print(EvaluatedPopulation(Path("p.csv"), 5, 0.9, ("m1.keras: crashed",) * 4,
     ...                           "digits", 450, scored=1, failed={"crashed": 4}))
-    p.csv: 5 instances, 4 failed (4 crashed), mean accuracy 0.9 over the 1 scored, on 450 test inputs of digits
+    ... # doctest: +NORMALIZE_WHITESPACE
+    p.csv: 5 instances, 4 failed (4 crashed), mean accuracy 0.9 over the 1 scored, on 450 test
+    inputs of digits
     """
 
     index = "file"

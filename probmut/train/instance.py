@@ -25,8 +25,8 @@ from probmut.train.work import HEALTHY, Assignment, InstanceResult, RunSettings,
 
 
 @functools.lru_cache(maxsize=4)
-def _spec(model: str, dims) -> models.ModelSpec:
-    return models.resolve_model(model, dims)
+def _spec(architecture: str, dims) -> models.ModelSpec:
+    return models.resolve_model(architecture, dims)
 
 
 def _trained(settings: RunSettings, data, seed: int, operator=None, params=None,

@@ -287,7 +287,7 @@ def _own_loss(model):
     return getattr(model, "loss", None)
 
 
-def validation_split_of(model: str, given: float | None) -> float | None:
+def validation_split_of(architecture: str, given: float | None) -> float | None:
     """A run's validation split: the one ``given``, else the bundled model's published
     one (``gaze_lenet``: DeepCrime's lenet holds out 0.1).
 
@@ -296,14 +296,14 @@ def validation_split_of(model: str, given: float | None) -> float | None:
     >>> validation_split_of("digits_cnn", None) is None
     True
     """
-    if given is not None or model not in MODELS:
+    if given is not None or architecture not in MODELS:
         return given
-    return MODELS[model].validation_split
+    return MODELS[architecture].validation_split
 
 
-def task_of(model: str) -> str:
-    """The task of a bundled model; user models (``module:function``) are classifiers."""
-    return MODELS[model].task if model in MODELS else "classification"
+def task_of(architecture: str) -> str:
+    """The task of a bundled architecture; a user's (``module:function``) is a classifier."""
+    return MODELS[architecture].task if architecture in MODELS else "classification"
 
 
 def layer_table(model) -> str:

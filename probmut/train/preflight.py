@@ -26,11 +26,10 @@ from probmut.train.work import HEALTHY
 
 @dataclass(frozen=True)
 class Preflight:
-    """What :func:`preflight` found: the run's training ``config`` (the model's, with the
-    caller's overrides), the bound and checked ``mutations``, ``--stack auto``'s
-    ``choice`` (None when a size was given) and ``unstackable``: the populations (by
-    stem) that train one instance at a time although the stack size is above 1, with
-    why."""
+    """What :func:`preflight` found: the run's training ``config`` (the architecture's,
+    with the caller's overrides), the bound and checked ``mutations``, ``--stack auto``'s
+    ``choice`` (None when a size was given) and ``unstackable``: the populations that
+    train one instance at a time although the stack size is above 1, with why."""
 
     config: models.TrainConfig
     mutations: tuple[Mutation, ...]
@@ -42,14 +41,15 @@ class Preflight:
         return None if self.choice is None else self.choice.size
 
 
-def preflight(model: str, overrides: dict, checked: list[Mutation], unchecked: list[Mutation],
-              stack: int | None, *, dataset) -> Preflight:
-    """The checks of a run of ``model`` (a name :func:`probmut.train.models.resolve_model`
-    knows) trained with its settings and ``overrides`` (epochs, ...) on ``dataset``: the
-    ``unchecked`` mutations bound and checked after the ``checked`` ones; the stack size
-    chosen when ``stack`` is None; and, for a stack size above 1, which populations (the
-    healthy one, and the mutants not derived from it) cannot be stacked."""
-    spec = models.resolve_model(model, dataset.dims)
+def preflight(architecture: str, overrides: dict, checked: list[Mutation],
+              unchecked: list[Mutation], stack: int | None, *, dataset) -> Preflight:
+    """The checks of a run of ``architecture`` (a name
+    :func:`probmut.train.models.resolve_model` knows) trained with its settings and
+    ``overrides`` (epochs, ...) on ``dataset``: the ``unchecked`` mutations bound and
+    checked after the ``checked`` ones; the stack size chosen when ``stack`` is None; and,
+    for a stack size above 1, which populations (the healthy one, and the mutants not
+    derived from it) cannot be stacked."""
+    spec = models.resolve_model(architecture, dataset.dims)
     config = spec.config.replace(**overrides)
     bound = [*checked, *prepare(unchecked, spec, dataset, config)]
     choice = None
@@ -63,10 +63,10 @@ def preflight(model: str, overrides: dict, checked: list[Mutation], unchecked: l
     if stack > 1:
         populations = [(HEALTHY, None)] + [(m.population, m) for m in bound
                                            if m.operator.level != "model"]
-        for stem, mutation in populations:
+        for population, mutation in populations:
             trained_with = population_config(config, mutation and mutation.operator,
                                               mutation and mutation.params)
-            why = population_problem(model, dataset, trained_with)
+            why = population_problem(architecture, dataset, trained_with)
             if why is not None:
-                unstackable[stem] = why
+                unstackable[population] = why
     return Preflight(config, tuple(bound), choice, unstackable)

@@ -56,7 +56,7 @@ def _usable_outcomes(out: Path, population: str) -> tuple[np.ndarray, np.ndarray
 def removed_by_quality_control(out: Path, mutations: list[Mutation], maximum: float,
                                counts: dict[str, int]) -> dict[str, str]:
     """DeepMutation's quality control on the assembled populations: mutant population
-    stem -> why it is removed, for those whose mean error rate on the passed tests
+    population -> why it is removed, for those whose mean error rate on the passed tests
     (:func:`probmut.train.flags.error_rates`; model-level against the healthy instance
     each derives from) exceeds ``maximum``. A population without outcomes (a user's
     training code that returned none) cannot be judged: a warning says so."""

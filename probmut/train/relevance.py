@@ -265,21 +265,21 @@ def measure_coverage(paths, dataset, *, layer: int | None = None, neurons=(6, 8,
             model = load_model(path)
         except Exception as error:
             raise ProbmutError(f"{path}: cannot load the model ({error})") from None
-        subject = default_layer(model) if layer is None else layer
-        check_model(model, subject, dataset.x_train)
-        chosen = model.layers[subject]  # layer names differ between builds: not compared
-        shape = f"(layer {subject}, {chosen.output.shape[-1]} neurons)"
+        index = default_layer(model) if layer is None else layer
+        check_model(model, index, dataset.x_train)
+        chosen = model.layers[index]  # layer names differ between builds: not compared
+        shape = f"(layer {index}, {chosen.output.shape[-1]} neurons)"
         names.setdefault(f"{type(chosen).__name__} {shape}", f"{chosen.name} {shape}")
         hidden = neuron_layers(model)
-        train = activations(model, dataset.x_train, [*hidden, subject])
-        test = activations(model, dataset.x_test, [*hidden, subject])
+        train = activations(model, dataset.x_train, [*hidden, index])
+        test = activations(model, dataset.x_test, [*hidden, index])
         measured = instance_coverage(
-            str(instance), relevance(model, dataset.x_train, subject, epsilon),
-            train[subject].values, test[subject].values, [train[i] for i in hidden],
+            str(instance), relevance(model, dataset.x_train, index, epsilon),
+            train[index].values, test[index].values, [train[i] for i in hidden],
             [test[i] for i in hidden], max(neurons), max_clusters=max_clusters,
             nc_threshold=nc_threshold, sections=sections, top_k=top_k, seed=seed)
         if sanity_draws:
-            check = sanity_check(model, dataset.x_test, subject,
+            check = sanity_check(model, dataset.x_test, index,
                                  measured.importance[:neurons[0]], sanity_draws, seed)
             measured = dataclasses.replace(measured, sanity=check)
         instances.append(measured)

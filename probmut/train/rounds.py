@@ -101,7 +101,7 @@ class RoundsReport(RunReport):
 @dataclass(frozen=True)
 class SettleReport(RoundsReport):
     """A run until settled (:class:`RoundsReport`): every round's instances and verdicts
-    (``rounds``) and each mutant's last verdict (``final``: stem -> verdict)."""
+    (``rounds``) and each mutant's last verdict (``final``: population -> verdict)."""
 
     looks: list[int] = field(default_factory=list)  # instances per side of the planned looks
 
@@ -109,19 +109,20 @@ class SettleReport(RoundsReport):
         return {"looks": self.looks} | super().plan()
 
     def endings(self) -> list[str]:
-        return [f"{stem}: {v['verdict']} with {v['instances']} instances: {v['message']}"
-                for stem, v in self.final.items()]
+        return [f"{population}: {v['verdict']} with {v['instances']} instances: {v['message']}"
+                for population, v in self.final.items()]
 
     def table(self) -> str:
         """The rounds as a readable table: instances and verdict per population."""
-        stems = list(self.final)
-        cells = [[("-" if (v := record["verdicts"].get(stem)) is None else
-                   _short(v, record["instances"][stem], self.max_instances)) for stem in stems]
+        populations = list(self.final)
+        cells = [[("-" if (v := record["verdicts"].get(population)) is None else
+                   _short(v, record["instances"][population], self.max_instances))
+                  for population in populations]
                  for record in self.rounds]
-        widths = [max([len(stem)] + [len(row[j]) for row in cells])
-                  for j, stem in enumerate(stems)]
+        widths = [max([len(population)] + [len(row[j]) for row in cells])
+                  for j, population in enumerate(populations)]
         lines = [f"{'round':>5}{HEALTHY:>9}  "
-                 + "  ".join(f"{s:<{w}}" for s, w in zip(stems, widths, strict=True))]
+                 + "  ".join(f"{s:<{w}}" for s, w in zip(populations, widths, strict=True))]
         for record, row in zip(self.rounds, cells, strict=True):
             lines.append(f"{record['round']:>5}{record['instances'][HEALTHY]:>9}  "
                          + "  ".join(f"{c:<{w}}" for c, w in zip(row, widths, strict=True)))
@@ -231,7 +232,7 @@ def recorded_rounds(out: Path, populations) -> dict | None:
 def train_round(number: int, runs: list[RunReport], job, mutations, targets: dict, *,
                 most: int, rounds: dict) -> RunReport:
     """Round ``number`` of ``job`` (:class:`~probmut.train.run.Job`): every population up
-    to its target (stem -> instances), at most ``most`` per population, under the plan
+    to its target (population -> instances), at most ``most`` per population, under the plan
     ``rounds`` (:func:`rounds_plan`); its run is appended to ``runs``, the rounds' runs so
     far. A resumed run finds instances done beyond those on disk after the round before;
     stderr says how many.
@@ -307,38 +308,38 @@ def train_until_settled(job, mutations, mode) -> SettleReport:
         for record in rounds:
             final |= record["verdicts"]
         number, targets = rounds[-1]["round"], dict(rounds[-1]["instances"])
-        last = {stem: v for record in rounds for stem, v in record["verdicts"].items()}
+        last = {population: v for record in rounds for population, v in record["verdicts"].items()}
         raised = max_instances > document["max_instances"]  # a larger cap: unsettled go on
-        training = {stem: m for stem, m in training.items()
-                    if (last[stem]["verdict"] not in ("killed", "not killed") if raised
-                        else stem in rounds[-1]["verdicts"]
-                        and not _stops(last[stem], targets[stem], max_instances))}
+        training = {population: m for population, m in training.items()
+                    if (last[population]["verdict"] not in ("killed", "not killed") if raised
+                        else population in rounds[-1]["verdicts"]
+                        and not _stops(last[population], targets[population], max_instances))}
         print(f"resuming after round {number} of {out / 'rounds.json'}", file=sys.stderr)
         if not training:  # it had ended: its files, as they are
             train_round(number, runs, job, mutations, targets, most=max_instances, rounds=plan)
     while training:
         number += 1
-        for stem in training:
-            targets[stem] = min(targets[stem] + round_size, max_instances)
+        for population in training:
+            targets[population] = min(targets[population] + round_size, max_instances)
         targets[HEALTHY] = max(targets[HEALTHY], *(targets[s] for s in training))
         run = train_round(number, runs, job, mutations, targets, most=max_instances,
                           rounds=plan)
         if run.failures or run.lost:  # the rounds wait for them: a rerun trains the lost
             break
         verdicts = {}
-        for stem, mutation in list(training.items()):
-            verdicts[stem] = verdict = _verdict(out, mutation, analysis, certainty=certainty,
+        for population, mutation in list(training.items()):
+            verdicts[population] = verdict = _verdict(out, mutation, analysis, certainty=certainty,
                                                 max_instances=max_instances, looks=looks,
                                                 seed=seed, cache=cache)
-            final[stem] = verdict
-            if _stops(verdict, targets[stem], max_instances):
-                del training[stem]
+            final[population] = verdict
+            if _stops(verdict, targets[population], max_instances):
+                del training[population]
         rounds.append({"round": number, "instances": dict(targets), "verdicts": verdicts})
         SettleReport(rounds=rounds, final=final, looks=looks, max_instances=max_instances,
                      out=out).write()
         print(f"round {number}: {HEALTHY} {targets[HEALTHY]}; "
-              + "; ".join(f"{stem} {_short(v, targets[stem], max_instances)}"
-                          + ("" if stem in training else ", stops")
-                          for stem, v in verdicts.items()), file=sys.stderr)
+              + "; ".join(f"{population} {_short(v, targets[population], max_instances)}"
+                          + ("" if population in training else ", stops")
+                          for population, v in verdicts.items()), file=sys.stderr)
     return SettleReport.of_runs(runs, rounds=rounds, final=final, looks=looks,
                                 max_instances=max_instances)

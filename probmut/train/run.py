@@ -182,7 +182,7 @@ def _check_rounds(out: Path, before: dict | None, now: dict | None) -> bool:
 
 def write_population(path: Path, records, rows, labels) -> None:
     """Write a population's tidy CSV (``path``) and its outcomes file beside it
-    (``{stem}.outcomes.npz``): one record and one outcome row (None when the instance was
+    (``{path.stem}.outcomes.npz``): one record and one outcome row (None when the instance was
     not scored) per instance. A population with a scored instance without outcomes (a
     user's training code that returned no ``correct``) has no outcomes file (one written
     before is removed): the per-input analyses cannot read it."""
@@ -199,11 +199,11 @@ def write_population(path: Path, records, rows, labels) -> None:
 
 
 def assemble(out: Path, population: str, instances: int, labels,
-             deepcrime: bool = False) -> list[StoredInstance]:
+             write_deepcrime_csv: bool = False) -> list[StoredInstance]:
     """(Re)write ``{population}.csv`` and ``.outcomes.npz`` from the finished records with
     ids below ``instances``; returns them (:func:`probmut.train.finished.load_record`:
     each instance's match with its healthy instance and the hyperparameters its code
-    read), which the population's flags read. ``deepcrime`` also writes
+    read), which the population's flags read. ``write_deepcrime_csv`` also writes
     ``{population}.deepcrime.csv`` in DeepCrime's ``;``-separated format
     (:func:`probmut.io.populations.write_deepcrime`)."""
     stored = [loaded for instance in range(instances)
@@ -211,7 +211,7 @@ def assemble(out: Path, population: str, instances: int, labels,
     records = [s.record for s in stored]
     write_population(out / f"{population}.csv", records,
                      [s.correct if s.correct.size else None for s in stored], labels)
-    if deepcrime:
+    if write_deepcrime_csv:
         write_deepcrime(out / f"{population}.deepcrime.csv", records)
     return stored
 
@@ -222,7 +222,7 @@ def _units(assignments: list[Assignment], settings: RunSettings, dataset, say,
     ``train_unit``: with ``settings.stack`` K > 1, instances ``[jK, (j+1)K)`` of a
     stackable population form stack j (its missing ones only, on a resume); other
     assignments run one by one, and ``say`` tells why once per population.
-    ``unstackable`` (population stem -> why) says which populations cannot be stacked,
+    ``unstackable`` (population -> why) says which populations cannot be stacked,
     when that was decided before the run; None: decided here (the trainer's
     ``stack_problem``)."""
     def why_alone(population: str, config) -> str | None:
@@ -320,8 +320,8 @@ class RunReport(Result):
             counts |= run.counts
             flags |= run.flags
             removed |= run.removed
-            for stem, n in run.trained_per_population.items():
-                per_population[stem] = per_population.get(stem, 0) + n
+            for population, n in run.trained_per_population.items():
+                per_population[population] = per_population.get(population, 0) + n
         failures = [failure for run in runs for failure in run.failures]
         now = {failure.split(":")[0] for failure in failures}
         failed_before = [failure for failure in (runs[-1].failed_before if runs else [])
@@ -343,11 +343,12 @@ class RunReport(Result):
         """One row per population: its file, instances, flags, why it is a survivor and
         why the quality control removed it (None when it is not)."""
         rows = []
-        for stem, n in self.counts.items():
-            found = self.flags.get(stem, Flags())
-            rows.append({"name": stem, "file": str(self.out / f"{stem}.csv"), "instances": n,
-                         "flags": list(found.flags), "reasons": list(found.reasons),
-                         "survivor": found.survivor or None, "removed": self.removed.get(stem)})
+        for population, n in self.counts.items():
+            found = self.flags.get(population, Flags())
+            rows.append({"name": population, "file": str(self.out / f"{population}.csv"),
+                         "instances": n, "flags": list(found.flags),
+                         "reasons": list(found.reasons), "survivor": found.survivor or None,
+                         "removed": self.removed.get(population)})
         return rows
 
     def to_dict(self) -> dict:
@@ -374,50 +375,51 @@ class RunReport(Result):
 
 
 def refuse_shrinking(out: Path, most: dict[str, int], option: str = "instances") -> None:
-    """Refuse a run of ``most`` instances per population (stem -> count) where ``out``
+    """Refuse a run of ``most`` instances per population (population -> count) where ``out``
     holds finished instances beyond: its files would drop them (a rerun of a 4-instance
     run with 2 rewrote healthy.csv to 2 rows and the manifest's targets to 2)."""
-    for stem, count in most.items():
-        ids = finished_ids(out, stem)
+    for population, count in most.items():
+        ids = finished_ids(out, population)
         if ids and ids[-1] >= count:
             raise ProbmutError(
-                f"{out}: {stem} holds {len(ids)} finished instances, up to id {ids[-1]}, more "
-                f"than the {count} asked for; a rerun keeps what is done: ask for "
+                f"{out}: {population} holds {len(ids)} finished instances, up to id "
+                f"{ids[-1]}, more than the {count} asked for; a rerun keeps what is done: ask for "
                 f"{ids[-1] + 1} or more to resume or extend this run, or train a smaller run "
                 "into another directory", option=option)
 
 
-def instance_targets(instances, populations: dict) -> dict[str, int]:
+def instance_targets(instances, mutation_of: dict) -> dict[str, int]:
     """Instances per population: ``instances`` is one number for all, or a mapping from
-    population stem to its own number (missing: 0). A model-level mutant derives from
+    population to its own number (missing: 0), for each population of ``mutation_of``
+    (population -> its mutation; None: the healthy one). A model-level mutant derives from
     healthy instances: it cannot have more of them than the healthy population.
 
     >>> instance_targets(3, {HEALTHY: None, "x_1": None})
     {'healthy': 3, 'x_1': 3}
     """
     if isinstance(instances, dict):
-        targets = {stem: int(instances.get(stem, 0)) for stem in populations}
+        targets = {population: int(instances.get(population, 0)) for population in mutation_of}
     else:
-        targets = dict.fromkeys(populations, int(instances))
-    for stem, mutation in populations.items():
+        targets = dict.fromkeys(mutation_of, int(instances))
+    for population, mutation in mutation_of.items():
         if mutation is not None and mutation.operator.level == "model" \
-                and targets[stem] > targets[HEALTHY]:
-            raise ProbmutError(f"{stem} derives from healthy instances: it cannot have more "
-                               f"instances ({targets[stem]}) than the healthy population "
-                               f"({targets[HEALTHY]})")
+                and targets[population] > targets[HEALTHY]:
+            raise ProbmutError(f"{population} derives from healthy instances: it cannot have "
+                               f"more instances ({targets[population]}) than the healthy "
+                               f"population ({targets[HEALTHY]})")
     return targets
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunOptions:
     """How a run trains and writes, whatever its mode: DeepCrime's ``;``-separated files
-    too (``deepcrime``), progress bars on stderr (``progress``), each instance's model kept
-    (``save_models``: ``models/{population}/{id:05d}`` and the trainer's suffix; an
+    too (``write_deepcrime_csv``), progress bars on stderr (``progress``), each instance's
+    model kept (``save_models``: ``models/{population}/{id:05d}`` and the trainer's suffix; an
     instance done without one is trained again to get it), a time limit per instance in
     seconds (``timeout``: recorded as timed out; not with stacks), crashed and timed-out
     instances trained again (``retry_failed``)."""
 
-    deepcrime: bool = False
+    write_deepcrime_csv: bool = False
     progress: bool = True
     save_models: bool = False
     timeout: float | None = None
@@ -474,7 +476,7 @@ class Job:
 
 
 def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
-                    out: Path, backend, dataset, *, name: str, deepcrime: bool = False,
+                    out: Path, backend, dataset, *, name: str, write_deepcrime_csv: bool = False,
                     progress: bool = True, save_models: bool = False,
                     timeout: float | None = None, retry_failed: bool = False,
                     note_resumed: bool = True, max_error_rate: float | None = None,
@@ -488,16 +490,16 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     when the run grows in steps (the rounds of :mod:`probmut.train.rounds`, whose
     resume replays rounds of fewer instances than are done).
 
-    ``instances`` is one number for every population or a mapping from population stem
+    ``instances`` is one number for every population or a mapping from population
     to its own (:func:`instance_targets`; the rounds of :mod:`probmut.train.rounds`).
     ``backend`` is one of :mod:`probmut.train.backends` (entered by the caller);
-    ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``deepcrime``,
+    ``mutations`` must be bound (:func:`probmut.train.operators.bind`). ``write_deepcrime_csv``,
     ``progress``, ``save_models``, ``timeout`` and ``retry_failed`` are the run's
     :class:`RunOptions`. ``max_error_rate`` applies DeepMutation's quality control
     (:func:`probmut.train.quality.removed_by_quality_control`): a removed mutant
     keeps its files and is left out of the manifest's magnitudes (listed in its
     ``removed`` table). ``note_resumed``: say on stderr how many instances were already
-    done. ``unstackable`` (population stem -> why) names the populations that train one
+    done. ``unstackable`` (population -> why) names the populations that train one
     instance at a time although ``settings.stack`` is above 1, when that was decided
     before the run (by the trainer's check, :func:`probmut.train.trainer.train_populations`);
     by default it is decided here. ``rounds`` is the plan of a run in rounds (its mode and
@@ -516,8 +518,8 @@ def run_populations(settings: RunSettings, mutations: list[Mutation], instances,
     ProbmutError
         As :meth:`Job.train`.
     """
-    options = RunOptions(deepcrime=deepcrime, progress=progress, save_models=save_models,
-                         timeout=timeout, retry_failed=retry_failed)
+    options = RunOptions(write_deepcrime_csv=write_deepcrime_csv, progress=progress,
+                         save_models=save_models, timeout=timeout, retry_failed=retry_failed)
     job = Job(settings, Path(out), backend, dataset, name, options, unstackable)
     return job.train(mutations, instances, most=most, rounds=rounds,
                      note_resumed=note_resumed, max_error_rate=max_error_rate,
@@ -609,8 +611,10 @@ class _PopulationRun:
         _check_settings(job.out, job.settings, self.provenance, rounds,
                         getattr(job.backend, "threads", 1))
         remove_orphans(job.out)  # left by a killed run; the lock keeps other runs out
-        self.populations = {HEALTHY: None} | {m.population: m for m in mutations}
-        self.targets = instance_targets(instances, self.populations)
+        # each population's mutation (None: the healthy one), and their names
+        self.mutation_of = {HEALTHY: None} | {m.population: m for m in mutations}
+        self.populations = list(self.mutation_of)
+        self.targets = instance_targets(instances, self.mutation_of)
         refuse_shrinking(job.out, self.targets if most is None
                          else dict.fromkeys(self.targets, most),
                          "instances" if most is None else "max_instances")
@@ -629,10 +633,10 @@ class _PopulationRun:
         keep = bool(model_level) or settings.stack > 1  # healthy weights, for later mutants
         common = dict(timeout=options.timeout, save_model=options.save_models)
         most = max(self.targets.values())
-        first = [Assignment(settings, stem, i, m and m.operator.name, m and m.params,
-                            keep_weights=stem == HEALTHY and keep, **common)
-                 for i in range(most) for stem, m in self.populations.items()
-                 if (m is None or m.operator.level != "model") and i < self.targets[stem]]
+        first = [Assignment(settings, population, i, m and m.operator.name, m and m.params,
+                            keep_weights=population == HEALTHY and keep, **common)
+                 for i in range(most) for population, m in self.mutation_of.items()
+                 if (m is None or m.operator.level != "model") and i < self.targets[population]]
         derived = [Assignment(settings, m.population, i, m.operator.name, m.params, **common)
                    for i in range(most) for m in model_level if i < self.targets[m.population]]
         return first, derived
@@ -645,7 +649,8 @@ class _PopulationRun:
         failed_before: list[str] = []
         todo = [t for t in first + derived
                 if _needs_training(job.out, t, job.options.retry_failed, failed_before)]
-        self.left = {stem: sum(t.population == stem for t in todo) for stem in self.populations}
+        self.left = {population: sum(t.population == population for t in todo)
+                     for population in self.populations}
         self.tally, self.resumed = _Tally(), len(first) + len(derived) - len(todo)
         # the targets first: a run stopped at any moment from here on is known as unfinished
         self._write_manifest()
@@ -716,12 +721,13 @@ class _PopulationRun:
                 if not isinstance(result, TaskLost):  # not the instance's doing: no record
                     save_record(out, result, result.model_suffix or self.trainer.suffix)
         for assignment, result in zip(assignments, results, strict=True):
-            stem = assignment.population
+            population = assignment.population
             tally.count(assignment, result)
-            self.left[stem] -= 1
-            if self.left[stem] == 0:
-                self.stored[stem] = assemble(out, stem, self.targets[stem], self.labels,
-                                             self.job.options.deepcrime)
+            self.left[population] -= 1
+            if self.left[population] == 0:
+                self.stored[population] = assemble(out, population, self.targets[population],
+                                                   self.labels,
+                                                   self.job.options.write_deepcrime_csv)
         # one update per unit: a stack's members finish together
         self.bar.set_postfix(done=tally.trained, failed=len(tally.failures),
                              left=self.bar.total - self.bar.n - len(assignments), refresh=False)
@@ -732,13 +738,14 @@ class _PopulationRun:
         control, and write the manifest with what the run found: each population's
         instances on disk and flags, and the reasons the quality control removed some."""
         job = self.job
-        for stem in self.populations:
-            if stem not in self.stored:
-                self.stored[stem] = assemble(job.out, stem, self.targets[stem], self.labels,
-                                             job.options.deepcrime)
-        counts = {stem: len(self.stored[stem]) for stem in self.populations}
-        flags = {stem: self._flags(stem, m) for stem, m in self.populations.items()
-                 if counts[stem]}
+        for population in self.populations:
+            if population not in self.stored:
+                self.stored[population] = assemble(job.out, population,
+                                                   self.targets[population], self.labels,
+                                                   job.options.write_deepcrime_csv)
+        counts = {population: len(self.stored[population]) for population in self.populations}
+        flags = {population: self._flags(population, m)
+                 for population, m in self.mutation_of.items() if counts[population]}
         removed = {}
         if self.max_error_rate is not None:
             removed = removed_by_quality_control(job.out, self.mutations, self.max_error_rate,
@@ -769,8 +776,8 @@ class _PopulationRun:
                         removed: dict[str, str] | None = None) -> None:
         """Add the run's populations to ``OUT/manifest.toml`` with their targets (instances
         per population) and, once assembled, what the run found: their ``flags``
-        (population stem -> Flags, with why a population is a survivor) and the reasons the
-        quality control ``removed`` some (stem -> reason)."""
+        (population -> Flags, with why a population is a survivor) and the reasons the
+        quality control ``removed`` some (population -> reason)."""
         settings = self.job.settings
         cfg = settings.config
         none = Flags()
@@ -786,4 +793,4 @@ class _PopulationRun:
                         [(m.operator.name, m.magnitude, m.operator.paired, *found(m))
                          for m in self.mutations],
                         data=self.provenance,
-                        targets={f"{stem}.csv": n for stem, n in self.targets.items()})
+                        targets={f"{population}.csv": n for population, n in self.targets.items()})

@@ -86,7 +86,7 @@ def train_populations(
         execution: ExecutionOptions | None = None, architecture: str | None = None,
         trainer: str | Callable | None = None, command: str | None = None,
         name: str | None = None, seed: int = SEED, save_models: bool = False,
-        deepcrime: bool = False, framework: str = "keras") -> RunReport:
+        write_deepcrime_csv: bool = False, framework: str = "keras") -> RunReport:
     """Train the healthy population and a population per mutation magnitude into ``out``
     (resumable: the same call again trains only what is missing); ``probmut train``.
 
@@ -118,7 +118,8 @@ def train_populations(
     save_models : keep each instance's model as ``out/models/POPULATION/ID.keras``, the id
         in five digits (``00000.keras``; torch: ``00000.pt``, a ``state_dict``; a user's
         code: its model file's suffix).
-    deepcrime : also write DeepCrime's ``;``-separated files.
+    write_deepcrime_csv : also write DeepCrime's ``;``-separated files
+        (``{population}.deepcrime.csv``; ``--format deepcrime``).
 
     Returns
     -------
@@ -185,9 +186,9 @@ def train_populations(
 
             settings = RunSettings(dataset=source, architecture=architecture, config=found.config,
                                    seed=seed, stack=size, trainer=trainer.kind, code=code)
-            options = RunOptions(deepcrime=deepcrime, progress=execution.progress,
-                                 save_models=save_models, timeout=execution.timeout,
-                                 retry_failed=execution.retry_failed)
+            options = RunOptions(write_deepcrime_csv=write_deepcrime_csv,
+                                 progress=execution.progress, save_models=save_models,
+                                 timeout=execution.timeout, retry_failed=execution.retry_failed)
             job = Job(settings, out, runner, loaded, name or out.resolve().name, options,
                       found.unstackable, check)
             # the whole run under its lock, its rounds and a search's magnitudes included:
@@ -430,14 +431,14 @@ def _stopped_on_error(runner):
         raise
 
 
-def _load(source: str, options: dict, model: str, threads: int, download_timeout: float,
-          keras: bool):
+def _load(source: str, options: dict, architecture: str, threads: int,
+          download_timeout: float, keras: bool):
     """The dataset, loaded here; TensorFlow is set up first (before Keras is imported)
     when ``keras`` or the source needs it."""
     kind: DataSource = check_data_arguments(source, **options)
     if keras or kind.keras:
         tf_setup.configure_tensorflow(threads)
-    return load_dataset(source, task=task_of(model), **options,
+    return load_dataset(source, task=task_of(architecture), **options,
                         download_timeout=download_timeout)
 
 

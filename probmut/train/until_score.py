@@ -268,7 +268,7 @@ def width_error(posteriors, mass: float, seed, replicates: int = REPLICATES) -> 
     return float(widths.std(ddof=1))
 
 
-def pilot_targets(stems, sample: int, max_instances: int) -> dict[str, int]:
+def pilot_targets(populations, sample: int, max_instances: int) -> dict[str, int]:
     """The first round's targets: ``HEALTHY_PILOT`` k healthy instances and ``PILOT`` k
     of each mutant (at most ``max_instances``).
 
@@ -276,7 +276,7 @@ def pilot_targets(stems, sample: int, max_instances: int) -> dict[str, int]:
     {'healthy': 100, 'a': 40}
     """
     return ({HEALTHY: min(HEALTHY_PILOT * sample, max_instances)}
-            | dict.fromkeys(stems, min(PILOT * sample, max_instances)))
+            | dict.fromkeys(populations, min(PILOT * sample, max_instances)))
 
 
 def plan_round(assessment: Assessment, targets: dict[str, int], paired: dict[str, bool], *,
@@ -357,7 +357,8 @@ class ScoreReport(RoundsReport):
                  f"{'width':>7}  {'decided on':<22}  the next round trains, up to"]
         for r in self.rounds:
             s = r["score"]
-            following = ", ".join(f"{stem} {n}" for stem, n in r["next"].items()) or "-"
+            following = ", ".join(f"{population} {n}"
+                                  for population, n in r["next"].items()) or "-"
             lines.append(f"{r['round']:>5}{r['instances'][HEALTHY]:>9}{r['spent']:>11}  "
                          f"{s['mean']:<6.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}] "
                          f"{s['width']:>7.3f}  {_decided_on(r):<22}  {following}")
@@ -368,10 +369,10 @@ class ScoreReport(RoundsReport):
 def score_round(number: int, targets: dict[str, int], healthy, scored: dict, analysis, *,
                 seed, width: float, round_size: int, max_instances: int,
                 jobs: int | None = None, memo: dict | None = None) -> dict:
-    """Round ``number``'s record: the score of the ``scored`` mutants (stem -> (population,
-    paired)) against the ``healthy`` population, the parts of its variance, and the next
-    round's targets (``next``: empty when the run stops), for populations trained to
-    ``targets`` (stem -> instances, every population of the run)."""
+    """Round ``number``'s record: the score of the ``scored`` mutants (population name ->
+    (population, paired)) against the ``healthy`` population, the parts of its variance,
+    and the next round's targets (``next``: empty when the run stops), for populations
+    trained to ``targets`` (population -> instances, every population of the run)."""
     assessment = assess(healthy, scored, analysis, seed=seed, jobs=jobs, memo=memo)
     current = {p: targets[p] for p in (HEALTHY, *scored)}
     decision = decide(assessment, healthy, scored, analysis, seed=seed, asked=width, jobs=jobs,
@@ -379,7 +380,7 @@ def score_round(number: int, targets: dict[str, int], healthy, scored: dict, ana
     # the next round aims at the margin under the width, as the decision reads it
     target = max(width - MARGIN * decision.width_se, 1e-9) * assessment.width / decision.width
     following = {} if decision.settles else plan_round(
-        assessment, current, {stem: paired for stem, (_, paired) in scored.items()},
+        assessment, current, {population: paired for population, (_, paired) in scored.items()},
         width=target, round_size=round_size, max_instances=max_instances)
     planned = current | following
     score = assessment.score
@@ -445,7 +446,8 @@ def _line(record: dict, width: float, final: dict | None) -> str:
             f"{sign} {width:g}")
     if final is not None:
         return text + "; stops"
-    return text + "; next: " + ", ".join(f"{stem} {n}" for stem, n in record["next"].items())
+    following = record["next"].items()
+    return text + "; next: " + ", ".join(f"{population} {n}" for population, n in following)
 
 
 def train_until_score(job, mutations, mode) -> ScoreReport:

@@ -112,7 +112,7 @@ def test_models_of_one_architecture_share_one_model_object_with_each_files_weigh
         files.append(tmp_path / f"{i:05d}.keras")
         model.save(files[-1])
         weights.append(model.get_weights())
-    evaluate._LastModel.architecture = evaluate._LastModel.model = None
+    evaluate._LastModel.config = evaluate._LastModel.model = None
     loaded = [evaluate.load_model(path) for path in files[:2]]
     assert loaded[0] is loaded[1]  # one object: the second file loaded only its weights
     for path, expected in zip(files, weights, strict=True):
@@ -124,7 +124,7 @@ def test_models_of_one_architecture_share_one_model_object_with_each_files_weigh
             target.writestr(name, b"not HDF5" if name.endswith(".h5") else source.read(name))
     with pytest.raises(Exception) as reused:
         evaluate.load_model(damaged)
-    evaluate._LastModel.architecture = evaluate._LastModel.model = None
+    evaluate._LastModel.config = evaluate._LastModel.model = None
     with pytest.raises(Exception) as fresh:
         evaluate.load_model(damaged)
     assert str(reused.value) == str(fresh.value)

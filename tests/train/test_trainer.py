@@ -47,7 +47,7 @@ def test_the_library_writes_what_the_command_writes(tmp_path, monkeypatch, cli):
     printed = cli.ok(*argv, *(f"--mutation={m}" for m in MUTATIONS))
     monkeypatch.chdir(tmp_path / "library")
     report = train_populations("run", MUTATIONS, mode=Instances(count=2),
-                               training=TrainingOptions(epochs=1), deepcrime=True,
+                               training=TrainingOptions(epochs=1), write_deepcrime_csv=True,
                                execution=ExecutionOptions(progress=False))
     library, command = _files(tmp_path / "library" / "run"), _files(tmp_path / "command" / "run")
     assert library.keys() == command.keys() and len(library) == 11

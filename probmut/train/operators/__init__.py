@@ -353,7 +353,7 @@ def check_keras_name(mutation: Mutation) -> None:
 
 @dataclass(frozen=True)
 class Mutation:
-    """One operator at one magnitude: one mutant population, stored as ``{stem}.csv``.
+    """One operator at one magnitude: one mutant population, stored as ``{population}.csv``.
     ``equivalent`` says why the mutant is equivalent to the healthy model before any
     training (an unchanged setting or data), if it is."""
 

@@ -145,18 +145,18 @@ def stack_problem(model, config: models.TrainConfig) -> str | None:
 _PROBLEMS: dict[str, str | None] = {}
 
 
-def population_problem(model_name: str, dataset, config: models.TrainConfig) -> str | None:
-    """:func:`stack_problem` for the model ``model_name`` trained on ``dataset`` with
+def population_problem(architecture: str, dataset, config: models.TrainConfig) -> str | None:
+    """:func:`stack_problem` for the ``architecture`` trained on ``dataset`` with
     ``config`` (cached per process; the model is built in a fresh Keras session, so that
     a message names its layers as the first build does: conv2d, ...)."""
     if dataset.task != "classification":
         return f"stacked training scores classifiers only (this is a {dataset.task} model)"
-    key = json.dumps([model_name, dataclasses.asdict(dataset.dims),
+    key = json.dumps([architecture, dataclasses.asdict(dataset.dims),
                       dataclasses.asdict(config)], default=str)
     if key not in _PROBLEMS:
         import keras
 
-        spec = models.resolve_model(model_name, dataset.dims)
+        spec = models.resolve_model(architecture, dataset.dims)
         keras.backend.clear_session(free_memory=False)
         model = models.build_model(spec, dataset.dims, config)
         _PROBLEMS[key] = stack_problem(model, config)

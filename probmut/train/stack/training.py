@@ -377,13 +377,13 @@ def member_data(assignments: list[Assignment], dataset) -> tuple[list, list]:
 _PREVIOUS: dict = {}  # the stacked model this process trained last and its seed recipe
 
 
-def _stacked_model(model: str, spec, dims, config, seeds: list[int]) -> StackedModel:
-    """A stacked model of the architecture ``model`` (its ``spec``) with ``config`` for
+def _stacked_model(architecture: str, spec, dims, config, seeds: list[int]) -> StackedModel:
+    """A stacked model of the ``architecture`` (its ``spec``) with ``config`` for
     members ``seeds``: the one this process trained last, restarted with their weights
     (from its :class:`SeedRecipe` where it has one), where it is of the same
     architecture, configuration and size (its traced training steps are then reused),
     else a new one."""
-    key = (model, repr(dims), repr(config), len(seeds))
+    key = (architecture, repr(dims), repr(config), len(seeds))
     if key in _PREVIOUS:
         stack, recipe = _PREVIOUS[key]
         weights = recipe and recipe.checked_weights(spec, dims, config, seeds)

@@ -20,8 +20,9 @@ Examples
 >>> dims.input_shape
 (1, 8, 8)
 >>> model = ARCHITECTURES["digits_cnn"].build(dims)
->>> [type(layer).__name__ for layer in model]
-['Conv2d', 'ReLU', 'MaxPool2d', 'Conv2d', 'ReLU', 'Flatten', 'Linear', 'ReLU', 'Dropout', 'Linear', 'Softmax']
+>>> [type(layer).__name__ for layer in model]  # doctest: +NORMALIZE_WHITESPACE
+['Conv2d', 'ReLU', 'MaxPool2d', 'Conv2d', 'ReLU', 'Flatten', 'Linear', 'ReLU', 'Dropout',
+ 'Linear', 'Softmax']
 """
 
 from __future__ import annotations

@@ -211,7 +211,8 @@ class TorchGraph:
             return isinstance(layer.module, _DROPOUT_MODULES)
         if isinstance(layer.module, (*_DROPOUT_MODULES, nn.Identity)):
             return True
-        x = torch.randn((4, *self.shapes[layer.calls[0]]), generator=torch.Generator().manual_seed(0))
+        x = torch.randn((4, *self.shapes[layer.calls[0]]),
+                        generator=torch.Generator().manual_seed(0))
         training = layer.module.training
         layer.module.eval()
         try:

@@ -29,10 +29,13 @@ Examples
 >>> scored = score_returned(model, None, digits)
 >>> scored.correct.shape, bool(abs(scored.correct.mean() - 0.1) < 0.1)   # untrained: chance
 ((450,), True)
->>> score_returned(model, 0.9, digits)
+>>> score_returned(model, 0.9, digits)  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-ValueError: the returned model gives accuracy 0.1067 on the 450 test inputs as probmut feeds them (float32 arrays of shape (n, 1, 8, 8): images channels first), not the returned accuracy 0.9: return the model that was scored, taking the test inputs in that layout (put any reshaping into the module)
+ValueError: the returned model gives accuracy 0.1067 on the 450 test inputs as probmut
+feeds them (float32 arrays of shape (n, 1, 8, 8): images channels first), not the returned
+accuracy 0.9: return the model that was scored, taking the test inputs in that layout (put
+any reshaping into the module)
 """
 
 from __future__ import annotations
