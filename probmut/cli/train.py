@@ -74,16 +74,29 @@ def _stack(text: str) -> int | None:
 
 
 def register(subparsers) -> None:
-    from probmut.recommend import CERTAINTY
-    from probmut.train.models import MODELS
-    from probmut.train.options import MAX_INSTANCES, WIDTH
-
     p = subparsers.add_parser(
         "train", help="train healthy and mutant populations (needs the train extra)",
         description="Train N instances of a model, healthy and under each mutation "
                     "magnitude; resumable: re-run the same command to continue.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_arguments(p, default="default: digits")
+    _add_what_trains(p)
+    _add_training_settings(p)
+    _add_execution(p)
+    _add_search(p)
+    add_quiet_argument(p)
+    p.add_argument("--json", action="store_true",
+                   help="print the run summary (or --list-operators, --dry-run) as one JSON "
+                        "document")
+    _add_rounds(p)
+    p.set_defaults(func=handle, resumes=True)
+
+
+def _add_what_trains(p) -> None:
+    """The options that say what trains (the network, its framework or the user's code,
+    the mutations) and where it goes."""
+    from probmut.train.models import MODELS
+
     p.add_argument("--validation-split", type=number(0, 1, low_open=True, high_open=True),
                    metavar="SHARE",
                    help="hold out SHARE of each training class as a validation set (default: "
@@ -127,6 +140,10 @@ def register(subparsers) -> None:
     p.add_argument("--name", help="model name in the manifest (default: --out's name)")
     p.add_argument("--seed", type=seed_value, default=DEFAULT_SEED,
                    help=f"base seed of every instance's seed (default: {DEFAULT_SEED})")
+
+
+def _add_training_settings(p) -> None:
+    """The training settings that override the architecture's, and the files' format."""
     p.add_argument("--epochs", type=integer(1), help="override the model's epochs")
     p.add_argument("--batch-size", type=integer(1), help="override the model's batch size")
     p.add_argument("--learning-rate", type=number(0, float("inf"), low_open=True),
@@ -136,6 +153,11 @@ def register(subparsers) -> None:
                         "improvement, for every population (needs --validation-split)")
     p.add_argument("--format", choices=["tidy", "deepcrime"], default="tidy",
                    help="deepcrime: also write DeepCrime's ;-separated files")
+
+
+def _add_execution(p) -> None:
+    """How the instances run (stacks, workers, backend, time limits, retries) and what is
+    kept of them."""
     p.add_argument("--stack", type=_stack, default=None, metavar="K|auto",
                    help="train K instances of a population at once as one model; auto: up "
                         "to 20 for small models, 1 on a CPU for models whose training step is "
@@ -170,6 +192,10 @@ def register(subparsers) -> None:
                         "derives from; for source-level mutants every healthy instance, "
                         "averaged); it keeps its files, is listed as removed and left out of "
                         "the manifest's magnitudes")
+
+
+def _add_search(p) -> None:
+    """The killable-magnitude search's options."""
     search = p.add_argument_group("killable-magnitude search (DeepCrime's binary search)")
     search.add_argument("--search", metavar="OP:LOW,HIGH",
                         help="bisect the magnitude of OP between LOW (weak) and HIGH (strong) "
@@ -181,10 +207,13 @@ def register(subparsers) -> None:
                         help="a magnitude is killed by the bagged posterior's ratio or by "
                              "DeepCrime's single test on the whole populations (default: "
                              f"{DECISIONS[0]})")
-    add_quiet_argument(p)
-    p.add_argument("--json", action="store_true",
-                   help="print the run summary (or --list-operators, --dry-run) as one JSON "
-                        "document")
+
+
+def _add_rounds(p) -> None:
+    """The options of training in rounds, until settled or until the score is."""
+    from probmut.recommend import CERTAINTY
+    from probmut.train.options import MAX_INSTANCES, WIDTH
+
     settle = p.add_argument_group(
         "train in rounds until the decisions or the score are settled (docs/recommend.md, "
         "docs/score.md)",
@@ -225,7 +254,6 @@ def register(subparsers) -> None:
                         help="for any true effect, at most 1 - CERTAINTY of the runs end with a "
                              "wrong settled verdict, over all the rounds "
                              f"(default: {CERTAINTY})")
-    p.set_defaults(func=handle, resumes=True)
 
 
 def operator_table(json_output: bool, framework: str = "keras") -> str:
