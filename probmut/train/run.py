@@ -112,13 +112,14 @@ def setting_changes(before: dict, now: dict) -> list[str]:
             for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)]
 
 
-def _check_settings(out: Path, settings: RunSettings, data: dict,
-                    rounds: dict | None = None, threads: int = 1) -> None:
-    """Refuse to resume into ``out`` with settings, or data, other than those it was
-    started with. ``data`` is the data set's provenance; its fingerprint and split sizes
-    decide (not, say, the version of the library that loaded it). The settings also say
-    which option named the data (``option``: ``dataset`` or ``data``), so that a report can
-    write the command that trains the run on. ``rounds`` is the plan of a run trained in
+def _match_recorded_settings(out: Path, settings: RunSettings, data: dict,
+                             rounds: dict | None = None, threads: int = 1) -> None:
+    """Record the settings of a new run in ``out``; refuse to resume into ``out`` with
+    settings, or data, other than those it was started with. ``data`` is the data set's
+    provenance; its fingerprint and split sizes decide (not, say, the version of the
+    library that loaded it). The settings also say which option named the data
+    (``option``: ``dataset`` or ``data``), so that a report can write the command that
+    trains the run on. ``rounds`` is the plan of a run trained in
     rounds (None: a number of instances, or a search), checked by :func:`_check_rounds`.
     ``threads`` are the threads per instance (TensorFlow's for the Keras trainer): the
     order of its float sums, and so every trained instance, depends on them
@@ -376,8 +377,8 @@ class RunReport(Result):
 
 def refuse_shrinking(out: Path, most: dict[str, int], option: str = "instances") -> None:
     """Refuse a run of ``most`` instances per population (population -> count) where ``out``
-    holds finished instances beyond: its files would drop them (a rerun of a 4-instance
-    run with 2 rewrote healthy.csv to 2 rows and the manifest's targets to 2)."""
+    holds finished instances beyond: its files would drop them (a population's CSV and
+    the manifest's targets hold the instances below the target only)."""
     for population, count in most.items():
         ids = finished_ids(out, population)
         if ids and ids[-1] >= count:
@@ -608,8 +609,8 @@ class _PopulationRun:
         self.job, self.mutations, self.max_error_rate = job, mutations, max_error_rate
         self.trainer = trainer_of(job.settings)
         self.provenance = job.dataset.provenance()
-        _check_settings(job.out, job.settings, self.provenance, rounds,
-                        getattr(job.backend, "threads", 1))
+        _match_recorded_settings(job.out, job.settings, self.provenance, rounds,
+                                 getattr(job.backend, "threads", 1))
         remove_orphans(job.out)  # left by a killed run; the lock keeps other runs out
         # each population's mutation (None: the healthy one), and their names
         self.mutation_of = {HEALTHY: None} | {m.population: m for m in mutations}

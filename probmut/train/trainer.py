@@ -135,30 +135,13 @@ def train_populations(
         One line naming the setting at fault, before anything trains, for bad arguments,
         data, models and mutations.
     """
-    out = Path(out)
-    mode = Instances() if mode is None else mode
+    out, mode = Path(out), Instances() if mode is None else mode
     data, training = data or DataOptions(), training or TrainingOptions()
     execution = execution or ExecutionOptions()
-    trainer, code = _trainer(architecture, trainer, command, framework)
+    trainer, code, parsed, stack, source, data_options = _train_populations_iv(
+        out, mutations, mode, data, training, execution, architecture, trainer, command,
+        framework)
     architecture = getattr(trainer, "architecture", None)  # a framework trainer's network
-    parsed = _parsed(mutations)
-    validation_split = validation_split_of(architecture, data.validation_split)
-    _refuse_repeated(parsed)
-    if not isinstance(mode, Mode):
-        raise ProbmutError(f"unknown training mode {mode!r}; use one of "
-                           f"{', '.join(m.__name__ for m in MODES)}", option="mode")
-    mode.check(parsed)
-    _check_settings(jobs=execution.jobs, threads=execution.threads,
-                    validation_split=validation_split, stack=execution.stack,
-                    **training.overrides(), **mode.counts())
-    stack = _stack_for(execution.timeout, execution.stack)
-    if not data.download_timeout > 0:
-        raise ProbmutError("the download timeout must be positive, got "
-                           f"{data.download_timeout}", option="download_timeout")
-    source, data_options = _data_source(data.dataset, data.data, data.image_size,
-                                        data.test_split, validation_split)
-    _check_installed(trainer, execution.backend, execution.jobs, execution.threads)
-    _check_out(out)
     # a run already in out: its lock first, so that a second train is refused before
     # TensorFlow loads (the run takes it again, or first for a new run)
     with run_lock(out) if (out / ".work").is_dir() else contextlib.nullcontext():
@@ -178,23 +161,59 @@ def train_populations(
             request = CheckRequest(parsed, training.overrides(), stack)
             found = _checked(trainer, request, loaded, call)
             size = found.stack if stack is None else stack
-
-            def check(mutations):  # a mutation found as the run goes (a search's magnitude)
-                more = trainer.check(CheckRequest(mutations, request.overrides, size),
-                                     dataset=loaded, call=call)
-                return list(more.mutations), more.unstackable
-
-            settings = RunSettings(dataset=source, architecture=architecture, config=found.config,
-                                   seed=seed, stack=size, trainer=trainer.kind, code=code)
+            settings = RunSettings(dataset=source, architecture=architecture,
+                                   config=found.config, seed=seed, stack=size,
+                                   trainer=trainer.kind, code=code)
             options = RunOptions(write_deepcrime_csv=write_deepcrime_csv,
                                  progress=execution.progress, save_models=save_models,
                                  timeout=execution.timeout, retry_failed=execution.retry_failed)
             job = Job(settings, out, runner, loaded, name or out.resolve().name, options,
-                      found.unstackable, check)
+                      found.unstackable, _later_check(trainer, request, size, loaded, call))
             # the whole run under its lock, its rounds and a search's magnitudes included:
             # another train into out is refused until this one ends
             with run_lock(out):
                 return mode.train(job, list(found.mutations))
+
+
+def _train_populations_iv(out: Path, mutations, mode, data: DataOptions,
+                          training: TrainingOptions, execution: ExecutionOptions,
+                          architecture: str | None, function, command: str | None,
+                          framework: str):
+    """:func:`train_populations`' input validation, before anything heavy is loaded: the
+    trainer and the user's code it runs (:func:`_trainer`), the parsed mutations, the stack
+    size asked for (None: the run's recorded one, else auto) and the data source and its
+    options; one line naming the setting at fault for bad arguments."""
+    trainer, code = _trainer(architecture, function, command, framework)
+    architecture = getattr(trainer, "architecture", None)  # a framework trainer's network
+    parsed = _parsed(mutations)
+    validation_split = validation_split_of(architecture, data.validation_split)
+    _refuse_repeated(parsed)
+    if not isinstance(mode, Mode):
+        raise ProbmutError(f"unknown training mode {mode!r}; use one of "
+                           f"{', '.join(m.__name__ for m in MODES)}", option="mode")
+    mode.check(parsed)
+    _check_training_options(jobs=execution.jobs, threads=execution.threads,
+                            validation_split=validation_split, stack=execution.stack,
+                            **training.overrides(), **mode.counts())
+    stack = _stack_for(execution.timeout, execution.stack)
+    if not data.download_timeout > 0:
+        raise ProbmutError("the download timeout must be positive, got "
+                           f"{data.download_timeout}", option="download_timeout")
+    source, data_options = _data_source(data.dataset, data.data, data.image_size,
+                                        data.test_split, validation_split)
+    _check_installed(trainer, execution.backend, execution.jobs, execution.threads)
+    _check_out(out)
+    return trainer, code, parsed, stack, source, data_options
+
+
+def _later_check(trainer, request: CheckRequest, stack: int, dataset, call) -> Callable:
+    """``check(mutations) -> (bound mutations, unstackable)``: the trainer's check of a
+    mutation found as the run goes (a search's magnitude), as ``request``'s were."""
+    def check(mutations):
+        more = trainer.check(CheckRequest(mutations, request.overrides, stack),
+                             dataset=dataset, call=call)
+        return list(more.mutations), more.unstackable
+    return check
 
 
 def _trainer(architecture: str | None, function, command: str | None, framework: str = "keras"):
@@ -298,7 +317,8 @@ def preview_mutations(mutations: Sequence[str | Mutation], *, data: DataOptions 
     if not parsed:
         raise ProbmutError("a dry run needs at least one mutation", option="mutation")
     validation_split = validation_split_of(architecture, data.validation_split)
-    _check_settings(threads=threads, validation_split=validation_split, **training.overrides())
+    _check_training_options(threads=threads, validation_split=validation_split,
+                            **training.overrides())
     _check_framework(framework)
     if framework == "torch":
         _torch_architecture(architecture)
@@ -361,9 +381,11 @@ def _positive(value, option: str, least: int = 1) -> None:
                            option=option)
 
 
-def _check_settings(*, learning_rate=None, patience=None, validation_split=None,
-                    max_instances=None, **counts) -> None:
-    """The training settings and counts, checked before anything is loaded."""
+def _check_training_options(*, learning_rate=None, patience=None, validation_split=None,
+                            max_instances=None, **counts) -> None:
+    """The training settings (learning rate, patience and the validation split it needs)
+    and the counts (jobs, threads, instances, ...: at least 1; ``sample`` and
+    ``max_instances`` at least 2), checked before anything is loaded."""
     for option, value in counts.items():
         _positive(value, option, least=2 if option == "sample" else 1)
     _positive(max_instances, "max_instances", least=2)
