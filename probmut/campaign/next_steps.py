@@ -44,8 +44,9 @@ class NextStep:
 class NextSteps(Result):
     """The campaign's unsettled and unanalysed mutants with the instances that would settle
     them, and ``command``: the ``probmut train`` command that trains them on (into the
-    run's folder, by its absolute path, with the settings its run recorded), to run from ``run_from`` (None: from any folder; a folder where the run's
-    ``--data`` path is relative to it), or None with ``no_command`` saying why
+    run's folder, by its absolute path, with the settings its run recorded), to run from
+    ``run_from`` (None: from any folder; a folder where the run's ``--data`` path is
+    relative to it), or None with ``no_command`` saying why
     (populations not trained by probmut train, say); ``note``: where to run it when
     that cannot be known."""
 
@@ -110,7 +111,8 @@ def next_steps_of(campaign) -> NextSteps:
                    f"no population of up to {NEEDED_UP_TO} per side would settle it (see "
                    "its verdict): report its posterior mean and interval instead")
         elif m.status == "failed":
-            needed, why = None, "every instance failed: more of them would fail too (see its symptoms)"
+            needed, why = None, ("every instance failed: more of them would fail too (see "
+                                 "its symptoms)")
         else:
             needed = max(k, m.count.target or 0)
             why = {"missing": "no file yet", "empty": "no instance yet",
@@ -175,8 +177,9 @@ def _how_many(plan: dict | None, most: int, sample: int) -> list[str]:
     >>> from probmut.train.rounds import rounds_plan
     >>> plan = rounds_plan("--until-settled", PosteriorSettings(sample=5), round=4,
     ...                    max_instances=40, certainty=0.95)
-    >>> _how_many(plan, 43, 5)
-    ['--until-settled', '--round', '4', '--certainty', '0.95', '--sample', '5', '--max-instances', '44']
+    >>> _how_many(plan, 43, 5)  # doctest: +NORMALIZE_WHITESPACE
+    ['--until-settled', '--round', '4', '--certainty', '0.95', '--sample', '5',
+     '--max-instances', '44']
     """
     if plan is None:
         return ["--instances", str(-(-most // ROUND) * ROUND)]

@@ -29,7 +29,8 @@ one's end), over ``--rounds`` passes of its instances. The ways:
 The load average is printed before and after. Run from the repository root::
 
     python scripts/benchmarks/bench_torch.py
-    python scripts/benchmarks/bench_torch.py --instances 40 --rounds 1 --ways torch-alone,torch-stacked
+    python scripts/benchmarks/bench_torch.py --instances 40 --rounds 1 \
+        --ways torch-alone,torch-stacked
     python scripts/benchmarks/bench_torch.py --compile --json
 """
 

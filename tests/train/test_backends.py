@@ -67,7 +67,8 @@ def test_ray_that_cannot_start_is_one_line_naming_the_cause(monkeypatch):
     ray = pytest.importorskip("ray")
 
     def refuse(**_):
-        raise OSError("validate_socket_filename failed: AF_UNIX path length cannot exceed 107 bytes")
+        raise OSError("validate_socket_filename failed: AF_UNIX path length cannot exceed "
+                      "107 bytes")
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", refuse)

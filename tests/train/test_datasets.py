@@ -323,7 +323,8 @@ def test_provenance_goes_into_the_manifest_and_other_data_is_refused(tmp_path):
     data = run()
     recorded = tomllib.loads((out / "manifest.toml").read_text())["models"]["tiny"]["data"]
     assert recorded == {
-        "name": "tiny", "task": "classification", "source": f"file {source}", "train": 30, "validation": 10, "test": 10,
+        "name": "tiny", "task": "classification", "source": f"file {source}", "train": 30,
+        "validation": 10, "test": 10,
         "classes": 2, "input_shape": [4, 4, 1], "fingerprint": data.fingerprint,
         "split": "the file's train and test sets; validation: 0.25 of each training class "
                  "(seed 0)",

@@ -81,7 +81,8 @@ def test_biases_absorb_relevance_in_a_dense_layer(keras_setup):
     top = z.argmax(1)
     picked = z[np.arange(10), top]
     eps = 0.01
-    expected = picked * (picked - model.layers[1].bias.numpy()[top]) / (picked + eps * np.sign(picked))
+    bias = model.layers[1].bias.numpy()[top]
+    expected = picked * (picked - bias) / (picked + eps * np.sign(picked))
     np.testing.assert_allclose(relevance(model, x, 0, epsilon=eps).sum(axis=1), expected,
                                rtol=1e-5)
 

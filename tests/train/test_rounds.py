@@ -114,7 +114,8 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
             assert verdict["threshold"] == thresholds[verdict["instances"]]
             assert verdict["populations"] >= 100
             p = verdict["p_killed"]
-            assert verdict["p_killed_se"] == pytest.approx(np.sqrt(p * (1 - p) / verdict["populations"]))
+            assert verdict["p_killed_se"] == pytest.approx(
+                np.sqrt(p * (1 - p) / verdict["populations"]))
     # The clear mutant is settled killed within two rounds and trains no more.
     settled = [r["round"] for r in rounds["rounds"]
                if r["verdicts"].get("delete_training_data_90", {}).get("verdict") == "killed"]

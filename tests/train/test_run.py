@@ -438,7 +438,8 @@ def test_a_lost_instance_is_left_for_the_rerun_and_a_rerun_names_the_failed(tmp_
     second = run(again)
     assert again.trained == [("healthy", 1)]  # the lost one; the crashed one stays recorded
     assert second.lost == [] and second.failures == []
-    assert second.failed_before == ["delete_training_data_90 instance 2: crashed: RuntimeError: boom"]
+    assert second.failed_before == [
+        "delete_training_data_90 instance 2: crashed: RuntimeError: boom"]
     assert _failed(second) == 1
     assert capsys.readouterr().err.endswith(
         "1 instance recorded as failed by an earlier run, not trained again (--retry-failed "

@@ -57,7 +57,8 @@ class Backend(SyntheticBackend):
         else:
             accuracy = draw(HEALTHY) - 0.009 + np.random.default_rng(seed).normal(0, 0.006)
         correct = np.zeros(LABELS.size, dtype=bool)
-        correct[np.random.default_rng(seed).permutation(LABELS.size)[:round(accuracy * 2000)]] = True
+        right = np.random.default_rng(seed).permutation(LABELS.size)[:round(accuracy * 2000)]
+        correct[right] = True
         self.trained.append((assignment.population, assignment.instance))
         return InstanceResult(assignment.population, assignment.instance, seed,
                               float(correct.mean()), correct, 0.0)

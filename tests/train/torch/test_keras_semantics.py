@@ -47,7 +47,8 @@ def test_every_loss_is_keras_own(keras):
     for name in LOSSES:
         target = labels if name.startswith("sparse") else one_hot
         expected = float(np.mean(keras.losses.get(name)(target, probabilities)))
-        got = float(batch_loss(name, torch.from_numpy(target), Outputs(torch.from_numpy(probabilities))))
+        got = float(batch_loss(name, torch.from_numpy(target),
+                               Outputs(torch.from_numpy(probabilities))))
         assert got == pytest.approx(expected, rel=1e-5, abs=1e-6), name
     # from a softmax's (a sigmoid's) logits, as Keras' crossentropies read them
     for name, target in (("categorical_crossentropy", one_hot),
@@ -137,7 +138,8 @@ def test_bundled_architectures_compute_the_keras_models_outputs(keras, digits, a
             else:
                 if previous is not None and len(previous) == 3:  # after a channels-last flatten
                     h, w, c = previous
-                    kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(h * w * c, -1)
+                    kernel = kernel.reshape(h, w, c, -1).transpose(2, 0, 1, 3) \
+                        .reshape(h * w * c, -1)
                 module.weight.copy_(torch.from_numpy(kernel.T.copy()))
             module.bias.copy_(torch.from_numpy(bias))
             previous = tuple(layer.output.shape[1:])
