@@ -15,13 +15,13 @@ the computation is the one :func:`probmut.train.torch.fitting.fit` does alone:
   member's own update (:mod:`probmut.train.torch.optimizers`: elementwise rules, the
   clipping norm taken per member).
 
-The members' model runs as grouped convolutions and batched matrix products
-(:mod:`probmut.train.torch.grouped`) where the model is a chain of the layers that
-module runs, else through ``vmap`` of the member's loss and gradient.
+The members' model runs as batched matrix products (:mod:`probmut.train.torch.grouped`)
+where the model is a chain of the layers that module runs, else through ``vmap`` of the
+member's loss and gradient. The trained members are scored together the same way.
 
 What is not bit-identical to training alone is the floating-point summation order of
-the batched kernels (a grouped convolution, batched matrix products), which training
-amplifies like any change of seed; the population's statistics match
+the batched kernels (a convolution as a matrix product of its input's columns), which
+training amplifies like any change of seed; the population's statistics match
 (``tests/train/torch/test_stack.py``). A member whose loss stops being finite is
 recorded as alone (its losses up to that epoch) and trains on uselessly with the others.
 
@@ -32,6 +32,8 @@ each dropout once; no early stopping (members would stop at different epochs).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
 import math
 
@@ -87,11 +89,14 @@ def _model_problem(architecture: str, dims, config) -> str | None:
 
 
 #: How a stack computes its members' model: ``"grouped"`` (:mod:`probmut.train.torch.grouped`:
-#: grouped convolutions and batched matrix products, for the chains of layers it runs),
+#: batched matrix products, for the chains of layers it runs),
 #: ``"vmap"`` (PyTorch's ensembling: ``vmap`` of ``functional_call``, any model that
 #: stacks) or ``"auto"``: grouped where it runs, else vmap (the faster where both run:
 #: scripts/benchmarks/bench_torch.py, docs/benchmarks.md).
 FORMULATIONS = ("auto", "grouped", "vmap")
+
+#: Test samples x members a stack scores at once (its grouped model's inputs, chunked).
+_SCORED_AT_ONCE = 2048
 
 
 class Stack:
@@ -148,6 +153,26 @@ class Stack:
         self.optimizer.step(grads)
         return losses.detach()
 
+    @torch.no_grad()
+    def outputs(self, x: np.ndarray) -> np.ndarray:
+        """Every member's outputs (its model's, final activation included) for the inputs
+        ``x`` (as the data gives them) in inference mode, ``(members, samples, ...)``: through
+        the grouped model in chunks of samples, else each member's model in turn."""
+        if self.grouped is None:
+            return np.stack([fitting.predict(built.module, x) for built in self.members()])
+        inputs = torch.from_numpy(torch_inputs(x))
+        members = len(next(iter(self.weights.values())))
+        chunk = max(1, _SCORED_AT_ONCE // members)
+        module = self.template.training_module
+        module.eval()
+        try:
+            logits = torch.cat([self.grouped(self.weights, inputs[start:start + chunk].expand(
+                members, *inputs[start:start + chunk].shape), {})
+                for start in range(0, len(inputs), chunk)], dim=1)
+        finally:
+            module.train()
+        return Outputs(logits, self.template.logits_of).probabilities.numpy()
+
     def members(self):
         """Each member's trained model in turn: the template holding its weights."""
         for k in range(len(next(iter(self.weights.values())))):
@@ -155,6 +180,37 @@ class Stack:
                 for name, weight in self.template.module.named_parameters():
                     weight.copy_(self.weights[name][k])
             yield self.template
+
+
+@functools.cache
+def _keep_freed_memory() -> None:
+    """Have glibc keep freed memory for the next allocation (up to 256 MiB) instead of
+    handing blocks over 128 KiB back to the system: a stack allocates and frees
+    megabytes every step, and memory fresh from the system costs a page fault per 4 KiB
+    (a third of a stack's time on this machine's profile). Nothing where malloc is not
+    glibc's."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+@contextlib.contextmanager
+def _large_tensors():
+    """Room for a stack's large temporaries: freed memory kept (:func:`_keep_freed_memory`)
+    and, under :func:`torch.use_deterministic_algorithms`, new tensors not filled with NaN
+    first (torch does so in case a kernel read memory it had not written; the stack's
+    kernels write every value before reading it, so no number changes)."""
+    _keep_freed_memory()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    try:
+        yield
+    finally:
+        torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def fit_stack(stack: Stack, xs: list, ys: list, task: str, n_outputs: int,
@@ -221,12 +277,13 @@ def train_stack(assignments: list[Assignment], *, dataset,
         starts = [dict(template.module.named_parameters())] + [
             initial_weights(spec, dims, config, s) for s in chosen[1:]]
         stack = Stack(template, starts, chosen, config, formulation)
-        histories, initial = fit_stack(stack, [data[k][0] for k in members],
-                                       [data[k][1] for k in members], dataset.task,
-                                       dataset.dims.n_outputs, chosen)
+        with _large_tensors():
+            histories, initial = fit_stack(stack, [data[k][0] for k in members],
+                                           [data[k][1] for k in members], dataset.task,
+                                           dataset.dims.n_outputs, chosen)
+            outputs = stack.outputs(dataset.x_test)
         for j, (k, built) in enumerate(zip(members, stack.members(), strict=True)):
-            scored = score_outputs(fitting.predict(built.module, dataset.x_test),
-                                   dataset.y_test, dataset.task)
+            scored = score_outputs(outputs[j], dataset.y_test, dataset.task)
             losses = histories[j]
             diverged = loss_diverged(initial[j], losses) or not scored.finite
             assignment = assignments[k]
