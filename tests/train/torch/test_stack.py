@@ -24,20 +24,23 @@ def _assignments(architecture, count, epochs=2, population="healthy", operator=N
 @pytest.mark.parametrize("architecture, population, operator, params, changes, formulation", [
     ("digits_cnn", "healthy", None, None, {}, "grouped"),
     ("digits_cnn", "healthy", None, None, {}, "vmap"),
+    ("deepcrime_mnist", "healthy", None, None, {}, "grouped"),
     ("mlp", "delete_training_data_20", "delete_training_data",
      {"percent": 20.0, "classes": None}, {"optimizer": "rmsprop", "clip": ("norm", 0.5)},
      "grouped"),
     (SKIP_SHARED, "add_weights_regularisation_l1@7", "add_weights_regularisation",
      {"name": "l1", "layer": 7}, {}, "auto"),
-], ids=["digits_cnn-grouped", "digits_cnn-vmap", "mlp-own-data-rmsprop-clipnorm",
-        "skip-shared-penalty-vmap"])
+], ids=["digits_cnn-grouped", "digits_cnn-vmap", "two-dropouts-grouped",
+        "mlp-own-data-rmsprop-clipnorm", "skip-shared-penalty-vmap"])
 def test_a_member_trains_as_the_same_instance_alone(small_digits, architecture, population,
                                                     operator, params, changes, formulation):
     """Stack of 3 against each instance alone: the same start (the first batch's loss
     to float rounding: another member's initial weights would change it in the second
     digit), the same losses and weights to float rounding (two epochs move the weights by
-    about 0.1; rounding leaves under 1e-5), the same scores; each member on its own mutated training set, with its own clipping; a
-    model with a skip connection, a shared convolution and a penalty through vmap."""
+    about 0.1; rounding leaves under 1e-5), the same scores; a model with two dropouts
+    (their masks drawn batch by batch in turn, as alone); each member on its own mutated
+    training set, with its own clipping; a model with a skip connection, a shared
+    convolution and a penalty through vmap."""
     from probmut.train.torch.instance import train_unit
     from probmut.train.torch.stack import train_stack
 
