@@ -47,7 +47,7 @@ def train(spec):
         losses.append(total / len(y))
     model.eval()
     with torch.no_grad():
-        predicted = model(images(spec.x_test)).argmax(1).numpy()
+        predicted = model(images(spec.x_test)).argmax(1).numpy()  # images channels first
     correct = predicted == spec.y_test
     return {"accuracy": float(correct.mean()), "correct": correct, "loss_history": losses,
             "model": model}
