@@ -48,15 +48,16 @@ from probmut.validation import (
     function,
     instance,
     integer,
-    jobs,
     kill_count_array,
     number,
     optional,
     population,
     populations,
+    renamed,
     seed,
     sequence,
     text,
+    threads,
 )
 
 #: Jackknife variants of the Monte-Carlo error (see :mod:`probmut.mce`).
@@ -268,11 +269,12 @@ def study_from_kill_counts(baseline_counts, mutant_counts, names, settings: Post
     return PosteriorStudy(tuple(rows), settings, paired, seed, source)
 
 
+@renamed(jobs="threads")
 @checked(healthy=population, mutants=populations,
-         settings=optional(instance(PosteriorSettings)), paired=flag, seed=seed, jobs=jobs,
+         settings=optional(instance(PosteriorSettings)), paired=flag, seed=seed, threads=threads,
          names=optional(sequence(text, what="names")), report=optional(function))
 def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = None, *,
-                      paired: bool = False, seed=None, jobs: int | None = None,
+                      paired: bool = False, seed=None, threads: int | None = None,
                       names=None, report=None) -> PosteriorStudy:
     """Bagged posteriors of the healthy baseline (healthy vs itself) and each mutant.
 
@@ -291,7 +293,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
         See :func:`probmut.engine.kill_counts`. Every population pair is run with the same
         seed (common random numbers): a mutant's numbers do not depend on which other
         mutants are analysed with it, nor on their order.
-    jobs : int, optional
+    threads : int, optional
         Engine threads (None: all cores); the numbers do not depend on them.
     names : sequence of str, optional
         A display name for each population, the healthy one first (default: the
@@ -310,7 +312,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
     ProbmutError
         For populations :func:`~probmut.population.as_population` refuses, paired
         populations whose instance ids differ, a population smaller than the sample size k,
-        counts (B, N, jobs) out of range (:func:`probmut.engine.kill_counts`), or an
+        counts (B, N, threads) out of range (:func:`probmut.engine.kill_counts`), or an
         argument of the wrong type (mutants not a list of populations, settings not a
         :class:`PosteriorSettings`).
 
@@ -336,7 +338,7 @@ def bagged_posteriors(healthy, mutants, settings: PosteriorSettings | None = Non
         h, m = aligned(h, m, paired)
         return kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
                            trials=settings.trials, sample=settings.sample, paired=paired,
-                           criterion=settings.criterion, seed=stream, jobs=jobs,
+                           criterion=settings.criterion, seed=stream, threads=threads,
                            report=report)
 
     baseline = counts(healthy, healthy)

@@ -212,14 +212,14 @@ def _scaled(layer: LayerValues) -> np.ndarray:
                     / np.where(span > 0, span, 1.0)[:, None], 0.0)
 
 
-def instance_coverage(name: str, relevance, subject_train, subject_test, hidden_train,
+def instance_coverage(name: str, relevance, layer_train, layer_test, hidden_train,
                       hidden_test, neurons: int, *, max_clusters: int = 4,
                       nc_threshold: float = 0.75, sections: int = 1000, top_k: int = 3,
                       seed: int = 0) -> InstanceCoverage:
     """Build one instance's coverage from its arrays.
 
-    ``relevance``: (training inputs, neurons) of the subject layer; ``subject_train``,
-    ``subject_test``: that layer's neuron values; ``hidden_train``, ``hidden_test``:
+    ``relevance``: (training inputs, neurons) of the chosen layer; ``layer_train``,
+    ``layer_test``: that layer's neuron values; ``hidden_train``, ``hidden_test``:
     :class:`LayerValues` of every hidden layer with weights, for the baselines;
     ``neurons``: the largest m that will be asked for.
 
@@ -230,7 +230,7 @@ def instance_coverage(name: str, relevance, subject_train, subject_test, hidden_
     Raises
     ------
     ProbmutError
-        When more important neurons are asked for than the subject layer has.
+        When more important neurons are asked for than the chosen layer has.
     """
     total = np.asarray(relevance, dtype=np.float64).sum(axis=0)
     if not 1 <= neurons <= total.size:
@@ -238,8 +238,8 @@ def instance_coverage(name: str, relevance, subject_train, subject_test, hidden_
                            f"{total.size}", option="neurons")
     importance = np.argsort(-total, kind="stable")
     chosen = importance[:neurons]
-    centres = tuple(quantize(subject_train[:, j], max_clusters, seed) for j in chosen)
-    codes = np.column_stack([nearest(subject_test[:, j], c) for j, c in zip(chosen, centres,
+    centres = tuple(quantize(layer_train[:, j], max_clusters, seed) for j in chosen)
+    codes = np.column_stack([nearest(layer_test[:, j], c) for j, c in zip(chosen, centres,
                                                                           strict=True)])
     nc = np.concatenate([_scaled(layer) > nc_threshold for layer in hidden_test], axis=1)
     kmnc, top = [], []

@@ -39,9 +39,10 @@ from probmut.validation import (
     function,
     instance,
     integer,
-    jobs,
     optional,
+    renamed,
     seed,
+    threads,
 )
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -212,12 +213,12 @@ def _calls(tasks: int, trials: int, sample: int, n_h: int, n_m: int,
     return block, min(trials, max(1, budget // (block * per_test)))
 
 
-def set_jobs(jobs: int | None) -> int:
-    """Use ``jobs`` threads in the kernels (None or 0: all cores). Returns the count."""
+def set_threads(threads: int | None) -> int:
+    """Use ``threads`` threads in the kernels (None or 0: all cores). Returns the count."""
     available = numba.config.NUMBA_NUM_THREADS
-    count = available if not jobs else int(jobs)
+    count = available if not threads else int(threads)
     if count < 1:
-        raise ProbmutError(f"jobs must be at least 1, got {jobs}", option="jobs")
+        raise ProbmutError(f"threads must be at least 1, got {threads}", option="threads")
     numba.set_num_threads(min(count, available))
     return count
 
@@ -279,14 +280,15 @@ def _run_kernel(h, m, paired: bool, per_set: int, trials: int, sample: int, crit
     return out
 
 
+@renamed(jobs="threads")
 @checked(healthy=accuracies, mutant=accuracies, bootstraps=_count(1), trials=_count(1),
          sample=_count(2), repetitions=_count(1), paired=flag,
-         criterion=optional(instance(KillCriterion)), seed=seed, jobs=jobs,
+         criterion=optional(instance(KillCriterion)), seed=seed, threads=threads,
          first_set=integer(0), report=optional(function))
 def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sample: int = 20,
                 repetitions: int = 1, paired: bool = False,
                 criterion: KillCriterion | None = None, seed=None,
-                jobs: int | None = None, first_set: int = 0, report=None) -> np.ndarray:
+                threads: int | None = None, first_set: int = 0, report=None) -> np.ndarray:
     """Number of kills in ``trials`` k-vs-k kill tests, per bootstrap resample.
 
     Parameters
@@ -307,8 +309,8 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
         criterion (``paired-t``, ``wilcoxon``) needs ``paired=True``.
     seed : int, SeedSequence, Generator or None, optional
         See :func:`probmut.seeds.kernel_key`: the same seed gives the same counts, for any
-        ``jobs``.
-    jobs : int, optional
+        ``threads``.
+    threads : int, optional
         The threads to use (None: all cores).
     first_set : int, optional
         The index of the first row of ``healthy`` within a larger study split into
@@ -346,7 +348,7 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
     h, m = _sets(healthy, mutant, paired, sample, int(repetitions) * int(bootstraps))
     single = healthy.ndim == 1
     key = kernel_key(seed)
-    set_jobs(jobs)
+    set_threads(threads)
     out = _run_kernel(h, m, bool(paired), int(repetitions) * int(bootstraps), int(trials),
                       int(sample), criterion, key, int(first_set), report)
     out = out.reshape(h.shape[0], repetitions, bootstraps)

@@ -15,10 +15,10 @@ labels of all inputs in the files, so that the score too can only grow with the 
 **Statistical killing** in the manner of Kim et al. (2025): for each input, Fisher's
 exact test on the 2x2 table (healthy, mutant) x (correct, incorrect) instance counts.
 A mutant is killed by a test set when some input of the set is significant at the
-per-input level. With ``correction="bonferroni"`` (default) that level is
+per-input threshold. With ``correction="bonferroni"`` (default) that threshold is
 ``alpha / pool`` where ``pool`` is the number of *candidate* inputs (all inputs in the
 outcome files), fixed before any test set is chosen; with ``"none"`` it is ``alpha``.
-Either way the level does not depend on the test set, so adding inputs can never
+Either way the threshold does not depend on the test set, so adding inputs can never
 un-kill a mutant (monotonicity). A correction over the chosen test set itself
 (Bonferroni or Holm with m = its size, Benjamini-Hochberg) would lower the bar for
 every input as the set grows and break that property; probmut does not offer one.
@@ -211,8 +211,8 @@ class InputsStudy(Result):
 
     def smallest_attainable_p(self) -> float:
         """The smallest Fisher p any input can reach with these instance counts (all
-        healthy instances right, all mutant ones wrong); above the level, the statistical
-        criterion cannot kill whatever the test set."""
+        healthy instances right, all mutant ones wrong); above the per-input alpha, the
+        statistical criterion cannot kill whatever the test set."""
         return min(float(fisher_exact_inputs([m.n_healthy], m.n_healthy, [0], m.n_mutant,
                                              self.alternative)[0]) for m in self.mutants)
 
@@ -248,21 +248,21 @@ class InputsStudy(Result):
 
 
     def __str__(self) -> str:
-        level = self.mutants[0].alpha_per_input
+        per_input = self.mutants[0].alpha_per_input
         lines = [
             f"Per-input killing on {self.inputs.size} test inputs of a pool of {self.pool} "
             f"({len(self.classes)} classes)",
             f"DeepMutation: an input kills when > {self.threshold:g} of the healthy instances "
             f"get it right and > {self.threshold:g} of the mutant instances get it wrong",
             f"statistical: Fisher's exact test ({self.alternative}) per input, killed iff some "
-            f"p <= {level:.3g} (alpha {self.alpha:g}, "
+            f"p <= {per_input:.3g} (alpha {self.alpha:g}, "
             + ("Bonferroni over the pool)" if self.correction == "bonferroni" else
                "no correction)"),
         ]
         attainable = self.smallest_attainable_p()
-        if attainable > level:
+        if attainable > per_input:
             lines.append(f"warning: with these instance counts no input can reach p <= "
-                         f"{level:.3g} (smallest possible p {attainable:.3g}); train more "
+                         f"{per_input:.3g} (smallest possible p {attainable:.3g}); train more "
                          "instances for the statistical criterion to kill anything")
         lines += [
             "",
@@ -315,9 +315,9 @@ def analyse_inputs(healthy: Outcomes, mutants, *, inputs=None, alpha: float = 0.
         The test set: indices (or a boolean mask) into the inputs of the files; None: all
         of them. The Bonferroni pool is always all inputs of the files.
     alpha : float, optional
-        The family-wise level of the statistical criterion.
+        The family-wise significance threshold of the statistical criterion.
     correction : {"bonferroni", "none"}, optional
-        A per-input level of ``alpha / pool`` (Bonferroni) or ``alpha``; both keep killing
+        A per-input threshold of ``alpha / pool`` (Bonferroni) or ``alpha``; both keep killing
         monotonic in the test set.
     alternative : {"greater", "two-sided"}, optional
         ``"greater"``: the mutant errs more on the input.
@@ -368,7 +368,7 @@ def analyse_inputs(healthy: Outcomes, mutants, *, inputs=None, alpha: float = 0.
                 "labels); per-input analyses need the same test set in the same order")
     pool = healthy.n_inputs
     selected = _select(inputs, pool)
-    level = alpha / pool if correction == "bonferroni" else alpha
+    per_input = alpha / pool if correction == "bonferroni" else alpha
     classes = tuple(int(c) for c in np.unique(healthy.labels))
     healthy_fraction = healthy.correct_fraction()
     healthy_right = healthy_fraction > threshold
@@ -378,12 +378,12 @@ def analyse_inputs(healthy: Outcomes, mutants, *, inputs=None, alpha: float = 0.
         majority = selected[(healthy_right & (1 - mutant_fraction > threshold))[selected]]
         p = fisher_exact_inputs(healthy.correct.sum(axis=0), healthy.n_instances,
                                 mutant.correct.sum(axis=0), mutant.n_instances, alternative)
-        significant = selected[p[selected] <= level]
+        significant = selected[p[selected] <= per_input]
         results.append(MutantInputs(
             name=mutant.name, n_healthy=healthy.n_instances, n_mutant=mutant.n_instances,
             labels=healthy.labels, healthy_correct=healthy_fraction,
             mutant_correct=mutant_fraction, p_values=p, smallest_p=float(p[selected].min()),
-            alpha_per_input=level, majority_killers=majority,
+            alpha_per_input=per_input, majority_killers=majority,
             killed_classes=tuple(int(c) for c in np.unique(healthy.labels[majority])),
             statistical_killers=significant))
     return InputsStudy(tuple(results), selected, pool, classes, alpha, correction,

@@ -44,11 +44,12 @@ from probmut.validation import (
     function,
     instance,
     integer,
-    jobs,
     optional,
     population,
+    renamed,
     seed,
     text,
+    threads,
 )
 
 
@@ -234,12 +235,13 @@ def mce_from_kill_counts(kill_counts, settings: PosteriorSettings | None = None,
                      seed, source)
 
 
+@renamed(jobs="threads")
 @checked(healthy=population, mutant=population, settings=optional(instance(PosteriorSettings)),
-         repetitions=integer(2, MAX_COUNT), paired=flag, seed=seed, jobs=jobs,
+         repetitions=integer(2, MAX_COUNT), paired=flag, seed=seed, threads=threads,
          name=optional(text), report=optional(function), cache=optional(instance(Cache)))
 def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None, *,
                       repetitions: int = 100, paired: bool = False, seed=None,
-                      jobs: int | None = None, name: str | None = None,
+                      threads: int | None = None, name: str | None = None,
                       report=None, cache: Cache | None = None) -> MCEResult:
     """MCE of the bagged posterior of ``mutant`` against ``healthy``, from populations.
 
@@ -262,7 +264,7 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
         Model-level mutation: resample ids once and draw the same ids on both sides.
     seed : int, SeedSequence, Generator or None, optional
         See :func:`probmut.engine.kill_counts`: the same seed gives the same numbers.
-    jobs : int, optional
+    threads : int, optional
         Engine threads (None: all cores); the numbers do not depend on them.
     name : str, optional
         The display name (default: the mutant population's).
@@ -309,7 +311,8 @@ def monte_carlo_error(healthy, mutant, settings: PosteriorSettings | None = None
         counts = kill_counts(healthy.values, mutant.values, bootstraps=settings.bootstraps,
                              trials=settings.trials, sample=settings.sample,
                              repetitions=repetitions, paired=paired,
-                             criterion=settings.criterion, seed=root, jobs=jobs, report=report)
+                             criterion=settings.criterion, seed=root, threads=threads,
+                             report=report)
         cache.put(key, counts=counts)
     else:
         counts = stored["counts"]

@@ -17,13 +17,14 @@ population would reach:
 
 Every random step derives from the seed (:mod:`probmut.seeds`): each block (one size, or
 the verdict) has its own streams, so its numbers do not depend on the other sizes asked
-for, on ``jobs`` or on the cache. The method, its assumptions and its validation:
+for, on ``threads`` or on the cache. The method, its assumptions and its validation:
 docs/recommend.md.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,8 @@ import numpy as np
 from probmut import seeds, sequential
 from probmut.errors import ProbmutError
 from probmut.results import Result
-from probmut.sequential import CERTAINTY, MORE_POPULATIONS, POWER, REFERENCE_SIZE
+from probmut.sequential import CERTAINTY, MORE_SIMULATIONS, POWER, REFERENCE_SIZE
+from probmut.validation import renamed
 
 if TYPE_CHECKING:  # the command line reads this module's defaults without the heavy imports
     from probmut.bagging import PosteriorSettings
@@ -41,7 +43,7 @@ if TYPE_CHECKING:  # the command line reads this module's defaults without the h
 #: Population sizes of the prediction table, below and above a typical pilot.
 DEFAULT_SIZES = (25, 50, 100, 200, 400)
 #: Simulated populations per block (per size, and for the verdict's first block).
-POPULATIONS = 100
+SIMULATIONS = 100
 #: Largest population per side ``needed`` may propose (a run's cap when there is one:
 #: training in rounds passes its ``max_instances``).
 NEEDED_UP_TO = 1000
@@ -119,7 +121,7 @@ class Recommendation(Result):
     certainty: float = CERTAINTY
     reference: int = REFERENCE_SIZE
     needed_up_to: int = NEEDED_UP_TO
-    populations: int = POPULATIONS
+    simulations: int = SIMULATIONS
     paired: bool = False
     seed: int | None = None
     needed_chance: float | None = None
@@ -132,11 +134,18 @@ class Recommendation(Result):
     index = "n"
 
     @property
-    def populations_used(self) -> int:
-        """Simulated populations behind ``p_killed``: ``populations``, or up to
-        :data:`~probmut.sequential.MORE_POPULATIONS` times more when its bounds left the verdict
+    def simulations_used(self) -> int:
+        """Simulated populations behind ``p_killed``: ``simulations``, or up to
+        :data:`~probmut.sequential.MORE_SIMULATIONS` times more when its bounds left the verdict
         undecided."""
         return len(self.reference_means)
+
+    @property
+    def populations_used(self) -> int:
+        """Deprecated: :attr:`simulations_used`, its name in probmut 0.2.0."""
+        warnings.warn("Recommendation.populations_used is deprecated: it is simulations_used",
+                      FutureWarning, stacklevel=2)
+        return self.simulations_used
 
     @property
     def leaning(self) -> bool:
@@ -161,8 +170,8 @@ class Recommendation(Result):
                 "predicted_mean": self.predicted_mean, "reference_size": self.reference,
                 "pilot": list(self.pilot), "population": min(self.pilot),
                 "per_size": self.rows(), "message": self.message,
-                "needed_up_to": self.needed_up_to, "populations": self.populations,
-                "populations_used": self.populations_used,
+                "needed_up_to": self.needed_up_to, "simulations": self.simulations,
+                "simulations_used": self.simulations_used,
                 "paired": self.paired, "seed": self.seed, "settings": self.settings.describe()}
 
     def __str__(self) -> str:
@@ -195,63 +204,63 @@ def _symmetric_root(matrices: np.ndarray, power: float = 0.5) -> np.ndarray:
     return np.einsum("...ij,...j,...kj->...ik", vectors, powered, vectors)
 
 
-def _shape(rng, sample: np.ndarray, populations: int, n: int) -> np.ndarray:
-    """``populations`` x n standardised instances of the pilot's shape: pilot instances picked
+def _shape(rng, pilot: np.ndarray, simulations: int, n: int) -> np.ndarray:
+    """``simulations`` x n standardised instances of the pilot's shape: pilot instances picked
     at random with replacement, whitened and stretched so that the populations keep mean 0 and
-    identity covariance (P / (P - 1) for the biased sample covariance). ``sample`` is
-    (P, D); returns (populations, n, D)."""
-    size, dimensions = sample.shape
-    deviations = sample - sample.mean(axis=0)
-    whitened = deviations @ _symmetric_root(np.cov(sample.T, ddof=1).reshape(
+    identity covariance (P / (P - 1) for the biased sample covariance). ``pilot`` is
+    (P, D); returns (simulations, n, D)."""
+    size, dimensions = pilot.shape
+    deviations = pilot - pilot.mean(axis=0)
+    whitened = deviations @ _symmetric_root(np.cov(pilot.T, ddof=1).reshape(
         dimensions, dimensions), -0.5)
-    return math.sqrt(size / (size - 1)) * whitened[rng.integers(0, size, (populations, n))]
+    return math.sqrt(size / (size - 1)) * whitened[rng.integers(0, size, (simulations, n))]
 
 
-def _fresh_instances(rng, sample: np.ndarray, populations: int, n: int, uncertain: bool,
+def _fresh_instances(rng, pilot: np.ndarray, simulations: int, n: int, uncertain: bool,
                      shape=None):
-    """``populations`` populations of n fresh instances like the pilot ``sample`` (P, D).
+    """``simulations`` populations of n fresh instances like the ``pilot`` (P, D).
 
-    The pilot's resampled shape (or ``shape(rng, sample, populations, n)``, standardised populations
+    The pilot's resampled shape (or ``shape(rng, pilot, simulations, n)``, standardised populations
     of another; scripts/validation/pilot_validation.py compares one), placed at the pilot's mean
     and unbiased covariance; with ``uncertain``, at a draw from their posterior under a
     normal model instead (Jeffreys prior: covariance ~ inverse Wishart(P - 1, (P - 1) S),
-    mean ~ normal(mean, covariance / P)), one draw per population. Returns (populations, n, D).
+    mean ~ normal(mean, covariance / P)), one draw per population. Returns (simulations, n, D).
 
     >>> rng = np.random.default_rng(0)
-    >>> sample = rng.normal(0.9, 0.01, (25, 1))
-    >>> fresh = _fresh_instances(rng, sample, 400, 50, uncertain=False)
-    >>> fresh.shape, bool(np.isclose(fresh.std(), sample.std(ddof=1), rtol=0.02))
+    >>> pilot = rng.normal(0.9, 0.01, (25, 1))
+    >>> fresh = _fresh_instances(rng, pilot, 400, 50, uncertain=False)
+    >>> fresh.shape, bool(np.isclose(fresh.std(), pilot.std(ddof=1), rtol=0.02))
     ((400, 50, 1), True)
     """
-    size, dimensions = sample.shape
-    centre = np.broadcast_to(sample.mean(axis=0), (populations, dimensions))
-    root = np.broadcast_to(_symmetric_root(np.cov(sample.T, ddof=1).reshape(
-        dimensions, dimensions)), (populations, dimensions, dimensions))
+    size, dimensions = pilot.shape
+    centre = np.broadcast_to(pilot.mean(axis=0), (simulations, dimensions))
+    root = np.broadcast_to(_symmetric_root(np.cov(pilot.T, ddof=1).reshape(
+        dimensions, dimensions)), (simulations, dimensions, dimensions))
     if uncertain:  # Bartlett: W ~ Wishart(P - 1, I / (P - 1)); covariance S^1/2 W^-1 S^1/2
         freedom = size - 1
-        bartlett = np.zeros((populations, dimensions, dimensions))
+        bartlett = np.zeros((simulations, dimensions, dimensions))
         for i in range(dimensions):
-            bartlett[:, i, i] = np.sqrt(rng.chisquare(freedom - i, populations))
-            bartlett[:, i, :i] = rng.standard_normal((populations, i))
+            bartlett[:, i, i] = np.sqrt(rng.chisquare(freedom - i, simulations))
+            bartlett[:, i, :i] = rng.standard_normal((simulations, i))
         wishart = bartlett @ bartlett.transpose(0, 2, 1) / freedom
         root = root @ _symmetric_root(wishart, -0.5)
         centre = centre + np.einsum("rij,rj->ri", root,
-                                    rng.standard_normal((populations, dimensions))
+                                    rng.standard_normal((simulations, dimensions))
                                     ) / math.sqrt(size)
-    standardised = (shape or _shape)(rng, sample, populations, n)
+    standardised = (shape or _shape)(rng, pilot, simulations, n)
     return centre[:, None, :] + np.einsum("rij,rnj->rni", root, standardised)
 
 
-def _populations(rng, h, m, n: int, populations: int, paired: bool, uncertain: bool, shape=None):
-    """Healthy and mutant rows of ``populations`` populations of n fresh instances."""
+def _populations(rng, h, m, n: int, simulations: int, paired: bool, uncertain: bool, shape=None):
+    """Healthy and mutant rows of ``simulations`` populations of n fresh instances."""
     if paired:
-        both = _fresh_instances(rng, np.column_stack([h, m]), populations, n, uncertain, shape)
+        both = _fresh_instances(rng, np.column_stack([h, m]), simulations, n, uncertain, shape)
         return both[..., 0], both[..., 1]
-    return (_fresh_instances(rng, h[:, None], populations, n, uncertain, shape)[..., 0],
-            _fresh_instances(rng, m[:, None], populations, n, uncertain, shape)[..., 0])
+    return (_fresh_instances(rng, h[:, None], simulations, n, uncertain, shape)[..., 0],
+            _fresh_instances(rng, m[:, None], simulations, n, uncertain, shape)[..., 0])
 
 
-def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, jobs):
+def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, threads):
     """Posterior mean, decision and posterior variance of every row."""
     from probmut.beta import beta_mean_var, fit_beta_batch, ratios_of
     from probmut.engine import kill_counts
@@ -259,7 +268,7 @@ def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, j
     counts = kill_counts(np.clip(healthy, 0, 1), np.clip(mutant, 0, 1),
                          bootstraps=settings.bootstraps, trials=settings.trials,
                          sample=settings.sample, paired=paired, criterion=settings.criterion,
-                         seed=seed, jobs=jobs).reshape(len(healthy), -1)
+                         seed=seed, threads=threads).reshape(len(healthy), -1)
     a, b = fit_beta_batch(counts, settings.trials, settings.fit, settings.grid_step,
                           settings.solver)
     means, variances = beta_mean_var(a, b)
@@ -313,10 +322,11 @@ def _message(verdict, p_killed, se, threshold, looks, certainty, needed, mean, b
             f"{needed_up_to}: report the posterior mean and its interval instead.")
 
 
+@renamed(jobs="threads", populations="simulations")
 def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
-              sizes=DEFAULT_SIZES, populations: int = POPULATIONS, certainty: float = CERTAINTY,
+              sizes=DEFAULT_SIZES, simulations: int = SIMULATIONS, certainty: float = CERTAINTY,
               reference: int = REFERENCE_SIZE, needed_up_to: int = NEEDED_UP_TO,
-              looks=None, paired: bool = False, seed=None, jobs: int | None = None,
+              looks=None, paired: bool = False, seed=None, threads: int | None = None,
               cache: Cache | None = None, progress: bool = False,
               name: str | None = None) -> Recommendation:
     """The verdict of a pilot and its predictions for fresh instances (module notes).
@@ -332,7 +342,7 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     sizes : sequence of int, optional
         The population sizes n per side of the prediction table (each at least k; empty
         for the verdict alone).
-    populations : int, optional
+    simulations : int, optional
         The simulated populations per size, and for the verdict's first block.
     certainty : float, optional
         With one look, the predicted probability at which the verdict is settled; over
@@ -348,8 +358,8 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
     paired : bool, optional
         Model-level mutation: ids drawn jointly (populations aligned by id).
     seed : int, SeedSequence, Generator or None, optional
-        The same seed gives the same numbers, for any ``jobs``.
-    jobs : int, optional
+        The same seed gives the same numbers, for any ``threads``.
+    threads : int, optional
         Engine threads (None: all cores); the numbers do not depend on them.
     cache : Cache, optional
         A :class:`~probmut.io.cache.Cache` to reuse blocks across runs.
@@ -369,26 +379,26 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         reference or needed_up_to under k, fewer than 10 populations, more simulated accuracies
         than :data:`MAX_SIMULATED`, a plan of looks out of order, under k, without this
         pilot's size or too fine to integrate (:data:`probmut.sequential.MAX_PLAN_WORK`),
-        a certainty outside (0.5, 1), a threshold that ``MORE_POPULATIONS`` times the
+        a certainty outside (0.5, 1), a threshold that ``MORE_SIMULATIONS`` times the
         populations cannot reach, populations that do not pair, or an unusable seed.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> h, m = rng.normal(0.99, 0.002, 25), rng.normal(0.986, 0.002, 25)
-    >>> advice = recommend(h, m, sizes=(25, 100), populations=40, seed=1)
-    >>> advice.verdict, [s.n for s in advice.sizes], advice.populations_used
+    >>> advice = recommend(h, m, sizes=(25, 100), simulations=40, seed=1)
+    >>> advice.verdict, [s.n for s in advice.sizes], advice.simulations_used
     ('killed', [25, 100], 160)
     """
     from probmut.io.cache import Cache
 
     settings, h, m, name, sizes, looks, threshold, last_threshold = _recommend_iv(
-        healthy, mutant, settings, sizes, populations, certainty, reference, needed_up_to, looks,
+        healthy, mutant, settings, sizes, simulations, certainty, reference, needed_up_to, looks,
         paired, name, progress)
     pilot = min(h.size, m.size)
     verdict, verdict_blocks, predictions = _simulations(
-        h, m, settings, sizes, populations, threshold, reference, paired,
-        seeds.seed_sequence(seed), cache or Cache(None), jobs, name, progress)
+        h, m, settings, sizes, simulations, threshold, reference, paired,
+        seeds.seed_sequence(seed), cache or Cache(None), threads, name, progress)
     means, variances = (np.concatenate([b[field] for b in verdict_blocks])
                         for field in ("means", "variances"))
     killed, used = sequential.killed_of(verdict_blocks)
@@ -408,34 +418,34 @@ def recommend(healthy, mutant, settings: PosteriorSettings | None = None, *,
         name=name, verdict=verdict, needed=needed, p_killed=p_killed, reference_means=means,
         sizes=tuple(predictions), pilot=(h.size, m.size), message=message, settings=settings,
         certainty=certainty, reference=reference, needed_up_to=needed_up_to,
-        populations=populations,
+        simulations=simulations,
         paired=paired, seed=seed, needed_chance=needed_chance, p_killed_se=se,
         threshold=threshold, looks=len(looks), last_threshold=last_threshold, reach=reach)
 
 
-def _simulations(h, m, settings, sizes, populations, threshold, reference, paired, root,
-                 cache, jobs, name, progress):
+def _simulations(h, m, settings, sizes, simulations, threshold, reference, paired, root,
+                 cache, threads, name, progress):
     """:func:`recommend`'s simulated populations, one progress bar for them: the verdict
     (populations of the ``reference`` size, doubled until it settles or
-    ``MORE_POPULATIONS`` times as many) with its blocks, then one block per size of the
+    ``MORE_SIMULATIONS`` times as many) with its blocks, then one block per size of the
     prediction table."""
     from probmut.progress import progress as progress_display
 
-    def simulate(role, n, block=0, count=populations):
+    def simulate(role, n, block=0, count=simulations):
         stored = simulate_block(h, m, settings, role=role, n=n, block=block, count=count,
-                                paired=paired, root=root, cache=cache, jobs=jobs)
+                                paired=paired, root=root, cache=cache, threads=threads)
         if block:
             bar.total += 1  # a block that doubles the populations behind p_killed
         bar.update()
         return stored
 
-    # the verdict may double its populations until MORE_POPULATIONS times the populations
-    most = 1 + len(sizes) + math.ceil(math.log2(MORE_POPULATIONS))
+    # the verdict may double its populations until MORE_SIMULATIONS times the populations
+    most = 1 + len(sizes) + math.ceil(math.log2(MORE_SIMULATIONS))
     with progress_display(1 + len(sizes), f"recommend {name}", enabled=progress,
                           unit="block", most=most) as bar:
         verdict, verdict_blocks = sequential.settle(
             lambda block, count: simulate("verdict", reference, block, count), threshold,
-            populations)
+            simulations)
         predictions = []
         for n in sizes:
             block = simulate("size", n)
@@ -459,7 +469,7 @@ def _needed(p_killed, used, h, m, looks, threshold, last_threshold, reference, n
     return needed, needed_chance, reach
 
 
-def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, reference,
+def _recommend_iv(healthy, mutant, settings, sizes, simulations, certainty, reference,
                   needed_up_to, looks, paired, name, progress):
     """:func:`recommend`'s input validation, in the order its errors are reported: the
     pilot, the sizes and populations, the plan of looks and its thresholds. Returns the
@@ -483,23 +493,23 @@ def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, refe
     if sizes and sizes[0] < k:
         raise ProbmutError(f"population sizes must be at least the sample size k = {k}; got "
                            f"{sizes}", option="sizes")
-    if populations < 10:
-        raise ProbmutError(f"populations must be at least 10, got {populations}",
-                           option="populations")
+    if simulations < 10:
+        raise ProbmutError(f"simulations must be at least 10, got {simulations}",
+                           option="simulations")
 
-    def largest_block(populations):
+    def largest_block(simulations):
         """The largest block: a size's, or the last doubling of the verdict's populations."""
-        blocks = [(populations, n) for n in sizes]
-        blocks.append((MORE_POPULATIONS // 2 * populations, reference))
+        blocks = [(simulations, n) for n in sizes]
+        blocks.append((MORE_SIMULATIONS // 2 * simulations, reference))
         return max(blocks, key=lambda block: block[0] * block[1])
 
-    count, largest = largest_block(populations)
+    count, largest = largest_block(simulations)
     if count * largest > MAX_SIMULATED:
-        fewer = largest_block(min(populations, POPULATIONS))  # the option to blame: fits without it
+        fewer = largest_block(min(simulations, SIMULATIONS))  # the option to blame: fits without it
         raise ProbmutError(
             f"{count:,} simulated populations of {largest:,} instances per side exceed the "
             f"limit of {MAX_SIMULATED:,} accuracies per side and size; lower the sizes or "
-            "the populations", option="populations" if fewer[0] * fewer[1] <= MAX_SIMULATED else
+            "the simulations", option="simulations" if fewer[0] * fewer[1] <= MAX_SIMULATED else
             "reference" if largest == reference else "sizes")
     if reference < k or needed_up_to < k:
         raise ProbmutError(f"the reference size and needed-up-to must be at least k = {k}")
@@ -516,18 +526,18 @@ def _recommend_iv(healthy, mutant, settings, sizes, populations, certainty, refe
     threshold = sequential.settle_threshold(pilot, looks, reference, certainty,
                                             progress=progress)
     last_threshold = sequential.settle_threshold(looks[-1], looks, reference, certainty)
-    most = MORE_POPULATIONS * populations
+    most = MORE_SIMULATIONS * simulations
     if sequential.bounds(most, most)[0] < last_threshold:
         raise ProbmutError(
             f"the verdict's threshold {last_threshold:.4g} is out of reach of {most} simulated "
-            f"populations ({MORE_POPULATIONS} times --populations): raise the populations or "
-            "lower the certainty", option="populations")
+            f"populations ({MORE_SIMULATIONS} times --simulations): raise the simulations or "
+            "lower the certainty", option="simulations")
     return settings, h, m, name or mutant.name, sizes, looks, threshold, last_threshold
 
 
 def simulate_block(h, m, settings: PosteriorSettings, *, role: str, n: int, block: int,
                    count: int, paired: bool, root: np.random.SeedSequence,
-                   cache: Cache, jobs=None) -> dict:
+                   cache: Cache, threads=None) -> dict:
     """One block of ``count`` simulated populations of n fresh instances per side of the
     pilot ``h``, ``m``, analysed (and cached).
 
@@ -555,7 +565,7 @@ def simulate_block(h, m, settings: PosteriorSettings, *, role: str, n: int, bloc
         draw_stream, engine_stream = seeds.split(sequence, 2)
         rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
                             uncertain=role == "verdict")
-        means, killed, variances = _analyse(*rows, settings, paired, engine_stream, jobs)
+        means, killed, variances = _analyse(*rows, settings, paired, engine_stream, threads)
         stored = {"means": means, "killed": killed, "variances": variances}
         cache.put(key, **stored)
     return stored

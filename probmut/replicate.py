@@ -37,6 +37,7 @@ from probmut.io.manifest import Manifest
 from probmut.io.populations import read_population
 from probmut.progress import progress as progress_display
 from probmut.results import Result
+from probmut.validation import renamed
 
 PARTS = ("figure3", "deepcrime", "motivating", "sample-size")
 DEEPCRIME_SUFFIX = "_dc"
@@ -127,7 +128,7 @@ def _write_frame(frame, path: Path, written: _Written) -> None:
     written.files.append(path)
 
 
-def _figure3(manifest, plan, out, cache, seed, jobs, written, bar):
+def _figure3(manifest, plan, out, cache, seed, threads, written, bar):
     import pandas as pd
 
     from probmut.bagging import bagged_posteriors, study_from_kill_counts
@@ -150,7 +151,7 @@ def _figure3(manifest, plan, out, cache, seed, jobs, written, bar):
                                             "mutants": (len(mutants), bootstraps)})
             if stored is None:
                 study = bagged_posteriors(healthy, mutants, plan.posterior,
-                                          paired=mutation.paired, seed=seed, jobs=jobs,
+                                          paired=mutation.paired, seed=seed, threads=threads,
                                           names=names)
                 cache.put(key, baseline=study.baseline.kill_counts,
                           mutants=np.array([p.kill_counts for p in study.populations[1:]]))
@@ -249,7 +250,7 @@ def _motivating(manifest, plan, out, cache, seed, written, bar):
         written.files.append(save(figure, out / "motivating.png"))
 
 
-def _sample_size(manifest, plan, out, cache, seed, jobs, written, bar):
+def _sample_size(manifest, plan, out, cache, seed, threads, written, bar):
     from probmut.plots import plot_sample_size, save
     from probmut.sample_size import sample_size_study
 
@@ -262,7 +263,7 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, written, bar):
             study = sample_size_study(healthy, mutant, plan.study, sizes=plan.sizes,
                                       subpopulations=plan.subpopulations,
                                       repetitions=plan.repetitions, paired=mutation.paired,
-                                      seed=seed, jobs=jobs, cache=cache,
+                                      seed=seed, threads=threads, cache=cache,
                                       name=f"{name} {magnitude}")
             _write_frame(study.to_frame(),
                          out / "sample_size" / f"{model}_{name}_{magnitude}.csv", written)
@@ -274,7 +275,8 @@ def _sample_size(manifest, plan, out, cache, seed, jobs, written, bar):
             written.files.append(save(figure, out / model / f"{model}_{name}_sample_size.png"))
 
 
-def replicate(out, *, quick: bool = False, jobs: int | None = None,
+@renamed(jobs="threads")
+def replicate(out, *, quick: bool = False, threads: int | None = None,
               seed: int = seeds.DEFAULT_SEED, cache_dir=None, manifest=None, parts=PARTS,
               progress: bool = False) -> ReplicateReport:
     """Regenerate the paper's figures and tables under ``out`` (see the module doc).
@@ -285,7 +287,7 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None,
         The output directory (the paper's ``plot_results``).
     quick : bool, optional
         Reduced settings (B = 20, N = 50, R = 10, 3 sizes, 10 sub-populations).
-    jobs : int, optional
+    threads : int, optional
         Engine threads (None: all cores); the numbers do not depend on them.
     seed : int, optional
         The seed (the paper's: 42).
@@ -323,12 +325,12 @@ def replicate(out, *, quick: bool = False, jobs: int | None = None,
                               if m.endswith(DEEPCRIME_SUFFIX)),
              "motivating": len(manifest.mutation(*paper.MOTIVATING).magnitudes) + 1,
              "sample-size": sum(len(c[2]) for c in paper.SAMPLE_SIZE_CONFIGS)}
-    runners = {"figure3": lambda bar: _figure3(manifest, plan, out, cache, seed, jobs, written,
+    runners = {"figure3": lambda bar: _figure3(manifest, plan, out, cache, seed, threads, written,
                                                bar),
                "deepcrime": lambda bar: _deepcrime(manifest, out, written, bar),
                "motivating": lambda bar: _motivating(manifest, plan, out, cache, seed, written,
                                                      bar),
-               "sample-size": lambda bar: _sample_size(manifest, plan, out, cache, seed, jobs,
+               "sample-size": lambda bar: _sample_size(manifest, plan, out, cache, seed, threads,
                                                        written, bar)}
     for part in PARTS:
         if part not in parts:

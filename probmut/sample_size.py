@@ -16,7 +16,7 @@ the study flags those sizes (``overlap``). To predict fresh instances from a pil
 All R x B x N tests of a chunk of sub-populations run in one call of the compiled engine;
 chunks are cached on disk (:mod:`probmut.io.cache`) so a rerun computes nothing again
 and an interrupted study resumes. Sub-population draws and engine streams depend on the seed
-and the chunk's place only: the numbers do not depend on chunking or ``jobs``.
+and the chunk's place only: the numbers do not depend on chunking or ``threads``.
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ from probmut.validation import (
     flag,
     instance,
     integer,
-    jobs,
     optional,
     population,
+    renamed,
     seed,
     sequence,
     text,
+    threads,
 )
 
 #: What is summarised over sub-populations, in the order of the JSON output.
@@ -213,7 +214,7 @@ class SampleSizeStudy(Result):
         return "\n".join(lines)
 
 
-def _moments(healthy, mutant, settings, repetitions, paired, engine_root, jobs, first_set,
+def _moments(healthy, mutant, settings, repetitions, paired, engine_root, threads, first_set,
              cache, chunk, bar, key):
     """The mean and the variance of the posterior of each of one size's sub-populations
     (rows: ``healthy[i]`` against ``mutant[i]``, the ``first_set + i``-th set of the
@@ -233,7 +234,7 @@ def _moments(healthy, mutant, settings, repetitions, paired, engine_root, jobs, 
             counts = kill_counts(healthy[start:stop], mutant[start:stop],
                                  bootstraps=settings.bootstraps, trials=settings.trials,
                                  sample=settings.sample, repetitions=repetitions, paired=paired,
-                                 criterion=settings.criterion, seed=engine_root, jobs=jobs,
+                                 criterion=settings.criterion, seed=engine_root, threads=threads,
                                  first_set=first_set + start, report=bar.update)
             stored = dict(zip(("means", "variances"), repetition_moments(counts, settings),
                               strict=True))
@@ -254,15 +255,16 @@ def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, pair
     return healthy, mutant
 
 
+@renamed(jobs="threads")
 @checked(healthy=population, mutant=population, settings=optional(instance(PosteriorSettings)),
          sizes=sequence(integer(2, MAX_COUNT), at_least=1, what="sizes"),
          subpopulations=integer(2, MAX_COUNT), repetitions=integer(2, MAX_COUNT), paired=flag,
-         seed=seed, jobs=jobs, cache=optional(instance(Cache)), chunk=integer(1, MAX_COUNT),
+         seed=seed, threads=threads, cache=optional(instance(Cache)), chunk=integer(1, MAX_COUNT),
          progress=flag, name=optional(text))
 def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None, *,
                       sizes=paper.SIZES, subpopulations: int = 30, repetitions: int = 100,
                       paired: bool = False, seed=None,
-                      jobs: int | None = None, cache: Cache | None = None, chunk: int = 10,
+                      threads: int | None = None, cache: Cache | None = None, chunk: int = 10,
                       progress: bool = False, name: str | None = None) -> SampleSizeStudy:
     """The population-size study of ``mutant`` against ``healthy`` (METHOD.md section 6).
 
@@ -284,7 +286,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
         Model-level mutation: sub-populations take the same ids on both sides.
     seed : int, SeedSequence, Generator or None, optional
         The sub-populations and the tests are derived from it.
-    jobs : int, optional
+    threads : int, optional
         Engine threads; the numbers do not depend on them.
     cache : Cache, optional
         A :class:`~probmut.io.cache.Cache` to reuse and resume chunks.
@@ -351,7 +353,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
             rng = seeds.generator(root, "sample-size draws", index)
             ids_h, ids_m = _draw(rng, subpopulations, n, h.size, m.size, paired)
             means, variances = _moments(
-                h[ids_h], m[ids_m], settings, repetitions, paired, engine_root, jobs,
+                h[ids_h], m[ids_m], settings, repetitions, paired, engine_root, threads,
                 index * subpopulations, cache, chunk, bar,
                 key=functools.partial(cache_key, *base_key, n, index))
             average_mean, average_var = means.mean(axis=1), variances.mean(axis=1)

@@ -43,7 +43,7 @@ POWER = 0.8
 CONFIDENCE = 0.95
 #: A verdict simulates up to this many times its first block's populations while the
 #: bounds on p_killed leave it undecided (blocks doubling the total: 1, 2, 4, 8 times).
-MORE_POPULATIONS = 8
+MORE_SIMULATIONS = 8
 #: The thresholds' shape over the looks: on the latent scale the threshold at a look of n
 #: instances is ``z (n / n_last) ** -SHAPE``, never below the certainty; 0 is the same
 #: threshold at every look (why: docs/recommend.md).
@@ -305,9 +305,9 @@ def settle_threshold(n: int, looks, reference: int = REFERENCE_SIZE,
 
 # --- one look: p_killed with its Monte-Carlo error ----------------------------------------
 
-def bounds(killed: int, populations: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def bounds(killed: int, simulations: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """One-sided Clopper-Pearson bounds (of this confidence) on p_killed from ``killed`` of
-    ``populations`` simulated populations.
+    ``simulations`` simulated populations.
 
     Returns
     -------
@@ -321,15 +321,15 @@ def bounds(killed: int, populations: int, confidence: float = CONFIDENCE) -> tup
     from scipy import special  # betaincinv: the Beta quantile, without scipy.stats's import
 
     low = (0.0 if killed == 0
-           else float(special.betaincinv(killed, populations - killed + 1, 1 - confidence)))
-    high = (1.0 if killed == populations
-            else float(special.betaincinv(killed + 1, populations - killed, confidence)))
+           else float(special.betaincinv(killed, simulations - killed + 1, 1 - confidence)))
+    high = (1.0 if killed == simulations
+            else float(special.betaincinv(killed + 1, simulations - killed, confidence)))
     return low, high
 
 
-def verdict_of(killed: int, populations: int, threshold: float,
+def verdict_of(killed: int, simulations: int, threshold: float,
                confidence: float = CONFIDENCE) -> str | None:
-    """The verdict from ``killed`` of ``populations`` populations at this threshold.
+    """The verdict from ``killed`` of ``simulations`` populations at this threshold.
 
     Returns
     -------
@@ -344,7 +344,7 @@ def verdict_of(killed: int, populations: int, threshold: float,
     >>> verdict_of(100, 100, 0.95), verdict_of(50, 100, 0.95), verdict_of(97, 100, 0.95)
     ('killed', 'not settled', None)
     """
-    low, high = bounds(killed, populations, confidence)
+    low, high = bounds(killed, simulations, confidence)
     if low >= threshold:
         return "killed"
     if high <= 1 - threshold:
@@ -366,13 +366,13 @@ def killed_of(blocks) -> tuple[int, int]:
             sum(len(b["killed"]) for b in blocks))
 
 
-def settle(simulate, threshold: float, populations: int, confidence: float = CONFIDENCE):
+def settle(simulate, threshold: float, simulations: int, confidence: float = CONFIDENCE):
     """The verdict and the blocks of simulated populations behind it.
 
     ``simulate(block, count)`` gives block number ``block`` of ``count`` populations (a
     dict whose ``"killed"`` says which were judged killed). Blocks are added, doubling the
     total, while the bounds on p_killed leave the verdict undecided, up to
-    :data:`MORE_POPULATIONS` times ``populations`` (then: not settled).
+    :data:`MORE_SIMULATIONS` times ``simulations`` (then: not settled).
 
     Returns
     -------
@@ -384,10 +384,10 @@ def settle(simulate, threshold: float, populations: int, confidence: float = CON
     >>> verdict, killed_of(blocks)
     ('killed', (400, 400))
     """
-    blocks = [simulate(0, populations)]
+    blocks = [simulate(0, simulations)]
     while (verdict := verdict_of(*killed_of(blocks), threshold, confidence)) is None:
         used = killed_of(blocks)[1]
-        if used >= MORE_POPULATIONS * populations:
+        if used >= MORE_SIMULATIONS * simulations:
             return "not settled", blocks
         blocks.append(simulate(len(blocks), used))
     return verdict, blocks
@@ -395,10 +395,10 @@ def settle(simulate, threshold: float, populations: int, confidence: float = CON
 
 # --- later looks: the chance of settling ------------------------------------------------------
 
-def settle_chance(p_killed: float, populations: int, pilot: float, threshold: float,
+def settle_chance(p_killed: float, simulations: int, pilot: float, threshold: float,
                   reference: int, n, grown: bool):
     """Chance that a verdict from n instances per side is settled, read from a pilot's
-    ``p_killed`` (a share of ``populations`` populations) on the latent scale.
+    ``p_killed`` (a share of ``simulations`` populations) on the latent scale.
 
     p_killed = Phi(t) for a latent effect t in units of its current spread, which has a
     part from the pilot (variance 1/P) and a part from the reference population
@@ -439,7 +439,7 @@ def settle_chance(p_killed: float, populations: int, pilot: float, threshold: fl
     """
     from scipy import special
 
-    p = min(max(p_killed, 0.5 / populations), 1 - 0.5 / populations)
+    p = min(max(p_killed, 0.5 / simulations), 1 - 0.5 / simulations)
     latent = abs(float(special.ndtri(p)))
     unit = 1 / pilot + 1 / reference
     n = np.asarray(n, dtype=float)
@@ -448,7 +448,7 @@ def settle_chance(p_killed: float, populations: int, pilot: float, threshold: fl
     return special.ndtr((latent - special.ndtri(threshold) * spread) / noise)
 
 
-def needed(p_killed: float, populations: int, pilot: float, threshold: float, reference: int,
+def needed(p_killed: float, simulations: int, pilot: float, threshold: float, reference: int,
            needed_up_to: int) -> int | None:
     """Instances per side at which a verdict would settle with probability :data:`POWER`
     if the truth is the pilot's estimate (:func:`settle_chance`, not ``grown``), searched
@@ -467,6 +467,6 @@ def needed(p_killed: float, populations: int, pilot: float, threshold: float, re
     (114, None)
     """
     n = np.arange(math.floor(pilot) + 1, _SEARCH * max(needed_up_to, math.ceil(pilot)) + 1)
-    chance = settle_chance(p_killed, populations, pilot, threshold, reference, n, grown=False)
+    chance = settle_chance(p_killed, simulations, pilot, threshold, reference, n, grown=False)
     reached = np.flatnonzero(chance >= POWER)
     return int(n[reached[0]]) if reached.size else None

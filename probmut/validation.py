@@ -34,6 +34,7 @@ import inspect
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -276,7 +277,9 @@ def table(value, name):
 
 #: A list of populations (the mutants), each left for the function to name and read.
 populations = sequence(population_like, what="populations")
-#: A number of worker threads, or None for all cores.
+#: A number of threads, or None for all cores.
+threads = optional(integer(1, 4096))
+#: A number of worker processes, or None for one per core.
 jobs = optional(integer(1, 4096))
 
 
@@ -335,6 +338,41 @@ def checked(**checks: Check):
                 if name in checks:
                     bound.arguments[name] = checks[name](value, name)
             return fn(*bound.args, **bound.kwargs)
+        return call
+    return decorate
+
+
+def renamed(**old_to_new: str):
+    """Decorator: keyword arguments of an earlier release still accepted under their old
+    name, each with one :class:`FutureWarning` naming the new one (CHANGELOG.md,
+    *Renamed*).
+
+    >>> @renamed(jobs="threads")
+    ... def study(*, threads=None):
+    ...     return threads
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     study(jobs=2), str(caught[0].message)
+    (2, 'study(jobs=...) is deprecated: it is threads=...')
+    >>> study(jobs=2, threads=2)
+    Traceback (most recent call last):
+    ...
+    probmut.errors.ProbmutError: give threads, not jobs (its deprecated name) as well
+    """
+    def decorate(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise ProbmutError(f"give {new}, not {old} (its deprecated name) as well",
+                                       option=new)
+                warnings.warn(f"{fn.__name__}({old}=...) is deprecated: it is {new}=...",
+                              FutureWarning, stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
         return call
     return decorate
 

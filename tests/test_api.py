@@ -69,7 +69,7 @@ CASES = [
     ("kill_tests", lambda: probmut.kill_tests(H, ["x"]), "mutants[0]"),
     ("kill_counts", lambda: probmut.kill_counts(H, M, bootstraps="10"), "bootstraps"),
     ("kill_counts", lambda: probmut.kill_counts(H, M, sample=2.5), "sample"),
-    ("kill_counts", lambda: probmut.kill_counts(H, M, jobs="2"), "jobs"),
+    ("kill_counts", lambda: probmut.kill_counts(H, M, threads="2"), "threads"),
     ("kill_counts", lambda: probmut.kill_counts(H, M, first_set=-1), "first_set"),
     ("kill_counts", lambda: probmut.kill_counts(H, M, seed=-1), "seed"),
     ("kill_counts", lambda: probmut.kill_counts(H, M, report=5), "report"),
@@ -84,7 +84,7 @@ CASES = [
      "settings"),
     ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, M), "mutants[0]"),
     ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], names=5), "names"),
-    ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], jobs=0), "jobs"),
+    ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], threads=0), "threads"),
     ("bagged_posteriors", lambda: probmut.bagged_posteriors(H, [M], paired=1), "paired"),
     ("study_from_kill_counts", lambda: probmut.study_from_kill_counts(
         np.zeros(5, int), [np.zeros(5, int)], ["h", "m"], None), "settings"),
@@ -192,3 +192,17 @@ def test_help_lists_the_public_api():
     documented = probmut.__doc__
     assert all(f"``{name}``" in documented for name in probmut.__all__), \
         [n for n in probmut.__all__ if f"``{n}``" not in documented]
+
+
+def test_a_renamed_keyword_still_works_with_one_warning_naming_the_new():
+    """Issue 58: ``jobs=`` (threads, its name in probmut 0.2.0) is ``threads=``; the old
+    name still gives the same numbers, with a FutureWarning naming the new one, and both
+    at once are refused."""
+    run = {"bootstraps": 5, "trials": 5, "sample": 2, "seed": 1}
+    new = probmut.kill_counts(H, M, threads=1, **run)
+    with pytest.warns(FutureWarning, match=r"kill_counts\(jobs=\.\.\.\) is deprecated: it is "
+                                           r"threads=\.\.\."):
+        old = probmut.kill_counts(H, M, jobs=1, **run)
+    np.testing.assert_array_equal(old, new)
+    with pytest.raises(ProbmutError, match="give threads, not jobs"):
+        probmut.kill_counts(H, M, jobs=1, threads=1, **run)

@@ -71,10 +71,10 @@ def test_fresh_monte_carlo_agrees_with_the_paper(mnist_delete):
     assert decisions["3.1"] is False and decisions["30.93"] is True
 
 
-def test_same_seed_same_study_any_jobs(mnist_delete):
+def test_same_seed_same_study_any_threads(mnist_delete):
     healthy, mutants = mnist_delete
-    one = bagged_posteriors(healthy, mutants[:2], seed=9, jobs=1).to_dict()
-    two = bagged_posteriors(healthy, mutants[:2], seed=9, jobs=2).to_dict()
+    one = bagged_posteriors(healthy, mutants[:2], seed=9, threads=1).to_dict()
+    two = bagged_posteriors(healthy, mutants[:2], seed=9, threads=2).to_dict()
     assert one == two
 
 

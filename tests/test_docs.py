@@ -456,6 +456,9 @@ def _vocabulary_usage(root: Path) -> dict[str, set[str]]:
                 words = [k.value for k in node.keys
                          if isinstance(k, ast.Constant) and isinstance(k.value, str)]
             elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                if any(k.arg == "action" and getattr(k.value, "id", "") == "RenamedOption"
+                       for k in node.keywords):
+                    continue  # a deprecated name, hidden (docs/map.md, *Deprecated*)
                 words = [a.value[2:].replace("-", "_") for a in node.args
                          if isinstance(a, ast.Constant) and str(a.value).startswith("--")]
                 words += [k.value.value for k in node.keywords
@@ -482,6 +485,69 @@ def test_the_vocabulary_is_one_word_for_one_idea():
         assert not stray, f"{word!r} is used in {stray}, outside its row's {allowed}"
     retired = re.findall(r"`(\w+)`", text.split("Retired:")[1].split("(now")[0]) + ["draws_used"]
     assert not [w for w in retired if w in usage], [w for w in retired if w in usage]
+
+
+#: What a word's option help or parameter description must say (its one idea), and what
+#: it must not (another word's idea): docs/map.md's vocabulary, where the code states it.
+MEANINGS = {"threads": (r"\bthreads?\b", r"\bprocess(es)?\b"),
+            "jobs": (r"\bprocess(es)?\b", r"\bthreads?\b"),
+            "simulations": (r"\bsimulated populations\b", None),
+            "sample": (r"\bk\b|sample size|per side", None)}
+
+
+def _option_helps() -> dict[str, list[tuple[str, str]]]:
+    """Each word's options, every command's: (command, help), deprecated aliases left out
+    (their help is hidden)."""
+    import argparse
+
+    from probmut.cli.main import build_parser
+
+    helps: dict[str, list[tuple[str, str]]] = {}
+    commands = next(a for a in build_parser()._actions
+                    if isinstance(a, argparse._SubParsersAction)).choices
+    for command, sub in commands.items():
+        for action in sub._actions:
+            for option in action.option_strings:
+                word = option[2:].replace("-", "_")
+                if word in MEANINGS and action.help != argparse.SUPPRESS:
+                    helps.setdefault(word, []).append((command, action.help or ""))
+    return helps
+
+
+def _parameter_descriptions() -> dict[str, list[tuple[str, str]]]:
+    """Each word's numpydoc parameter descriptions in probmut's docstrings: (where,
+    description)."""
+    import ast
+
+    root = MAP.parent.parent
+    found: dict[str, list[tuple[str, str]]] = {}
+    entry = re.compile(r"^( *)(\w+) : [^\n]*\n((?:\1    [^\n]*\n?)+)", re.M)
+    for path in sorted((root / "probmut").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                for _, name, text in entry.findall(ast.get_docstring(node, clean=False) or ""):
+                    if name in MEANINGS:
+                        where = f"{path.relative_to(root)}:{node.name}"
+                        found.setdefault(name, []).append((where, " ".join(text.split())))
+    return found
+
+
+@pytest.mark.parametrize("source", ["option help", "parameter description"])
+def test_each_word_says_its_one_meaning_where_the_code_describes_it(source):
+    """docs/map.md's vocabulary, by meaning: a ``--threads`` option or ``threads``
+    parameter speaks of threads and never of processes, ``--jobs``/``jobs`` of processes
+    and never of threads (issue 58: ``--jobs`` meant both), ``simulations`` of simulated
+    populations, ``sample`` of the sample size k; each word is described somewhere."""
+    described = _option_helps() if source == "option help" else _parameter_descriptions()
+    wrong = []
+    for word, (says, never) in MEANINGS.items():
+        for where, text in described.get(word, []):
+            if not re.search(says, text, re.I) or (never and re.search(never, text, re.I)):
+                wrong.append((word, where, text))
+    assert not wrong, wrong
+    checked = {"option help": {"threads", "jobs", "simulations", "sample"},
+               "parameter description": {"threads", "jobs", "simulations"}}[source]
+    assert checked <= set(described), sorted(checked - set(described))
 
 
 def _public_functions():

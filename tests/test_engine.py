@@ -16,11 +16,11 @@ from .killtest.conftest import rank_biserial
 
 def test_same_seed_same_counts_any_number_of_threads(mnist_delete):
     healthy, mutants = mnist_delete
-    one = kill_counts(healthy.values, mutants[1].values, repetitions=3, seed=11, jobs=1)
-    two = kill_counts(healthy.values, mutants[1].values, repetitions=3, seed=11, jobs=2)
+    one = kill_counts(healthy.values, mutants[1].values, repetitions=3, seed=11, threads=1)
+    two = kill_counts(healthy.values, mutants[1].values, repetitions=3, seed=11, threads=2)
     assert one.shape == (3, 100)
     np.testing.assert_array_equal(one, two)
-    other = kill_counts(healthy.values, mutants[1].values, repetitions=3, seed=12, jobs=2)
+    other = kill_counts(healthy.values, mutants[1].values, repetitions=3, seed=12, threads=2)
     assert not np.array_equal(one, other)
 
 
@@ -56,7 +56,7 @@ def test_any_split_of_the_work_into_calls_gives_the_counts_of_one_call(monkeypat
     # two threads at most, whatever the machine: the split depends on the thread count
     # (with 16, blocks of 3000 took all 30 tasks in one call; issue 44)
     run = dict(bootstraps=5, trials=37, repetitions=2, sample=10, paired=paired, seed=3,
-               first_set=2, jobs=2)
+               first_set=2, threads=2)
     assert engine._calls(3 * 2 * 5, 37, 10, 40, 40, threads=64) == (30, 37)  # one call
     whole = kill_counts(healthy, mutant, **run)
     for work, memory in ((1, engine.CALL_MEMORY), (3000, engine.CALL_MEMORY), (500, 1)):
@@ -176,8 +176,8 @@ def test_bootstrap_spread_and_posterior_variance_match_the_papers_runs(
 def test_engine_is_reproducible_by_seed_for_each_criterion(mnist_delete, kind):
     healthy, mutants = mnist_delete
     criterion = KillCriterion(kind=kind)
-    one = kill_counts(healthy, mutants[1], repetitions=2, seed=11, jobs=1, criterion=criterion)
-    two = kill_counts(healthy, mutants[1], repetitions=2, seed=11, jobs=2, criterion=criterion)
+    one = kill_counts(healthy, mutants[1], repetitions=2, seed=11, threads=1, criterion=criterion)
+    two = kill_counts(healthy, mutants[1], repetitions=2, seed=11, threads=2, criterion=criterion)
     np.testing.assert_array_equal(one, two)
     assert not np.array_equal(one, kill_counts(healthy, mutants[1], repetitions=2, seed=12,
                                                criterion=criterion))
@@ -229,9 +229,9 @@ def test_engine_with_paired_criteria(manifest, kind):
     healthy, mutant = pair(read_population(mutation.healthy), read_population(mutation.files[1]))
     criterion = KillCriterion(kind=kind)
     run = dict(repetitions=10, paired=True, criterion=criterion)
-    one = kill_counts(healthy.values, mutant.values, seed=4, jobs=1, **run)
+    one = kill_counts(healthy.values, mutant.values, seed=4, threads=1, **run)
     np.testing.assert_array_equal(one, kill_counts(healthy.values, mutant.values, seed=4,
-                                                   jobs=2, **run))
+                                                   threads=2, **run))
     # Same kill probability as METHOD.md section 3 written plainly with SciPy's tests.
     rng = np.random.default_rng(4)
     h, m = healthy.values, mutant.values

@@ -35,7 +35,7 @@ def test_the_long_format_entry_points_are_plain_functions_whatever_was_imported(
 def test_posterior_of_a_long_table_equals_the_array_api(long_table, mnist_delete):
     healthy, mutants = mnist_delete
     settings = PosteriorSettings(bootstraps=20)
-    from_frame = probmut.posteriors_from_table(long_table, subject="instance", settings=settings,
+    from_frame = probmut.posteriors_from_table(long_table, instance="instance", settings=settings,
                                                seed=3)
     direct = bagged_posteriors(healthy, mutants[:2], settings, seed=3).to_frame()
     # Mutants come in order of first appearance in the (shuffled) table.
@@ -44,15 +44,24 @@ def test_posterior_of_a_long_table_equals_the_array_api(long_table, mnist_delete
 
 def test_kill_test_of_a_long_table_equals_the_array_api(long_table, mnist_delete):
     healthy, mutants = mnist_delete
-    frame = probmut.kill_tests_from_table(long_table, subject="instance").to_frame()
+    frame = probmut.kill_tests_from_table(long_table, instance="instance").to_frame()
     direct = kill_tests(healthy, mutants[:2]).to_frame()
     pd.testing.assert_frame_equal(frame.loc[direct.index], direct)
+
+
+def test_the_id_column_under_its_old_name_pairs_the_same_with_a_warning(long_table):
+    """Issue 58: ``subject=`` (probmut 0.2.0) is ``instance=``; the old keyword still
+    pairs the instances, with a FutureWarning naming the new one."""
+    new = probmut.kill_tests_from_table(long_table, instance="instance", paired=True)
+    with pytest.warns(FutureWarning, match=r"subject=\.\.\.\) is deprecated: it is instance="):
+        old = probmut.kill_tests_from_table(long_table, subject="instance", paired=True)
+    pd.testing.assert_frame_equal(old.to_frame(), new.to_frame())
 
 
 @pytest.mark.parametrize("options, says", [
     ({"dv": "acc"}, "dv='acc' is not a column"),
     ({"healthy": "original"}, "no row has population == 'original'"),
-    ({"paired": True}, "need the subject column"),
+    ({"paired": True}, "need the instance column"),
 ])
 def test_a_long_table_that_does_not_fit_is_a_clear_error(long_table, options, says):
     with pytest.raises(ProbmutError, match=says):

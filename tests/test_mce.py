@@ -74,12 +74,12 @@ def test_fresh_randomness_within_standard_errors():
     assert not result.killed
 
 
-def test_same_numbers_for_any_jobs_and_seed_matters():
+def test_same_numbers_for_any_threads_and_seed_matters():
     rng = np.random.default_rng(3)
     h, m = rng.normal(0.99, 0.002, 80), rng.normal(0.989, 0.002, 80)
-    one = monte_carlo_error(h, m, repetitions=20, seed=11, jobs=1)
-    two = monte_carlo_error(h, m, repetitions=20, seed=11, jobs=2)
-    other = monte_carlo_error(h, m, repetitions=20, seed=12, jobs=2)
+    one = monte_carlo_error(h, m, repetitions=20, seed=11, threads=1)
+    two = monte_carlo_error(h, m, repetitions=20, seed=11, threads=2)
+    other = monte_carlo_error(h, m, repetitions=20, seed=12, threads=2)
     assert np.array_equal(one.means, two.means) and np.array_equal(one.variances, two.variances)
     assert not np.array_equal(one.means, other.means)
 

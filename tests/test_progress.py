@@ -27,9 +27,9 @@ def test_the_time_left_is_paced_after_the_first_step(monkeypatch):
 def test_recommend_says_its_blocks_may_grow(capsys):
     rng = np.random.default_rng(4)
     healthy, mutant = rng.normal(0.9, 0.01, 25), rng.normal(0.88, 0.01, 25)  # killed
-    advice = recommend(healthy, mutant, sizes=(25,), populations=10, seed=2, progress=True)
+    advice = recommend(healthy, mutant, sizes=(25,), simulations=10, seed=2, progress=True)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "recommend mutant: 2 blocks to do (up to 5 if it needs more)"
-    assert advice.populations_used > 10  # the verdict needed more populations: more blocks
-    blocks = 2 + int(np.log2(advice.populations_used // 10))  # each added block doubles them
+    assert advice.simulations_used > 10  # the verdict needed more populations: more blocks
+    blocks = 2 + int(np.log2(advice.simulations_used // 10))  # each added block doubles them
     assert lines[-1] == f"recommend mutant: {blocks}/{blocks} (100%) done"

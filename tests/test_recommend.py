@@ -117,13 +117,13 @@ def test_paired_pilot_draws_ids_jointly(healthy):
     assert correlation == pytest.approx(expected, abs=0.05)
 
 
-def test_same_numbers_for_any_jobs_sizes_and_cache(healthy, tmp_path, monkeypatch):
+def test_same_numbers_for_any_threads_sizes_and_cache(healthy, tmp_path, monkeypatch):
     mutant = _dtd("12.38")
     small = PosteriorSettings(bootstraps=20, trials=30)
-    kwargs = dict(populations=20, seed=3)
-    one = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(25, 60), jobs=1,
+    kwargs = dict(simulations=20, seed=3)
+    one = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(25, 60), threads=1,
                     **kwargs)
-    two = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(60,), jobs=2,
+    two = recommend(healthy.values[:30], mutant.values[:30], small, sizes=(60,), threads=2,
                     cache=Cache(tmp_path), **kwargs)
     assert np.array_equal(one.sizes[1].means, two.sizes[0].means)
     assert np.array_equal(one.reference_means, two.reference_means)
@@ -282,7 +282,7 @@ def test_a_verdict_seed_keys_its_own_stream():
     h, m = rng.normal(0.99, 0.002, 20), rng.normal(0.988, 0.002, 20)
 
     def means(name, look):
-        return recommend(h, m, sizes=(), populations=20,
+        return recommend(h, m, sizes=(), simulations=20,
                          seed=seed_of(5, "verdict", name, look)).reference_means
 
     first = means("a", 20)

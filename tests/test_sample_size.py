@@ -84,11 +84,11 @@ def test_sizes_above_half_the_population_are_flagged(healthy):
     assert alone.overlap_note is None and "*" not in str(alone)
 
 
-def test_same_numbers_for_any_jobs_and_chunking(healthy):
+def test_same_numbers_for_any_threads_and_chunking(healthy):
     mutant = _population("delete_training_data_mutated0_MP_9.29")
     kwargs = dict(sizes=(25, 60), subpopulations=5, repetitions=4, seed=9)
-    one = sample_size_study(healthy, mutant, SMALL, jobs=1, chunk=5, **kwargs)
-    two = sample_size_study(healthy, mutant, SMALL, jobs=2, chunk=2, **kwargs)
+    one = sample_size_study(healthy, mutant, SMALL, threads=1, chunk=5, **kwargs)
+    two = sample_size_study(healthy, mutant, SMALL, threads=2, chunk=2, **kwargs)
     for a, b in zip(one.sizes, two.sizes, strict=True):
         assert np.array_equal(a.means, b.means) and np.array_equal(a.var_se, b.var_se)
 

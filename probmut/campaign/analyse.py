@@ -25,12 +25,13 @@ from probmut.validation import (
     checked,
     flag,
     instance,
-    jobs,
     manifest_or_path,
     optional,
     path,
+    renamed,
     seed,
     text,
+    threads,
 )
 
 
@@ -79,11 +80,12 @@ def _cache(value, name):
     return instance(Cache)(value, name)
 
 
+@renamed(jobs="threads")
 @checked(manifest=optional(manifest_or_path), model=optional(text), settings=optional(_settings),
-         seed=seed, jobs=jobs, verdicts=flag, coverage=optional(path), compare=optional(path),
+         seed=seed, threads=threads, verdicts=flag, coverage=optional(path), compare=optional(path),
          progress=flag, cache=optional(_cache))
 def summarize_campaign(manifest=None, model: str | None = None, settings=None, *,
-                       seed=None, jobs: int | None = None, verdicts: bool = True,
+                       seed=None, threads: int | None = None, verdicts: bool = True,
                        coverage=None, compare=None, progress: bool = False,
                        cache=None) -> Campaign:
     """Analyse every mutant of one model of a manifest: the campaign's whole answer.
@@ -107,7 +109,7 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
         default): the seed the run recorded (``train --seed``, in the manifest's folder's
         ``.work/settings.json``), so that a run's report shows the numbers its rounds
         computed; :data:`~probmut.seeds.DEFAULT_SEED` for populations of no run.
-    jobs : int, optional
+    threads : int, optional
         Engine threads (None: all cores); the numbers do not depend on them.
     verdicts : bool, optional
         Compute each mutant's pilot verdict (:func:`probmut.recommend.recommend`; the
@@ -170,12 +172,12 @@ def summarize_campaign(manifest=None, model: str | None = None, settings=None, *
                           "settings": settings.describe()}, earlier[1], earlier[0])
     notes: list[str] = []
     with _noted(notes):
-        result = _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes)
+        result = _campaign(manifest, model, settings, seed, threads, coverage, progress, notes)
     notes += [note for m in result.mutants for note in m.notes]
     result = replace(result, notes=tuple(dict.fromkeys(notes)), earlier=earlier,
                      verdicts=False, run_settings=run_settings, run_note=run_note,
                      seed_source=source, analysis_source=analysis_source)
-    return (with_verdicts(result, jobs=jobs, progress=progress, cache=cache) if verdicts
+    return (with_verdicts(result, threads=threads, progress=progress, cache=cache) if verdicts
             else result)
 
 
@@ -220,7 +222,7 @@ def _recorded_analysis(run_settings: dict | None):
         return None
 
 
-def with_verdicts(campaign: Campaign, *, jobs: int | None = None,
+def with_verdicts(campaign: Campaign, *, threads: int | None = None,
                   progress: bool = False, cache=None) -> Campaign:
     """The campaign with every analysed mutant's verdict (:func:`probmut.recommend.recommend`
     on its instances, the pilot being the whole populations; the campaign's settings and
@@ -244,7 +246,7 @@ def with_verdicts(campaign: Campaign, *, jobs: int | None = None,
             with _noted(own):
                 # The verdict alone (no table of sizes): its blocks do not depend on them.
                 advice = recommend(*m.populations, settings, sizes=(), paired=m.paired,
-                                   seed=campaign.seed, jobs=jobs, cache=cache, name=m.name)
+                                   seed=campaign.seed, threads=threads, cache=cache, name=m.name)
             verdict = {"verdict": advice.verdict, "p_killed": advice.p_killed,
                        "needed": advice.needed, "message": advice.message}
             mutants.append(replace(m, verdict=verdict,
@@ -276,7 +278,7 @@ class _noted(warnings.catch_warnings):
                        if not issubclass(w.category, IncompleteRunWarning)]
 
 
-def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
+def _campaign(manifest, model, settings, seed, threads, coverage, progress, notes):
     from probmut.bagging import bagged_posteriors
     from probmut.io.populations import has_symptom_records, instances_so_far, read_population
     from probmut.io.records import FAILED
@@ -310,7 +312,7 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
 
     def baseline(paired: bool):
         return bagged_posteriors(healthy, [], settings, paired=paired, seed=seed,
-                                 jobs=jobs).baseline
+                                 threads=threads).baseline
 
     symptoms = records[healthy_path] and has_symptom_records(healthy_path)
     outcomes = _outcomes_of(healthy_path, "healthy", notes) if healthy is not None else None
@@ -331,7 +333,7 @@ def _campaign(manifest, model, settings, seed, jobs, coverage, progress, notes):
                         summary = replace(summary, status="empty")
                     else:
                         summary = _analyse(summary, healthy if enough else None, path,
-                                           settings, seed, jobs, own)
+                                           settings, seed, threads, own)
                         if symptoms and has_symptom_records(path):
                             summary = _with_symptoms(summary, records[healthy_path],
                                                      records[path], settings, own)
@@ -374,7 +376,7 @@ def _operator_score(mutation: str, mutants, seed, settings) -> MutationScore | N
                           mass=settings.mass) if scored else None
 
 
-def _analyse(summary, healthy, path, settings, seed, jobs, notes):
+def _analyse(summary, healthy, path, settings, seed, threads, notes):
     """The bagged posterior and the test on whole populations of a mutant."""
     from probmut.bagging import bagged_posteriors
     from probmut.io.populations import read_population
@@ -390,7 +392,7 @@ def _analyse(summary, healthy, path, settings, seed, jobs, notes):
     h, m = aligned_populations(healthy, mutant, summary.paired, notes)
     if m is None or min(len(h), len(m)) < settings.sample:
         return replace(summary, status="too few", usable=len(mutant))
-    study = bagged_posteriors(h, [m], settings, paired=summary.paired, seed=seed, jobs=jobs)
+    study = bagged_posteriors(h, [m], settings, paired=summary.paired, seed=seed, threads=threads)
     return replace(summary, usable=len(mutant), study=study, populations=(h, m),
                    test=kill_test(h, m, settings.criterion))
 

@@ -10,7 +10,7 @@ import numpy as np
 from probmut.errors import ProbmutError
 from probmut.results import Result
 from probmut.seeds import generator
-from probmut.validation import checked, instance, integer, number, seed, sequence
+from probmut.validation import checked, instance, integer, number, renamed, seed, sequence
 
 
 def _posterior(value, name):
@@ -149,8 +149,9 @@ def score_stream(seed) -> np.random.Generator:
     return generator(seed, "campaign draws", "score")
 
 
+@renamed(jobs="threads")
 def mutant_posterior(healthy, mutant, settings, *, paired: bool = False, seed=None,
-                     jobs: int | None = None):
+                     threads: int | None = None):
     """The bagged posterior of one mutant population against the healthy one, without the
     healthy baseline: the kill counts, summary and decision :func:`summarize_campaign`
     gets for it with the same seed (paired populations on the instance ids both hold).
@@ -173,7 +174,7 @@ def mutant_posterior(healthy, mutant, settings, *, paired: bool = False, seed=No
                            "population to pair with")
     counts = kill_counts(h.values, m.values, bootstraps=settings.bootstraps,
                          trials=settings.trials, sample=settings.sample, paired=paired,
-                         criterion=settings.criterion, seed=seed, jobs=jobs)
+                         criterion=settings.criterion, seed=seed, threads=threads)
     return summarize(m.name, counts, settings)
 
 

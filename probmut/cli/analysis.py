@@ -38,7 +38,7 @@ from probmut.population import pair
 #: files'; the populations, the kill test, its sample size and the seed were the saving
 #: run's).
 SAVED_RATES_FIX = ("bootstraps", "sample", "criterion", "alpha", "effect", "direction",
-                   "round_p", "seed", "jobs", "paired", "strict", "exclude_flagged")
+                   "round_p", "seed", "threads", "paired", "strict", "exclude_flagged")
 
 
 def saved_rates_reason(fixed: str) -> str:
@@ -113,7 +113,7 @@ def _run_posterior(args) -> int:
         total = len(inputs.populations) * settings.bootstraps * settings.trials
         with tests_progress(args, total, "posterior") as bar:
             study = bagged_posteriors(inputs.healthy, inputs.mutants, settings,
-                                      paired=inputs.paired, seed=args.seed, jobs=args.jobs,
+                                      paired=inputs.paired, seed=args.seed, threads=args.threads,
                                       report=bar.update)
     if figure:
         from probmut.plots import plot_posteriors, save

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -229,7 +230,7 @@ def add_criterion_arguments(parser: argparse.ArgumentParser,
     group = parser.add_argument_group("kill criterion")
     group.add_argument("--criterion", choices=KINDS, default=KINDS[0], help=criterion_help)
     group.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True),
-                       default=None, help="significance level (default: 0.05)")
+                       default=None, help="significance threshold (default: 0.05)")
     group.add_argument("--effect", default=None, metavar="SIZE", help=effect_help)
     group.add_argument("--direction", choices=DIRECTIONS, default=None,
                        help="two-sided |d| (the paper), mutant-worse (DeepCrime, classifiers) "
@@ -241,17 +242,37 @@ def add_criterion_arguments(parser: argparse.ArgumentParser,
     group.add_argument("--paper", action="store_true", help=paper_help)
 
 
+class RenamedOption(argparse.Action):
+    """An option's name of an earlier release, hidden from ``--help``: it sets the new
+    option's value and prints one warning line naming the new option (CHANGELOG.md,
+    *Renamed*), so that scripts written for that release still run."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"probmut: warning: {option_string} is deprecated: it is {self.new}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print one JSON document",
-                      seed_default: str | None = None):
-    """``--seed``, ``--jobs``, ``--json``, ``--quiet``; ``seed_default`` says what a seed not
-    given is (the option's default is then None), else it is :data:`DEFAULT_SEED`."""
+                      seed_default: str | None = None, jobs_alias: bool = True):
+    """``--seed``, ``--threads``, ``--json``, ``--quiet``; ``seed_default`` says what a seed
+    not given is (the option's default is then None), else it is :data:`DEFAULT_SEED`.
+    ``--jobs``, its name in probmut 0.2.0, is accepted with a warning unless
+    ``jobs_alias`` is false (a command whose ``--jobs`` counts processes)."""
     parser.add_argument("--seed", type=seed_value,
                         default=DEFAULT_SEED if seed_default is None else None,
                         help="random seed, a non-negative integer; same seed, same numbers "
                              f"(default: {seed_default or DEFAULT_SEED})")
-    parser.add_argument("--jobs", type=integer(1, 4096), default=None,
-                        help="threads for the Monte-Carlo engine; results do not depend on it "
+    parser.add_argument("--threads", type=integer(1, 4096), default=None,
+                        help="threads for the Monte-Carlo engine; results do not depend on them "
                              "(default: all cores)")
+    if jobs_alias:
+        parser.add_argument("--jobs", type=integer(1, 4096), dest="threads",
+                            action=RenamedOption, new="--threads")
     parser.add_argument("--json", action="store_true", help=json_help)
     add_quiet_argument(parser)
 

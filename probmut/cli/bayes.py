@@ -33,7 +33,7 @@ _DEFAULTS = BayesSettings()
 def _run_bayes(args) -> int:
     settings = BayesSettings(
         draws=args.draws, tune=args.tune, chains=args.chains,
-        cores=min(args.chains, args.jobs or os.cpu_count() or 1),
+        cores=min(args.chains, args.threads or os.cpu_count() or 1),
         sampler=args.sampler, likelihood=args.likelihood, trials=args.trials, sample=args.sample,
         criterion=criterion_from(args))
     inputs = resolve_inputs(args)

@@ -59,9 +59,10 @@ def register(subparsers) -> None:
                         help="the test set: a range of input indices (default: all); the "
                              "Bonferroni pool stays all inputs of the files")
     parser.add_argument("--alpha", type=number(0, 1, low_open=True, high_open=True),
-                        default=0.05, help="family-wise level of the statistical criterion")
+                        default=0.05,
+                        help="family-wise significance threshold of the statistical criterion")
     parser.add_argument("--correction", choices=CORRECTIONS, default="bonferroni",
-                        help="bonferroni: per-input level alpha / number of inputs in the "
+                        help="bonferroni: per-input threshold alpha / number of inputs in the "
                              "files; none: alpha per input")
     parser.add_argument("--alternative", choices=ALTERNATIVES, default="greater",
                         help="greater: the mutant errs more on the input; two-sided: either way")

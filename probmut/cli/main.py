@@ -85,7 +85,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 #: Options of earlier releases, by command: the option that took their place
 #: (CHANGELOG.md, 0.2.0), named when one is given.
 RETIRED = {"train": {"--model": "--architecture", "--level": "--certainty"},
-           "recommend": {"--draws": "--populations", "--level": "--certainty",
+           "recommend": {"--draws": "--simulations", "--level": "--certainty",
                          "--max-instances": "--needed-up-to"},
            "evaluate": {"--manifest": "--write-manifest"}}
 
@@ -99,7 +99,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
     if unknown:
         retired = RETIRED.get(args.command, {})
         old = dict.fromkeys(w.split("=")[0] for w in unknown if w.split("=")[0] in retired)
-        hint = "".join(f"; {o} is {retired[o]} since probmut 0.2.0" for o in old)
+        hint = "".join(f"; {o}, removed in probmut 0.2.0, is {retired[o]}" for o in old)
         owner.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     args.given = frozenset(owner.given)
     return args
@@ -107,8 +107,9 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 
 def _flag_of(args: argparse.Namespace, option: str) -> str:
     """The command's flag for a library setting: the option whose value it holds (its
-    first name: ``--architecture`` for ``architecture``, ``--populations`` for
-    recommend's ``draws``), else the setting's name as a flag."""
+    first name: ``--architecture`` for ``architecture``, ``--simulations`` for
+    ``simulations``, not its deprecated ``--populations``), else the setting's name as a
+    flag."""
     owner = args.commands.get(args.command)
     for action in getattr(owner, "_actions", ()):
         if action.dest == option and action.option_strings:

@@ -14,6 +14,7 @@ from probmut.cli.args import (
     add_posterior_arguments,
     add_run_arguments,
     cache_from,
+    integer,
     posterior_settings_from,
     refuse_given,
     writable_file,
@@ -31,7 +32,7 @@ EXAMPLE = """examples:
 
 #: Options that change where or how the report is written, not its numbers: left out of
 #: the command shown in its header.
-_OUTPUT_ONLY = {"out", "json", "quiet", "jobs", "cache", "no_cache"}
+_OUTPUT_ONLY = {"out", "json", "quiet", "jobs", "threads", "cache", "no_cache"}
 #: The verdicts' cache, in the folder of the page: a report written again (after another
 #: round of training, say) simulates only the mutants whose populations changed.
 CACHE = ".probmut_cache"
@@ -65,8 +66,8 @@ ANALYSIS_OPTIONS = frozenset({"paper", "bootstraps", "trials", "sample", "thresh
 def command_line(args, parser) -> str:
     """The command that gives the report's numbers: ``probmut report`` with the options
     given on its command line (``args.given``), as given, but ``--out``, ``--json``,
-    ``--quiet``, ``--jobs``, ``--cache``, ``--no-cache``: they change where and how it is
-    written, not what it says."""
+    ``--quiet``, ``--jobs``, ``--threads``, ``--cache``, ``--no-cache``: they change where
+    and how it is written, not what it says."""
     words = ["probmut", "report"] + ([args.run] if args.run else [])
     for action in parser._actions:
         if action.dest not in args.given or action.dest in _OUTPUT_ONLY:
@@ -119,12 +120,13 @@ def _run_report(args, parser) -> int:
     # all before the verdicts end, and a second's import of matplotlib is CPU spent).
     with Drawing(args.jobs, most, alongside=not args.no_verdicts) as drawing:
         # no --seed (None): the run's own (train --seed), the numbers its rounds computed
-        result = summarize_campaign(manifest, model, settings, seed=args.seed, jobs=args.jobs,
+        result = summarize_campaign(manifest, model, settings, seed=args.seed,
+                                    threads=args.threads,
                                     verdicts=False, coverage=args.coverage,
                                     compare=args.compare, progress=not args.quiet)
         drawing.draw(result, ("operator",))
         if not args.no_verdicts:
-            result = with_verdicts(result, jobs=args.jobs, progress=not args.quiet,
+            result = with_verdicts(result, threads=args.threads, progress=not args.quiet,
                                    cache=cache)
         drawing.draw(result, ("overview",))
         figures = drawing.wait()
@@ -176,5 +178,8 @@ def register(subparsers) -> None:
     add_posterior_arguments(parser)
     add_run_arguments(parser, "print the summary as one JSON document",
                       seed_default=f"the seed the run recorded, train --seed; {DEFAULT_SEED} "
-                                   "for populations of no run")
+                                   "for populations of no run", jobs_alias=False)
+    parser.add_argument("--jobs", type=integer(1, 4096), default=None,
+                        help="worker processes that draw the page's figures, one of them fewer "
+                             "while the verdicts run (default: one per core)")
     parser.set_defaults(resumes=True, func=lambda args: _run_report(args, parser))

@@ -1,7 +1,7 @@
 """Study subcommands: ``mce``, ``sample-size``, ``recommend`` and ``replicate``.
 
 They reuse the shared argument helpers of :mod:`probmut.cli.analysis` (populations by file
-or manifest, kill criterion, bagged-posterior settings, seed/jobs/json).
+or manifest, kill criterion, bagged-posterior settings, seed/threads/json).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from probmut.cli.analysis import SAVED_RATES_FIX, saved_rates_reason
 from probmut.cli.args import (
     PAPER_HELP_MCE,
     PLOT_DIR,
+    RenamedOption,
     add_cache_arguments,
     add_criterion_arguments,
     add_plot_arguments,
@@ -63,7 +64,7 @@ def _run_mce(args) -> int:
     with tests_progress(args, total, "mce") as bar:
         results = [monte_carlo_error(inputs.healthy, mutant, settings,
                                      repetitions=args.repetitions, paired=inputs.paired,
-                                     seed=args.seed, jobs=args.jobs, name=mutant.name,
+                                     seed=args.seed, threads=args.threads, name=mutant.name,
                                      report=bar.update, cache=cache)
                    for mutant in inputs.mutants]
     emit_many(args, results)
@@ -85,7 +86,7 @@ def _run_sample_size(args) -> int:
         studies.append(sample_size_study(
             healthy, mutant, settings, sizes=sizes, subpopulations=args.subpopulations,
             repetitions=args.repetitions, paired=inputs.paired, seed=args.seed,
-            jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
+            threads=args.threads, cache=cache, progress=not args.quiet, name=mutant.name))
     figure = figure_path(args, inputs.model or "sample_size", f"{inputs.label}_sample_size.png")
     if figure:
         from probmut.plots import plot_sample_size, save
@@ -118,10 +119,10 @@ def _run_recommend(args) -> int:
     for healthy, mutant in inputs.pairs():
         results.append(recommend(
             _first(healthy, args.pilot), _first(mutant, args.pilot), settings, sizes=sizes,
-            populations=args.populations, certainty=args.certainty, reference=args.reference,
+            simulations=args.simulations, certainty=args.certainty, reference=args.reference,
             needed_up_to=args.needed_up_to, looks=args.looks, paired=inputs.paired,
             seed=args.seed,
-            jobs=args.jobs, cache=cache, progress=not args.quiet, name=mutant.name))
+            threads=args.threads, cache=cache, progress=not args.quiet, name=mutant.name))
     emit_many(args, results)
     return 0
 
@@ -135,7 +136,7 @@ def _run_replicate(args) -> int:
     writable_directory(Path(args.out), "output", "out")
     if args.cache and not args.no_cache:
         writable_directory(Path(args.cache), "cache", "cache")
-    report = replicate(Path(args.out), quick=args.quick, jobs=args.jobs, seed=args.seed,
+    report = replicate(Path(args.out), quick=args.quick, threads=args.threads, seed=args.seed,
                        cache_dir=None if args.no_cache else args.cache, manifest=args.manifest,
                        parts=parts, progress=not args.quiet)
     emit(args, report)
@@ -176,10 +177,12 @@ def _add_recommend_arguments(parser: argparse.ArgumentParser):
     group.add_argument("--sizes", type=comma_list(int, "population sizes"),
                        help="comma-separated population sizes per side to predict "
                                        f"(default: {','.join(map(str, defaults.DEFAULT_SIZES))})")
-    group.add_argument("--populations", dest="populations", type=integer(10),
-                       default=defaults.POPULATIONS, metavar="N",
+    group.add_argument("--simulations", type=integer(10), default=defaults.SIMULATIONS,
+                       metavar="N",
                        help="simulated populations per size and for the verdict's first block "
-                            f"(default: {defaults.POPULATIONS})")
+                            f"(default: {defaults.SIMULATIONS})")
+    group.add_argument("--populations", type=integer(10), dest="simulations",
+                       action=RenamedOption, new="--simulations")
     group.add_argument("--certainty", type=number(0.5, 1, low_open=True, high_open=True),
                        default=defaults.CERTAINTY,
                        help="predicted probability of the large-population decision at which "

@@ -96,12 +96,13 @@ KINDS = tuple(CRITERIA)
 
 @dataclass(frozen=True)
 class KillCriterion:
-    """Settings of a kill decision: which test, its level and its effect-size threshold.
+    """Settings of a kill decision: which test, its significance threshold (alpha) and its
+    effect-size threshold.
 
     Parameters
     ----------
     alpha : float
-        The significance level: killed needs ``p < alpha``.
+        The significance threshold: killed needs ``p < alpha``.
     effect : float or {"small", "medium", "large"} or None
         The effect-size threshold, a number or a named size (each criterion's
         ``thresholds`` in :data:`CRITERIA`); None: medium. For ``deepcrime``, ``welch``

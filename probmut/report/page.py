@@ -59,6 +59,22 @@ def write_report(campaign: Campaign, path, *, command: str | None = None,
     """Write :func:`render_html`'s page to ``path`` (atomically). It replaces an earlier
     page of the same campaign only (:func:`check_replaceable`).
 
+    Parameters
+    ----------
+    campaign : Campaign
+        The campaign to show (:func:`probmut.summarize_campaign`).
+    path : path-like
+        The HTML file to write.
+    command : str, optional
+        The command that produced the numbers, shown in the page's header.
+    created : datetime.datetime, optional
+        The date shown in the header (default: now, UTC).
+    jobs : int, optional
+        Worker processes that draw the figures not given in ``figures`` (None: one per
+        core).
+    figures : dict, optional
+        Figures already drawn (:func:`probmut.report.figures.draw_figures`), by key.
+
     Returns
     -------
     pathlib.Path

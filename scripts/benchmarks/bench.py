@@ -77,11 +77,11 @@ def _timed(function):
     return time.perf_counter() - start, value
 
 
-def bench_engine(healthy, mutant, jobs):
-    kill_counts(healthy, mutant, bootstraps=2, trials=2, seed=0, jobs=jobs)  # load the kernel
+def bench_engine(healthy, mutant, threads):
+    kill_counts(healthy, mutant, bootstraps=2, trials=2, seed=0, threads=threads)  # load the kernel
     tests = 100 * 100 * 100
     seconds, _ = _timed(lambda: kill_counts(healthy, mutant, bootstraps=100, trials=100,
-                                            repetitions=100, seed=1, jobs=jobs))
+                                            repetitions=100, seed=1, threads=threads))
     return {"engine_tests_per_s": tests / seconds, "engine_tests": tests,
             "engine_seconds": seconds}
 
@@ -97,7 +97,7 @@ def bench_criteria():
     rates = {}
     for name, spec in CRITERIA.items():
         for paired in ((True,) if spec.paired else (False, True)):
-            run = dict(paired=paired, criterion=KillCriterion(kind=name), jobs=1)
+            run = dict(paired=paired, criterion=KillCriterion(kind=name), threads=1)
             kill_counts(*data[paired], bootstraps=2, trials=2, seed=0, **run)  # load
             seconds = []
             for _ in range(3):
@@ -117,23 +117,23 @@ def bench_cli():
     return {"cli_posterior_seconds": seconds, "cli_posterior_tests": 6 * 100 * 100}
 
 
-def bench_mce(healthy, mutant, jobs):
+def bench_mce(healthy, mutant, threads):
     from probmut import paper
     from probmut.mce import monte_carlo_error
 
     default, _ = _timed(lambda: monte_carlo_error(healthy, mutant, repetitions=100, seed=1,
-                                                  jobs=jobs))
+                                                  threads=threads))
     as_paper, _ = _timed(lambda: monte_carlo_error(healthy, mutant, paper.mce_settings(),
-                                                   repetitions=100, seed=1, jobs=jobs))
+                                                   repetitions=100, seed=1, threads=threads))
     return {"mce_seconds": default, "mce_paper_seconds": as_paper, "mce_tests": 100 * 100 * 100}
 
 
-def bench_sample_size(healthy, mutant, jobs):
+def bench_sample_size(healthy, mutant, threads):
     from probmut import paper
     from probmut.sample_size import sample_size_study
 
     seconds, _ = _timed(lambda: sample_size_study(healthy, mutant, paper.study_settings(),
-                                                  seed=42, jobs=jobs, progress=True))
+                                                  seed=42, threads=threads, progress=True))
     return {"sample_size_seconds": seconds,
             "sample_size_tests": len(paper.SIZES) * 30 * 100 * 100 * 100}
 
@@ -156,11 +156,11 @@ def replicate_tests() -> int:
     return figure3 + motivating + sample_size
 
 
-def bench_replicate(jobs):
+def bench_replicate(threads):
     from probmut.replicate import replicate
 
     with tempfile.TemporaryDirectory() as out:
-        seconds, report = _timed(lambda: replicate(out, jobs=jobs, cache_dir=False,
+        seconds, report = _timed(lambda: replicate(out, threads=threads, cache_dir=False,
                                                    progress=True))
     return {"replicate_seconds": seconds, "replicate_tests": replicate_tests(),
             "replicate_part_seconds": report.seconds}
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help=f"comma-separated parts: {', '.join(PARTS)} (default all)")
     parser.add_argument("--reference-tests", type=int, default=300,
                         help="tests timed the paper's way (300)")
-    parser.add_argument("--jobs", type=int, default=None, help="engine threads (all cores)")
+    parser.add_argument("--threads", type=int, default=None, help="engine threads (all cores)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
     parts = args.only.split(",") if args.only else list(PARTS)
@@ -197,12 +197,12 @@ def main(argv=None) -> int:
     healthy, mutant = read_population(HEALTHY).values, read_population(MUTANT).values
     reference = reference_tests_per_s(healthy, mutant, args.reference_tests)
     results = {"reference_tests_per_s": reference, "reference_tests": args.reference_tests,
-               "jobs": args.jobs}
-    runners = {"engine": lambda: bench_engine(healthy, mutant, args.jobs),
+               "threads": args.threads}
+    runners = {"engine": lambda: bench_engine(healthy, mutant, args.threads),
                "criteria": bench_criteria, "cli": bench_cli,
-               "mce": lambda: bench_mce(healthy, mutant, args.jobs),
-               "sample-size": lambda: bench_sample_size(healthy, mutant, args.jobs),
-               "replicate": lambda: bench_replicate(args.jobs), "report": bench_report}
+               "mce": lambda: bench_mce(healthy, mutant, args.threads),
+               "sample-size": lambda: bench_sample_size(healthy, mutant, args.threads),
+               "replicate": lambda: bench_replicate(args.threads), "report": bench_report}
     for part in PARTS:
         if part in parts:
             results |= runners[part]()
@@ -220,7 +220,7 @@ def main(argv=None) -> int:
           f"({args.reference_tests} tests)")
     if "speedup" in results:
         print(f"probmut engine: {results['engine_tests_per_s']:,.0f} tests/s "
-              f"(jobs {args.jobs or 'all'}); speed-up {results['speedup']:,.0f}x")
+              f"(threads {args.threads or 'all'}); speed-up {results['speedup']:,.0f}x")
     for name, rate in results.get("criteria_tests_per_s_one_thread", {}).items():
         print(f"engine, one thread, {name}: {rate:,.0f} tests/s")
     labels = {"cli_posterior": "CLI posterior, whole mutation (start-up included)",

@@ -34,7 +34,7 @@ resumes, a rerun only prints. Prints Markdown tables (docs/recommend.md), writes
 --out/pilot_validation.json, and ends with a benchmark: one `probmut recommend` call on
 one pilot pair, start-up included.
 
-    python scripts/validation/pilot_validation.py [--pilots 10] [--quick] [--jobs J] [--out DIR]
+    python scripts/validation/pilot_validation.py [--pilots 10] [--quick] [--threads T] [--out DIR]
 """
 
 from __future__ import annotations
@@ -84,9 +84,9 @@ def magnitudes(minimum: int = 100):
     return found
 
 
-def posterior_means(h_rows, m_rows, paired, seed, jobs):
+def posterior_means(h_rows, m_rows, paired, seed, threads):
     counts = kill_counts(h_rows, m_rows, bootstraps=SETTINGS.bootstraps, trials=SETTINGS.trials,
-                         sample=SETTINGS.sample, paired=paired, seed=seed, jobs=jobs)
+                         sample=SETTINGS.sample, paired=paired, seed=seed, threads=threads)
     a, b = fit_beta_batch(counts.reshape(len(h_rows), -1), SETTINGS.trials)
     return beta_mean_var(a, b)[0]
 
@@ -114,7 +114,7 @@ def run(args, found, desc="pilots"):
     bar = tqdm(total=len(found) * args.pilots, desc=desc, unit="pilot", file=sys.stderr)
     for index, (label, model, h, m, paired) in enumerate(found):
         reference = bagged_posteriors(h, [m], SETTINGS, paired=paired, seed=42,
-                                      jobs=args.jobs).populations[1]
+                                      threads=args.threads).populations[1]
         entry = {"magnitude": label, "index": index, "model": model, "paired": paired,
                  "reference_mean": reference.mean, "reference_killed": reference.killed,
                  "pilots": {str(p): [] for p in PILOT_SIZES}, "measured": {}}
@@ -126,8 +126,8 @@ def run(args, found, desc="pilots"):
             order_m = order_h if paired else rng.permutation(m.size)
             for p in PILOT_SIZES:
                 ids_h, ids_m = order_h[:p], order_m[:p]
-                advice = recommend(h[ids_h], m[ids_m], sizes=BAND_SIZES, populations=args.draws,
-                                   paired=paired, seed=args.seed + j, jobs=args.jobs,
+                advice = recommend(h[ids_h], m[ids_m], sizes=BAND_SIZES, simulations=args.draws,
+                                   paired=paired, seed=args.seed + j, threads=args.threads,
                                    cache=cache, name=label)
                 entry["pilots"][str(p)].append({
                     "verdict": advice.verdict, "p_killed": advice.p_killed,
@@ -148,7 +148,7 @@ def run(args, found, desc="pilots"):
                             [sub_rng.choice(outside_m, n, replace=False)
                              for _ in range(args.measured)])
                         stored = {"means": posterior_means(h[sub_h], m[sub_m], paired, stream,
-                                                           args.jobs)}
+                                                           args.threads)}
                         cache.put(key, **stored)
                     measured[(p, n)].append(stored["means"])
             bar.update()
@@ -251,8 +251,8 @@ def needed_check(args, results):
                 order_h = rng.permutation(h.size)
                 order_m = order_h if paired else rng.permutation(m.size)
                 advice = recommend(h[order_h[:needed]], m[order_m[:needed]],
-                                   sizes=(SETTINGS.sample,), populations=args.draws, paired=paired,
-                                   seed=args.seed + j, jobs=args.jobs, cache=cache,
+                                   sizes=(SETTINGS.sample,), simulations=args.draws, paired=paired,
+                                   seed=args.seed + j, threads=args.threads, cache=cache,
                                    name=entry["magnitude"])
                 grown.append({"pilot": p, "magnitude": entry["magnitude"], "needed": needed,
                               "p_killed": pilot["p_killed"], "chance": pilot["needed_chance"],
@@ -372,7 +372,7 @@ def fpc_check(args):
                 rng = np.random.default_rng([args.seed, int(effect * 10), n])
                 fresh = posterior_means(rng.normal(0, 1, (3 * draws, n)),
                                         rng.normal(effect, 1, (3 * draws, n)), False,
-                                        rng.integers(2**62), args.jobs)
+                                        rng.integers(2**62), args.threads)
                 finite = []
                 for _ in range(finite_count):
                     whole_h, whole_m = rng.normal(0, 1, POPULATION), rng.normal(effect, 1,
@@ -382,7 +382,7 @@ def fpc_check(args):
                     ids_m = np.array([rng.choice(POPULATION, n, replace=False)
                                       for _ in range(draws)])
                     finite.append(band(posterior_means(whole_h[ids_h], whole_m[ids_m], False,
-                                                       rng.integers(2**62), args.jobs)))
+                                                       rng.integers(2**62), args.threads)))
                 stored = {"fresh": band(fresh), "finite": np.mean(finite)}
                 cache.put(key, **stored)
             fresh_band, finite_band = float(stored["fresh"]), float(stored["finite"])
@@ -438,7 +438,7 @@ def smoothing_ablation(args, results):
                             args.seed, spawn_key=(index, j, p, n, 1)).spawn(2)
                         rows = _populations(np.random.default_rng(draws), ph, pm, n,
                                             args.draws, paired, verdict, smoothed_shape)
-                        means, killed, _ = _analyse(*rows, SETTINGS, paired, stream, args.jobs)
+                        means, killed, _ = _analyse(*rows, SETTINGS, paired, stream, args.threads)
                         stored = {"means": means, "killed": killed}
                         cache.put(key, **stored)
                     cell[n] = stored
@@ -531,10 +531,10 @@ def normal_floor(args, results):
             truth = {}
             for n in (25, 50):
                 means, _, _ = _analyse(*_normal_rows(rng, model, truth_draws, n), SETTINGS,
-                                       paired, rng.integers(2**62), args.jobs)
+                                       paired, rng.integers(2**62), args.threads)
                 truth[f"band {n}"] = band(means)
             _, killed, _ = _analyse(*_normal_rows(rng, model, 1, POPULATION), SETTINGS, paired,
-                                    rng.integers(2**62), args.jobs)
+                                    rng.integers(2**62), args.threads)
             truth["killed"] = bool(killed[0])
             cache.put(key, **truth)
         pilots = {str(p): [] for p in PILOT_SIZES}
@@ -543,8 +543,8 @@ def normal_floor(args, results):
             healthy, mutant = _normal_rows(rng, model, 1, max(PILOT_SIZES))
             for p in PILOT_SIZES:
                 advice = recommend(healthy[0, :p], mutant[0, :p], sizes=(25, 50),
-                                   populations=args.draws, paired=paired, seed=args.seed + j,
-                                   jobs=args.jobs, cache=cache)
+                                   simulations=args.draws, paired=paired, seed=args.seed + j,
+                                   threads=args.threads, cache=cache)
                 pilots[str(p)].append({"verdict": advice.verdict,
                                        "bands": {str(s.n): s.mean_band for s in advice.sizes}})
             bar.update()
@@ -630,16 +630,16 @@ def main() -> None:
     parser.add_argument("--measured", type=int, default=30,
                         help="measured sub-populations per pilot and size (30)")
     parser.add_argument("--seed", type=int, default=2024)
-    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", default="validation_results")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 6 magnitudes, 2 pilots, 30 draws")
     args = parser.parse_args()
     if args.quick:
         args.pilots, args.draws, args.measured = 2, args.draws or 30, 10
-    from probmut.recommend import POPULATIONS
+    from probmut.recommend import SIMULATIONS
 
-    args.draws = args.draws or POPULATIONS
+    args.draws = args.draws or SIMULATIONS
     started = time.perf_counter()
     results = run(args, selected(args))
     print(f"{len(results)} magnitudes x {args.pilots} pilots of "

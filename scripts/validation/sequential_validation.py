@@ -37,7 +37,7 @@ Markdown on stdout (the tables of docs/recommend.md), the numbers in
 --out/sequential_validation.json.
 
     python scripts/validation/sequential_validation.py [--paths 200] [--orders 4] [--quick]
-        [--jobs J] [--shapes 0,1,2] [--effects 0.5,0.6] [--only a|b|ab] [--calibrate]
+        [--threads T] [--shapes 0,1,2] [--effects 0.5,0.6] [--only a|b|ab] [--calibrate]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from probmut.bagging import PosteriorSettings
 from probmut.beta import beta_mean_var, fit_beta_batch, ratio_of
 from probmut.engine import kill_counts
 from probmut.io.cache import Cache, cache_key
-from probmut.recommend import POPULATIONS, simulate_block
+from probmut.recommend import SIMULATIONS, simulate_block
 from probmut.seeds import seed_of
 from probmut.sequential import (
     CERTAINTY,
@@ -137,11 +137,11 @@ def synthetic(shape: str, effect: float, rng, count: int, n: int):
     return CENTRE + SCALE * healthy, CENTRE + SCALE * mutant
 
 
-def judged_killed(h_rows, m_rows, paired, settings, seed, jobs) -> np.ndarray:
+def judged_killed(h_rows, m_rows, paired, settings, seed, threads) -> np.ndarray:
     """The bagged posterior's decision on every row pair (what a population decides)."""
     counts = kill_counts(h_rows, m_rows, bootstraps=settings.bootstraps,
                          trials=settings.trials, sample=settings.sample, paired=paired,
-                         criterion=settings.criterion, seed=seed, jobs=jobs)
+                         criterion=settings.criterion, seed=seed, threads=threads)
     a, b = fit_beta_batch(counts.reshape(len(h_rows), -1), settings.trials, settings.fit,
                           settings.grid_step, settings.solver)
     means, variances = beta_mean_var(a, b)
@@ -181,8 +181,8 @@ class Trajectory:
     seed: int
     settings: PosteriorSettings
     cache: Memo
-    draws: int = POPULATIONS
-    jobs: int | None = None
+    draws: int = SIMULATIONS
+    threads: int | None = None
 
     def verdict(self, n: int, threshold: float, confidence: float):
         """The verdict from the first n instances per side at this threshold and
@@ -193,7 +193,7 @@ class Trajectory:
             return simulate_block(self.h[:n], self.m[:n], self.settings, role="verdict",
                                   n=REFERENCE_SIZE, block=block, count=count,
                                   paired=self.paired, root=root, cache=self.cache,
-                                  jobs=self.jobs)
+                                  threads=self.threads)
 
         verdict, blocks = settle(simulate, threshold, self.draws, confidence)
         return (verdict, *killed_of(blocks))
@@ -271,7 +271,7 @@ def cells_a(args, settings, cache) -> list[dict]:
                                                                    spawn_key=(s, e, 0)))
                 h, m = synthetic(shape, effect, rng, args.fresh, REFERENCE_SIZE)
                 fresh = {"killed": judged_killed(h, m, paired, settings,
-                                                 rng.integers(2**62), args.jobs)}
+                                                 rng.integers(2**62), args.threads)}
                 cache.put(key, **fresh)
             fresh_killed = np.asarray(fresh["killed"], dtype=bool)
             q = float(fresh_killed.mean())
@@ -284,7 +284,7 @@ def cells_a(args, settings, cache) -> list[dict]:
                 h, m = (rows[0] for rows in synthetic(shape, effect, rng, 1, MAXIMUM))
                 trajectories.append(Trajectory(h, m, paired, f"{shape} {effect} {j}",
                                                args.seed, settings, cache, args.draws,
-                                               args.jobs))
+                                               args.threads))
             cells.append({"shape": shape, "effect": effect, "q": q,
                           "fresh_killed": fresh_killed, "trajectories": trajectories})
     return cells
@@ -363,7 +363,7 @@ def trajectories_b(args, settings, cache) -> list[dict]:
             ids_m = ids_h if paired else rng.integers(0, m.size, (args.resamples,
                                                                   REFERENCE_SIZE))
             stored = {"killed": judged_killed(h[ids_h], m[ids_m], paired, settings,
-                                              rng.integers(2**62), args.jobs)}
+                                              rng.integers(2**62), args.threads)}
             cache.put(key, **stored)
         q = float(np.mean(stored["killed"]))
         for j in range(orders):
@@ -376,11 +376,11 @@ def trajectories_b(args, settings, cache) -> list[dict]:
                           "paired": paired,
                           "trajectory": Trajectory(h[order_h], m[order_m], paired,
                                                    f"{label} {j}", args.seed, settings, cache,
-                                                   args.draws, args.jobs)})
+                                                   args.draws, args.threads)})
     return items
 
 
-def run_b(items, rule: Rule, settings, cache, jobs, progress: str | None = None) -> list[dict]:
+def run_b(items, rule: Rule, settings, cache, threads, progress: str | None = None) -> list[dict]:
     """Every bundled path replayed under ``rule``, judged against the instances it did not
     use (or the whole population)."""
     results = []
@@ -402,7 +402,7 @@ def run_b(items, rule: Rule, settings, cache, jobs, progress: str | None = None)
             if stored is None:
                 stored = {"killed": judged_killed(item["h"][rest_h][None],
                                                   item["m"][rest_m][None], item["paired"],
-                                                  settings, 42, jobs)}
+                                                  settings, 42, threads)}
                 cache.put(key, **stored)
             path["reference_killed"] = bool(stored["killed"][0])
         results.append(path)
@@ -520,7 +520,7 @@ def calibrate(cells, items, rules, settings, cache, args) -> list[dict]:
     table = []
     for rule in rules:
         replayed = run_a(cells, rule, progress=f"calibrate {rule.label}") if cells else []
-        b = summarise(run_b(items, rule, settings, cache, args.jobs)) if items else None
+        b = summarise(run_b(items, rule, settings, cache, args.threads)) if items else None
         picked = [rule.thresholds[LOOKS.index(n)] for n in (20, 30, 100, 200)]
         row = {"rule": rule.label, "thresholds": list(rule.thresholds),
                "confidence": rule.confidence, "b": b}
@@ -561,10 +561,10 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=100,
                         help="populations of 200 resampled per bundled magnitude for its q in "
                              "(b) (100)")
-    parser.add_argument("--draws", type=int, default=POPULATIONS,
-                        help=f"the verdict's first block of simulated populations ({POPULATIONS})")
+    parser.add_argument("--draws", type=int, default=SIMULATIONS,
+                        help=f"the verdict's first block of simulated populations ({SIMULATIONS})")
     parser.add_argument("--seed", type=int, default=2025)
-    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", default="validation_results")
     parser.add_argument("--only", default="ab", choices=["a", "b", "ab"],
                         help="the parts to run (both)")
@@ -621,7 +621,7 @@ def main() -> None:
     else:
         replayed = run_a(cells, rule, "(a) synthetic paths") if cells else []
         pooled_a = report_a(replayed, args) if replayed else {}
-        paths_b = (run_b(items, rule, settings, cache, args.jobs, "(b) bundled paths")
+        paths_b = (run_b(items, rule, settings, cache, args.threads, "(b) bundled paths")
                    if items else [])
         rows_b = report_b(paths_b) if paths_b else {}
         document |= {"targets": report_targets(replayed, rows_b),

@@ -41,7 +41,7 @@ def test_a_campaign_of_deepcrimes_own_populations(mnist_dc, manifest):
 
 
 def test_same_seed_same_campaign_for_any_number_of_threads(mnist_dc):
-    again = summarize_campaign(model="mnist_dc", verdicts=False, jobs=1)
+    again = summarize_campaign(model="mnist_dc", verdicts=False, threads=1)
     assert again.to_json() == mnist_dc.to_json()
     other = summarize_campaign(model="mnist_dc", verdicts=False, seed=7)
     assert other.score.ci_low != mnist_dc.score.ci_low

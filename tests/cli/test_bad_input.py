@@ -107,7 +107,7 @@ def test_kill_on_two_different_constant_populations_prints_null_for_infinity(cli
 @pytest.mark.parametrize("command, argv, says", [
     ("recommend", ["--certainty", "inf"], "--certainty"),
     ("recommend", ["--certainty", "0.5"], "--certainty"),
-    ("recommend", ["--populations", "nan"], "--populations"),
+    ("recommend", ["--simulations", "nan"], "--simulations"),
     ("sample-size", ["--subpopulations", "nan"], "--subpopulations"),
     ("mce", ["--alpha", "nan"], "--alpha"),
     ("kill", ["--effect", "nan"], "effect must be a finite number in [0, inf), got nan (--effect)"),
@@ -307,7 +307,7 @@ GOOD_OPTIONS = [["--paired"], ["--paper"], ["--seed", "7"], ["--alpha", "0.5"],
                 ["--effect", "large"], ["--criterion", "welch"], ["--criterion", "mannwhitney"],
                 ["--direction", "mutant-worse"], ["--round-p", "3"], ["--round-p", "none"]]
 BAD_OPTIONS = [["--seed", "-1"], ["--alpha", "1"], ["--effect", "-1"], ["--round-p", "-4"],
-               ["--threshold", "nan"], ["--jobs", "0"]]
+               ["--threshold", "nan"], ["--threads", "0"], ["--jobs", "0"]]
 OPTIONS = st.tuples(st.lists(st.sampled_from(GOOD_OPTIONS), max_size=3),
                     st.one_of(st.just([]), st.just([]), st.just([]),
                               st.sampled_from(BAD_OPTIONS).map(lambda bad: [bad]))).map(
@@ -317,7 +317,7 @@ COMMANDS = {"kill": [], "posterior": ["--no-plot", "--sample", "2", *FAST],
             "mce": ["--repetitions", "2", "--sample", "2", "--no-cache", *FAST],
             "sample-size": ["--subpopulations", "2", "--repetitions", "2", "--no-plot",
                             "--no-cache", "--sample", "2", *FAST],
-            "recommend": ["--populations", "10", "--sizes", "2,4", "--reference", "4", "--no-cache",
+            "recommend": ["--simulations", "10", "--sizes", "2,4", "--reference", "4", "--no-cache",
                           "--sample", "2", *FAST]}
 
 
@@ -456,7 +456,7 @@ def test_replicate_into_a_file_is_refused(cli, tmp_path):
 
 @pytest.mark.parametrize("argv, populations, option", [
     (["--sample", "5", "--sizes", "1000000000"], 100, "(--sizes)"),
-    # the verdict's last block of reference populations: up to MORE_POPULATIONS / 2 x draws
+    # the verdict's last block of reference populations: up to MORE_SIMULATIONS / 2 x simulations
     (["--sizes", "25", "--reference", "1000000000"], 400, "(--reference)"),
 ])
 def test_recommend_refuses_huge_populations_before_allocating(cli, argv, populations,
@@ -519,13 +519,13 @@ def test_atomic_writes_take_every_name_the_file_system_takes(tmp_path):
 
 
 def test_an_error_names_the_option_as_the_command_calls_it():
-    """A library error names its setting (recommend's ``populations``, train's ``round_size``);
+    """A library error names its setting (recommend's ``simulations``, train's ``round_size``);
     the command line names the flag that holds it, not a flag it does not have."""
     from probmut.cli.main import _flag_of, _parse, build_parser
 
     parser = build_parser()
     recommend = _parse(parser, ["recommend", str(HEALTHY), str(MUTANT)])
-    assert _flag_of(recommend, "populations") == "--populations"
+    assert _flag_of(recommend, "simulations") == "--simulations"
     assert _flag_of(recommend, "certainty") == "--certainty"
     assert _flag_of(_parse(parser, ["train"]), "round_size") == "--round"
 
@@ -621,7 +621,7 @@ def test_a_full_disk_under_a_cache_is_a_warning(cli, tmp_path, full_disk):
     """recommend's cache only saves time: the results still come, with one warning."""
     full_disk(str(tmp_path))
     code, out, err = cli("recommend", HEALTHY, MUTANT, "--pilot", "25", "--sizes", "25",
-                         "--populations", "20", *FAST, "--cache", tmp_path / "cache")
+                         "--simulations", "20", *FAST, "--cache", tmp_path / "cache")
     assert code == 0 and "verdict:" in out, err
     warned = [line for line in err.splitlines() if "warning" in line]
     assert len(warned) == 1 and "No space left on device; the cache in" in warned[0], err

@@ -38,7 +38,7 @@ def test_cli_prints_json_and_draws_the_figure(tmp_path, cli):
     figure = tmp_path / "bayes.png"
     document = json.loads(cli.ok("bayes", str(tmp_path / "healthy.csv"),
                                  str(tmp_path / "mutant.csv"), "--draws", "300", "--tune", "300",
-                                 "--jobs", "1", "--seed", "7", "--json", "--plot", str(figure)))
+                                 "--threads", "1", "--seed", "7", "--json", "--plot", str(figure)))
     assert document["seed"] == 7 and document["figure"] == str(figure)
     assert figure.stat().st_size > 10_000
     cli.refused("bayes", str(tmp_path / "healthy.csv"), str(tmp_path / "mutant.csv"),

@@ -41,12 +41,23 @@ def test_help_shows_a_default_one_way_and_an_option_with_one_metavar():
 
 
 @pytest.mark.parametrize("argv, hint", [
-    (["train", "--model", "digits_cnn"], "--model is --architecture since probmut 0.2.0"),
-    (["recommend", "--draws=5"], "--draws is --populations since probmut 0.2.0"),
+    (["train", "--model", "digits_cnn"], "--model, removed in probmut 0.2.0, is --architecture"),
+    (["recommend", "--draws=5"], "--draws, removed in probmut 0.2.0, is --simulations"),
 ])
 def test_an_option_of_an_earlier_release_names_the_one_that_replaced_it(cli, argv, hint):
     """Issue 57: `train --model` (removed in 0.2.0) got a plain "unrecognized arguments"."""
     assert hint in cli.refused(*argv, says="unrecognized arguments: ")
+
+
+def test_a_renamed_option_still_works_with_one_warning_line_naming_the_new(cli):
+    """Issue 58: the analyses' --jobs (threads) is --threads; --jobs still sets it, hidden
+    from the help, with one warning line on stderr."""
+    argv = ["repeat", "--model", "mnist", "--mutation", "delete_training_data",
+            "--magnitudes", "3.1", "--repetitions", "2", "--trials", "5", "--json"]
+    new, old = cli(*argv, "--threads", "1"), cli(*argv, "--jobs", "1")
+    assert new.code == old.code == 0 and new.out == old.out
+    assert old.err.splitlines() == ["probmut: warning: --jobs is deprecated: it is --threads"]
+    assert "--jobs" not in cli.ok("repeat", "--help") and "--threads" in cli.ok("repeat", "--help")
 
 
 def test_bad_input_exits_2_with_a_message_naming_the_problem(cli, tmp_path):

@@ -10,7 +10,7 @@ from probmut.sequential import CERTAINTY, settle_threshold
 def test_cli_json_and_text(cli):
     document = cli.json("recommend", "--model", "mnist", "--mutation", "delete_training_data",
                         "--magnitudes", "30.93,3.1", "--pilot", "25", "--sizes", "25,50",
-                        "--populations", "20", "--bootstraps", "20", "--trials", "30",
+                        "--simulations", "20", "--bootstraps", "20", "--trials", "30",
                         "--no-cache")
     first, second = document["results"]
     assert first["name"] == "30.93" and first["verdict"] == "killed"
@@ -20,18 +20,18 @@ def test_cli_json_and_text(cli):
     assert second["verdict"] in ("not killed", "not settled")
     for advice in (first, second):  # one look: the level, with p_killed's error
         assert advice["threshold"] == CERTAINTY and advice["looks"] == 1
-        assert advice["populations_used"] in (20, 40, 80, 160)
+        assert advice["simulations_used"] in (20, 40, 80, 160)
         p = advice["p_killed"]
         assert advice["p_killed_se"] == pytest.approx(
-            np.sqrt(p * (1 - p) / advice["populations_used"]))
+            np.sqrt(p * (1 - p) / advice["simulations_used"]))
     looked = cli.json("recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                      "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations",
+                      "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--simulations",
                       "20", "--bootstraps", "20", "--trials", "30", "--no-cache",
                       "--looks", "25,50,75,100")
     assert looked["looks"] == 4
     assert looked["threshold"] == settle_threshold(25, [25, 50, 75, 100]) > CERTAINTY
     text = cli.ok("recommend", "--model", "mnist", "--mutation", "delete_training_data",
-                  "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--populations",
+                  "--magnitudes", "30.93", "--pilot", "25", "--sizes", "25", "--simulations",
                   "20", "--bootstraps", "20", "--trials", "30", "--no-cache")
     assert "verdict: KILLED: a large population" in text
     assert "posterior mean [95% band]" in text
@@ -46,19 +46,19 @@ def test_cli_json_and_text(cli):
      "argument --sizes: expected comma-separated population sizes"),
     (["--pilot", "25", "--sizes", "10,50"], "at least the sample size k = 20"),
     (["--pilot", "25", "--certainty", "1.5"], "argument --certainty: must be"),
-    (["--pilot", "25", "--populations", "3"], "argument --populations: must be at least 10"),
+    (["--pilot", "25", "--simulations", "3"], "argument --simulations: must be at least 10"),
     # --draws: its name before 0.2.0
     (["--pilot", "25", "--draws", "30"], "unrecognized arguments: --draws"),
     (["--pilot", "25", "--looks", "25,x"], "argument --looks: expected comma-separated "
                                            "instance counts, got '25,x'"),
     (["--pilot", "25", "--looks", "10,25"], "the planned looks must be at least the sample "
                                             "size k = 20"),
-    (["--pilot", "25", "--populations", "30000"], "120,000 simulated populations of 200 instances "
+    (["--pilot", "25", "--simulations", "30000"], "120,000 simulated populations of 200 instances "
                                             "per side exceed the limit"),
     # issue 44: the hint names the option that made the request too large
-    (["--pilot", "25", "--populations", "100000"],
-     "lower the sizes or the populations (--populations)"),
-    (["--pilot", "25", "--populations", "100", "--reference", "200000"], "(--reference)"),
+    (["--pilot", "25", "--simulations", "100000"],
+     "lower the sizes or the simulations (--simulations)"),
+    (["--pilot", "25", "--simulations", "100", "--reference", "200000"], "(--reference)"),
     # issue 44: a plan without the pilot's size, unsorted or repeated, is refused
     (["--pilot", "40", "--looks", "50,60"], "the planned looks [50, 60] leave out this pilot's 40 "
                                             "instances per side"),

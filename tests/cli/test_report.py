@@ -35,7 +35,8 @@ def test_the_headers_command_runs_and_says_the_same(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_run(tmp_path / "run", FULL_RUN)
     given = ["report", "run", "--no-verdicts", "--sample", "5", "--bootstraps", "30",
-             "--trials", "30", "--quiet", "--jobs", "1", "--out", "first.html"]
+             "--trials", "30", "--quiet", "--jobs", "1", "--threads", "1",
+             "--out", "first.html"]
     first = cli.json(*given)
     produced = re.search(r'<p class="produced" id="produced">.*?<code>(.*?)</code>',
                          (tmp_path / "first.html").read_text())[1]
