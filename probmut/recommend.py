@@ -179,7 +179,7 @@ class Recommendation(Result):
         lines = [f"{self.name}: pilot of {self.pilot[0]} healthy and {self.pilot[1]} mutant "
                  "instances" + (", paired" if self.paired else "")]
         if self.sizes:
-            lines[0] += (f"; fresh instances predicted from {self.populations} simulated "
+            lines[0] += (f"; fresh instances predicted from {self.simulations} simulated "
                          "populations per size")
             lines.append(f"{'n':>5}  {'posterior mean [95% band]':<26}{'band':>7}{decision:>19}")
         for row in self.rows():
