@@ -168,7 +168,7 @@ def _verdict(out: Path, mutation, settings, *, certainty, max_instances, looks, 
     n = min(len(healthy), len(mutant))
     if n < settings.sample:
         return {"verdict": TOO_FEW, "p_killed": None, "p_killed_se": None, "threshold": None,
-                "populations": None, "needed": None, "reach": None, "instances": len(mutant),
+                "simulations": None, "needed": None, "reach": None, "instances": len(mutant),
                 "message": f"verdicts need at least k = {settings.sample} instances per side"}
     # failed instances (dropped) can leave n between two planned looks: it is then one
     # more look of the plan, which only raises every threshold
@@ -183,7 +183,7 @@ def _verdict(out: Path, mutation, settings, *, certainty, max_instances, looks, 
                     f"settle it is {reach:.3f}, under {FUTILITY:g}.")
     return {"verdict": advice.verdict, "p_killed": advice.p_killed,
             "p_killed_se": advice.p_killed_se, "threshold": advice.threshold,
-            "populations": advice.populations_used, "needed": advice.needed, "reach": reach,
+            "simulations": advice.simulations_used, "needed": advice.needed, "reach": reach,
             "instances": len(mutant), "message": message}
 
 

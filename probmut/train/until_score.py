@@ -114,7 +114,7 @@ class Assessment:
             if now > 0 else self.width
 
 
-def assess(healthy, mutants: dict, settings, *, seed, jobs: int | None = None,
+def assess(healthy, mutants: dict, settings, *, seed, threads: int | None = None,
            memo: dict | None = None) -> Assessment:
     """The mutation score of ``mutants`` (name -> (population, paired)) against the healthy
     population, and the parts of its variance. ``memo`` keeps the mutants' posteriors
@@ -141,7 +141,7 @@ def assess(healthy, mutants: dict, settings, *, seed, jobs: int | None = None,
                         paired, settings, seed)
         if key not in memo:
             memo[key] = mutant_posterior(healthy, population, settings, paired=paired,
-                                         seed=seed, jobs=jobs)
+                                         seed=seed, threads=threads)
         return memo[key]
 
     names = tuple(mutants)
@@ -178,7 +178,7 @@ class Decision:
 
 
 def decide(assessment: Assessment, healthy, mutants: dict, settings, *, seed, asked: float,
-           jobs: int | None = None, memo: dict | None = None) -> Decision:
+           threads: int | None = None, memo: dict | None = None) -> Decision:
     """Whether the score of ``assessment`` (:func:`assess`, on ``healthy`` and ``mutants``
     with ``settings`` and ``seed``) is settled at the width ``asked``, its Monte-Carlo
     error accounted for.
@@ -214,7 +214,7 @@ def decide(assessment: Assessment, healthy, mutants: dict, settings, *, seed, as
                                 population.ids, paired, settings, seed, "block", block)
                 if key not in memo:
                     memo[key] = mutant_posterior(
-                        healthy, population, settings, paired=paired, jobs=jobs,
+                        healthy, population, settings, paired=paired, threads=threads,
                         seed=stream(seed, "score resamples", block)).kill_counts
                 pooled = posteriors[index]
                 posteriors[index] = summarize(pooled.name, np.concatenate(
@@ -368,15 +368,15 @@ class ScoreReport(RoundsReport):
 
 def score_round(number: int, targets: dict[str, int], healthy, scored: dict, analysis, *,
                 seed, width: float, round_size: int, max_instances: int,
-                jobs: int | None = None, memo: dict | None = None) -> dict:
+                threads: int | None = None, memo: dict | None = None) -> dict:
     """Round ``number``'s record: the score of the ``scored`` mutants (population name ->
     (population, paired)) against the ``healthy`` population, the parts of its variance,
     and the next round's targets (``next``: empty when the run stops), for populations
     trained to ``targets`` (population -> instances, every population of the run)."""
-    assessment = assess(healthy, scored, analysis, seed=seed, jobs=jobs, memo=memo)
+    assessment = assess(healthy, scored, analysis, seed=seed, threads=threads, memo=memo)
     current = {p: targets[p] for p in (HEALTHY, *scored)}
-    decision = decide(assessment, healthy, scored, analysis, seed=seed, asked=width, jobs=jobs,
-                      memo=memo)
+    decision = decide(assessment, healthy, scored, analysis, seed=seed, asked=width,
+                      threads=threads, memo=memo)
     # the next round aims at the margin under the width, as the decision reads it
     target = max(width - MARGIN * decision.width_se, 1e-9) * assessment.width / decision.width
     following = {} if decision.settles else plan_round(

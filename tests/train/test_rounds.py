@@ -112,10 +112,10 @@ def test_rounds_stop_settled_mutants_and_healthy_follows(tmp_path, capsys):
     for record in rounds["rounds"]:
         for verdict in record["verdicts"].values():
             assert verdict["threshold"] == thresholds[verdict["instances"]]
-            assert verdict["populations"] >= 100
+            assert verdict["simulations"] >= 100
             p = verdict["p_killed"]
             assert verdict["p_killed_se"] == pytest.approx(
-                np.sqrt(p * (1 - p) / verdict["populations"]))
+                np.sqrt(p * (1 - p) / verdict["simulations"]))
     # The clear mutant is settled killed within two rounds and trains no more.
     settled = [r["round"] for r in rounds["rounds"]
                if r["verdicts"].get("delete_training_data_90", {}).get("verdict") == "killed"]
