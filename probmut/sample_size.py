@@ -255,6 +255,26 @@ def _draw(rng: np.random.Generator, count: int, n: int, n_h: int, n_m: int, pair
     return healthy, mutant
 
 
+def _study_sizes(sizes, settings, available: int, subpopulations: int,
+                 repetitions: int) -> list[int]:
+    """The study's sizes, sorted, once each; refused where one lies outside k to the
+    ``available`` instances, or where the study's resamples exceed the engine's limit."""
+    from probmut.engine import MAX_RESAMPLES
+
+    sizes = sorted(set(sizes))
+    if sizes[0] < settings.sample or sizes[-1] > available:
+        raise ProbmutError(
+            f"population sizes must lie between the sample size k = {settings.sample} and the "
+            f"smallest population ({available} instances); got {sizes[0]}..{sizes[-1]}")
+    resamples = len(sizes) * subpopulations * repetitions * settings.bootstraps
+    if resamples > MAX_RESAMPLES:
+        raise ProbmutError(
+            f"{resamples:,} bootstrap resamples (sizes x sub-populations x repetitions x "
+            f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the sub-populations or "
+            "the repetitions", option="subpopulations")
+    return sizes
+
+
 @renamed(jobs="threads")
 @checked(healthy=population, mutant=population, settings=optional(instance(PosteriorSettings)),
          sizes=sequence(integer(2, MAX_COUNT), at_least=1, what="sizes"),
@@ -319,7 +339,6 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     >>> [(s.n, overlaps(s.n, 60)) for s in study.sizes]
     [(20, False), (50, True)]
     """
-    from probmut.engine import MAX_RESAMPLES
     from probmut.population import aligned
 
     settings = settings or PosteriorSettings()
@@ -327,18 +346,7 @@ def sample_size_study(healthy, mutant, settings: PosteriorSettings | None = None
     healthy, mutant = aligned(healthy, mutant, paired)
     name = name or mutant.name
     h, m = healthy.values, mutant.values
-    sizes = sorted(set(sizes))
-    available = min(h.size, m.size)
-    if sizes[0] < settings.sample or sizes[-1] > available:
-        raise ProbmutError(
-            f"population sizes must lie between the sample size k = {settings.sample} and the "
-            f"smallest population ({available} instances); got {sizes[0]}..{sizes[-1]}")
-    resamples = len(sizes) * subpopulations * repetitions * settings.bootstraps
-    if resamples > MAX_RESAMPLES:
-        raise ProbmutError(
-            f"{resamples:,} bootstrap resamples (sizes x sub-populations x repetitions x "
-            f"bootstraps) exceed the limit of {MAX_RESAMPLES:,}; lower the sub-populations or "
-            "the repetitions", option="subpopulations")
+    sizes = _study_sizes(sizes, settings, min(h.size, m.size), subpopulations, repetitions)
     root = seeds.seed_sequence(seed)
     engine_root = seeds.stream(root, "sample-size tests")
     cache = cache or Cache(None)

@@ -40,7 +40,8 @@ HEAVY_FIRST = ("tests/train/test_run.py", "tests/test_docs.py::TestFolder_sympto
                "tests/test_docs.py::TestFolder_studies",
                "tests/test_docs.py::TestFolder_recommend",
                "tests/train/test_operator_targets.py", "tests/train/test_instance.py",
-               "tests/train/test_stack.py", "tests/test_docs.py::TestFolder_score")
+               "tests/train/test_stack.py", "tests/train/torch/test_cli.py",
+               "tests/test_docs.py::TestFolder_score")
 
 
 def _heaviness(item) -> int:

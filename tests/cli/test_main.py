@@ -178,7 +178,7 @@ def test_train_without_its_extra_is_a_clear_error(cli, monkeypatch, tmp_path):
       "--trials", "5", "--no-plot", "--no-cache"], "studies"),
     (["mce", "--repetitions", "2", "--bootstraps", "5", "--trials", "5", "--no-cache"],
      "results"),
-    (["recommend", "--populations", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
+    (["recommend", "--simulations", "10", "--sizes", "25", "--pilot", "25", "--bootstraps", "10",
       "--trials", "10", "--no-cache"], "mutants")])
 def test_several_results_are_listed_under_results_only(cli, command, before):
     """One JSON key for a command's list of results, whatever the command; the key each

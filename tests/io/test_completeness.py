@@ -72,7 +72,7 @@ COMMANDS = {
                                 "--subpopulations", "2", "--repetitions", "2", "--no-plot",
                                 "--no-cache", "--quiet"],
     "recommend": lambda run: ["recommend", *by_manifest(run), *FAST, "--sizes", "5",
-                              "--populations", "10", "--no-cache", "--quiet"],
+                              "--simulations", "10", "--no-cache", "--quiet"],
     "symptoms": lambda run: ["symptoms", run, "--no-plot"],
     "inputs": lambda run: ["inputs", run / "healthy.outcomes.npz",
                            run / "delete_training_data_50.outcomes.npz"],
