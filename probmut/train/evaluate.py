@@ -60,6 +60,19 @@ class Evaluation:
     record: InstanceRecord
     correct: np.ndarray | None
 
+    @classmethod
+    def failed(cls, instance: int, error: str) -> Evaluation:
+        """The model file ``instance`` could not be scored: a crashed instance."""
+        return cls(InstanceRecord(instance, math.nan, status="crashed", error=error), None)
+
+    @classmethod
+    def scored(cls, instance: int, scored, finite: bool) -> Evaluation:
+        """The model file ``instance`` scored (``scored``: its test set's outcomes),
+        diverged where ``finite`` is false."""
+        return cls(InstanceRecord(instance, float(scored.correct.mean()),
+                                  status="ok" if finite else "diverged",
+                                  constant=scored.constant), scored.correct)
+
 
 def model_files(paths, framework: str = "keras") -> list[Path]:
     """The model files named on the command line; a directory gives its ``.keras`` and
@@ -291,18 +304,14 @@ def evaluate_file(path, instance: int, *, dataset) -> Evaluation:
     from probmut.train import fitting
 
     if (problem := unreadable(path)) is not None:
-        return Evaluation(InstanceRecord(instance, math.nan, status="crashed", error=problem),
-                          None)
+        return Evaluation.failed(instance, problem)
     try:
         model = load_model(path)
         scored = fitting.score(model, dataset.x_test, dataset.y_test, dataset.task)
         finite = scored.finite and all(np.isfinite(w).all() for w in model.get_weights())
     except Exception as error:  # the file is the instance: it failed, not the command
-        return Evaluation(InstanceRecord(instance, math.nan, status="crashed",
-                                         error=one_line(error)), None)
-    return Evaluation(InstanceRecord(instance, float(scored.correct.mean()),
-                                     status="ok" if finite else "diverged",
-                                     constant=scored.constant), scored.correct)
+        return Evaluation.failed(instance, one_line(error))
+    return Evaluation.scored(instance, scored, finite)
 
 
 @dataclass(frozen=True)
@@ -369,8 +378,7 @@ def evaluate_population(files, ids, out: Path, backend, dataset, progress: bool 
         for index, outcome in backend.map_unordered(evaluate, calls):
             instance = ids[index]
             if isinstance(outcome, BaseException):
-                outcome = Evaluation(InstanceRecord(instance, math.nan, status="crashed",
-                                                    error=one_line(outcome)), None)
+                outcome = Evaluation.failed(instance, one_line(outcome))
             results[instance] = outcome
             bar.update()
     order = sorted(results)

@@ -95,10 +95,11 @@ def bound_to(mutation: Mutation, spec, data, healthy) -> list[Mutation]:
     return bind(mutation, healthy, data.task, None if spec is None else spec.layers)
 
 
-def checked(mutation, spec, data, config, healthy) -> Mutation:
-    """One bound mutation checked and marked (as :func:`check`)."""
-    from probmut.train import fitting, models
-
+def check_preconditions(mutation: Mutation, data, config) -> None:
+    """What a bound ``mutation`` needs of ``data`` and the settings ``config``, whatever
+    the framework: its classes among the data's, a validation set where its operator reads
+    one, its operator's own requirement; one :class:`ProbmutError` line for the first
+    missing."""
     operator, params, label = mutation.operator, mutation.params, mutation.label
     if data.task == "classification":
         _check_classes(label, params, data.n_classes)
@@ -108,6 +109,14 @@ def checked(mutation, spec, data, config, healthy) -> Mutation:
     problem = operator.requires and operator.requires(config, params)
     if problem:
         raise ProbmutError(f"{label}: {problem}", option="mutation")
+
+
+def checked(mutation, spec, data, config, healthy) -> Mutation:
+    """One bound mutation checked and marked (as :func:`check`)."""
+    from probmut.train import fitting, models
+
+    operator, params, label = mutation.operator, mutation.params, mutation.label
+    check_preconditions(mutation, data, config)
     equivalent = ""
     sample = take(data.x_train, np.arange(min(16, n_rows(data.x_train))))
     if operator.level == "data":

@@ -26,7 +26,7 @@ import torch
 from probmut.errors import ProbmutError
 from probmut.train.datasets import check_training_set, n_rows, take
 from probmut.train.flags import data_equivalence
-from probmut.train.legality import _check_classes
+from probmut.train.legality import check_preconditions
 from probmut.train.operators import Mutation
 from probmut.train.torch import fitting
 from probmut.train.torch.architectures import torch_dims, torch_inputs
@@ -108,13 +108,7 @@ def check(mutation: Mutation, spec, data, config, healthy: Built) -> list[Mutati
 
 def _checked(mutation, spec, data, config, healthy: Built) -> Mutation:
     operator, params, label = mutation.operator, mutation.params, mutation.label
-    _check_classes(label, params, data.n_classes)
-    if operator.needs_validation and data.validation is None:
-        raise ProbmutError(f"{label}: needs a validation set; give a validation split SHARE "
-                           "(for the healthy population too)", option="validation_split")
-    problem = operator.requires and operator.requires(config, params)
-    if problem:
-        raise ProbmutError(f"{label}: {problem}", option="mutation")
+    check_preconditions(mutation, data, config)
     equivalent = ""
     sample = torch.from_numpy(torch_inputs(take(data.x_train,
                                                 np.arange(min(16, n_rows(data.x_train))))))

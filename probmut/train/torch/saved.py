@@ -31,13 +31,12 @@ Examples
 from __future__ import annotations
 
 import functools
-import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from probmut.io.records import InstanceRecord, one_line
+from probmut.io.records import one_line
 from probmut.train.fitting import score_outputs
 from probmut.train.operators import OPERATORS, parse_mutations, population_config
 from probmut.train.torch import fitting
@@ -115,8 +114,5 @@ def evaluate_state(path, instance: int, architecture: str, *, dataset):
                                        for v in module.state_dict().values()
                                        if v.is_floating_point())
     except Exception as error:  # the file is the instance: it failed, not the command
-        return Evaluation(InstanceRecord(instance, math.nan, status="crashed",
-                                         error=one_line(error)), None)
-    return Evaluation(InstanceRecord(instance, float(scored.correct.mean()),
-                                     status="ok" if finite else "diverged",
-                                     constant=scored.constant), scored.correct)
+        return Evaluation.failed(instance, one_line(error))
+    return Evaluation.scored(instance, scored, finite)
