@@ -38,6 +38,7 @@ from probmut.beta import (
 )
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion
+from probmut.population import population, populations
 from probmut.results import Result, listing
 from probmut.validation import (
     MAX_COUNT,
@@ -51,8 +52,6 @@ from probmut.validation import (
     kill_count_array,
     number,
     optional,
-    population,
-    populations,
     renamed,
     seed,
     sequence,

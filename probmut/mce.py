@@ -36,6 +36,7 @@ from probmut.bagging import JACKKNIFES, PosteriorSettings
 from probmut.beta import Z95, beta_mean_var, fit_beta_batch, ratio_of
 from probmut.errors import ProbmutError
 from probmut.io.cache import Cache
+from probmut.population import population
 from probmut.results import Result
 from probmut.validation import (
     MAX_COUNT,
@@ -45,7 +46,6 @@ from probmut.validation import (
     instance,
     integer,
     optional,
-    population,
     renamed,
     seed,
     text,

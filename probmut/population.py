@@ -7,12 +7,22 @@ read and written by :mod:`probmut.io.populations`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.validation import check_fields, checked, optional, population, text
+from probmut.validation import (
+    check_fields,
+    checked,
+    is_frame,
+    optional,
+    refusal,
+    sequence,
+    shown,
+    text,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +152,28 @@ def as_population(data, name: str = "population") -> Population:
     if index is not None and np.issubdtype(np.asarray(index).dtype, np.integer):
         return Population.from_values(np.asarray(data), np.asarray(index), name=name)
     return Population.from_values(data, name=name)
+
+
+def population_like(value, name):
+    """Something :func:`as_population` may take (a check of :func:`probmut.validation.checked`):
+    a Population, a pandas Series or DataFrame, or an array-like of accuracies (not a
+    string, a dict or a single number); returned as given."""
+    if isinstance(value, Population) or is_frame(value):
+        return value
+    if isinstance(value, str | bytes | Mapping) or value is None or np.ndim(value) == 0:
+        raise refusal(name, "must be a population (a Population, accuracies as an array or a "
+                            f"pandas Series, or a DataFrame), got {shown(value)}")
+    return value
+
+
+def population(value, name):
+    """A population, as :func:`as_population` makes it (named ``name`` unless it is a
+    Population already): a check of :func:`probmut.validation.checked`."""
+    return as_population(population_like(value, name), name)
+
+
+#: A list of populations (the mutants), each left for the function to name and read.
+populations = sequence(population_like, what="populations")
 
 
 def aligned(healthy, mutant, paired: bool = False) -> tuple[Population, Population]:

@@ -21,7 +21,7 @@ from probmut import seeds
 from probmut.bagging import SmallPopulationWarning
 from probmut.errors import ProbmutError
 from probmut.killtest import KillCriterion, kill_test_batch
-from probmut.population import Population
+from probmut.population import Population, population
 from probmut.results import Result, listing
 from probmut.validation import (
     MAX_COUNT,
@@ -31,7 +31,6 @@ from probmut.validation import (
     instance,
     integer,
     optional,
-    population,
     seed,
     text,
 )

@@ -32,6 +32,7 @@ from probmut.beta import Z95, ratio_of
 from probmut.errors import ProbmutError
 from probmut.io.cache import Cache, cache_key
 from probmut.mce import jackknife_se, repetition_moments
+from probmut.population import population
 from probmut.progress import progress as progress_display
 from probmut.results import Result
 from probmut.validation import (
@@ -41,7 +42,6 @@ from probmut.validation import (
     instance,
     integer,
     optional,
-    population,
     renamed,
     seed,
     sequence,

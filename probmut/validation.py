@@ -48,12 +48,12 @@ MAX_COUNT = 10**9
 Check = Callable[[object, str], object]
 
 
-def _refuse(name: str, problem: str) -> ProbmutError:
+def refusal(name: str, problem: str) -> ProbmutError:
     """The error of argument ``name`` (``mutants[2]``: an item of ``mutants``)."""
     return ProbmutError(f"{name} {problem}", option=name.split("[")[0])
 
 
-def _shown(value) -> str:
+def shown(value) -> str:
     """A wrong value in a message: its repr (shortened) and, unless obvious, its type."""
     text = repr(value)
     text = text if len(text) <= 60 else text[:57] + "..."
@@ -100,10 +100,10 @@ def integer(minimum: int | None = None, maximum: int | None = MAX_COUNT) -> Chec
     """An integer (a Python or NumPy integer, not a bool) within the bounds."""
     def check(value, name):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise _refuse(name, f"must be an integer, got {_shown(value)}")
+            raise refusal(name, f"must be an integer, got {shown(value)}")
         problem = integer_problem(int(value), minimum, maximum)
         if problem:
-            raise _refuse(name, problem)
+            raise refusal(name, problem)
         return int(value)
     return check
 
@@ -113,11 +113,11 @@ def number(low: float = -math.inf, high: float = math.inf, *, low_open: bool = F
     """A finite real number (not a bool) in the interval from ``low`` to ``high``."""
     def check(value, name):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise _refuse(name, f"must be a number, got {_shown(value)}")
+            raise refusal(name, f"must be a number, got {shown(value)}")
         problem = number_problem(float(value), low, high, low_open=low_open,
                                  high_open=high_open)
         if problem:
-            raise _refuse(name, problem)
+            raise refusal(name, problem)
         return float(value)
     return check
 
@@ -126,7 +126,7 @@ def choice(options) -> Check:
     """One of ``options`` (strings)."""
     def check(value, name):
         if not isinstance(value, str) or value not in options:
-            raise _refuse(name, f"must be one of {', '.join(options)}, got {_shown(value)}")
+            raise refusal(name, f"must be one of {', '.join(options)}, got {shown(value)}")
         return value
     return check
 
@@ -135,7 +135,7 @@ def instance(kind: type, what: str | None = None) -> Check:
     """An instance of ``kind`` (``what`` names it in the message)."""
     def check(value, name):
         if not isinstance(value, kind):
-            raise _refuse(name, f"must be {what or 'a ' + kind.__name__}, got {_shown(value)}")
+            raise refusal(name, f"must be {what or 'a ' + kind.__name__}, got {shown(value)}")
         return value
     return check
 
@@ -150,35 +150,35 @@ def optional(inner: Check) -> Check:
 def flag(value, name):
     """True or False (a NumPy bool too)."""
     if not isinstance(value, bool | np.bool_):
-        raise _refuse(name, f"must be True or False, got {_shown(value)}")
+        raise refusal(name, f"must be True or False, got {shown(value)}")
     return bool(value)
 
 
 def text(value, name):
     """A string."""
     if not isinstance(value, str):
-        raise _refuse(name, f"must be a string, got {_shown(value)}")
+        raise refusal(name, f"must be a string, got {shown(value)}")
     return value
 
 
 def path(value, name):
     """A file's path: a string or a path-like object."""
     if not isinstance(value, str | os.PathLike):
-        raise _refuse(name, f"must be a file's path (a string or a Path), got {_shown(value)}")
+        raise refusal(name, f"must be a file's path (a string or a Path), got {shown(value)}")
     return value
 
 
 def function(value, name):
     """Something callable (a progress callback)."""
     if not callable(value):
-        raise _refuse(name, f"must be a function, got {_shown(value)}")
+        raise refusal(name, f"must be a function, got {shown(value)}")
     return value
 
 
 def mapping(value, name):
     """A dict (or another mapping)."""
     if not isinstance(value, Mapping):
-        raise _refuse(name, f"must be a dict, got {_shown(value)}")
+        raise refusal(name, f"must be a dict, got {shown(value)}")
     return value
 
 
@@ -193,24 +193,21 @@ def seed(value, name):
             raise TypeError
         np.random.SeedSequence(value)
     except (TypeError, ValueError, OverflowError):
-        raise _refuse(name, "must be a non-negative integer, a SeedSequence, a Generator or "
-                            f"None, got {_shown(value)}") from None
+        raise refusal(name, "must be a non-negative integer, a SeedSequence, a Generator or "
+                            f"None, got {shown(value)}") from None
     return value
 
 
 def sequence(item: Check, *, at_least: int = 0, what: str = "values") -> Check:
-    """A list (a tuple, an array, any iterable that is not a string, a mapping or a single
-    population) of at least ``at_least`` items, each checked by ``item`` as
-    ``name[i]``; returned as a list."""
+    """A list (a tuple, an array, any iterable that is not a string or a mapping; a
+    Population is not iterable) of at least ``at_least`` items, each checked by ``item``
+    as ``name[i]``; returned as a list."""
     def check(value, name):
-        from probmut.population import Population
-
-        single = (str, bytes, Mapping, Population)
-        if isinstance(value, single) or _is_frame(value) or not _iterable(value):
-            raise _refuse(name, f"must be a list of {what}, got {_shown(value)}")
+        if isinstance(value, str | bytes | Mapping) or is_frame(value) or not _iterable(value):
+            raise refusal(name, f"must be a list of {what}, got {shown(value)}")
         items = [item(v, f"{name}[{i}]") for i, v in enumerate(value)]
         if len(items) < at_least:
-            raise _refuse(name, f"must hold at least {at_least} {what}, got {len(items)}")
+            raise refusal(name, f"must hold at least {at_least} {what}, got {len(items)}")
         return items
     return check
 
@@ -223,60 +220,18 @@ def _iterable(value) -> bool:
     return True
 
 
-def _is_frame(value) -> bool:
+def is_frame(value) -> bool:
     """A pandas Series or DataFrame (one population, not a list of them)."""
     return hasattr(value, "index") and hasattr(value, "to_numpy")
 
 
-def population_like(value, name):
-    """Something :func:`probmut.population.as_population` may take: a Population, a
-    pandas Series or DataFrame, or an array-like of accuracies (not a string, a dict or a
-    single number); returned as given."""
-    from probmut.population import Population
-
-    if isinstance(value, Population) or _is_frame(value):
-        return value
-    if isinstance(value, str | bytes | Mapping) or value is None or np.ndim(value) == 0:
-        raise _refuse(name, "must be a population (a Population, accuracies as an array or a "
-                            f"pandas Series, or a DataFrame), got {_shown(value)}")
-    return value
-
-
-def population(value, name):
-    """A population, as :func:`probmut.population.as_population` makes it (named
-    ``name`` unless it is a Population already)."""
-    from probmut.population import as_population
-
-    return as_population(population_like(value, name), name)
-
-
-def manifest(value, name):
-    """A :class:`~probmut.io.manifest.Manifest`."""
-    from probmut.io.manifest import Manifest
-
-    return instance(Manifest)(value, name)
-
-
-def manifest_or_path(value, name):
-    """A :class:`~probmut.io.manifest.Manifest` or the path of its TOML file."""
-    from probmut.io.manifest import Manifest
-
-    if isinstance(value, Manifest):
-        return value
-    if not isinstance(value, str | os.PathLike):
-        raise _refuse(name, f"must be a Manifest or its file's path, got {_shown(value)}")
-    return value
-
-
 def table(value, name):
     """A pandas DataFrame (a long table: one row per instance)."""
-    if not (hasattr(value, "columns") and _is_frame(value)):
-        raise _refuse(name, f"must be a pandas DataFrame, got {_shown(value)}")
+    if not (hasattr(value, "columns") and is_frame(value)):
+        raise refusal(name, f"must be a pandas DataFrame, got {shown(value)}")
     return value
 
 
-#: A list of populations (the mutants), each left for the function to name and read.
-populations = sequence(population_like, what="populations")
 #: A number of threads, or None for all cores.
 threads = optional(integer(1, 4096))
 #: A number of worker processes, or None for one per core.
@@ -289,10 +244,10 @@ def accuracies(value, name) -> np.ndarray:
     try:
         array = np.asarray(getattr(value, "values", value), dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise _refuse(name, f"must be accuracies (numbers), got {_shown(value)}: {error}"
+        raise refusal(name, f"must be accuracies (numbers), got {shown(value)}: {error}"
                       ) from None
     if array.ndim not in (1, 2) or array.size == 0:
-        raise _refuse(name, "must be accuracies, 1-D (one population) or 2-D (one per row), "
+        raise refusal(name, "must be accuracies, 1-D (one population) or 2-D (one per row), "
                             f"got shape {array.shape}")
     finite = np.isfinite(array)
     if not finite.all():
@@ -300,7 +255,7 @@ def accuracies(value, name) -> np.ndarray:
         if array.ndim == 2:
             bad = ~finite.all(axis=1)
             where = f" (row {int(np.argmax(bad))}; {int(bad.sum())} such rows)"
-        raise _refuse(name, f"holds NaN or infinite values{where}")
+        raise refusal(name, f"holds NaN or infinite values{where}")
     return array
 
 
@@ -309,12 +264,12 @@ def kill_count_array(value, name) -> np.ndarray:
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:
-        raise _refuse(name, f"must be kill counts, got {_shown(value)}: {error}") from None
+        raise refusal(name, f"must be kill counts, got {shown(value)}: {error}") from None
     whole = array.dtype.kind in "iu" or (array.dtype.kind == "f" and np.all(np.isfinite(array))
                                          and np.array_equal(array, np.round(array)))
     if array.ndim != 1 or array.size == 0 or not whole or (array < 0).any():
-        raise _refuse(name, "must be kill counts: a non-empty 1-D array of non-negative "
-                            f"integers, got {_shown(value)}")
+        raise refusal(name, "must be kill counts: a non-empty 1-D array of non-negative "
+                            f"integers, got {shown(value)}")
     return array.astype(np.int64)
 
 

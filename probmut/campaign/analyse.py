@@ -20,19 +20,9 @@ from probmut.campaign.score import (
 )
 from probmut.campaign.summary import Campaign, MutantSummary, PopulationCount, analysis_of
 from probmut.errors import ProbmutError
+from probmut.io.manifest import manifest_or_path
 from probmut.seeds import DEFAULT_SEED, generator
-from probmut.validation import (
-    checked,
-    flag,
-    instance,
-    manifest_or_path,
-    optional,
-    path,
-    renamed,
-    seed,
-    text,
-    threads,
-)
+from probmut.validation import checked, flag, instance, optional, path, renamed, seed, text, threads
 
 
 def _seed_of(settings) -> int | None:

@@ -39,7 +39,7 @@ from pathlib import Path
 from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
 from probmut.io.files import read_input_text
-from probmut.validation import checked, optional, path
+from probmut.validation import checked, instance, optional, path, refusal, shown
 
 #: The repository's bundled data (the paper's populations).
 BUNDLED_DATA = Path(__file__).resolve().parents[2] / "raw_data"
@@ -459,3 +459,18 @@ def add_to_manifest(path, model: str, healthy: str, description: str, population
                 del spec[key]
     write_manifest(path, content,
                    f"probmut run manifest, written by `{written_by}`; paths are relative to it.")
+
+
+def manifest(value, name):
+    """A :class:`Manifest` (a check of :func:`probmut.validation.checked`)."""
+    return instance(Manifest)(value, name)
+
+
+def manifest_or_path(value, name):
+    """A :class:`Manifest` or the path of its TOML file (a check of
+    :func:`probmut.validation.checked`)."""
+    if isinstance(value, Manifest):
+        return value
+    if not isinstance(value, str | os.PathLike):
+        raise refusal(name, f"must be a Manifest or its file's path, got {shown(value)}")
+    return value

@@ -40,9 +40,10 @@ from probmut.errors import ProbmutError
 from probmut.io.atomic import atomic_write_text
 from probmut.io.completeness import check_complete
 from probmut.io.files import read_input_text
+from probmut.io.manifest import manifest
 from probmut.io.records import STATUSES, AllFailedError, FailedInstanceWarning, InstanceRecord
-from probmut.population import Population
-from probmut.validation import checked, flag, manifest, optional, path, population, text
+from probmut.population import Population, population
+from probmut.validation import checked, flag, optional, path, text
 
 _DEEPCRIME_HEADERS = ("true_label", "true_labels")
 

@@ -13,16 +13,9 @@ from probmut.compiled import compiled
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import CRITERIA, KillCriterion, round_p_value
 from probmut.killtest.dispatch import decide
+from probmut.population import population, populations
 from probmut.results import Result, listing
-from probmut.validation import (
-    accuracies,
-    checked,
-    flag,
-    instance,
-    optional,
-    population,
-    populations,
-)
+from probmut.validation import accuracies, checked, flag, instance, optional
 
 #: A kill criterion argument: a KillCriterion, or None for the default.
 criterion_check = optional(instance(KillCriterion))

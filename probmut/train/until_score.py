@@ -39,12 +39,11 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from probmut.errors import ProbmutError
-from probmut.train.options import WIDTH
 from probmut.train.rounds import RoundsReport, recorded_rounds, rounds_plan, train_round
 from probmut.train.work import HEALTHY
 
@@ -343,7 +342,7 @@ class ScoreReport(RoundsReport):
     """A run until the score is settled (:class:`~probmut.train.rounds.RoundsReport`):
     every round's instances, score and plan (``rounds``) and how it ended (``final``)."""
 
-    width: float = WIDTH
+    width: float = field(kw_only=True)  # the asked width, which UntilScore holds
 
     def plan(self) -> dict:
         return {"until_score": self.width} | super().plan()

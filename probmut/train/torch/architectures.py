@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import math
 from collections.abc import Callable
@@ -178,3 +179,11 @@ def resolve(name: str, dims: ModelDims) -> TorchSpec:
     _check_outputs(name, model, shape, dims.n_outputs)
     return TorchSpec(build, TrainConfig(epochs=10, batch_size=32), f"user torch model {name}",
                      initializer=None)
+
+
+
+@functools.lru_cache(maxsize=4)
+def spec_of(architecture: str, dims: ModelDims) -> TorchSpec:
+    """The architecture's :class:`TorchSpec` (:func:`resolve`; a user function resolved
+    once per process)."""
+    return resolve(architecture, dims)

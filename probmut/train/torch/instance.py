@@ -24,18 +24,11 @@ from probmut.train.fitting import score_outputs
 from probmut.train.operators import OPERATORS, population_config
 from probmut.train.tasks import TASKS
 from probmut.train.torch import fitting
-from probmut.train.torch.architectures import resolve, torch_dims
+from probmut.train.torch.architectures import spec_of, torch_dims
 from probmut.train.torch.build import build
 from probmut.train.torch.operators import TORCH_OPERATORS
 from probmut.train.training_set import training_set
 from probmut.train.work import HEALTHY, Assignment, InstanceResult, instance_seed
-
-
-@functools.lru_cache(maxsize=4)
-def spec_of(architecture: str, dims):
-    """The architecture's :class:`~probmut.train.torch.architectures.TorchSpec` (a user
-    function resolved once per process)."""
-    return resolve(architecture, dims)
 
 
 def trained(settings, dataset, seed: int, operator=None, params=None, deadline=None):

@@ -40,9 +40,8 @@ from probmut.io.records import one_line
 from probmut.train.fitting import score_outputs
 from probmut.train.operators import OPERATORS, parse_mutations, population_config
 from probmut.train.torch import fitting
-from probmut.train.torch.architectures import torch_dims
+from probmut.train.torch.architectures import spec_of, torch_dims
 from probmut.train.torch.build import build
-from probmut.train.torch.instance import spec_of
 from probmut.train.torch.operators import TORCH_OPERATORS, bind
 from probmut.train.work import HEALTHY
 

@@ -48,9 +48,8 @@ from probmut.io.records import loss_diverged
 from probmut.train.fitting import score_outputs
 from probmut.train.operators import OPERATORS, population_config
 from probmut.train.torch import fitting, grouped
-from probmut.train.torch.architectures import torch_dims, torch_inputs
+from probmut.train.torch.architectures import spec_of, torch_dims, torch_inputs
 from probmut.train.torch.build import build, initial_weights
-from probmut.train.torch.instance import spec_of
 from probmut.train.torch.losses import Outputs, batch_loss
 from probmut.train.torch.optimizers import KerasOptimizer, canonical
 from probmut.train.training_set import training_set

@@ -56,8 +56,9 @@ def test_the_dry_run_counts_what_the_trained_mutant_changed(small_digits, health
     the trained healthy instance 0 (the same seed) change the same weights, units or
     neurons per layer, or the same layers; a layer operator keeps every trained weight."""
     from probmut.train.operators import OPERATORS, parse_mutations
+    from probmut.train.torch.architectures import spec_of
     from probmut.train.torch.dryrun import dry_run, model_changes
-    from probmut.train.torch.instance import mutate_paired, spec_of
+    from probmut.train.torch.instance import mutate_paired
     from probmut.train.torch.legality import check
     from probmut.train.work import instance_seed
 

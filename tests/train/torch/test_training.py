@@ -19,7 +19,8 @@ def _settings(architecture="mlp", **changes):
 
 def _train(data, settings, population="healthy", instance=0, text=None, **options):
     from probmut.train.operators import parse_mutations
-    from probmut.train.torch.instance import spec_of, train_unit
+    from probmut.train.torch.architectures import spec_of
+    from probmut.train.torch.instance import train_unit
     from probmut.train.torch.legality import prepare
     from probmut.train.work import Assignment
 
@@ -70,9 +71,8 @@ def test_a_weight_penalty_adds_keras_l2_to_the_loss(small_digits):
     """The same seed (the mutant's), so the same initial weights and first batch: the
     first batch's loss grows by exactly Keras' L2 penalty (0.01 x sum w^2) of the layer's
     initial kernel."""
-    from probmut.train.torch.architectures import torch_dims
+    from probmut.train.torch.architectures import spec_of, torch_dims
     from probmut.train.torch.build import build
-    from probmut.train.torch.instance import spec_of
     from probmut.train.work import instance_seed
 
     settings, population = _settings(), "add_weights_regularisation_l2@1"
@@ -91,10 +91,9 @@ def test_early_stopping_stops_once_the_validation_loss_stops_improving(digits):
 
     import torch
 
-    from probmut.train.torch.architectures import torch_dims
+    from probmut.train.torch.architectures import spec_of, torch_dims
     from probmut.train.torch.build import build
     from probmut.train.torch.fitting import fit, mean_loss, targets, torch_inputs
-    from probmut.train.torch.instance import spec_of
 
     data = dataclasses.replace(digits, x_val=digits.x_train[1000:], y_val=digits.y_train[1000:],
                                x_train=digits.x_train[:300], y_train=digits.y_train[:300])
@@ -152,9 +151,9 @@ def test_a_model_level_mutant_derives_alike_from_kept_or_retrained_weights(small
     import torch
 
     from probmut.train.operators import parse_mutations
-    from probmut.train.torch.architectures import torch_dims
+    from probmut.train.torch.architectures import spec_of, torch_dims
     from probmut.train.torch.build import build
-    from probmut.train.torch.instance import spec_of, train_unit
+    from probmut.train.torch.instance import train_unit
     from probmut.train.torch.legality import prepare
     from probmut.train.work import Assignment
 
