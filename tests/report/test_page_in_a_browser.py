@@ -192,7 +192,7 @@ def test_an_interrupted_run_gives_its_page(browser, interrupted):
     assert "delete_training_data_50" in steps and "neurons_freezing_0.1" in steps
     assert browser.evaluate("document.querySelector('#next-steps details').open") is False
     browser.click('nav a[href="#next-steps"]')          # its link opens it
-    assert browser.evaluate("document.querySelector('#next-steps details').open") is True
+    assert browser.evaluate(OPENED % "#next-steps details") is True
     assert document["counts"]["not analysed"] == 2 and document["mutation_score"]["mutants"] == 2
 
 
@@ -307,6 +307,13 @@ def test_two_outcomes_at_once_kept_in_the_address(browser, interrupted):
 
 #: JavaScript: where the mutants' section is, relative to the top of the window.
 TABLE_TOP = "document.getElementById('mutants').getBoundingClientRect().top"
+#: JavaScript: a promise that the element matching a selector (%) is open, once the events
+#: a navigation queued (hashchange) have run: false after 10 s (a loaded host runs them
+#: some frames after the click).
+OPENED = ("(() => { const e = document.querySelector('%s'); const start = performance.now();"
+          " return new Promise(done => (function look() {"
+          "   if (e.open || performance.now() - start > 10000) done(e.open);"
+          "   else requestAnimationFrame(look); })()); })()")
 #: JavaScript: a promise that the events a navigation queued (hashchange) have run.
 SETTLED = "new Promise(done => setTimeout(() => requestAnimationFrame(done), 20))"
 
