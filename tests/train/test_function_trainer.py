@@ -4,10 +4,8 @@ read recorded; and TensorFlow never imported. The functions (scikit-learn's MLP 
 digits, a tenth of a second an instance): tests/train/user_trainers.py."""
 
 import json
-import signal
 import subprocess
 import sys
-import time
 import tomllib
 
 import numpy as np
@@ -28,8 +26,7 @@ from probmut.train.options import (
 )
 from probmut.train.work import instance_seed
 
-from ..conftest import interruptible
-from .commands import REPO, env
+from .commands import REPO, env, kill_interrupt_resume
 from .test_run import assert_same_but_seconds
 
 pytest.importorskip("sklearn")
@@ -203,31 +200,7 @@ def test_a_run_killed_or_interrupted_resumes_to_the_files_of_a_whole_run(tmp_pat
     argv = [sys.executable, "-m", "probmut", "train", "--trainer",
             "tests.train.user_trainers:slow_mlp", "--instances", "4", "--epochs", "6",
             "--mutation", "delete_training_data:50", "--out", str(out), "--quiet"]
-    records = out / ".work"
-
-    def stop_after(count, stop):
-        process = subprocess.Popen(argv, cwd=REPO, env=env(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True,
-                                   preexec_fn=interruptible)
-        deadline = time.monotonic() + 300
-        while len(list(records.rglob("0*.npz"))) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        process.send_signal(stop)
-        _, stderr = process.communicate(timeout=120)
-        return process.returncode, stderr
-
-    code, _ = stop_after(2, signal.SIGKILL)
-    assert code == -signal.SIGKILL
-    kept = {p: p.stat().st_mtime_ns for p in records.rglob("0*.npz")}
-    code, stderr = stop_after(len(kept) + 2, signal.SIGINT)
-    assert code == 130 and "interrupted; completed work is kept" in stderr, stderr
-    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # not trained again
-    done = len(list(records.rglob("0*.npz")))
-    assert len(kept) < done < 8
-    resumed = subprocess.run(argv, cwd=REPO, env=env(), capture_output=True, text=True,
-                             timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"{done} were already done" in resumed.stdout
+    assert kill_interrupt_resume(argv, lambda: list((out / ".work").rglob("0*.npz"))) < 8
     whole = tmp_path / "whole"
     _train(whole, ["delete_training_data:50"], trainer="tests.train.user_trainers:slow_mlp",
            mode=Instances(count=4), name="run")

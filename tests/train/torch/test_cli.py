@@ -202,14 +202,9 @@ def _whole(out, mutations, **execution):
 def test_a_torch_run_killed_or_interrupted_resumes_to_the_files_of_a_whole_run(tmp_path):
     """SIGKILL after two instances, Ctrl-C after two more, then the same command: the
     instances done are kept, and the files are those of a run never stopped."""
-    import signal
-    import subprocess
     import sys
-    import time
 
-    from tests.conftest import interruptible
-
-    from ..commands import REPO, env
+    from ..commands import kill_interrupt_resume
     from ..test_run import assert_same_but_seconds
 
     torch_or_skip()
@@ -222,28 +217,7 @@ def test_a_torch_run_killed_or_interrupted_resumes_to_the_files_of_a_whole_run(t
     def records():
         return [p for p in (out / ".work").rglob("0*.npz") if "weights" not in p.parts]
 
-    def stop_after(count, stop):
-        process = subprocess.Popen(argv, cwd=REPO, env=env(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
-        deadline = time.monotonic() + 300
-        while len(records()) < count and time.monotonic() < deadline:
-            time.sleep(0.02)
-        process.send_signal(stop)
-        _, stderr = process.communicate(timeout=120)
-        return process.returncode, stderr
-
-    code, _ = stop_after(2, signal.SIGKILL)
-    assert code == -signal.SIGKILL
-    kept = {p: p.stat().st_mtime_ns for p in records()}
-    code, stderr = stop_after(len(kept) + 2, signal.SIGINT)
-    assert code == 130 and "interrupted; completed work is kept" in stderr, stderr
-    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # not trained again
-    done = len(records())
-    assert len(kept) < done < 18
-    resumed = subprocess.run(argv, cwd=REPO, env=env(), capture_output=True, text=True,
-                             timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"{done} were already done" in resumed.stdout
+    assert kill_interrupt_resume(argv, records) < 18
     whole = tmp_path / "whole" / "run"
     _whole(whole, mutations, stack=1)
     names = sorted(p.name for p in whole.iterdir() if p.is_file())
