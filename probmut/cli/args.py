@@ -258,9 +258,11 @@ class RenamedOption(argparse.Action):
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print one JSON document",
-                      seed_default: str | None = None, jobs_alias: bool = True):
+                      seed_default: str | None = None, jobs_alias: bool = True,
+                      threads_help: str = "threads for the Monte-Carlo engine"):
     """``--seed``, ``--threads``, ``--json``, ``--quiet``; ``seed_default`` says what a seed
-    not given is (the option's default is then None), else it is :data:`DEFAULT_SEED`.
+    not given is (the option's default is then None), else it is :data:`DEFAULT_SEED`;
+    ``threads_help`` what the threads run.
     ``--jobs``, its name in probmut 0.2.0, is accepted with a warning unless
     ``jobs_alias`` is false (a command whose ``--jobs`` counts processes)."""
     parser.add_argument("--seed", type=seed_value,
@@ -268,8 +270,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, json_help: str = "print o
                         help="random seed, a non-negative integer; same seed, same numbers "
                              f"(default: {seed_default or DEFAULT_SEED})")
     parser.add_argument("--threads", type=integer(1, 4096), default=None,
-                        help="threads for the Monte-Carlo engine; results do not depend on them "
-                             "(default: all cores)")
+                        help=f"{threads_help}; results do not depend on them (default: all "
+                             "cores)")
     if jobs_alias:
         parser.add_argument("--jobs", type=integer(1, 4096), dest="threads",
                             action=RenamedOption, new="--threads")

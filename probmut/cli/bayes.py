@@ -87,5 +87,6 @@ def register(subparsers) -> None:
                        help="keep the ArviZ InferenceData of each fit as netCDF (several "
                             "mutants: FILE_MUTANT.nc); read it with arviz.from_netcdf")
     add_plot_arguments(bayes, "figures/MODEL/NAME_bayes.png")
-    add_run_arguments(bayes)
+    add_run_arguments(bayes, threads_help="threads of the simulated kill tests, and chains "
+                                          "sampled at once (at most --chains)")
     bayes.set_defaults(func=_run_bayes)
