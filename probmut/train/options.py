@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from probmut.bagging import PosteriorSettings
@@ -98,16 +99,17 @@ class ExecutionOptions:
     progress: bool = True
 
 
-class Mode:
+class Mode(ABC):
     """How a run trains its populations (see the module notes): :meth:`counts`, :meth:`check`
     and :meth:`train`."""
 
+    @abstractmethod
     def counts(self) -> dict[str, int]:
         """The counts that must be positive, by the name of their setting."""
-        raise NotImplementedError
 
-    def check(self, mutations: list) -> None:
-        """Refuse, in one line, mutations or settings this mode cannot train with.
+    def check(self, mutations: list) -> None:  # noqa: B027 (a hook: none refused by default)
+        """Refuse, in one line, mutations or settings this mode cannot train with (by
+        default none).
 
         Raises
         ------
@@ -115,10 +117,10 @@ class Mode:
             Naming the setting at fault.
         """
 
+    @abstractmethod
     def train(self, job, mutations: list):
         """Train ``job`` (:class:`~probmut.train.run.Job`) with the bound ``mutations``;
         the run's :class:`~probmut.train.run.RunReport`."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True, kw_only=True)
