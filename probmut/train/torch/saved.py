@@ -31,6 +31,8 @@ Examples
 from __future__ import annotations
 
 import functools
+import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,22 @@ def _model(architecture: str, found, dataset):
     return built
 
 
+def _load_state(path: Path) -> dict:
+    """The state dict of tensors in ``path``; else one line: torch's own refusal spreads
+    over many lines about its ``weights_only`` loads, which probmut always uses (a saved
+    file is data, never code to run)."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        pickled = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
+        raise ValueError("not a state dict saved by torch.save(module.state_dict())"
+                         + (f": it pickles a {pickled.group(1)}" if pickled else "")) from None
+    if not isinstance(state, dict):
+        raise ValueError(f"holds a {type(state).__name__}, not a state dict saved by "
+                         "torch.save(module.state_dict())")
+    return state
+
+
 def _check_fits(state: dict, own: dict, architecture: str) -> None:
     """A state dict fits the model's: the same names and shapes; else one line saying
     which differ (torch's own error spreads over many lines)."""
@@ -104,7 +122,7 @@ def evaluate_state(path, instance: int, architecture: str, *, dataset):
     path = Path(path)
     try:
         module = model_for(architecture, path, dataset)
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = _load_state(path)
         _check_fits(state, module.state_dict(), architecture)
         module.load_state_dict(state)
         scored = score_outputs(fitting.predict(module, dataset.x_test), dataset.y_test,

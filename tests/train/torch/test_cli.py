@@ -89,6 +89,26 @@ def test_evaluate_of_a_state_dict_names_what_it_needs(run, cli, tmp_path):
     assert read_instances(tmp_path / "h.csv")[0].status == "crashed"
 
 
+@pytest.mark.parametrize("content, says", [
+    (b"not a pickle", "not a state dict saved by torch.save(module.state_dict())\n"),
+    ("module", "saved by torch.save(module.state_dict()): it pickles a torch.nn.modules"),
+    ([1, 2], "holds a list, not a state dict")])
+def test_evaluate_of_a_file_that_is_no_state_dict_says_what_it_holds(cli, tmp_path, content,
+                                                                      says):
+    """A .pt file torch's weights-only load refuses is a crashed instance with one line
+    (torch's own refusal is many lines about weights_only), naming a pickled module."""
+    torch = torch_or_skip()
+    path = tmp_path / "model.pt"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        torch.save(torch.nn.Linear(2, 2) if content == "module" else content, path)
+    bad = cli("evaluate", path, "--dataset", "digits", "--framework", "torch",
+              "--architecture", "mlp", "--out", tmp_path / "h.csv")
+    assert bad.code == 1 and says in bad.err, bad.err
+    assert read_instances(tmp_path / "h.csv")[0].status == "crashed"
+
+
 def test_the_report_trains_on_with_the_torch_trainer(run, cli):
     """The next step's command (:func:`settle_command`, from the run's recorded settings)
     repeats --framework torch and parses; a resume with Keras is refused, naming the
