@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import inspect
 import os
 import random
 import sys
@@ -81,8 +82,25 @@ def load_function(code: str, folder: str | None = None):
     if not callable(found):
         raise ProbmutError(f"{code}: {name} is of type {type(found).__name__}, not a "
                            "function", option="trainer")
+    _check_takes_one_spec(code, found)
     _LOADED[code] = found
     return found
+
+
+def _check_takes_one_spec(code: str, function) -> None:
+    """Refuse, before any instance trains, a function that cannot be called with the one
+    argument probmut passes (the instance's spec); each instance crashed on it otherwise.
+    A callable whose signature Python cannot read is left to its first call."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise ProbmutError(f"{code}: it takes {signature}; probmut calls it with one argument, "
+                           "the instance's spec (docs/training.md)",
+                           option="trainer") from None
 
 
 @dataclass(frozen=True)
@@ -114,6 +132,7 @@ class FunctionTrainer:
         if not callable(function) or not name or "<" in name:
             raise ProbmutError(f"{function!r}: give a function defined at the top level of a "
                                "module (workers import it by name)", option="trainer")
+        _check_takes_one_spec(name, function)
         return cls(f"{function.__module__}:{name}", os.getcwd())
 
     def describe(self) -> str:

@@ -159,6 +159,9 @@ def test_what_a_function_cannot_be_given_is_refused_before_training(tmp_path, mu
                                                       "tests.train.user_trainers", "trainer"),
     ({"trainer": "nocolon"}, "give the training function as MODULE:FUNCTION", "trainer"),
     ({"trainer": lambda spec: {}}, "defined at the top level of a module", "trainer"),
+    ({"trainer": "tests.train.user_trainers:_fit"}, r"it takes \(spec, learning_rate\); "
+                                                     "probmut calls it with one argument",
+     "trainer"),
     ({"architecture": "mlp"}, "the architecture is the network probmut's trainer builds",
      "architecture"),
     ({"command": "python x.py"}, "either a training function or a training command",
