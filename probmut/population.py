@@ -106,7 +106,9 @@ def _validate(values: np.ndarray, ids: np.ndarray, where: str) -> None:
         raise ProbmutError(
             f"{where}: {int(outside.sum())} value(s) outside [0, 1] (e.g. instance "
             f"{int(ids[outside][0])}: {values[outside][0]:g}, largest {values.max():g}); "
-            "probmut needs accuracies (shares of correct test inputs), not losses or errors")
+            "probmut needs accuracies (shares of correct test inputs), not losses or errors"
+            + ("; these look like percentages: divide them by 100" if values.min() >= 0
+               and 1 < values.max() <= 100 and np.median(values) > 1 else ""))
     unique, counts = np.unique(ids, return_counts=True)
     if (counts > 1).any():
         raise ProbmutError(f"{where}: duplicate instance id(s) {unique[counts > 1].tolist()[:10]}")

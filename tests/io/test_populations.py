@@ -75,7 +75,16 @@ def test_missing_instance_with_strict_is_an_error():
 def test_values_outside_unit_interval_are_refused():
     path = (RAW / "lenet"
             / "results_lenet_change_loss_function_mutated0_MP_categorical_crossentropy.csv")
-    with pytest.raises(ProbmutError, match=r"outside \[0, 1\].*largest 7\.7"):
+    with pytest.raises(ProbmutError, match=r"outside \[0, 1\].*largest 7\.7") as refused:
+        read_population(path)
+    assert "percentages" not in str(refused.value)  # losses, most of them below 1
+
+
+def test_percentages_are_refused_with_the_hint_to_divide_them(tmp_path):
+    path = tmp_path / "percent.csv"
+    path.write_text("instance,accuracy\n0,97.5\n1,96.1\n2,98\n")
+    with pytest.raises(ProbmutError, match=r"largest 98\).*look like percentages: divide them "
+                                           "by 100"):
         read_population(path)
 
 
