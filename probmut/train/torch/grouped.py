@@ -56,7 +56,8 @@ from probmut.train.torch.activations import MIXING, node_activation
 from probmut.train.torch.modules import SeededDropout
 
 _CONVOLUTIONS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
-_POOLS = (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)
+_MAX_POOLS = (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)
+_POOLS = (*_MAX_POOLS, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)
 _FLATTEN_FUNCTIONS = {torch.flatten}
 
 
@@ -128,20 +129,33 @@ class GroupedModel:
 
     def __init__(self, built):
         self.module = built.training_module
-        self.steps = [(node, _kind(built, node), self.module.get_submodule(node.target)
-                       if node.op == "call_module" else None)
-                      for node in self.module.graph.nodes]
+        modules = dict(self.module.named_modules())
+        steps = [(node, node, _kind(built, node), modules.get(node.target)
+                  if node.op == "call_module" else None, node.all_input_nodes[:1])
+                 for node in self.module.graph.nodes]
+        for i in range(len(steps) - 1):
+            relu, _, _, relu_module, before = steps[i]
+            pool, _, kind, pool_module, _ = steps[i + 1]
+            if kind == "pool" and isinstance(pool_module, _MAX_POOLS) and \
+                    node_activation(relu, modules) == "relu" and list(relu.users) == [pool]:
+                # max pooling then ReLU: the same values and gradients (ReLU keeps the
+                # order of values and is flat where it changes them), ReLU on fewer
+                steps[i:i + 2] = [(relu, pool, "pool", pool_module, before),
+                                  (pool, relu, "elementwise", relu_module, [relu])]
+        #: in the order they run: (the value computed, the node whose operation computes
+        #: it, its kind, its module or None, the values it reads)
+        self.steps = steps
 
     def __call__(self, weights: dict, x: torch.Tensor, masks: dict) -> torch.Tensor:
         values = {}
-        for node, kind, module in self.steps:
+        for computed, node, kind, module, reads in self.steps:
             if kind == "placeholder":
-                values[node] = x.movedim(1, -1).contiguous()
+                values[computed] = x.movedim(1, -1).contiguous()
                 continue
-            value = values[node.all_input_nodes[0]]
+            value = values[reads[0]]
             if kind == "output":
                 return value.movedim(-1, 1)
-            values[node] = self._run(node, kind, module, value, weights, masks)
+            values[computed] = self._run(node, kind, module, value, weights, masks)
         raise ValueError("the graph has no output")
 
     def _run(self, node, kind, module, value, weights, masks):

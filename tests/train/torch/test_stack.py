@@ -113,3 +113,42 @@ def test_stacked_and_alone_populations_have_the_same_accuracies(digits):
     assert stats.ks_2samp(a, b).pvalue > 0.001
     assert np.mean(a == b) > 0.5
     assert np.max(np.abs(a - b)) <= 3 / len(digits.y_test)
+
+
+def test_the_grouped_model_pools_before_a_relu_with_the_same_gradients():
+    """A ReLU before a max pool runs after it (on a quarter of the values): member by
+    member the same outputs and weight gradients as the model's own layers in their
+    order, also where a window's values are all cut to zero by the ReLU (ties)."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from probmut.train.torch.build import Built
+    from probmut.train.torch.graph import TorchGraph, trace
+    from probmut.train.torch.grouped import GroupedModel
+
+    torch.manual_seed(0)
+    model = trace(nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                nn.Flatten(), nn.Linear(12, 2)))
+    grouped = GroupedModel(Built(model, TorchGraph(model, (1, 4, 4)), (1, 4, 4)))
+    assert [kind for _, _, kind, _, _ in grouped.steps][1:5] == [
+        "convolution", "pool", "elementwise", "flatten"]
+    weights = {n: torch.stack([w, w - 0.3]).detach().requires_grad_()
+               for n, w in model.named_parameters()}
+    x = torch.randn(2, 5, 1, 4, 4)
+    out = grouped(weights, x, {})
+    grads = torch.autograd.grad(out.square().sum(), list(weights.values()))
+    zeros = 0
+    for k in range(2):
+        with torch.no_grad():
+            for n, w in model.named_parameters():
+                w.copy_(weights[n][k])
+        alone = model(x[k])
+        pooled = F.max_pool2d(F.relu(F.conv2d(x[k], weights["0.weight"][k],
+                                              weights["0.bias"][k], padding=1)), 2)
+        zeros += int((pooled == 0).sum())
+        assert torch.allclose(out[k], alone, atol=1e-6)
+        own = torch.autograd.grad(alone.square().sum(), list(model.parameters()))
+        for g, o in zip(grads, own, strict=True):
+            assert torch.allclose(g[k], o, atol=1e-5)
+    assert zeros > 0  # windows the ReLU made all zero
