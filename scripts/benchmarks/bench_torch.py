@@ -19,8 +19,8 @@ one's end), over ``--rounds`` passes of its instances. The ways:
 * ``torch-foreach-adam``: the grouped stacks with Keras' Adam as ``torch._foreach_*``
   updates instead of the fused kernel;
 * ``torch-compiled`` (with ``--compile``): the grouped model's loss compiled by
-  ``torch.compile`` (its compile time included: each worker compiles once per batch
-  shape);
+  ``torch.compile`` once per worker process and batch shape (its compile time included;
+  inductor's on-disk caches, ``TORCHINDUCTOR_CACHE_DIR``, make a later run's cheaper);
 * ``keras-alone`` and ``keras-stacked``: probmut's Keras trainer on the same
   architecture and epochs (:func:`probmut.train.instance.train_instance`, and
   :func:`probmut.train.stack.training.train_stack` in stacks of 20, ``--stack auto``'s
@@ -76,19 +76,25 @@ def _foreach_adam(opt, w, g, m, v):
 
 
 def _compile_grouped():
-    """Make every grouped stack compute its members' losses through ``torch.compile``."""
+    """Make every grouped stack compute its members' losses through ``torch.compile``,
+    compiled once per worker process and batch shape: the first stack's grouped model
+    (the later stacks' are the same: one architecture and settings) with the weights,
+    inputs, targets and dropout masks as the compiled function's inputs, ``dynamic=False``."""
     import torch
 
     from probmut.train.torch import stack as stacking
     from probmut.train.torch.losses import Outputs, batch_loss
 
+    compiled = []
+
     def step(self, x, target):
-        if not hasattr(self, "compiled"):
+        if not compiled:
+            grouped, loss, logits_of = self.grouped, self.config.loss, self.template.logits_of
+
             def losses(weights, x, target, masks):
-                outputs = Outputs(self.grouped(weights, x, masks), self.template.logits_of)
-                return batch_loss(self.config.loss, target, outputs)
-            self.compiled = torch.compile(losses, dynamic=False)
-        values = self.compiled(self.weights, x, target, self.masks(x.shape[1]))
+                return batch_loss(loss, target, Outputs(grouped(weights, x, masks), logits_of))
+            compiled.append(torch.compile(losses, dynamic=False))
+        values = compiled[0](self.weights, x, target, self.masks(x.shape[1]))
         self.optimizer.step(torch.autograd.grad(values.sum(), [self.weights[n]
                                                                for n in self.names]))
         return values.detach()
