@@ -9,12 +9,15 @@ no layer copies its input into another layout:
 * a Dense layer is one batched matrix product, ``(members, out, in) @ (members, in,
   batch)``;
 * a convolution is one batched matrix product of the kernel and its input's columns
-  (the input values under each kernel position: :class:`Columns`), ``(members, out,
+  (the input values under each kernel position: :meth:`Geometry.columns`), ``(members, out,
   in x kernel) @ (members, in x kernel, positions x batch)``, whose result is the output
   in the same layout;
 * flattening is a view (one sample's values are already in torch's order);
 * 2-D pooling is torch's pooling of the tensor read as channels-last images (an image
   per member and channel, the batch as its channels): no copy either way;
+* a ReLU read only by a max pool runs after the pool, on fewer values (the maximum of
+  ReLUs is the ReLU of the maximum, and their gradients are equal too: ReLU keeps the
+  order of values and is flat where it changes them);
 * elementwise layers (activations, dropout with the members' masks) run as they are;
   a softmax over classes and the output read the members' batches in their own order,
   ``(members, batch, ...)``.
