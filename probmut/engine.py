@@ -1,11 +1,15 @@
 """The Monte-Carlo engine: kill counts of B x N kill tests (DeepCrime's by default),
 compiled.
 
-This is the only hot code of probmut. One kernel serves every study:
+This is the only hot code of probmut. One kernel serves every study, and a second the
+pairs that share their draws:
 
 - the bagged posterior (METHOD.md section 3): 1 population pair, 1 repetition, B x N;
 - the Monte-Carlo error (section 5): R repetitions of B x N;
-- the sample-size study (section 6): S sub-populations x R x B x N.
+- the sample-size study (section 6): S sub-populations x R x B x N;
+- many population pairs that draw alike (:func:`kill_counts_shared`: a campaign's
+  verdicts, whose simulated populations share the seed and sizes): the positions drawn
+  once for all the pairs, each pair's counts those it gets alone.
 
 Each bootstrap resample is one *task* with its own random stream, derived from the
 seed and the task's index alone: the seed's two words (:func:`probmut.seeds.kernel_key`)
@@ -29,8 +33,8 @@ from numba import prange
 from probmut.compiled import compiled
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import KillCriterion
-from probmut.killtest.dispatch import DEEPCRIME, decide, deepcrime_killed
-from probmut.killtest.kernels import normal_tail_bounds
+from probmut.killtest.dispatch import DEEPCRIME, decide, deepcrime_killed, deepcrime_killed_of
+from probmut.killtest.kernels import normal_tail_bounds, pooled_z_of_moments, squares_about
 from probmut.seeds import kernel_key
 from probmut.validation import (
     accuracies,
@@ -189,6 +193,138 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
         if kept:
             states[slot, 0], states[slot, 1], states[slot, 2], states[slot, 3] = s0, s1, s2, s3
         out[task] += kills
+
+
+#: Trials whose drawn instances one task keeps at a time in :func:`_shared_draws_kernel`.
+SHARED_CHUNK = 256
+
+
+@compiled(inline="always")
+def _four_moments(row, drawn, t, sample, a, b, c, d):
+    # The means and sums of squared deviations of the samples row[drawn[t + j]] of four
+    # trials t ... t + 3 (into a, b, c, d), each summed in index order as DeepCrime's test
+    # sums them (probmut.killtest.kernels.pooled_z_of_sums): four chains of additions side
+    # by side, which the core overlaps; the same numbers as one sample at a time.
+    sum_a = sum_b = sum_c = sum_d = 0.0
+    for i in range(sample):
+        value_a = row[drawn[t, i]]
+        value_b = row[drawn[t + 1, i]]
+        value_c = row[drawn[t + 2, i]]
+        value_d = row[drawn[t + 3, i]]
+        a[i] = value_a
+        b[i] = value_b
+        c[i] = value_c
+        d[i] = value_d
+        sum_a += value_a
+        sum_b += value_b
+        sum_c += value_c
+        sum_d += value_d
+    mean_a, mean_b, mean_c, mean_d = sum_a / sample, sum_b / sample, sum_c / sample, sum_d / sample
+    squares_a = squares_b = squares_c = squares_d = 0.0
+    for i in range(sample):
+        squares_a += (a[i] - mean_a) * (a[i] - mean_a)
+        squares_b += (b[i] - mean_b) * (b[i] - mean_b)
+        squares_c += (c[i] - mean_c) * (c[i] - mean_c)
+        squares_d += (d[i] - mean_d) * (d[i] - mean_d)
+    return (mean_a, squares_a, mean_b, squares_b, mean_c, squares_c, mean_d, squares_d)
+
+
+@compiled(parallel=True)
+def _shared_draws_kernel(healthy, mutants, paired, per_set, first_task, count, trials, sample,
+                         kind, p_max, effect, direction, key0, key1, out):
+    # _kill_count_kernel's tasks for Q population pairs at once that draw alike: the same
+    # sizes, seed and tasks draw the same positions, whatever the accuracies, so each task
+    # draws them once (which instance each resample position holds, and which positions
+    # each trial's partial Fisher-Yates shuffle brings to the front) and tests every pair
+    # on them. healthy is (1, S, n_h), every pair's own (unpaired: its samples, sums and
+    # squares are taken once), or (Q, S, n_h); mutants (Q, S, n_m); out (Q, tasks). A
+    # sample's values are those the single kernel's shuffled resample holds, summed in the
+    # same order, so every count equals its pair's alone.
+    pairs = mutants.shape[0]
+    shared = healthy.shape[0] == 1
+    n_h = healthy.shape[2]
+    n_m = mutants.shape[2]
+    tail = normal_tail_bounds(p_max)
+    chunk = min(trials, SHARED_CHUNK)
+    for slot in prange(count):
+        task = first_task + slot
+        s = task // per_set
+        s0, s1, s2, s3 = _seed_state(key0, key1, task)
+        h_holds, m_holds = np.empty(n_h, np.int32), np.empty(n_m, np.int32)
+        for i in range(n_h):
+            j, s0, s1, s2, s3 = _below(n_h, s0, s1, s2, s3)
+            h_holds[i] = j
+            if paired:
+                m_holds[i] = j
+        if not paired:
+            for i in range(n_m):
+                j, s0, s1, s2, s3 = _below(n_m, s0, s1, s2, s3)
+                m_holds[i] = j
+        h_order, m_order = np.arange(n_h), np.arange(n_m)
+        # rows of 4 more than a chunk: the last group of four trials reads past its end
+        h_drawn = np.zeros((chunk + 3, sample), np.int32)
+        m_drawn = np.zeros((chunk + 3, sample), np.int32)
+        x_shared, sums_x, squares_x = np.empty((chunk, sample)), np.empty(chunk), np.empty(chunk)
+        x, x2, x3, x4 = np.empty(sample), np.empty(sample), np.empty(sample), np.empty(sample)
+        y, y2, y3, y4 = np.empty(sample), np.empty(sample), np.empty(sample), np.empty(sample)
+        kills = np.zeros(pairs, np.int64)
+        done = 0
+        while done < trials:
+            size = min(chunk, trials - done)
+            for t in range(size):
+                for i in range(sample):
+                    j, s0, s1, s2, s3 = _below(n_h - i, s0, s1, s2, s3)
+                    j += i
+                    position = h_order[j]
+                    h_order[j] = h_order[i]
+                    h_order[i] = position
+                    h_drawn[t, i] = h_holds[position]
+                    if paired:
+                        m_drawn[t, i] = m_holds[position]
+                if not paired:
+                    for i in range(sample):
+                        j, s0, s1, s2, s3 = _below(n_m - i, s0, s1, s2, s3)
+                        j += i
+                        position = m_order[j]
+                        m_order[j] = m_order[i]
+                        m_order[i] = position
+                        m_drawn[t, i] = m_holds[position]
+                if shared:
+                    total = 0.0
+                    for i in range(sample):
+                        value = healthy[0, s, h_drawn[t, i]]
+                        x_shared[t, i] = value
+                        total += value
+                    sums_x[t] = total
+                    squares_x[t] = squares_about(x_shared[t], total / sample)
+            for q in range(pairs):
+                row, h_row = mutants[q, s], healthy[0 if shared else q, s]
+                if kind == DEEPCRIME:  # four trials side by side (the same numbers)
+                    for t in range(0, size, 4):
+                        mutant_moments = _four_moments(row, m_drawn, t, sample, y, y2, y3, y4)
+                        if not shared:
+                            healthy_moments = _four_moments(h_row, h_drawn, t, sample, x, x2,
+                                                            x3, x4)
+                        for j in range(min(4, size - t)):
+                            if shared:
+                                mean_x, squares_x_j = sums_x[t + j] / sample, squares_x[t + j]
+                            else:
+                                mean_x = healthy_moments[2 * j]
+                                squares_x_j = healthy_moments[2 * j + 1]
+                            z, d = pooled_z_of_moments(mean_x, squares_x_j, sample,
+                                                       mutant_moments[2 * j],
+                                                       mutant_moments[2 * j + 1], sample)
+                            kills[q] += deepcrime_killed_of(z, d, p_max, effect, direction,
+                                                            tail)
+                    continue
+                for t in range(size):
+                    for i in range(sample):
+                        y[i] = row[m_drawn[t, i]]
+                        x[i] = x_shared[t, i] if shared else h_row[h_drawn[t, i]]
+                    kills[q] += decide(kind, x, y, p_max, effect, direction)[2]
+            done += size
+        for q in range(pairs):
+            out[q, task] = kills[q]
 
 
 def _calls(tasks: int, trials: int, sample: int, n_h: int, n_m: int,
@@ -357,3 +493,74 @@ def kill_counts(healthy, mutant, *, bootstraps: int = 100, trials: int = 100, sa
         if repetitions == 1:
             out = out[0]
     return out
+
+
+@checked(bootstraps=_count(1), trials=_count(1), sample=_count(2), paired=flag,
+         criterion=optional(instance(KillCriterion)), seed=seed, threads=threads)
+def kill_counts_shared(healthy, mutants, *, bootstraps: int = 100, trials: int = 100,
+                       sample: int = 20, paired: bool = False,
+                       criterion: KillCriterion | None = None, seed=None,
+                       threads: int | None = None) -> np.ndarray:
+    """:func:`kill_counts` of Q population pairs of the same sizes with the same seed, the
+    instances drawn once for all of them.
+
+    The positions a task draws depend on the sizes, the seed and the task alone, not on
+    the accuracies; so pairs that share them (a campaign's mutants, each verdict's simulated
+    populations, :mod:`probmut.recommend`) need draw them only once: each pair's counts are
+    those :func:`kill_counts` gives it alone, for a fraction of the work when Q is large.
+
+    Parameters
+    ----------
+    healthy : array_like, shape (S, n_h) or (Q, S, n_h)
+        Every pair's healthy sets (one array: the same for every pair), or each pair's.
+    mutants : array_like, shape (Q, S, n_m)
+        Each pair's mutant sets.
+    bootstraps, trials, sample, paired, criterion, seed, threads
+        As :func:`kill_counts`.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (Q, S, B)
+        ``[q]`` is ``kill_counts(healthy or healthy[q], mutants[q], ...)``.
+
+    Raises
+    ------
+    ProbmutError
+        As :func:`kill_counts`, and for sets whose shapes differ between the pairs.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> h, m = rng.normal(0.99, 0.002, (3, 50)), rng.normal(0.988, 0.002, (2, 3, 50))
+    >>> shared = kill_counts_shared(h, m, bootstraps=4, trials=20, seed=7)
+    >>> alone = [kill_counts(h, m[q], bootstraps=4, trials=20, seed=7) for q in range(2)]
+    >>> shared.shape, bool(np.array_equal(shared, alone))
+    ((2, 3, 4), True)
+    """
+    criterion = criterion or KillCriterion()
+    criterion.require_pairing(paired)
+    h, m = np.asarray(healthy, dtype=np.float64), np.asarray(mutants, dtype=np.float64)
+    if m.ndim != 3 or h.ndim not in (2, 3) or h.shape[-2] != m.shape[1] or (
+            h.ndim == 3 and h.shape[0] != m.shape[0]):
+        raise ProbmutError(f"healthy sets of shape {h.shape} and mutant sets of shape {m.shape} "
+                           "are not (S, n) or (Q, S, n) and (Q, S, n)")
+    for q in range(m.shape[0]):  # each pair refused as kill_counts refuses it
+        _sets(accuracies(h if h.ndim == 2 else h[q], "healthy"), accuracies(m[q], "mutants"),
+              paired, sample, bootstraps)
+    key, count = kernel_key(seed), set_threads(threads)
+    tasks = m.shape[1] * int(bootstraps)
+    per_task = h.shape[-1] + m.shape[2] + trials * (2 * sample + 8) * (1 + m.shape[0])
+    if per_task > CALL_WORK:  # one task would hold Ctrl-C too long: each pair alone
+        return np.stack([kill_counts(h if h.ndim == 2 else h[q], m[q], bootstraps=bootstraps,
+                                     trials=trials, sample=sample, paired=paired,
+                                     criterion=criterion, seed=seed, threads=threads)
+                         .reshape(m.shape[1], bootstraps) for q in range(m.shape[0])])
+    h = np.ascontiguousarray(h[None] if h.ndim == 2 else h)
+    m = np.ascontiguousarray(m)
+    out = np.empty((m.shape[0], tasks), dtype=np.int64)
+    block = max(1, CALL_WORK * count // per_task)
+    for first in range(0, tasks, block):
+        _shared_draws_kernel(h, m, bool(paired), int(bootstraps), first,
+                             min(block, tasks - first), int(trials), int(sample),
+                             *criterion.kernel_args(), *key, out)
+    return out.reshape(m.shape[0], m.shape[1], bootstraps)

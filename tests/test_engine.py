@@ -254,3 +254,41 @@ def test_engine_with_paired_criteria(manifest, kind):
     assert abs(engine - reference) < 3 * se, (engine, reference)
     # The healthy population against itself, paired: every difference is zero.
     assert kill_counts(h, h, bootstraps=5, paired=True, criterion=criterion, seed=1).max() == 0
+
+
+@pytest.mark.parametrize("kind, paired, own_healthy", [
+    ("deepcrime", False, False), ("deepcrime", False, True), ("deepcrime", True, True),
+    ("deepcrime", True, False), ("welch", False, False), ("mannwhitney", False, True),
+    ("paired-t", True, True)])
+def test_pairs_drawn_together_get_the_counts_each_gets_alone(monkeypatch, kind, paired,
+                                                              own_healthy):
+    """kill_counts_shared: every pair's counts are kill_counts' for it alone with the same
+    seed, bit for bit: its shared draws, its healthy moments taken once, its four trials
+    side by side (trials not a multiple of four, chunks of trials cut short), and the
+    split of the tasks into calls."""
+    monkeypatch.setattr(engine, "SHARED_CHUNK", 8)  # several chunks, the last cut short
+    monkeypatch.setattr(engine, "CALL_WORK", 20_000)  # several calls
+    rng = np.random.default_rng(7)
+    pairs, sets, n = 5, 3, 30
+    healthy = rng.normal(0.9, 0.01, (pairs, sets, n) if own_healthy else (sets, n))
+    mutants = rng.normal(0.9, 0.01, (pairs, sets, n)) - rng.uniform(0, 0.01, (pairs, 1, 1))
+    run = dict(bootstraps=4, trials=23, sample=6, paired=paired, seed=9,
+               criterion=KillCriterion(kind=kind))
+    together = engine.kill_counts_shared(healthy, mutants, **run)
+    alone = [kill_counts(healthy[q] if own_healthy else healthy, mutants[q], **run)
+             for q in range(pairs)]
+    assert together.shape == (pairs, sets, 4)
+    np.testing.assert_array_equal(together, np.reshape(alone, together.shape))
+    assert len({int(c) for c in together.sum(axis=(1, 2))}) > 1  # the pairs differ
+
+
+def test_pairs_drawn_together_are_refused_as_alone():
+    rng = np.random.default_rng(0)
+    healthy, mutants = rng.normal(0.9, 0.01, (3, 30)), rng.normal(0.9, 0.01, (2, 3, 30))
+    with pytest.raises(ProbmutError, match="not .S, n. or .Q, S, n. and .Q, S, n."):
+        engine.kill_counts_shared(healthy, mutants[0])
+    with pytest.raises(ProbmutError, match="sample size k <= 30"):
+        engine.kill_counts_shared(healthy, mutants, sample=40)
+    mutants[1, 2, 5] = np.nan
+    with pytest.raises(ProbmutError, match="mutants.*NaN"):
+        engine.kill_counts_shared(healthy, mutants)

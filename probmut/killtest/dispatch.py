@@ -90,6 +90,12 @@ def deepcrime_killed(x, y, sum_x, sum_y, p_max, effect, direction, tail):
     (True, True)
     """
     z, d = pooled_z_of_sums(x, y, sum_x, sum_y)
+    return deepcrime_killed_of(z, d, p_max, effect, direction, tail)
+
+
+@compiled(nogil=True, inline="always")
+def deepcrime_killed_of(z, d, p_max, effect, direction, tail):
+    """:func:`deepcrime_killed` given the test's z statistic and Cohen's d."""
     if not _effect_passes(d, -d, effect, direction):
         return False
     a = abs(z) / math.sqrt(2.0)
