@@ -262,18 +262,38 @@ def _populations(rng, h, m, n: int, simulations: int, paired: bool, uncertain: b
 
 def _analyse(healthy, mutant, settings: PosteriorSettings, paired: bool, seed, threads):
     """Posterior mean, decision and posterior variance of every row."""
-    from probmut.beta import beta_mean_var, fit_beta_batch, ratios_of
-    from probmut.engine import kill_counts
+    analysed = _analyse_together([(healthy, mutant)], settings, paired, seed, threads)[0]
+    return analysed["means"], analysed["killed"], analysed["variances"]
 
-    counts = kill_counts(np.clip(healthy, 0, 1), np.clip(mutant, 0, 1),
-                         bootstraps=settings.bootstraps, trials=settings.trials,
-                         sample=settings.sample, paired=paired, criterion=settings.criterion,
-                         seed=seed, threads=threads).reshape(len(healthy), -1)
-    a, b = fit_beta_batch(counts, settings.trials, settings.fit, settings.grid_step,
-                          settings.solver)
-    means, variances = beta_mean_var(a, b)
-    killed = ratios_of(means, variances, settings.trials) > settings.threshold
-    return means, killed, variances
+
+def _analyse_together(rows, settings: PosteriorSettings, paired: bool, seed,
+                      threads) -> list[dict]:
+    """``"means"``, ``"killed"`` and ``"variances"`` of every simulated population of each
+    ``(healthy, mutant)`` pair of rows, their kill tests drawn with the one ``seed``
+    (several pairs: :func:`probmut.engine.kill_counts_shared`, their instances drawn
+    once; each pair's numbers are those it gets alone)."""
+    from probmut.beta import beta_mean_var, fit_beta_batch, ratios_of
+    from probmut.engine import kill_counts, kill_counts_shared
+
+    options = {"bootstraps": settings.bootstraps, "trials": settings.trials,
+               "sample": settings.sample, "paired": paired, "criterion": settings.criterion,
+               "seed": seed, "threads": threads}
+    healthy = [np.clip(h, 0, 1) for h, _ in rows]
+    mutants = [np.clip(m, 0, 1) for _, m in rows]
+    if len(rows) == 1:
+        counts = [kill_counts(healthy[0], mutants[0], **options)]
+    else:
+        shared = all(np.array_equal(healthy[0], h) for h in healthy[1:])
+        counts = kill_counts_shared(healthy[0] if shared else np.stack(healthy),
+                                    np.stack(mutants), **options)
+    analysed = []
+    for pair in counts:
+        a, b = fit_beta_batch(pair.reshape(len(healthy[0]), -1), settings.trials, settings.fit,
+                              settings.grid_step, settings.solver)
+        means, variances = beta_mean_var(a, b)
+        killed = ratios_of(means, variances, settings.trials) > settings.threshold
+        analysed.append({"means": means, "killed": killed, "variances": variances})
+    return analysed
 
 
 # --- the verdict in words ----------------------------------------------------------------------
@@ -551,21 +571,143 @@ def simulate_block(h, m, settings: PosteriorSettings, *, role: str, n: int, bloc
     dict
         ``"means"``, ``"killed"`` and ``"variances"``: one value per population.
     """
+    key = _block_key(h, m, settings, role, n, block, count, paired, root)
+    stored = cache.get(key, shapes=_block_shapes(count))
+    if stored is None:
+        rows, engine_stream = _block_rows(h, m, role, n, block, count, paired, root)
+        stored = _analyse_together([rows], settings, paired, engine_stream, threads)[0]
+        cache.put(key, **stored)
+    return stored
+
+
+def _block_key(h, m, settings, role, n, block, count, paired, root) -> str:
+    """The cache key of a block (:func:`simulate_block`): everything its numbers depend on."""
     from probmut.io.cache import cache_key
 
     extra = () if block == 0 else (block,)
-    key = cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
-                    root.spawn_key, role, n, *extra)
-    stored = cache.get(key, shapes={"means": (count,), "killed": (count,),
-                                    "variances": (count,)})
-    if stored is None:
-        first = "recommend verdict" if role == "verdict" else "recommend size"
-        sequence = (seeds.stream(root, "recommend verdict more", n, block) if block
-                    else seeds.stream(root, first, n))
-        draw_stream, engine_stream = seeds.split(sequence, 2)
-        rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
-                            uncertain=role == "verdict")
-        means, killed, variances = _analyse(*rows, settings, paired, engine_stream, threads)
-        stored = {"means": means, "killed": killed, "variances": variances}
-        cache.put(key, **stored)
-    return stored
+    return cache_key("recommend", METHOD, h, m, paired, settings, count, root.entropy,
+                     root.spawn_key, role, n, *extra)
+
+
+def _block_shapes(count: int) -> dict:
+    return {"means": (count,), "killed": (count,), "variances": (count,)}
+
+
+def _block_rows(h, m, role, n, block, count, paired, root):
+    """A block's simulated ``(healthy, mutant)`` rows and the stream of its kill tests: the
+    same stream for every pilot of one ``root``, ``role``, ``n`` and ``block``."""
+    first = "recommend verdict" if role == "verdict" else "recommend size"
+    sequence = (seeds.stream(root, "recommend verdict more", n, block) if block
+                else seeds.stream(root, first, n))
+    draw_stream, engine_stream = seeds.split(sequence, 2)
+    rows = _populations(np.random.default_rng(draw_stream), h, m, n, count, paired,
+                        uncertain=role == "verdict")
+    return rows, engine_stream
+
+
+#: Most pilots whose blocks :func:`simulate_verdicts` analyses in one call of the engine
+#: (their simulated accuracies are held at once: 160 KB a pilot per 100 populations).
+MOST_TOGETHER = 64
+
+
+@dataclass
+class _Pilot:
+    """One pilot of :func:`simulate_verdicts`: as :func:`recommend` validates it, the
+    threshold its verdict must clear, and its blocks so far."""
+
+    h: np.ndarray
+    m: np.ndarray
+    paired: bool
+    settings: PosteriorSettings
+    threshold: float
+    blocks: list
+
+
+def simulate_verdicts(pilots, settings: PosteriorSettings | None = None, *, seed=None,
+                      threads: int | None = None, cache: Cache | None = None,
+                      done=None):
+    """The simulated blocks behind the verdicts of many pilots, computed together: a cache
+    from which ``recommend(healthy, mutant, settings, sizes=(), paired=paired, seed=seed,
+    cache=it)`` reads every block of each pilot, so that it gives what it gives alone.
+
+    The pilots' verdicts draw their kill tests alike (one seed, the reference size, the
+    same blocks), so each round of blocks (the first, then those that double the
+    populations of the pilots not yet settled) is analysed for many pilots at once
+    (:func:`probmut.engine.kill_counts_shared`), about three times faster for a campaign's
+    mutants than one pilot at a time (docs/report.md).
+
+    Parameters
+    ----------
+    pilots : iterable of (healthy, mutant, paired)
+        The pilots: what :func:`recommend` takes as its first two arguments, and whether
+        they pair. A pilot that :func:`recommend` refuses is left to it (it says why).
+    settings, seed, threads
+        As :func:`recommend`'s.
+    cache : Cache, optional
+        Where blocks are read from and written to (none: kept in memory only).
+    done : callable, optional
+        Called with 1 as each pilot's last block is computed (e.g. a progress bar's
+        ``update``).
+
+    Returns
+    -------
+    probmut.io.cache.MemoryCache
+        Every block, in memory, in front of ``cache``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> h = rng.normal(0.99, 0.002, 25)
+    >>> pilots = [(h, rng.normal(0.99 - drop, 0.002, 25), False) for drop in (0.004, 0.0)]
+    >>> blocks = simulate_verdicts(pilots, seed=1)
+    >>> [recommend(a, b, sizes=(), seed=1, cache=blocks).verdict for a, b, _ in pilots]
+    ['killed', 'not killed']
+    """
+    from probmut.io.cache import Cache, MemoryCache
+
+    kept, root, waiting = MemoryCache(cache or Cache(None)), seeds.seed_sequence(seed), []
+    for healthy, mutant, paired in pilots:
+        try:
+            with warnings.catch_warnings():  # recommend warns again, where it is called
+                warnings.simplefilter("ignore")
+                checked, h, m, *_, threshold, _ = _recommend_iv(
+                    healthy, mutant, settings, (), SIMULATIONS, CERTAINTY, REFERENCE_SIZE,
+                    NEEDED_UP_TO, None, paired, None, False)
+        except ProbmutError:
+            continue
+        waiting.append(_Pilot(h, m, paired, checked, threshold, []))
+    block, count = 0, SIMULATIONS
+    while waiting:
+        _simulate_together(waiting, block, count, root, kept, threads)
+        settled = [sequential.settled_after(p.blocks, p.threshold, SIMULATIONS) is not None
+                   for p in waiting]
+        for _ in range(sum(settled) if done else 0):
+            done(1)
+        waiting = [p for p, over in zip(waiting, settled, strict=True) if not over]
+        block, count = block + 1, sequential.killed_of(waiting[0].blocks)[1] if waiting else 0
+    return kept
+
+
+def _simulate_together(pilots: list[_Pilot], block: int, count: int, root, cache,
+                       threads) -> None:
+    """Add each pilot's verdict block ``block`` (``count`` populations of the reference
+    size) to its blocks: from ``cache``, else simulated with the others that pair alike
+    and share its settings, :data:`MOST_TOGETHER` at a time."""
+    missing: dict[tuple, list] = {}
+    for pilot in pilots:
+        key = _block_key(pilot.h, pilot.m, pilot.settings, "verdict", REFERENCE_SIZE, block,
+                         count, pilot.paired, root)
+        stored = cache.get(key, shapes=_block_shapes(count))
+        if stored is None:
+            missing.setdefault((pilot.paired, pilot.settings), []).append((pilot, key))
+        pilot.blocks.append(stored)
+    for (paired, settings), alike in missing.items():
+        for start in range(0, len(alike), MOST_TOGETHER):
+            batch = alike[start:start + MOST_TOGETHER]
+            drawn = [_block_rows(p.h, p.m, "verdict", REFERENCE_SIZE, block, count, paired, root)
+                     for p, _ in batch]
+            analysed = _analyse_together([rows for rows, _ in drawn], settings, paired,
+                                         drawn[0][1], threads)
+            for (pilot, key), stored in zip(batch, analysed, strict=True):
+                cache.put(key, **stored)
+                pilot.blocks[-1] = stored

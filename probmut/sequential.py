@@ -385,12 +385,23 @@ def settle(simulate, threshold: float, simulations: int, confidence: float = CON
     ('killed', (400, 400))
     """
     blocks = [simulate(0, simulations)]
-    while (verdict := verdict_of(*killed_of(blocks), threshold, confidence)) is None:
-        used = killed_of(blocks)[1]
-        if used >= MORE_SIMULATIONS * simulations:
-            return "not settled", blocks
-        blocks.append(simulate(len(blocks), used))
+    while (verdict := settled_after(blocks, threshold, simulations, confidence)) is None:
+        blocks.append(simulate(len(blocks), killed_of(blocks)[1]))
     return verdict, blocks
+
+
+def settled_after(blocks, threshold: float, simulations: int,
+                  confidence: float = CONFIDENCE) -> str | None:
+    """:func:`settle`'s verdict after these ``blocks``, or None while it takes another
+    block (of as many populations as these hold: the total doubles).
+
+    >>> settled_after([{"killed": [True] * 100}], 0.95, 100)
+    'killed'
+    """
+    verdict = verdict_of(*killed_of(blocks), threshold, confidence)
+    if verdict is None and killed_of(blocks)[1] >= MORE_SIMULATIONS * simulations:
+        return "not settled"
+    return verdict
 
 
 # --- later looks: the chance of settling ------------------------------------------------------

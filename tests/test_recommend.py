@@ -289,3 +289,32 @@ def test_a_verdict_seed_keys_its_own_stream():
     assert np.array_equal(first, means("a", 20))
     assert not np.array_equal(first, means("b", 20))
     assert not np.array_equal(first, means("a", 30))
+
+
+def test_verdicts_simulated_together_are_each_pilots_own(monkeypatch):
+    """simulate_verdicts: recommend reads every block of each pilot from it (nothing is
+    simulated again) and gives what it gives alone, for unpaired and paired pilots, one
+    refused pilot among them, settled ones and some that took more blocks."""
+    import probmut.recommend as module
+
+    rng = np.random.default_rng(4)
+    small = PosteriorSettings(bootstraps=20, trials=20, sample=5)
+    healthy = rng.normal(0.9, 0.01, 30)
+    pilots = [(healthy, healthy - drop + rng.normal(0, 0.01, 30), paired)
+              for drop in (0.0, 0.015, 0.02, 0.03) for paired in (False, True)]
+    pilots.append((healthy[:3], healthy[:3], False))  # fewer than k: recommend refuses it
+    run = dict(seed=3, threads=1)
+    cache = module.simulate_verdicts(pilots, small, **run)
+    alone = [recommend(h, m, small, sizes=(), paired=p, **run) for h, m, p in pilots[:-1]]
+    assert max(a.simulations_used for a in alone) > module.SIMULATIONS  # blocks doubled
+    assert {a.verdict for a in alone} >= {"killed", "not killed"}
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("a block was simulated again")
+
+    monkeypatch.setattr(module, "_analyse_together", no_simulation)
+    for (h, m, p), own in zip(pilots[:-1], alone, strict=True):
+        read = recommend(h, m, small, sizes=(), paired=p, cache=cache, **run)
+        assert (read.verdict, read.p_killed, read.message) == (own.verdict, own.p_killed,
+                                                               own.message)
+        np.testing.assert_array_equal(read.reference_means, own.reference_means)

@@ -122,3 +122,27 @@ class Cache:
             warnings.warn(f"{error.path}: cannot write it: {error.reason}; the cache in "
                           f"{self.directory} is not written from here on (results are computed "
                           "but not kept for a rerun)", CacheNotWrittenWarning, stacklevel=2)
+
+
+class MemoryCache:
+    """A :class:`Cache` with what this process stores kept in memory in front of it: one
+    step's results read by the next at once, whether or not ``backing`` has a directory.
+
+    >>> cache = MemoryCache(Cache(None))
+    >>> cache.put(cache_key("example"), counts=np.arange(3))
+    >>> cache.get(cache_key("example"))["counts"].tolist()
+    [0, 1, 2]
+    """
+
+    def __init__(self, backing: Cache):
+        self.backing = backing
+        self.kept: dict[str, dict] = {}
+
+    def get(self, key: str, shapes: dict | None = None) -> dict | None:
+        """The arrays kept under ``key``, else :meth:`Cache.get` of the backing cache."""
+        return self.kept[key] if key in self.kept else self.backing.get(key, shapes)
+
+    def put(self, key: str, **arrays) -> None:
+        """Keep the arrays, and :meth:`Cache.put` them in the backing cache."""
+        self.kept[key] = arrays
+        self.backing.put(key, **arrays)

@@ -97,7 +97,7 @@ def test_verdicts_from_a_cache_are_the_verdicts_computed(tmp_path, monkeypatch):
     def no_simulation(*args, **kwargs):
         raise AssertionError("a cached block was simulated again")
 
-    monkeypatch.setattr(probmut.recommend, "_analyse", no_simulation)
+    monkeypatch.setattr(probmut.recommend, "_analyse_together", no_simulation)
     again = summarize_campaign(folder / "manifest.toml", settings=FAST, seed=5, cache=cache)
     assert [m.verdict for m in again.mutants] == [m.verdict for m in first.mutants]
     assert all(m.verdict is not None for m in first.mutants if m.populations is not None)

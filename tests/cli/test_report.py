@@ -143,7 +143,7 @@ def test_a_report_written_again_reads_its_verdicts_from_the_cache(cli, tmp_path,
     def no_simulation(*args, **kwargs):
         raise AssertionError("a cached block was simulated again")
 
-    monkeypatch.setattr(probmut.recommend, "_analyse", no_simulation)
+    monkeypatch.setattr(probmut.recommend, "_analyse_together", no_simulation)
     again = cli.json("report", folder, *small)
     assert [m["outcome"] for m in again["mutants"]] == [m["outcome"] for m in first["mutants"]]
     assert again["mutants"] == first["mutants"]
