@@ -200,6 +200,22 @@ SHARED_CHUNK = 256
 
 
 @compiled(inline="always")
+def _draw(order, holds, drawn, sample, s0, s1, s2, s3):
+    # A trial's partial Fisher-Yates shuffle of a resample's positions ``order`` (as
+    # _kill_count_kernel shuffles the resample itself, with the same draws): the
+    # instances it brings to the front, in ``drawn``, and the stream's next state.
+    n = order.shape[0]
+    for i in range(sample):
+        j, s0, s1, s2, s3 = _below(n - i, s0, s1, s2, s3)
+        j += i
+        position = order[j]
+        order[j] = order[i]
+        order[i] = position
+        drawn[i] = holds[position]
+    return s0, s1, s2, s3
+
+
+@compiled(inline="always")
 def _four_moments(row, drawn, t, sample, a, b, c, d):
     # The means and sums of squared deviations of the samples row[drawn[t + j]] of four
     # trials t ... t + 3 (into a, b, c, d), each summed in index order as DeepCrime's test
@@ -272,23 +288,13 @@ def _shared_draws_kernel(healthy, mutants, paired, per_set, first_task, count, t
         while done < trials:
             size = min(chunk, trials - done)
             for t in range(size):
-                for i in range(sample):
-                    j, s0, s1, s2, s3 = _below(n_h - i, s0, s1, s2, s3)
-                    j += i
-                    position = h_order[j]
-                    h_order[j] = h_order[i]
-                    h_order[i] = position
-                    h_drawn[t, i] = h_holds[position]
-                    if paired:
-                        m_drawn[t, i] = m_holds[position]
-                if not paired:
+                s0, s1, s2, s3 = _draw(h_order, h_holds, h_drawn[t], sample, s0, s1, s2, s3)
+                if paired:  # the same ids on both sides
                     for i in range(sample):
-                        j, s0, s1, s2, s3 = _below(n_m - i, s0, s1, s2, s3)
-                        j += i
-                        position = m_order[j]
-                        m_order[j] = m_order[i]
-                        m_order[i] = position
-                        m_drawn[t, i] = m_holds[position]
+                        m_drawn[t, i] = m_holds[h_order[i]]
+                else:
+                    s0, s1, s2, s3 = _draw(m_order, m_holds, m_drawn[t], sample, s0, s1, s2,
+                                           s3)
                 if shared:
                     total = 0.0
                     for i in range(sample):
