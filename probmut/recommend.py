@@ -657,8 +657,8 @@ def simulate_verdicts(pilots, settings: PosteriorSettings | None = None, *, seed
     Examples
     --------
     >>> rng = np.random.default_rng(0)
-    >>> h = rng.normal(0.99, 0.002, 25)
-    >>> pilots = [(h, rng.normal(0.99 - drop, 0.002, 25), False) for drop in (0.004, 0.0)]
+    >>> h = rng.normal(0.99, 0.002, 40)
+    >>> pilots = [(h, rng.normal(0.99 - drop, 0.002, 40), False) for drop in (0.004, 0.0)]
     >>> blocks = simulate_verdicts(pilots, seed=1)
     >>> [recommend(a, b, sizes=(), seed=1, cache=blocks).verdict for a, b, _ in pilots]
     ['killed', 'not killed']
