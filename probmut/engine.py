@@ -33,8 +33,14 @@ from numba import prange
 from probmut.compiled import compiled
 from probmut.errors import ProbmutError
 from probmut.killtest.criteria import KillCriterion
-from probmut.killtest.dispatch import DEEPCRIME, decide, deepcrime_killed, deepcrime_killed_of
-from probmut.killtest.kernels import normal_tail_bounds, pooled_z_of_moments, squares_about
+from probmut.killtest.dispatch import (
+    DEEPCRIME,
+    decide,
+    deepcrime_killed,
+    deepcrime_killed_across,
+    deepcrime_killed_of,
+)
+from probmut.killtest.kernels import normal_tail_bounds, pooled_z_of_moments
 from probmut.seeds import kernel_key
 from probmut.validation import (
     accuracies,
@@ -195,8 +201,11 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
         out[task] += kills
 
 
-#: Trials whose drawn instances one task keeps at a time in :func:`_shared_draws_kernel`.
-SHARED_CHUNK = 256
+#: Pairs from which :func:`_shared_draws_kernel` tests a trial's pairs side by side (one
+#: loop across the pairs, in vector instructions) rather than pair after pair, four
+#: trials side by side: the loop across the pairs pays its setup for every instance of
+#: the sample, which fewer pairs do not repay.
+ACROSS_FROM = 8
 
 
 @compiled(inline="always")
@@ -216,52 +225,67 @@ def _draw(order, holds, drawn, sample, s0, s1, s2, s3):
 
 
 @compiled(inline="always")
-def _four_moments(row, drawn, t, sample, a, b, c, d):
-    # The means and sums of squared deviations of the samples row[drawn[t + j]] of four
-    # trials t ... t + 3 (into a, b, c, d), each summed in index order as DeepCrime's test
-    # sums them (probmut.killtest.kernels.pooled_z_of_sums): four chains of additions side
-    # by side, which the core overlaps; the same numbers as one sample at a time.
+def _four_moments(rows, q, drawn, sample):
+    # The means and sums of squared deviations of pair q's samples rows[drawn[t], q] of
+    # four trials t = 0 ... 3 (rows: a set's instances x pairs), each summed in index
+    # order as DeepCrime's test sums them (probmut.killtest.kernels.pooled_z_of_sums):
+    # four chains of additions side by side, which the core overlaps; the same numbers
+    # as one sample at a time.
     sum_a = sum_b = sum_c = sum_d = 0.0
     for i in range(sample):
-        value_a = row[drawn[t, i]]
-        value_b = row[drawn[t + 1, i]]
-        value_c = row[drawn[t + 2, i]]
-        value_d = row[drawn[t + 3, i]]
-        a[i] = value_a
-        b[i] = value_b
-        c[i] = value_c
-        d[i] = value_d
-        sum_a += value_a
-        sum_b += value_b
-        sum_c += value_c
-        sum_d += value_d
+        sum_a += rows[drawn[0, i], q]
+        sum_b += rows[drawn[1, i], q]
+        sum_c += rows[drawn[2, i], q]
+        sum_d += rows[drawn[3, i], q]
     mean_a, mean_b, mean_c, mean_d = sum_a / sample, sum_b / sample, sum_c / sample, sum_d / sample
-    squares_a = squares_b = squares_c = squares_d = 0.0
+    sum_a = sum_b = sum_c = sum_d = 0.0
     for i in range(sample):
-        squares_a += (a[i] - mean_a) * (a[i] - mean_a)
-        squares_b += (b[i] - mean_b) * (b[i] - mean_b)
-        squares_c += (c[i] - mean_c) * (c[i] - mean_c)
-        squares_d += (d[i] - mean_d) * (d[i] - mean_d)
-    return (mean_a, squares_a, mean_b, squares_b, mean_c, squares_c, mean_d, squares_d)
+        sum_a += (rows[drawn[0, i], q] - mean_a) * (rows[drawn[0, i], q] - mean_a)
+        sum_b += (rows[drawn[1, i], q] - mean_b) * (rows[drawn[1, i], q] - mean_b)
+        sum_c += (rows[drawn[2, i], q] - mean_c) * (rows[drawn[2, i], q] - mean_c)
+        sum_d += (rows[drawn[3, i], q] - mean_d) * (rows[drawn[3, i], q] - mean_d)
+    return mean_a, sum_a, mean_b, sum_b, mean_c, sum_c, mean_d, sum_d
 
 
-@compiled(parallel=True)
+@compiled(inline="always", error_model="numpy")
+def _moments_across(rows, drawn, sample, means, squares):
+    # The mean and the sum of squared deviations of every pair's sample rows[drawn[i], q]
+    # (rows: a set's instances x pairs), each summed in index order as _four_moments
+    # sums it, the pairs side by side (one loop across them: vector instructions).
+    pairs = rows.shape[1]
+    for q in range(pairs):
+        means[q] = 0.0
+        squares[q] = 0.0
+    for i in range(sample):
+        row = rows[drawn[i]]
+        for q in range(pairs):
+            means[q] += row[q]
+    for q in range(pairs):
+        means[q] = means[q] / sample
+    for i in range(sample):
+        row = rows[drawn[i]]
+        for q in range(pairs):
+            squares[q] += (row[q] - means[q]) * (row[q] - means[q])
+
+
+@compiled(parallel=True, error_model="numpy")
 def _shared_draws_kernel(healthy, mutants, paired, per_set, first_task, count, trials, sample,
                          kind, p_max, effect, direction, key0, key1, out):
     # _kill_count_kernel's tasks for Q population pairs at once that draw alike: the same
     # sizes, seed and tasks draw the same positions, whatever the accuracies, so each task
     # draws them once (which instance each resample position holds, and which positions
-    # each trial's partial Fisher-Yates shuffle brings to the front) and tests every pair
-    # on them. healthy is (1, S, n_h), every pair's own (unpaired: its samples, sums and
-    # squares are taken once), or (Q, S, n_h); mutants (Q, S, n_m); out (Q, tasks). A
-    # sample's values are those the single kernel's shuffled resample holds, summed in the
-    # same order, so every count equals its pair's alone.
-    pairs = mutants.shape[0]
-    shared = healthy.shape[0] == 1
-    n_h = healthy.shape[2]
-    n_m = mutants.shape[2]
+    # each trial's partial Fisher-Yates shuffle brings to the front; four trials at a
+    # time) and tests every pair on them: the pairs side by side (ACROSS_FROM or more),
+    # else pair after pair, four trials side by side. healthy is (S, n_h, 1), the same
+    # for every pair (its samples' means and spreads taken once), or (S, n_h, Q), each
+    # pair's; mutants (S, n_m, Q); out (Q, tasks). A sample's values are those the single
+    # kernel's shuffled resample holds, summed in the same order, so every count equals
+    # its pair's alone.
+    pairs = mutants.shape[2]
+    shared = healthy.shape[2] == 1
+    n_h = healthy.shape[1]
+    n_m = mutants.shape[1]
     tail = normal_tail_bounds(p_max)
-    chunk = min(trials, SHARED_CHUNK)
     for slot in prange(count):
         task = first_task + slot
         s = task // per_set
@@ -277,16 +301,14 @@ def _shared_draws_kernel(healthy, mutants, paired, per_set, first_task, count, t
                 j, s0, s1, s2, s3 = _below(n_m, s0, s1, s2, s3)
                 m_holds[i] = j
         h_order, m_order = np.arange(n_h), np.arange(n_m)
-        # rows of 4 more than a chunk: the last group of four trials reads past its end
-        h_drawn = np.zeros((chunk + 3, sample), np.int32)
-        m_drawn = np.zeros((chunk + 3, sample), np.int32)
-        x_shared, sums_x, squares_x = np.empty((chunk, sample)), np.empty(chunk), np.empty(chunk)
-        x, x2, x3, x4 = np.empty(sample), np.empty(sample), np.empty(sample), np.empty(sample)
-        y, y2, y3, y4 = np.empty(sample), np.empty(sample), np.empty(sample), np.empty(sample)
-        kills = np.zeros(pairs, np.int64)
-        done = 0
-        while done < trials:
-            size = min(chunk, trials - done)
+        # four trials' samples (the last four cut short: the rows left read old draws)
+        h_drawn, m_drawn = np.zeros((4, sample), np.int32), np.zeros((4, sample), np.int32)
+        x, y = np.empty(sample), np.empty(sample)
+        means_x, squares_x = np.empty(pairs), np.empty(pairs)
+        means_y, squares_y = np.empty(pairs), np.empty(pairs)
+        unsure, kills = np.empty(pairs, np.bool_), np.zeros(pairs, np.int64)
+        for first in range(0, trials, 4):
+            size = min(4, trials - first)
             for t in range(size):
                 s0, s1, s2, s3 = _draw(h_order, h_holds, h_drawn[t], sample, s0, s1, s2, s3)
                 if paired:  # the same ids on both sides
@@ -295,40 +317,37 @@ def _shared_draws_kernel(healthy, mutants, paired, per_set, first_task, count, t
                 else:
                     s0, s1, s2, s3 = _draw(m_order, m_holds, m_drawn[t], sample, s0, s1, s2,
                                            s3)
-                if shared:
-                    total = 0.0
-                    for i in range(sample):
-                        value = healthy[0, s, h_drawn[t, i]]
-                        x_shared[t, i] = value
-                        total += value
-                    sums_x[t] = total
-                    squares_x[t] = squares_about(x_shared[t], total / sample)
-            for q in range(pairs):
-                row, h_row = mutants[q, s], healthy[0 if shared else q, s]
-                if kind == DEEPCRIME:  # four trials side by side (the same numbers)
-                    for t in range(0, size, 4):
-                        mutant_moments = _four_moments(row, m_drawn, t, sample, y, y2, y3, y4)
-                        if not shared:
-                            healthy_moments = _four_moments(h_row, h_drawn, t, sample, x, x2,
-                                                            x3, x4)
-                        for j in range(min(4, size - t)):
-                            if shared:
-                                mean_x, squares_x_j = sums_x[t + j] / sample, squares_x[t + j]
-                            else:
-                                mean_x = healthy_moments[2 * j]
-                                squares_x_j = healthy_moments[2 * j + 1]
-                            z, d = pooled_z_of_moments(mean_x, squares_x_j, sample,
-                                                       mutant_moments[2 * j],
-                                                       mutant_moments[2 * j + 1], sample)
-                            kills[q] += deepcrime_killed_of(z, d, p_max, effect, direction,
-                                                            tail)
-                    continue
+            if kind != DEEPCRIME:
+                for q in range(pairs):
+                    for t in range(size):
+                        for i in range(sample):
+                            x[i] = healthy[s, h_drawn[t, i], 0 if shared else q]
+                            y[i] = mutants[s, m_drawn[t, i], q]
+                        kills[q] += decide(kind, x, y, p_max, effect, direction)[2]
+                continue
+            if shared:
+                healthy_four = _four_moments(healthy[s], 0, h_drawn, sample)
+            if pairs >= ACROSS_FROM:
                 for t in range(size):
-                    for i in range(sample):
-                        y[i] = row[m_drawn[t, i]]
-                        x[i] = x_shared[t, i] if shared else h_row[h_drawn[t, i]]
-                    kills[q] += decide(kind, x, y, p_max, effect, direction)[2]
-            done += size
+                    _moments_across(mutants[s], m_drawn[t], sample, means_y, squares_y)
+                    if shared:
+                        for q in range(pairs):
+                            means_x[q] = healthy_four[2 * t]
+                            squares_x[q] = healthy_four[2 * t + 1]
+                    else:
+                        _moments_across(healthy[s], h_drawn[t], sample, means_x, squares_x)
+                    deepcrime_killed_across(means_x, squares_x, means_y, squares_y, sample,
+                                            p_max, effect, direction, tail, unsure, kills)
+                continue
+            for q in range(pairs):
+                mutant_four = _four_moments(mutants[s], q, m_drawn, sample)
+                if not shared:
+                    healthy_four = _four_moments(healthy[s], q, h_drawn, sample)
+                for t in range(size):
+                    z, d = pooled_z_of_moments(healthy_four[2 * t], healthy_four[2 * t + 1],
+                                               sample, mutant_four[2 * t],
+                                               mutant_four[2 * t + 1], sample)
+                    kills[q] += deepcrime_killed_of(z, d, p_max, effect, direction, tail)
         for q in range(pairs):
             out[q, task] = kills[q]
 
@@ -561,12 +580,13 @@ def kill_counts_shared(healthy, mutants, *, bootstraps: int = 100, trials: int =
                                      trials=trials, sample=sample, paired=paired,
                                      criterion=criterion, seed=seed, threads=threads)
                          .reshape(m.shape[1], bootstraps) for q in range(m.shape[0])])
-    h = np.ascontiguousarray(h[None] if h.ndim == 2 else h)
-    m = np.ascontiguousarray(m)
+    # each set's instances x pairs: a sample's values of every pair side by side
+    h = np.ascontiguousarray(h[:, :, None] if h.ndim == 2 else h.transpose(1, 2, 0))
+    m_by_set = np.ascontiguousarray(m.transpose(1, 2, 0))
     out = np.empty((m.shape[0], tasks), dtype=np.int64)
     block = max(1, CALL_WORK * count // per_task)
     for first in range(0, tasks, block):
-        _shared_draws_kernel(h, m, bool(paired), int(bootstraps), first,
+        _shared_draws_kernel(h, m_by_set, bool(paired), int(bootstraps), first,
                              min(block, tasks - first), int(trials), int(sample),
                              *criterion.kernel_args(), *key, out)
     return out.reshape(m.shape[0], m.shape[1], bootstraps)

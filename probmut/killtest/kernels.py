@@ -202,17 +202,6 @@ def pooled_z_of_sums(x, y, sum_x, sum_y):
 
 
 @compiled(nogil=True, inline="always")
-def squares_about(x, mean):
-    """The sum of squared deviations of ``x`` from ``mean``, in index order: the healthy
-    side's of :func:`pooled_z_of_sums`, bit for bit, for a sample shared by several tests
-    (:func:`probmut.engine.kill_counts_shared`)."""
-    total = 0.0
-    for i in range(x.shape[0]):
-        total += (x[i] - mean) * (x[i] - mean)
-    return total
-
-
-@compiled(nogil=True, inline="always")
 def pooled_z_of_moments(mx, ssx, kx, my, ssy, ky):
     """DeepCrime's z statistic and Cohen's d from each sample's mean, sum of squared
     deviations and size (:func:`pooled_z_of_sums`' last step)."""

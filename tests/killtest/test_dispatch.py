@@ -8,8 +8,13 @@ import pytest
 from scipy import stats
 
 from probmut.killtest import DIRECTIONS, KillCriterion, kill_test, kill_test_batch
-from probmut.killtest.dispatch import decide, deepcrime_killed
-from probmut.killtest.kernels import normal_tail_bounds, pooled_z_test
+from probmut.killtest.dispatch import (
+    decide,
+    deepcrime_killed,
+    deepcrime_killed_across,
+    deepcrime_killed_of,
+)
+from probmut.killtest.kernels import normal_tail_bounds, pooled_z_of_moments, pooled_z_test
 
 from .conftest import a12_by_definition, pooled_d, rank_biserial, scipy_wilcoxon_batched
 
@@ -161,6 +166,44 @@ def test_the_engines_deepcrime_shortcut_gives_the_rules_verdict(direction):
                 == expected
             checked += 1
     assert checked == 3 * 241
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_verdicts_side_by_side_equal_them_one_at_a_time(direction):
+    """deepcrime_killed_across (the engine's pairs side by side) gives every pair the
+    verdict of deepcrime_killed_of alone: on random moments, on pairs whose |z| lies
+    inside the tail bounds (where only erfc decides: both verdicts occur there), on
+    constant samples whose means differ by a rounding error (not killed, though the
+    side-by-side arithmetic sees an infinite z) or by more (killed), and on NaN."""
+    rng = np.random.default_rng(3)
+    criterion = KillCriterion(direction=direction)
+    _, p_max, effect, code = criterion.kernel_args()
+    tail = normal_tail_bounds(p_max)
+    k, count = 20, 400
+    mx, my = rng.normal(0.9, 0.01, count), rng.normal(0.9, 0.01, count)
+    ssx, ssy = rng.uniform(1e-4, 4e-3, count), rng.uniform(1e-4, 4e-3, count)
+    # |z| / sqrt(2) spread across [low, high]: the mutant worse, or better, by that much
+    band = slice(0, 100)
+    ssy[band] = ssx[band]
+    sign = np.where(np.arange(100) % 2, 1.0, -1.0)
+    a = np.linspace(tail[0], tail[1], 100)
+    my[band] = mx[band] - sign * a * np.sqrt(2) * np.sqrt(2 * ssx[band] / (2 * k - 2)) \
+        * np.sqrt(2 / k)
+    constant = slice(100, 110)  # degenerate: equal up to rounding (p = 1) or not (p = 0)
+    ssx[constant], ssy[constant] = 0.0, 0.0
+    my[constant] = np.nextafter(mx[constant], 0) - np.repeat([0.0, 0.01], 5)
+    mx[110] = np.nan
+    kills = np.zeros(count, np.int64)
+    deepcrime_killed_across(mx, ssx, my, ssy, k, p_max, effect, code, tail,
+                            np.zeros(count, np.bool_), kills)
+    alone = np.array([deepcrime_killed_of(*pooled_z_of_moments(mx[q], ssx[q], k, my[q], ssy[q],
+                                                               k), p_max, effect, code, tail)
+                      for q in range(count)])
+    np.testing.assert_array_equal(kills, alone)
+    if direction == "two-sided":
+        assert 0 < alone[band].sum() < 100  # erfc decides both ways inside the bounds
+    worse = direction != "mutant-better"  # the constant mutants are the worse ones
+    assert alone[constant].tolist() == [False] * 5 + [worse] * 5 and alone[110:].any()
 
 
 def _in_order(values) -> float:
