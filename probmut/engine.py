@@ -38,9 +38,8 @@ from probmut.killtest.dispatch import (
     decide,
     deepcrime_killed,
     deepcrime_killed_across,
-    deepcrime_killed_of,
 )
-from probmut.killtest.kernels import normal_tail_bounds, pooled_z_of_moments
+from probmut.killtest.kernels import normal_tail_bounds
 from probmut.seeds import kernel_key
 from probmut.validation import (
     accuracies,
@@ -201,11 +200,9 @@ def _kill_count_kernel(healthy, mutant, paired, per_set, first_task, count, tria
         out[task] += kills
 
 
-#: Pairs from which :func:`_shared_draws_kernel` tests a trial's pairs side by side (one
-#: loop across the pairs, in vector instructions) rather than pair after pair, four
-#: trials side by side: the loop across the pairs pays its setup for every instance of
-#: the sample, which fewer pairs do not repay.
-ACROSS_FROM = 8
+#: Fewest pairs :func:`_shared_draws_kernel` tests side by side (one loop across the
+#: pairs, in vector instructions): fewer do not fill the loop's vectors, and are padded.
+SIDE_BY_SIDE = 8
 
 
 @compiled(inline="always")
@@ -275,12 +272,11 @@ def _shared_draws_kernel(healthy, mutants, paired, per_set, first_task, count, t
     # sizes, seed and tasks draw the same positions, whatever the accuracies, so each task
     # draws them once (which instance each resample position holds, and which positions
     # each trial's partial Fisher-Yates shuffle brings to the front; four trials at a
-    # time) and tests every pair on them: the pairs side by side (ACROSS_FROM or more),
-    # else pair after pair, four trials side by side. healthy is (S, n_h, 1), the same
-    # for every pair (its samples' means and spreads taken once), or (S, n_h, Q), each
-    # pair's; mutants (S, n_m, Q); out (Q, tasks). A sample's values are those the single
-    # kernel's shuffled resample holds, summed in the same order, so every count equals
-    # its pair's alone.
+    # time) and tests every pair on them, the pairs side by side. healthy is (S, n_h, 1),
+    # the same for every pair (its samples' means and spreads taken once, four trials
+    # side by side), or (S, n_h, Q), each pair's; mutants (S, n_m, Q); out (Q, tasks). A
+    # sample's values are those the single kernel's shuffled resample holds, summed in
+    # the same order, so every count equals its pair's alone.
     pairs = mutants.shape[2]
     shared = healthy.shape[2] == 1
     n_h = healthy.shape[1]
@@ -327,27 +323,16 @@ def _shared_draws_kernel(healthy, mutants, paired, per_set, first_task, count, t
                 continue
             if shared:
                 healthy_four = _four_moments(healthy[s], 0, h_drawn, sample)
-            if pairs >= ACROSS_FROM:
-                for t in range(size):
-                    _moments_across(mutants[s], m_drawn[t], sample, means_y, squares_y)
-                    if shared:
-                        for q in range(pairs):
-                            means_x[q] = healthy_four[2 * t]
-                            squares_x[q] = healthy_four[2 * t + 1]
-                    else:
-                        _moments_across(healthy[s], h_drawn[t], sample, means_x, squares_x)
-                    deepcrime_killed_across(means_x, squares_x, means_y, squares_y, sample,
-                                            p_max, effect, direction, tail, unsure, kills)
-                continue
-            for q in range(pairs):
-                mutant_four = _four_moments(mutants[s], q, m_drawn, sample)
-                if not shared:
-                    healthy_four = _four_moments(healthy[s], q, h_drawn, sample)
-                for t in range(size):
-                    z, d = pooled_z_of_moments(healthy_four[2 * t], healthy_four[2 * t + 1],
-                                               sample, mutant_four[2 * t],
-                                               mutant_four[2 * t + 1], sample)
-                    kills[q] += deepcrime_killed_of(z, d, p_max, effect, direction, tail)
+            for t in range(size):
+                _moments_across(mutants[s], m_drawn[t], sample, means_y, squares_y)
+                if shared:
+                    for q in range(pairs):
+                        means_x[q] = healthy_four[2 * t]
+                        squares_x[q] = healthy_four[2 * t + 1]
+                else:
+                    _moments_across(healthy[s], h_drawn[t], sample, means_x, squares_x)
+                deepcrime_killed_across(means_x, squares_x, means_y, squares_y, sample,
+                                        p_max, effect, direction, tail, unsure, kills)
         for q in range(pairs):
             out[q, task] = kills[q]
 
@@ -575,18 +560,23 @@ def kill_counts_shared(healthy, mutants, *, bootstraps: int = 100, trials: int =
     key, count = kernel_key(seed), set_threads(threads)
     tasks = m.shape[1] * int(bootstraps)
     per_task = h.shape[-1] + m.shape[2] + trials * (2 * sample + 8) * (1 + m.shape[0])
-    if per_task > CALL_WORK:  # one task would hold Ctrl-C too long: each pair alone
+    # each pair alone: where one task would hold Ctrl-C too long, or where so few pairs
+    # share the draws that the padding below would cost more than they save
+    if per_task > CALL_WORK or m.shape[0] < SIDE_BY_SIDE // 2:
         return np.stack([kill_counts(h if h.ndim == 2 else h[q], m[q], bootstraps=bootstraps,
                                      trials=trials, sample=sample, paired=paired,
                                      criterion=criterion, seed=seed, threads=threads)
                          .reshape(m.shape[1], bootstraps) for q in range(m.shape[0])])
-    # each set's instances x pairs: a sample's values of every pair side by side
-    h = np.ascontiguousarray(h[:, :, None] if h.ndim == 2 else h.transpose(1, 2, 0))
-    m_by_set = np.ascontiguousarray(m.transpose(1, 2, 0))
-    out = np.empty((m.shape[0], tasks), dtype=np.int64)
+    # each set's instances x pairs: a sample's values of every pair side by side; fewer
+    # than SIDE_BY_SIDE pairs are padded with copies of the last (their counts dropped)
+    pad = [-1] * max(0, SIDE_BY_SIDE - m.shape[0])
+    h = h[:, :, None] if h.ndim == 2 else h[list(range(h.shape[0])) + pad].transpose(1, 2, 0)
+    h = np.ascontiguousarray(h)
+    m_by_set = np.ascontiguousarray(m[list(range(m.shape[0])) + pad].transpose(1, 2, 0))
+    out = np.empty((m_by_set.shape[2], tasks), dtype=np.int64)
     block = max(1, CALL_WORK * count // per_task)
     for first in range(0, tasks, block):
         _shared_draws_kernel(h, m_by_set, bool(paired), int(bootstraps), first,
                              min(block, tasks - first), int(trials), int(sample),
                              *criterion.kernel_args(), *key, out)
-    return out.reshape(m.shape[0], m.shape[1], bootstraps)
+    return out[:m.shape[0]].reshape(m.shape[0], m.shape[1], bootstraps)

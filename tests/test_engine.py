@@ -256,7 +256,7 @@ def test_engine_with_paired_criteria(manifest, kind):
     assert kill_counts(h, h, bootstraps=5, paired=True, criterion=criterion, seed=1).max() == 0
 
 
-@pytest.mark.parametrize("pairs", [5, 12])  # pair after pair; side by side (ACROSS_FROM)
+@pytest.mark.parametrize("pairs", [2, 5, 12])  # alone; padded; side by side (SIDE_BY_SIDE)
 @pytest.mark.parametrize("kind, paired, own_healthy", [
     ("deepcrime", False, False), ("deepcrime", False, True), ("deepcrime", True, True),
     ("deepcrime", True, False), ("welch", False, False), ("mannwhitney", False, True),
@@ -265,19 +265,20 @@ def test_pairs_drawn_together_get_the_counts_each_gets_alone(monkeypatch, kind, 
                                                               own_healthy, pairs):
     """kill_counts_shared: every pair's counts are kill_counts' for it alone with the same
     seed, bit for bit: its shared draws, its healthy moments taken once, the pairs' moments
-    and verdicts side by side or one after the other, and the split of the tasks into
-    calls. Some pairs' accuracies take two values only, so that samples are constant
+    and verdicts side by side (fewer pairs padded, or each alone), and the split of the
+    tasks into calls. Some pairs' accuracies take two values only, so that samples are constant
     (degenerate) and p-values fall near the boundary, where the verdict is not sure
     from the side-by-side loop alone."""
-    assert 5 < engine.ACROSS_FROM <= 12
+    assert 2 < engine.SIDE_BY_SIDE // 2 <= 5 < engine.SIDE_BY_SIDE <= 12
     monkeypatch.setattr(engine, "CALL_WORK", 20_000)  # several calls
     rng = np.random.default_rng(7)
     sets, n = 3, 30
     healthy = rng.normal(0.9, 0.01, (pairs, sets, n) if own_healthy else (sets, n))
     mutants = rng.normal(0.9, 0.01, (pairs, sets, n)) - rng.uniform(0, 0.01, (pairs, 1, 1))
-    mutants[:3] = rng.choice([0.9, 0.9, 0.9, 0.89], (3, sets, n))  # constant samples too
+    few = pairs // 2  # pairs whose samples are often constant
+    mutants[:few] = rng.choice([0.9, 0.9, 0.9, 0.89], (few, sets, n))
     if own_healthy:
-        healthy[:2] = rng.choice([0.9, 0.9, 0.9, 0.9, 0.91], (2, sets, n))
+        healthy[:few] = rng.choice([0.9, 0.9, 0.9, 0.9, 0.91], (few, sets, n))
     run = dict(bootstraps=4, trials=23, sample=6, paired=paired, seed=9,
                criterion=KillCriterion(kind=kind))
     together = engine.kill_counts_shared(healthy, mutants, **run)

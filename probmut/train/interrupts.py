@@ -47,6 +47,7 @@ class Deferred:
     SIGINT is not handled by Python code (ignored, or the default action), it does
     nothing.
 
+    >>> before = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own
     >>> deferred = Deferred()
     >>> with deferred.held():
     ...     signal.raise_signal(signal.SIGINT)   # Ctrl-C while held: only remembered
@@ -57,6 +58,10 @@ class Deferred:
     ... except KeyboardInterrupt:
     ...     print("interrupted")
     interrupted
+    >>> _ = signal.signal(signal.SIGINT, before)
+
+    (The first line makes the example's SIGINT Python's, wherever it runs: a shell's
+    background job starts with SIGINT ignored, and then ``held`` has nothing to hold.)
     """
 
     def __init__(self):
